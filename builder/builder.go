@@ -1,0 +1,104 @@
+// Package builder assembles a pool image: it reads only the manifest and
+// config of an ostree-native base image, appends the layers rendered by
+// package layers, and records labels, history and provenance so that the same
+// inputs always give the same image digest.
+//
+// Build runs the whole pipeline as one library call (a controller can run it
+// many times in one process):
+//
+//	assemble → publish by digest → stages (preflight, sign, attest) → move tag
+//
+// The later stages live in packages that come after builder in the pipeline
+// (preflight, registry/push, registry/sign); builder only defines the
+// interfaces they implement, so it imports none of them.
+package builder
+
+import (
+	"context"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/oslayer/oslayer/layers/model"
+)
+
+// LabelPrefix is the prefix of every label oslayer adds to an image config.
+const LabelPrefix = "io.oslayer."
+
+// The labels oslayer adds. Values are plain strings; KernelArgs is a JSON array.
+const (
+	LabelPool         = LabelPrefix + "pool"
+	LabelInputsDigest = LabelPrefix + "inputs-digest"
+	LabelKernelArgs   = LabelPrefix + "kernel-arguments"
+	LabelVersion      = LabelPrefix + "version"
+	LabelBaseDigest   = LabelPrefix + "base-digest"
+	LabelBaseRef      = LabelPrefix + "base-ref"
+)
+
+// Base is the resolved base image. Image is lazy: reading its layers' blobs
+// would download them, which builder never does.
+type Base struct {
+	// Ref is the reference the user gave (after mirror rewriting).
+	Ref string `json:"ref"`
+	// Digest is the manifest digest the reference resolved to.
+	Digest v1.Hash `json:"digest"`
+	// Pinned reports whether the user gave a digest (not a tag).
+	Pinned bool     `json:"pinned"`
+	Image  v1.Image `json:"-"`
+}
+
+// Built is an assembled image that has not been published yet.
+type Built struct {
+	Image  v1.Image
+	Digest v1.Hash
+	Base   Base
+	// Added are the layers appended on top of the base, in order.
+	Added []AddedLayer
+	// Pool names the pool the image is for.
+	Pool string
+	// Inputs are the input documents (path, kind, sha256) for provenance.
+	Inputs []model.Input
+	// InputsDigest is the digest over every input and output-changing flag.
+	InputsDigest string
+	// KernelArgs are the pool's kernel arguments (also in a label).
+	KernelArgs []string
+	// Flags are the options that change the output, for provenance.
+	Flags map[string]string
+}
+
+// AddedLayer describes one appended layer.
+type AddedLayer struct {
+	Digest v1.Hash `json:"digest"`
+	DiffID v1.Hash `json:"diffID"`
+	Size   int64   `json:"size"`
+	Source string  `json:"source"`
+}
+
+// Published is where an image was written by digest (not yet tagged).
+type Published struct {
+	// Ref is the digested reference, e.g. "127.0.0.1:5000/pool@sha256:...",
+	// or "oci:DIR@sha256:..." for a layout.
+	Ref string
+	// Digest is the digested registry reference; nil for OCI layouts.
+	Digest *name.Digest
+	// Uploaded and Skipped count bytes: Skipped includes blobs the target
+	// already had and blobs that were cross-repo mounted.
+	Uploaded int64
+	Skipped  int64
+	Mounted  int64
+}
+
+// Publisher writes an image by digest and, once every stage succeeded, moves
+// the tag. If Commit is never called the tag stays where it was.
+type Publisher interface {
+	Write(ctx context.Context, b *Built) (*Published, error)
+	Commit(ctx context.Context, b *Built, p *Published) error
+}
+
+// Stage runs after the image is written by digest and before the tag moves
+// (preflight, signature, attestation). An error stops the build; the tag does
+// not move. The returned value is recorded in the build result under Name.
+type Stage interface {
+	Name() string
+	Run(ctx context.Context, b *Built, p *Published) (any, error)
+}

@@ -1,0 +1,67 @@
+// Package layers renders node configuration (Gardener OperatingSystemConfigs,
+// OpenShift MachineConfigs) into the content of the layers that sit on top of
+// an ostree-native OS image: a file tree with exact modes, owners and links,
+// deterministic gzip tar layers of it, and a report that accounts for every
+// input item.
+//
+// The pipeline is: sources (layers/gardener, layers/machineconfig) decode
+// documents into a model.Config; Render applies the ostree placement rules,
+// unit enablement and the /var mechanism, builds the tree and splits it into
+// at most a handful of layers.
+package layers
+
+import (
+	"io/fs"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/oslayer/oslayer/layers/model"
+)
+
+// Request is what to render.
+type Request struct {
+	// OSCs are Gardener inputs: OperatingSystemConfig YAML/JSON, a Secret
+	// manifest with data key osc.yaml, or a bare osc.yaml.
+	OSCs []string
+	// MachineConfigs are MachineConfig files or directories of them.
+	MachineConfigs []string
+	// Pool selects MachineConfigs labelled machineconfiguration.openshift.io/role=Pool.
+	Pool string
+	// SecretsDir holds Secret manifests for Gardener secretRef files.
+	SecretsDir string
+	// BakeSecrets bakes secretRef content into the image (off by default:
+	// an image is readable by everyone who can pull it).
+	BakeSecrets bool
+	// AllowTopLevel lists extra top-level directories (e.g. "srv") that may
+	// receive content; they only survive on composefs bases.
+	AllowTopLevel []string
+	// Images reads imageRef files. Nil makes any imageRef an error.
+	Images model.ImageFiles
+	// Base, if set, is the base image's root tree; it is used to read the
+	// [Install] section of units the OS ships.
+	Base fs.FS
+	// Epoch is the mtime of every tar entry. Zero means DefaultEpoch, or
+	// SOURCE_DATE_EPOCH when the caller read it from the environment.
+	Epoch time.Time
+}
+
+// DefaultEpoch is the fixed mtime of every entry when SOURCE_DATE_EPOCH is not
+// set: 2000-01-01T00:00:00Z. (ostree zeroes mtimes on the node; mtimes only
+// feed the digest.)
+var DefaultEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Layer is one rendered, compressed layer.
+type Layer struct {
+	// Name is the layer's role: "payload", "config" or "metadata".
+	Name string `json:"name"`
+	// CreatedBy is the history entry text naming the layer's sources.
+	CreatedBy string `json:"createdBy"`
+	// Digest is the sha256 of the gzip bytes; DiffID of the tar bytes.
+	Digest v1.Hash `json:"digest"`
+	DiffID v1.Hash `json:"diffID"`
+	Size   int64   `json:"size"`
+	Files  int     `json:"files"`
+	// Gzip is the compressed layer.
+	Gzip []byte `json:"-"`
+}

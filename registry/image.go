@@ -1,0 +1,163 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// Resolved says what a reference resolved to.
+type Resolved struct {
+	// Given is the reference as the user wrote it.
+	Given string `json:"given"`
+	// Ref is the registry reference after mirror rewriting (nil for layouts).
+	Ref name.Reference `json:"-"`
+	// LayoutDir and LayoutTag are set for "oci:DIR[:TAG]".
+	LayoutDir string `json:"layoutDir,omitempty"`
+	LayoutTag string `json:"layoutTag,omitempty"`
+	// Digest is the manifest digest of the selected (single-platform) image.
+	Digest v1.Hash `json:"digest"`
+	// IndexDigest is set when the reference named a multi-platform index.
+	IndexDigest *v1.Hash `json:"indexDigest,omitempty"`
+	// Pinned is true when the user gave a digest rather than a tag.
+	Pinned bool `json:"pinned"`
+}
+
+// Digested returns "REG/REPO@sha256:..." (or "oci:DIR@sha256:...").
+func (r Resolved) Digested() string {
+	if r.Ref == nil {
+		return LayoutPrefix + r.LayoutDir + "@" + r.Digest.String()
+	}
+	return r.Ref.Context().Digest(r.Digest.String()).String()
+}
+
+// DefaultPlatform is linux/amd64.
+var DefaultPlatform = v1.Platform{OS: "linux", Architecture: "amd64"}
+
+// Image opens ref (a registry reference or "oci:DIR[:TAG]") for the given
+// platform (nil: linux/amd64) without downloading any layer blob: only the
+// manifest (and index) and the config are read, and layers stay lazy.
+func (o *Options) Image(ctx context.Context, ref string, platform *v1.Platform) (v1.Image, Resolved, error) {
+	if platform == nil {
+		platform = &DefaultPlatform
+	}
+	if IsLayout(ref) {
+		return layoutImage(ref, *platform)
+	}
+	r, err := o.ParseReference(ref)
+	if err != nil {
+		return nil, Resolved{}, err
+	}
+	res := Resolved{Given: ref, Ref: r}
+	_, res.Pinned = r.(name.Digest)
+	desc, err := remote.Get(r, o.RemoteOptions(ctx)...)
+	if err != nil {
+		return nil, res, fmt.Errorf("image %s: %w", ref, err)
+	}
+	var img v1.Image
+	if desc.MediaType.IsIndex() {
+		idx, err := desc.ImageIndex()
+		if err != nil {
+			return nil, res, fmt.Errorf("image %s: %w", ref, err)
+		}
+		d := desc.Digest
+		res.IndexDigest = &d
+		img, err = pickPlatform(idx, *platform, ref)
+		if err != nil {
+			return nil, res, err
+		}
+	} else {
+		img, err = desc.Image()
+		if err != nil {
+			return nil, res, fmt.Errorf("image %s: %w", ref, err)
+		}
+	}
+	if res.Digest, err = img.Digest(); err != nil {
+		return nil, res, fmt.Errorf("image %s: %w", ref, err)
+	}
+	return img, res, nil
+}
+
+func layoutImage(ref string, platform v1.Platform) (v1.Image, Resolved, error) {
+	dir, tag, err := SplitLayout(ref)
+	if err != nil {
+		return nil, Resolved{}, err
+	}
+	res := Resolved{Given: ref, LayoutDir: dir, LayoutTag: tag}
+	if _, err := os.Stat(dir); err != nil {
+		return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
+	}
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
+	}
+	idx, err := p.ImageIndex()
+	if err != nil {
+		return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
+	}
+	var matches []v1.Descriptor
+	for _, d := range im.Manifests {
+		if tag == "" || d.Annotations["org.opencontainers.image.ref.name"] == tag {
+			matches = append(matches, d)
+		}
+	}
+	switch {
+	case len(matches) == 0 && tag != "":
+		return nil, res, fmt.Errorf("OCI layout %s: no image tagged %q", dir, tag)
+	case len(matches) == 0:
+		return nil, res, fmt.Errorf("OCI layout %s: no image in index.json", dir)
+	case len(matches) > 1 && tag == "":
+		return nil, res, fmt.Errorf("OCI layout %s holds %d images: name one with oci:%s:TAG", dir, len(matches), dir)
+	}
+	d := matches[0]
+	var img v1.Image
+	if d.MediaType.IsIndex() {
+		sub, err := idx.ImageIndex(d.Digest)
+		if err != nil {
+			return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
+		}
+		dd := d.Digest
+		res.IndexDigest = &dd
+		if img, err = pickPlatform(sub, platform, ref); err != nil {
+			return nil, res, err
+		}
+	} else if img, err = idx.Image(d.Digest); err != nil {
+		return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
+	}
+	if res.Digest, err = img.Digest(); err != nil {
+		return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
+	}
+	return img, res, nil
+}
+
+// ErrNoPlatform is returned when an index has no image for the platform.
+var ErrNoPlatform = errors.New("no image for platform")
+
+func pickPlatform(idx v1.ImageIndex, want v1.Platform, ref string) (v1.Image, error) {
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", ref, err)
+	}
+	var have []string
+	for _, d := range im.Manifests {
+		if d.Platform == nil {
+			continue
+		}
+		have = append(have, d.Platform.String())
+		if d.Platform.OS == want.OS && d.Platform.Architecture == want.Architecture &&
+			(want.Variant == "" || d.Platform.Variant == want.Variant) {
+			return idx.Image(d.Digest)
+		}
+	}
+	return nil, fmt.Errorf("image %s: %w %s (index has %v)", ref, ErrNoPlatform, want.String(), have)
+}

@@ -1,0 +1,139 @@
+// Package registry is the plumbing every stage uses to reach images: parsing
+// references (registry references and "oci:DIR[:TAG]" OCI layouts), mirror
+// rewriting for air-gapped sites, credentials, and remote options. It imports
+// no pipeline stage; the stages (layers, builder, preflight, push, sign)
+// import it.
+package registry
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// LayoutPrefix marks an OCI image layout reference: "oci:DIR[:TAG]".
+const LayoutPrefix = "oci:"
+
+// Options configure how images are reached. The zero value uses the default
+// keychain, no mirrors and http.DefaultTransport.
+type Options struct {
+	// Mirrors rewrite registry hosts (FROM=TO), applied to every pull.
+	Mirrors []Mirror
+	// Keychain resolves credentials; nil means authn.DefaultKeychain.
+	Keychain authn.Keychain
+	// Transport is the HTTP transport; nil means remote.DefaultTransport.
+	Transport http.RoundTripper
+	// UserAgent is added to every request.
+	UserAgent string
+	// Jobs bounds parallel blob transfers (0: 4).
+	Jobs int
+}
+
+// Mirror rewrites references whose registry (or registry/repository prefix)
+// is From to To.
+type Mirror struct {
+	From string
+	To   string
+}
+
+// ParseMirror parses "FROM=TO".
+func ParseMirror(s string) (Mirror, error) {
+	from, to, ok := strings.Cut(s, "=")
+	from, to = strings.TrimSpace(from), strings.TrimSpace(to)
+	if !ok || from == "" || to == "" {
+		return Mirror{}, fmt.Errorf("--mirror %q: want FROM=TO, e.g. quay.io=mirror.example.com:5000", s)
+	}
+	if strings.Contains(from, "://") || strings.Contains(to, "://") {
+		return Mirror{}, fmt.Errorf("--mirror %q: give registry hosts, not URLs", s)
+	}
+	return Mirror{From: strings.TrimSuffix(from, "/"), To: strings.TrimSuffix(to, "/")}, nil
+}
+
+// Rewrite applies the first matching mirror to ref (a registry reference
+// string). The longest From that is the registry host or a path prefix of
+// "host/repository" wins.
+func (o *Options) Rewrite(ref string) string {
+	best := -1
+	for i, m := range o.Mirrors {
+		if ref == m.From || strings.HasPrefix(ref, m.From+"/") || strings.HasPrefix(ref, m.From+":") || strings.HasPrefix(ref, m.From+"@") {
+			if best < 0 || len(m.From) > len(o.Mirrors[best].From) {
+				best = i
+			}
+		}
+	}
+	if best < 0 {
+		return ref
+	}
+	return o.Mirrors[best].To + strings.TrimPrefix(ref, o.Mirrors[best].From)
+}
+
+// ParseReference parses a registry reference after mirror rewriting. The
+// error names the reference and what is wrong with it.
+func (o *Options) ParseReference(ref string) (name.Reference, error) {
+	if ref == "" {
+		return nil, fmt.Errorf("empty image reference")
+	}
+	r, err := name.ParseReference(o.Rewrite(ref), name.StrictValidation)
+	if err != nil {
+		// StrictValidation refuses implicit "latest" and docker.io defaults;
+		// retry leniently so "quay.io/x/y" works, but never accept garbage.
+		r2, err2 := name.ParseReference(o.Rewrite(ref))
+		if err2 != nil {
+			return nil, fmt.Errorf("invalid image reference %q: %v", ref, err2)
+		}
+		return r2, nil
+	}
+	return r, nil
+}
+
+// RemoteOptions returns the go-containerregistry remote options for ctx.
+func (o *Options) RemoteOptions(ctx context.Context) []remote.Option {
+	kc := o.Keychain
+	if kc == nil {
+		kc = authn.DefaultKeychain
+	}
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc)}
+	if o.Transport != nil {
+		opts = append(opts, remote.WithTransport(o.Transport))
+	}
+	if o.UserAgent != "" {
+		opts = append(opts, remote.WithUserAgent(o.UserAgent))
+	}
+	jobs := o.Jobs
+	if jobs <= 0 {
+		jobs = 4
+	}
+	opts = append(opts, remote.WithJobs(jobs))
+	return opts
+}
+
+// IsLayout reports whether ref names an OCI layout ("oci:DIR[:TAG]").
+func IsLayout(ref string) bool { return strings.HasPrefix(ref, LayoutPrefix) }
+
+// SplitLayout splits "oci:DIR[:TAG]" into DIR and TAG (TAG may be empty).
+// A DIR containing ':' must be written with a trailing ":TAG".
+func SplitLayout(ref string) (dir, tag string, err error) {
+	s := strings.TrimPrefix(ref, LayoutPrefix)
+	if s == "" {
+		return "", "", fmt.Errorf("OCI layout reference %q: missing directory (want oci:DIR[:TAG])", ref)
+	}
+	if i := strings.LastIndex(s, ":"); i >= 0 {
+		dir, tag = s[:i], s[i+1:]
+	} else {
+		dir = s
+	}
+	if dir == "" {
+		return "", "", fmt.Errorf("OCI layout reference %q: missing directory (want oci:DIR[:TAG])", ref)
+	}
+	if tag != "" {
+		if _, err := name.NewTag("x:"+tag, name.StrictValidation); err != nil {
+			return "", "", fmt.Errorf("OCI layout reference %q: invalid tag %q", ref, tag)
+		}
+	}
+	return dir, tag, nil
+}

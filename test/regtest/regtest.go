@@ -1,0 +1,279 @@
+// Package regtest starts real OCI registries for tests: the CNCF
+// distribution registry ("docker-registry" from Debian) on a random loopback
+// port, optionally behind htpasswd auth, and a counting proxy in front of it
+// that records every request so tests can prove what was (not) transferred.
+//
+// Tests that need an external tool call Require, which skips the test when
+// the tool is missing, unless OSLAYER_REQUIRE_TOOLS=1 (as in CI), where a
+// missing tool fails the test.
+package regtest
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Require returns the path of tool, skipping (or, with
+// OSLAYER_REQUIRE_TOOLS=1, failing) the test when it is not installed.
+func Require(t testing.TB, tool string) string {
+	t.Helper()
+	p, err := exec.LookPath(tool)
+	if err != nil {
+		if os.Getenv("OSLAYER_REQUIRE_TOOLS") == "1" {
+			t.Fatalf("%s is required (OSLAYER_REQUIRE_TOOLS=1) but not installed: %v", tool, err)
+		}
+		t.Skipf("%s not installed", tool)
+	}
+	return p
+}
+
+// Registry is a running docker-registry.
+type Registry struct {
+	// Host is "127.0.0.1:PORT" of the registry itself.
+	Host string
+	// LogFile receives the registry's log (it records cross-repo mounts).
+	LogFile string
+	cmd     *exec.Cmd
+}
+
+// Config tunes a registry.
+type Config struct {
+	// User and Password enable htpasswd auth when User is set.
+	User, Password string
+	// Filesystem keeps blobs on disk in a temp dir instead of in memory.
+	Filesystem bool
+}
+
+// Start starts docker-registry on a random 127.0.0.1 port and stops it when
+// the test ends.
+func Start(t testing.TB, c Config) *Registry {
+	t.Helper()
+	bin := Require(t, "docker-registry")
+	dir := t.TempDir()
+	port := freePort(t)
+	storage := "  inmemory: {}\n"
+	if c.Filesystem {
+		storage = fmt.Sprintf("  filesystem:\n    rootdirectory: %s\n", filepath.Join(dir, "data"))
+	}
+	auth := ""
+	if c.User != "" {
+		h, err := bcrypt.GenerateFromPassword([]byte(c.Password), bcrypt.MinCost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hp := filepath.Join(dir, "htpasswd")
+		if err := os.WriteFile(hp, []byte(c.User+":"+string(h)+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		auth = fmt.Sprintf("auth:\n  htpasswd:\n    realm: oslayer-test\n    path: %s\n", hp)
+	}
+	cfg := fmt.Sprintf(`version: 0.1
+log:
+  level: info
+  accesslog:
+    disabled: false
+storage:
+%s  delete:
+    enabled: true
+http:
+  addr: 127.0.0.1:%d
+%s`, storage, port, auth)
+	cfgPath := filepath.Join(dir, "config.yml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "registry.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve", cfgPath)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Keep the registry from reading proxy settings or the host's config.
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start docker-registry: %v", err)
+	}
+	r := &Registry{Host: fmt.Sprintf("127.0.0.1:%d", port), LogFile: logPath, cmd: cmd}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_, _ = cmd.Process.Wait()
+		logf.Close()
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get("http://" + r.Host + "/v2/")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 || resp.StatusCode == 401 {
+				return r
+			}
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(logPath)
+			t.Fatalf("docker-registry did not come up on %s: %v\n%s", r.Host, err, b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Log returns what the registry logged so far.
+func (r *Registry) Log() string {
+	b, _ := os.ReadFile(r.LogFile)
+	return string(b)
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Request is one request seen by a Proxy.
+type Request struct {
+	Method string
+	Path   string
+	Query  string
+	Status int
+}
+
+// Proxy is a counting reverse proxy on 127.0.0.1 in front of a registry.
+type Proxy struct {
+	// Host is "127.0.0.1:PORT" of the proxy: point clients here.
+	Host string
+	mu   sync.Mutex
+	reqs []Request
+	// Fail, when set, is consulted for every request; a non-zero status is
+	// returned instead of forwarding (to inject 5xx, 429, refusals).
+	Fail func(r *http.Request) int
+}
+
+// NewProxy starts a counting proxy to upstream ("127.0.0.1:PORT").
+func NewProxy(t testing.TB, upstream string) *Proxy {
+	t.Helper()
+	u, _ := url.Parse("http://" + upstream)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	p := &Proxy{}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		fail := p.Fail
+		p.mu.Unlock()
+		if fail != nil {
+			if code := fail(r); code != 0 {
+				p.record(r, code)
+				http.Error(w, "injected failure", code)
+				return
+			}
+		}
+		sw := &statusWriter{ResponseWriter: w, status: 200}
+		rp.ServeHTTP(sw, r)
+		p.record(r, sw.status)
+	}))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Listener = l
+	srv.Start()
+	t.Cleanup(srv.Close)
+	p.Host = l.Addr().String()
+	return p
+}
+
+// SetFail installs (or with nil removes) a failure injector.
+func (p *Proxy) SetFail(f func(r *http.Request) int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.Fail = f
+}
+
+func (p *Proxy) record(r *http.Request, status int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reqs = append(p.reqs, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Status: status})
+}
+
+// Requests returns a copy of the requests seen so far.
+func (p *Proxy) Requests() []Request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Request(nil), p.reqs...)
+}
+
+// Reset forgets the requests seen so far.
+func (p *Proxy) Reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reqs = nil
+}
+
+// BlobGets counts GET requests for blobs (downloads), HEADs excluded.
+func (p *Proxy) BlobGets() int {
+	n := 0
+	for _, r := range p.Requests() {
+		if r.Method == http.MethodGet && strings.Contains(r.Path, "/blobs/sha256:") {
+			n++
+		}
+	}
+	return n
+}
+
+// Uploads counts blob upload completions (PUT .../blobs/uploads/...) and
+// monolithic POSTs with a digest.
+func (p *Proxy) Uploads() int {
+	n := 0
+	for _, r := range p.Requests() {
+		if r.Method == http.MethodPut && strings.Contains(r.Path, "/blobs/uploads/") {
+			n++
+		}
+	}
+	return n
+}
+
+// Mounts counts cross-repository mount requests (POST ...?mount=...&from=...).
+func (p *Proxy) Mounts() int {
+	n := 0
+	for _, r := range p.Requests() {
+		if r.Method == http.MethodPost && strings.Contains(r.Query, "mount=") && r.Status == http.StatusCreated {
+			n++
+		}
+	}
+	return n
+}
+
+// Dump renders the requests for failure messages.
+func (p *Proxy) Dump() string {
+	var b bytes.Buffer
+	for _, r := range p.Requests() {
+		fmt.Fprintf(&b, "%s %s?%s -> %d\n", r.Method, r.Path, r.Query, r.Status)
+	}
+	return b.String()
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
