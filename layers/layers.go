@@ -65,3 +65,26 @@ type Layer struct {
 	// Gzip is the compressed layer.
 	Gzip []byte `json:"-"`
 }
+
+// Result is a rendered pool configuration.
+type Result struct {
+	// Layers are the non-empty layers in order (bottom first), at most 5.
+	Layers []Layer `json:"layers"`
+	// Report accounts for every input item.
+	Report *Report `json:"report"`
+	// KernelArgs are the pool's kernel arguments, in order.
+	KernelArgs []string `json:"kernelArgs,omitempty"`
+	// Packages lists what needs a package stage (MachineConfig extensions,
+	// "kernelType:realtime"); build refuses a non-empty list for now.
+	Packages []string `json:"packages,omitempty"`
+	// OSImageURL is the pool's base from MachineConfigs, if any.
+	OSImageURL string `json:"osImageURL,omitempty"`
+	// Inputs are the input documents with their sha256.
+	Inputs []model.Input `json:"inputs"`
+	// InputsDigest is "sha256:..." over every input document and every
+	// option that changes the output.
+	InputsDigest string `json:"inputsDigest"`
+}
+
+// Report is filled in by Render; see report.go.
+type Report struct{}
