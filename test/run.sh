@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The project's test command (README, CI): installs what the tests need,
+# then runs vet, gofmt, the whole test suite against real tools, and every
+# fuzz target for a bounded time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+tools=$(bash test/setup.sh | tail -n 1)
+export PATH="$tools:$PATH"
+# Missing tools or fixtures fail tests instead of skipping them.
+export OSLAYER_REQUIRE_TOOLS=1
+FUZZTIME=${FUZZTIME:-15s}
+
+echo "== go vet"
+go vet ./...
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change: $unformatted" >&2
+  exit 1
+fi
+
+echo "== go test"
+go test -count=1 -timeout 40m ./...
+
+echo "== fuzz (${FUZZTIME} each)"
+# Every Fuzz target in the tree, run one at a time.
+grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r f; do
+  pkg="./$(dirname "${f#./}")"
+  for fn in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | cut -d' ' -f2); do
+    echo "-- $pkg $fn"
+    go test -run '^$' -fuzz "^${fn}\$" -fuzztime "$FUZZTIME" "$pkg"
+  done
+done
+echo "== all tests passed"
