@@ -11,6 +11,7 @@ package regtest
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -164,6 +165,8 @@ type Proxy struct {
 	// Fail, when set, is consulted for every request; a non-zero status is
 	// returned instead of forwarding (to inject 5xx, 429, refusals).
 	Fail func(r *http.Request) int
+	// bytes sent by clients (request bodies) and to clients (response bodies).
+	up, down int64
 }
 
 // NewProxy starts a counting proxy to upstream ("127.0.0.1:PORT").
@@ -184,8 +187,16 @@ func NewProxy(t testing.TB, upstream string) *Proxy {
 			}
 		}
 		sw := &statusWriter{ResponseWriter: w, status: 200}
+		body := &countingReader{r: r.Body}
+		if r.Body != nil {
+			r.Body = body
+		}
 		rp.ServeHTTP(sw, r)
 		p.record(r, sw.status)
+		p.mu.Lock()
+		p.up += body.n
+		p.down += sw.n
+		p.mu.Unlock()
 	}))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -218,11 +229,20 @@ func (p *Proxy) Requests() []Request {
 	return append([]Request(nil), p.reqs...)
 }
 
-// Reset forgets the requests seen so far.
+// Reset forgets the requests and bytes seen so far.
 func (p *Proxy) Reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.reqs = nil
+	p.up, p.down = 0, 0
+}
+
+// Bytes returns the body bytes clients sent (uploaded) and received
+// (downloaded) through the proxy since the last Reset.
+func (p *Proxy) Bytes() (uploaded, downloaded int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.up, p.down
 }
 
 // BlobGets counts GET requests for blobs (downloads), HEADs excluded.
@@ -271,9 +291,44 @@ func (p *Proxy) Dump() string {
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	n      int64
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	w.status = code
 	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(b)
+	w.n += int64(n)
+	return n, err
+}
+
+// Flush keeps streaming responses streaming.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+type countingReader struct {
+	r io.ReadCloser
+	n int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	if c.r == nil {
+		return 0, io.EOF
+	}
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingReader) Close() error {
+	if c.r == nil {
+		return nil
+	}
+	return c.r.Close()
 }

@@ -1,7 +1,9 @@
 package regtest
 
 import (
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -28,5 +30,27 @@ func TestStartAndProxy(t *testing.T) {
 	}
 	if got := len(p.Requests()); got != 2 {
 		t.Fatalf("proxy saw %d requests, want 2:\n%s", got, p.Dump())
+	}
+}
+
+func TestProxyCountsBytes(t *testing.T) {
+	r := Start(t, Config{})
+	p := NewProxy(t, r.Host)
+	resp, err := http.Post("http://"+p.Host+"/v2/x/blobs/uploads/", "application/octet-stream", strings.NewReader("0123456789"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	up, down := p.Bytes()
+	if up != 10 {
+		t.Fatalf("uploaded bytes = %d, want 10", up)
+	}
+	if down < 0 {
+		t.Fatalf("downloaded bytes = %d", down)
+	}
+	p.Reset()
+	if up, down := p.Bytes(); up != 0 || down != 0 {
+		t.Fatalf("after Reset: %d/%d", up, down)
 	}
 }
