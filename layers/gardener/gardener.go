@@ -1,11 +1,71 @@
-// Package gardener decodes Gardener OperatingSystemConfigs into a model.Config.
+// Package gardener decodes Gardener OperatingSystemConfigs
+// (extensions.gardener.cloud/v1alpha1) into a model.Config, reproducing what
+// gardener-node-agent would write on a node.
+//
+// Accepted inputs (several per file when separated by "---"):
+//   - an OperatingSystemConfig in YAML or JSON;
+//   - a Kubernetes Secret manifest whose data (base64) or stringData key
+//     "osc.yaml" holds one (the gardener-node-agent Secret);
+//   - a bare osc.yaml (an OperatingSystemConfig document).
+//
+// Decoding is strict: an unknown or duplicated field is an error naming the
+// field path and the file. Legacy shapes that current Gardener no longer
+// accepts (for instance a file-level "encoding") are therefore refused.
+//
+// Semantics follow gardener-node-agent:
+//   - status.extensionFiles are appended to spec.files; status.extensionUnits
+//     are merged into spec.units by name (a later non-nil enable, command or
+//     content wins; dropIns and filePaths are appended).
+//   - A file's mode is its permissions, or 0600 when unset; owner root.
+//   - Inline content is plain or "b64"; transmitUnencoded does not matter
+//     for baking.
+//   - imageRef content is read through Options.Images; the mode follows the
+//     same rule as inline files (permissions or 0600), never the mode inside
+//     the image, exactly like gardener-node-agent.
+//   - secretRef content is not baked unless Options.BakeSecrets: it is
+//     reported as runtime-delivered. When Options.SecretsDir is set the
+//     referenced Secret and key must exist there.
+//   - hostName files and spec.criConfig are runtime-delivered.
+//   - Units are enabled unless enable is false or command is stop.
+//   - Every unit's filePaths must name a file of the same OSC.
+//
+// One file's decoded content is limited to model.MaxContentSize (imageRef
+// content to model.MaxImageFileSize).
 package gardener
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	extv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/oslayer/oslayer/layers/model"
+)
+
+// Kind is the document kind of an OperatingSystemConfig.
+const Kind = "OperatingSystemConfig"
+
+// APIVersion is the OSC API group/version.
+const APIVersion = "extensions.gardener.cloud/v1alpha1"
+
+// SecretKey is the data key of the gardener-node-agent Secret that holds the OSC.
+const SecretKey = "osc.yaml"
+
+// Runtime reasons, stable strings that the report shows.
+const (
+	ReasonSecret   = "secret content is delivered at runtime (use --bake-secrets to bake it)"
+	ReasonHostName = "file is only for host %q: host-specific content cannot be part of a per-pool image"
+	ReasonCRI      = "CRI configuration (containerd config, registries, sandbox image) is generated on the node by gardener-node-agent"
 )
 
 // Options tune how OSC files are resolved.
@@ -19,7 +79,507 @@ type Options struct {
 	Images model.ImageFiles
 }
 
-// Load decodes and merges the OSC inputs at paths.
+// Load decodes and merges the OSC inputs at paths. Several inputs merge into
+// one Config; an item defined twice with different content is an error that
+// names both origins.
 func Load(ctx context.Context, paths []string, opts Options) (*model.Config, error) {
-	return nil, errors.New("gardener: not implemented yet")
+	l := &loader{opts: opts}
+	var cfgs []*model.Config
+	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("OSC input: %w", err)
+		}
+		cs, err := l.loadFile(ctx, p, data)
+		if err != nil {
+			return nil, err
+		}
+		cfgs = append(cfgs, cs...)
+	}
+	if len(cfgs) == 0 {
+		return nil, errors.New("no OperatingSystemConfig given")
+	}
+	return l.finish(cfgs)
+}
+
+// Decode decodes one input file's bytes (named path in errors and
+// origins) into a Config. It is Load for a single in-memory input.
+func Decode(ctx context.Context, path string, data []byte, opts Options) (*model.Config, error) {
+	l := &loader{opts: opts}
+	cs, err := l.loadFile(ctx, path, data)
+	if err != nil {
+		return nil, err
+	}
+	return l.finish(cs)
+}
+
+func (l *loader) finish(cfgs []*model.Config) (*model.Config, error) {
+	c, err := model.Merge(cfgs...)
+	if err != nil {
+		return nil, err
+	}
+	c.Inputs = append(c.Inputs, l.usedSecrets()...)
+	return c, nil
+}
+
+type loader struct {
+	opts    Options
+	secrets map[string][]secretEntry // by metadata.name, loaded lazily
+	used    map[string]bool        // secrets whose content was baked
+}
+
+type secretEntry struct {
+	path   string
+	ns     string
+	data   map[string][]byte
+	digest string
+	err    error
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func (l *loader) loadFile(ctx context.Context, path string, data []byte) ([]*model.Config, error) {
+	docs := model.SplitDocuments(data)
+	if len(docs) == 0 {
+		return nil, fmt.Errorf("%s: no document in file", path)
+	}
+	var out []*model.Config
+	for i, doc := range docs {
+		where := path
+		if len(docs) > 1 {
+			where = fmt.Sprintf("%s (document %d)", path, i+1)
+		}
+		tm, err := model.PeekType(doc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", where, err)
+		}
+		in := model.Input{Path: path, Kind: tm.Kind, Name: tm.Metadata.Name, SHA256: sha(doc)}
+		switch {
+		case tm.Kind == "Secret" && (tm.APIVersion == "v1" || tm.APIVersion == ""):
+			var s corev1.Secret
+			if err := model.DecodeStrict(doc, &s); err != nil {
+				return nil, fmt.Errorf("%s: Secret %s: %v", where, tm.Metadata.Name, err)
+			}
+			oscBytes, ok := s.Data[SecretKey]
+			if sd, ok2 := s.StringData[SecretKey]; ok2 {
+				oscBytes, ok = []byte(sd), true
+			}
+			if !ok {
+				return nil, fmt.Errorf("%s: Secret %s/%s has no key %q (data or stringData)", where, s.Namespace, s.Name, SecretKey)
+			}
+			in.Name = nsName(s.Namespace, s.Name)
+			c, err := l.decodeOSC(ctx, where, oscBytes, "data["+SecretKey+"].", nsName(s.Namespace, s.Name))
+			if err != nil {
+				return nil, err
+			}
+			c.Inputs = append([]model.Input{in}, c.Inputs...)
+			out = append(out, c)
+		case tm.Kind == Kind:
+			c, err := l.decodeOSC(ctx, where, doc, "", "")
+			if err != nil {
+				return nil, err
+			}
+			c.Inputs = append([]model.Input{in}, c.Inputs...)
+			out = append(out, c)
+		default:
+			return nil, fmt.Errorf("%s: kind %q (apiVersion %q) is neither an %s nor a Secret with key %s", where, tm.Kind, tm.APIVersion, Kind, SecretKey)
+		}
+	}
+	return out, nil
+}
+
+func nsName(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
+}
+
+// decodeOSC decodes one OSC document. fieldPrefix is prepended to every
+// Origin field ("data[osc.yaml]." for an OSC inside a Secret); fallbackName
+// names the object when the OSC itself has no name.
+func (l *loader) decodeOSC(ctx context.Context, doc string, data []byte, fieldPrefix, fallbackName string) (*model.Config, error) {
+	var osc extv1alpha1.OperatingSystemConfig
+	if err := model.DecodeStrict(data, &osc); err != nil {
+		if fieldPrefix != "" {
+			return nil, fmt.Errorf("%s: %s%s: %v", doc, fieldPrefix, Kind, err)
+		}
+		return nil, fmt.Errorf("%s: %s: %v", doc, Kind, err)
+	}
+	if osc.Kind != Kind {
+		return nil, fmt.Errorf("%s: %skind %q, want %s", doc, fieldPrefix, osc.Kind, Kind)
+	}
+	if osc.APIVersion != APIVersion {
+		return nil, fmt.Errorf("%s: %sapiVersion %q, want %s", doc, fieldPrefix, osc.APIVersion, APIVersion)
+	}
+	name := osc.Name
+	if name == "" {
+		name = fallbackName
+	}
+	origin := func(field string) model.Origin {
+		return model.Origin{Document: doc, Kind: Kind, Name: name, Field: fieldPrefix + field}
+	}
+	cfg := &model.Config{}
+	var errs []error
+
+	if osc.Spec.CRIConfig != nil {
+		cfg.Runtime = append(cfg.Runtime, model.Runtime{Item: "spec.criConfig", Reason: ReasonCRI, Origin: origin("spec.criConfig")})
+	}
+	if osc.Spec.InPlaceUpdates != nil {
+		cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: ignored: in-place updates do not apply to image-based nodes", origin("spec.inPlaceUpdates")))
+	}
+
+	// Files: spec.files then status.extensionFiles, as gardener-node-agent.
+	type srcFile struct {
+		f     extv1alpha1.File
+		field string
+	}
+	var files []srcFile
+	for i, f := range osc.Spec.Files {
+		files = append(files, srcFile{f, fmt.Sprintf("spec.files[%d]", i)})
+	}
+	for i, f := range osc.Status.ExtensionFiles {
+		files = append(files, srcFile{f, fmt.Sprintf("status.extensionFiles[%d]", i)})
+	}
+	filePaths := map[string]bool{}
+	for _, sf := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		o := origin(sf.field)
+		f, rt, err := l.file(ctx, o, sf.f)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		filePaths[sf.f.Path] = true
+		if rt != nil {
+			cfg.Runtime = append(cfg.Runtime, *rt)
+			continue
+		}
+		cfg.Files = append(cfg.Files, *f)
+	}
+
+	// Units: merged by name, spec first, then status.extensionUnits.
+	type srcUnit struct {
+		u      extv1alpha1.Unit
+		origin model.Origin
+		// field of each drop-in and filePath, parallel to u.DropIns / u.FilePaths
+		dropFields []string
+		pathFields []string
+	}
+	var order []string
+	merged := map[string]*srcUnit{}
+	addUnit := func(u extv1alpha1.Unit, field string) {
+		var dropFields, pathFields []string
+		for i := range u.DropIns {
+			dropFields = append(dropFields, fmt.Sprintf("%s.dropIns[%d]", field, i))
+		}
+		for i := range u.FilePaths {
+			pathFields = append(pathFields, fmt.Sprintf("%s.filePaths[%d]", field, i))
+		}
+		ex, ok := merged[u.Name]
+		if !ok {
+			u.DropIns = slices.Clone(u.DropIns)
+			u.FilePaths = slices.Clone(u.FilePaths)
+			merged[u.Name] = &srcUnit{u: u, origin: origin(field), dropFields: dropFields, pathFields: pathFields}
+			order = append(order, u.Name)
+			return
+		}
+		if u.Enable != nil {
+			ex.u.Enable = u.Enable
+		}
+		if u.Command != nil {
+			ex.u.Command = u.Command
+		}
+		if u.Content != nil {
+			ex.u.Content = u.Content
+		}
+		ex.u.DropIns = append(ex.u.DropIns, u.DropIns...)
+		ex.dropFields = append(ex.dropFields, dropFields...)
+		ex.u.FilePaths = append(ex.u.FilePaths, u.FilePaths...)
+		ex.pathFields = append(ex.pathFields, pathFields...)
+	}
+	for i, u := range osc.Spec.Units {
+		addUnit(u, fmt.Sprintf("spec.units[%d]", i))
+	}
+	for i, u := range osc.Status.ExtensionUnits {
+		addUnit(u, fmt.Sprintf("status.extensionUnits[%d]", i))
+	}
+	for _, name := range order {
+		su := merged[name]
+		u, err := unit(su.u, su.origin, su.dropFields, origin)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for i, fp := range su.u.FilePaths {
+			if !filePaths[fp] {
+				errs = append(errs, model.Errorf(origin(su.pathFields[i]), fp, "filePaths of unit %s names a file that is not part of the OperatingSystemConfig", name))
+			}
+		}
+		cfg.Units = append(cfg.Units, u)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	// Identical duplicates are fine, different ones are an error naming both.
+	return model.Merge(cfg)
+}
+
+func unit(u extv1alpha1.Unit, o model.Origin, dropFields []string, origin func(string) model.Origin) (model.Unit, error) {
+	if err := model.ValidateUnitName(u.Name); err != nil {
+		if len(u.DropIns) > 0 && u.Content == nil {
+			return model.Unit{}, model.Errorf(o, "", "drop-ins for unit %q: %v", u.Name, err)
+		}
+		return model.Unit{}, model.Errorf(o, "", "%v", err)
+	}
+	enabled := true
+	if u.Command != nil {
+		switch *u.Command {
+		case extv1alpha1.CommandStart, extv1alpha1.CommandRestart:
+		case extv1alpha1.CommandStop:
+			enabled = false
+		default:
+			return model.Unit{}, model.Errorf(o, "", "unit %s: unknown command %q (want start, restart or stop)", u.Name, *u.Command)
+		}
+	}
+	if u.Enable != nil && !*u.Enable {
+		enabled = false
+	}
+	mu := model.Unit{Name: u.Name, Enabled: &enabled, Origin: o}
+	if u.Content != nil {
+		c := *u.Content
+		if err := checkText(c); err != nil {
+			return model.Unit{}, model.Errorf(o, "", "unit %s content: %v", u.Name, err)
+		}
+		mu.Contents = &c
+	}
+	seen := map[string]int{}
+	for i, d := range u.DropIns {
+		do := origin(dropFields[i])
+		if err := model.ValidateDropInName(d.Name); err != nil {
+			return model.Unit{}, model.Errorf(do, "", "unit %s: %v", u.Name, err)
+		}
+		if err := checkText(d.Content); err != nil {
+			return model.Unit{}, model.Errorf(do, "", "unit %s drop-in %s: %v", u.Name, d.Name, err)
+		}
+		if j, ok := seen[d.Name]; ok {
+			if mu.DropIns[j].Contents != d.Content {
+				return model.Unit{}, model.Errorf(do, "", "unit %s: drop-in %s defined twice with different content (also %s)", u.Name, d.Name, mu.DropIns[j].Origin)
+			}
+			continue
+		}
+		seen[d.Name] = len(mu.DropIns)
+		mu.DropIns = append(mu.DropIns, model.DropIn{Name: d.Name, Contents: d.Content, Origin: do})
+	}
+	return mu, nil
+}
+
+func checkText(s string) error {
+	if len(s) > model.MaxContentSize {
+		return fmt.Errorf("content of %d bytes exceeds the limit of %d bytes", len(s), model.MaxContentSize)
+	}
+	return nil
+}
+
+// file resolves one OSC file into a baked File or a Runtime item.
+func (l *loader) file(ctx context.Context, o model.Origin, f extv1alpha1.File) (*model.File, *model.Runtime, error) {
+	if err := model.ValidatePath(f.Path); err != nil {
+		return nil, nil, model.Errorf(o, "", "%v", err)
+	}
+	mode := uint32(0o600)
+	if f.Permissions != nil {
+		if *f.Permissions&^0o7777 != 0 {
+			return nil, nil, model.Errorf(o, f.Path, "permissions %d (%#o) has bits outside 07777", *f.Permissions, *f.Permissions)
+		}
+		mode = *f.Permissions
+	}
+	c := f.Content
+	n := 0
+	for _, set := range []bool{c.Inline != nil, c.SecretRef != nil, c.ImageRef != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return nil, nil, model.Errorf(o, f.Path, "content must have exactly one of inline, secretRef, imageRef (has %d)", n)
+	}
+	if f.HostName != nil {
+		return nil, &model.Runtime{Item: f.Path, Reason: fmt.Sprintf(ReasonHostName, *f.HostName), Origin: o}, nil
+	}
+	out := &model.File{Path: f.Path, Mode: mode, Origin: o}
+	switch {
+	case c.Inline != nil:
+		data, err := decodeInline(c.Inline)
+		if err != nil {
+			return nil, nil, model.Errorf(o, f.Path, "content.inline: %v", err)
+		}
+		out.Data = data
+	case c.SecretRef != nil:
+		ref := c.SecretRef
+		if ref.Name == "" || ref.DataKey == "" {
+			return nil, nil, model.Errorf(o, f.Path, "content.secretRef needs name and dataKey")
+		}
+		if l.opts.SecretsDir == "" {
+			if l.opts.BakeSecrets {
+				return nil, nil, model.Errorf(o, f.Path, "content.secretRef %s key %s: baking secrets needs a secrets directory (--secrets DIR)", ref.Name, ref.DataKey)
+			}
+			return nil, &model.Runtime{Item: f.Path, Reason: ReasonSecret, Origin: o}, nil
+		}
+		data, err := l.secret(ref.Name, ref.DataKey)
+		if err != nil {
+			return nil, nil, model.Errorf(o, f.Path, "content.secretRef: %v", err)
+		}
+		if !l.opts.BakeSecrets {
+			return nil, &model.Runtime{Item: f.Path, Reason: ReasonSecret, Origin: o}, nil
+		}
+		out.Data = data
+		out.Secret = true
+		if l.used == nil {
+			l.used = map[string]bool{}
+		}
+		l.used[ref.Name] = true
+	case c.ImageRef != nil:
+		ref := c.ImageRef
+		if ref.Image == "" || ref.FilePathInImage == "" {
+			return nil, nil, model.Errorf(o, f.Path, "content.imageRef needs image and filePathInImage")
+		}
+		if l.opts.Images == nil {
+			return nil, nil, model.Errorf(o, f.Path, "content.imageRef %s:%s: no image reader configured", ref.Image, ref.FilePathInImage)
+		}
+		data, _, pinned, err := l.opts.Images.ReadFile(ctx, ref.Image, ref.FilePathInImage)
+		if err != nil {
+			return nil, nil, model.Errorf(o, f.Path, "content.imageRef: %v", err)
+		}
+		if len(data) > model.MaxImageFileSize {
+			return nil, nil, model.Errorf(o, f.Path, "content.imageRef %s:%s: %d bytes exceed the limit of %d bytes", ref.Image, ref.FilePathInImage, len(data), model.MaxImageFileSize)
+		}
+		out.Data = data
+		out.FromImage = pinned
+	}
+	return out, nil, nil
+}
+
+func decodeInline(in *extv1alpha1.FileContentInline) ([]byte, error) {
+	switch in.Encoding {
+	case "":
+		if len(in.Data) > model.MaxContentSize {
+			return nil, fmt.Errorf("content of %d bytes exceeds the limit of %d bytes", len(in.Data), model.MaxContentSize)
+		}
+		return []byte(in.Data), nil
+	case "b64":
+		if base64.StdEncoding.DecodedLen(len(in.Data)) > model.MaxContentSize+3 {
+			return nil, fmt.Errorf("content of about %d bytes exceeds the limit of %d bytes", base64.StdEncoding.DecodedLen(len(in.Data)), model.MaxContentSize)
+		}
+		b, err := base64.StdEncoding.DecodeString(in.Data)
+		if err != nil {
+			return nil, fmt.Errorf("invalid base64 (encoding b64): %v", err)
+		}
+		if len(b) > model.MaxContentSize {
+			return nil, fmt.Errorf("content of %d bytes exceeds the limit of %d bytes", len(b), model.MaxContentSize)
+		}
+		return b, nil
+	default:
+		return nil, fmt.Errorf("unknown encoding %q (want \"\" or \"b64\")", in.Encoding)
+	}
+}
+
+// secret returns key of the Secret named name from SecretsDir.
+func (l *loader) secret(name, key string) ([]byte, error) {
+	if l.secrets == nil {
+		if err := l.loadSecrets(); err != nil {
+			return nil, err
+		}
+	}
+	cands, ok := l.secrets[name]
+	if !ok {
+		return nil, fmt.Errorf("secret %q not found in %s", name, l.opts.SecretsDir)
+	}
+	s := cands[0]
+	for _, c := range cands[1:] {
+		if c.digest != s.digest {
+			return nil, fmt.Errorf("secret %q is defined differently in %s and %s", name, s.path, c.path)
+		}
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	v, ok := s.data[key]
+	if !ok {
+		keys := make([]string, 0, len(s.data))
+		for k := range s.data {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return nil, fmt.Errorf("secret %q (%s) has no key %q (keys: %s)", name, s.path, key, strings.Join(keys, ", "))
+	}
+	if len(v) > model.MaxContentSize {
+		return nil, fmt.Errorf("secret %q key %q: %d bytes exceed the limit of %d bytes", name, key, len(v), model.MaxContentSize)
+	}
+	return v, nil
+}
+
+// loadSecrets reads every *.yaml, *.yml, *.json file directly in SecretsDir
+// and indexes the Secret documents by metadata.name. Other kinds are ignored.
+func (l *loader) loadSecrets() error {
+	l.secrets = map[string][]secretEntry{}
+	ents, err := os.ReadDir(l.opts.SecretsDir)
+	if err != nil {
+		return fmt.Errorf("secrets directory: %w", err)
+	}
+	for _, e := range ents {
+		ext := filepath.Ext(e.Name())
+		if e.IsDir() || (ext != ".yaml" && ext != ".yml" && ext != ".json") {
+			continue
+		}
+		p := filepath.Join(l.opts.SecretsDir, e.Name())
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return fmt.Errorf("secrets directory: %w", err)
+		}
+		for _, doc := range model.SplitDocuments(data) {
+			tm, err := model.PeekType(doc)
+			if err != nil || tm.Kind != "Secret" {
+				continue
+			}
+			var s corev1.Secret
+			if err := model.DecodeStrict(doc, &s); err != nil {
+				// Reported only if this Secret is referenced.
+				l.secrets[tm.Metadata.Name] = append(l.secrets[tm.Metadata.Name], secretEntry{path: p, digest: sha(doc),
+					err: fmt.Errorf("%s: Secret %s: %v", p, tm.Metadata.Name, err)})
+				continue
+			}
+			d := map[string][]byte{}
+			for k, v := range s.Data {
+				d[k] = v
+			}
+			for k, v := range s.StringData {
+				d[k] = []byte(v)
+			}
+			l.secrets[s.Name] = append(l.secrets[s.Name], secretEntry{path: p, ns: s.Namespace, data: d, digest: sha(doc)})
+		}
+	}
+	return nil
+}
+
+// usedSecrets lists the Secret documents whose content was baked.
+func (l *loader) usedSecrets() []model.Input {
+	names := make([]string, 0, len(l.used))
+	for n := range l.used {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []model.Input
+	for _, n := range names {
+		s := l.secrets[n][0]
+		out = append(out, model.Input{Path: s.path, Kind: "Secret", Name: nsName(s.ns, n), SHA256: s.digest})
+	}
+	return out
 }

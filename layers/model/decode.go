@@ -1,0 +1,124 @@
+package model
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// SplitDocuments splits a YAML stream at document separators ("---" alone
+// on a line, or followed by a space or comment). A stream with a single
+// document is returned as one slice holding all of data, so its sha256 is
+// that of the file. Empty documents (only blanks and comments) are dropped.
+func SplitDocuments(data []byte) [][]byte {
+	var docs [][]byte
+	start := 0
+	for i := 0; i <= len(data); {
+		end := bytes.IndexByte(data[i:], '\n')
+		var line []byte
+		next := len(data) + 1
+		if end < 0 {
+			line = data[i:]
+		} else {
+			line = data[i : i+end]
+			next = i + end + 1
+		}
+		l := bytes.TrimRight(line, "\r")
+		if bytes.HasPrefix(l, []byte("---")) && (len(l) == 3 || l[3] == ' ' || l[3] == '\t') {
+			docs = append(docs, data[start:i])
+			start = min(next, len(data))
+		} else if bytes.Equal(l, []byte("...")) {
+			docs = append(docs, data[start:i])
+			start = min(next, len(data))
+		}
+		i = next
+	}
+	docs = append(docs, data[start:])
+	var out [][]byte
+	for _, d := range docs {
+		if !isBlankYAML(d) {
+			out = append(out, d)
+		}
+	}
+	if len(out) == 1 {
+		// One document: keep the file's exact bytes (separators included).
+		return [][]byte{data}
+	}
+	return out
+}
+
+func isBlankYAML(d []byte) bool {
+	for _, line := range strings.Split(string(d), "\n") {
+		t := strings.TrimSpace(line)
+		if t == "" || strings.HasPrefix(t, "#") || t == "---" || t == "..." {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// TypeMeta is the apiVersion and kind of a Kubernetes-style document.
+type TypeMeta struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+}
+
+// PeekType reads apiVersion, kind and metadata name/namespace of a YAML or
+// JSON document without strictness.
+func PeekType(doc []byte) (TypeMeta, error) {
+	var tm TypeMeta
+	j, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return tm, fmt.Errorf("not valid YAML/JSON: %v", err)
+	}
+	if bytes.Equal(bytes.TrimSpace(j), []byte("null")) {
+		return tm, errors.New("empty document")
+	}
+	if j = bytes.TrimSpace(j); len(j) == 0 || j[0] != '{' {
+		return tm, errors.New("not a YAML/JSON object")
+	}
+	// Lenient: only the type fields matter here; strict decoding follows.
+	var loose struct {
+		APIVersion any `json:"apiVersion"`
+		Kind       any `json:"kind"`
+		Metadata   any `json:"metadata"`
+	}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(j, &loose); err != nil {
+		return tm, fmt.Errorf("not valid YAML/JSON: %v", err)
+	}
+	tm.APIVersion, _ = loose.APIVersion.(string)
+	tm.Kind, _ = loose.Kind.(string)
+	if m, ok := loose.Metadata.(map[string]any); ok {
+		tm.Metadata.Name, _ = m["name"].(string)
+		tm.Metadata.Namespace, _ = m["namespace"].(string)
+	}
+	return tm, nil
+}
+
+// DecodeStrict decodes a YAML or JSON document into v the way the
+// Kubernetes API server does in strict mode: field names match
+// case-sensitively, and an unknown or duplicate field is an error that names
+// the field's path (e.g. `unknown field "spec.files[0].content.foo"`).
+func DecodeStrict(doc []byte, v any) error {
+	j, err := yaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		return fmt.Errorf("not valid YAML/JSON: %v", err)
+	}
+	strictErrs, err := kjson.UnmarshalStrict(j, v)
+	if err != nil {
+		return err
+	}
+	if len(strictErrs) > 0 {
+		return errors.Join(strictErrs...)
+	}
+	return nil
+}
