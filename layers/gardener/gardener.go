@@ -128,7 +128,7 @@ func (l *loader) finish(cfgs []*model.Config) (*model.Config, error) {
 type loader struct {
 	opts    Options
 	secrets map[string][]secretEntry // by metadata.name, loaded lazily
-	used    map[string]bool        // secrets whose content was baked
+	used    map[string]bool          // secrets whose content was baked
 }
 
 type secretEntry struct {
