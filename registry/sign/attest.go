@@ -1,0 +1,292 @@
+package sign
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/sigstore/cosign/v2/pkg/oci"
+	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
+	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
+	"github.com/sigstore/cosign/v2/pkg/oci/static"
+	ctypes "github.com/sigstore/cosign/v2/pkg/types"
+	"github.com/sigstore/sigstore/pkg/signature/dsse"
+	sigopts "github.com/sigstore/sigstore/pkg/signature/options"
+
+	"github.com/oslayer/oslayer/builder"
+)
+
+// Provenance constants.
+const (
+	// StatementType is the in-toto statement type.
+	StatementType = "https://in-toto.io/Statement/v1"
+	// PredicateType is the SLSA provenance v1 predicate type
+	// (cosign's "slsaprovenance1").
+	PredicateType = "https://slsa.dev/provenance/v1"
+	// BuilderID identifies oslayer as the builder.
+	BuilderID = "https://github.com/oslayer/oslayer"
+	// BuildType identifies how oslayer builds a pool image.
+	BuildType = "https://github.com/oslayer/oslayer/buildtypes/pool-image/v1"
+)
+
+// Statement is an in-toto v1 statement with a SLSA provenance v1 predicate.
+type Statement struct {
+	Type          string               `json:"_type"`
+	Subject       []ResourceDescriptor `json:"subject"`
+	PredicateType string               `json:"predicateType"`
+	Predicate     Provenance           `json:"predicate"`
+}
+
+// Provenance is the SLSA provenance v1 predicate.
+type Provenance struct {
+	BuildDefinition BuildDefinition `json:"buildDefinition"`
+	RunDetails      RunDetails      `json:"runDetails"`
+}
+
+// BuildDefinition says what was built from what.
+type BuildDefinition struct {
+	BuildType            string               `json:"buildType"`
+	ExternalParameters   ExternalParameters   `json:"externalParameters"`
+	InternalParameters   map[string]string    `json:"internalParameters,omitempty"`
+	ResolvedDependencies []ResourceDescriptor `json:"resolvedDependencies"`
+}
+
+// ExternalParameters are what the user chose: the pool, the base reference
+// and the flags that change the output.
+type ExternalParameters struct {
+	Pool  string            `json:"pool"`
+	Base  string            `json:"base"`
+	Flags map[string]string `json:"flags,omitempty"`
+}
+
+// RunDetails names the builder and what it produced besides the image.
+type RunDetails struct {
+	Builder    Builder              `json:"builder"`
+	Byproducts []ResourceDescriptor `json:"byproducts,omitempty"`
+}
+
+// Builder identifies the builder.
+type Builder struct {
+	ID      string            `json:"id"`
+	Version map[string]string `json:"version,omitempty"`
+}
+
+// ResourceDescriptor is an in-toto resource descriptor.
+type ResourceDescriptor struct {
+	Name        string            `json:"name,omitempty"`
+	URI         string            `json:"uri,omitempty"`
+	Digest      map[string]string `json:"digest,omitempty"`
+	MediaType   string            `json:"mediaType,omitempty"`
+	Annotations map[string]any    `json:"annotations,omitempty"`
+}
+
+// Annotation keys on resolved dependencies and byproducts.
+const (
+	AnnotationRole   = "oslayer.role"   // "base", "input" or "layer"
+	AnnotationKind   = "oslayer.kind"   // input kind
+	AnnotationDiffID = "oslayer.diffID" // layer diffID
+	AnnotationSize   = "oslayer.size"   // layer size
+	AnnotationSource = "oslayer.source" // what rendered the layer
+)
+
+// NewStatement describes b, published at d, built by oslayer version.
+// It has no timestamps: the same build gives the same statement.
+func NewStatement(b *builder.Built, d name.Digest, version string) (*Statement, error) {
+	if b == nil {
+		return nil, fmt.Errorf("provenance: no build")
+	}
+	h := strings.TrimPrefix(d.DigestStr(), "sha256:")
+	st := &Statement{
+		Type:          StatementType,
+		Subject:       []ResourceDescriptor{{Name: d.Context().Name(), Digest: map[string]string{"sha256": h}}},
+		PredicateType: PredicateType,
+	}
+	bd := &st.Predicate.BuildDefinition
+	bd.BuildType = BuildType
+	bd.ExternalParameters = ExternalParameters{Pool: b.Pool, Base: b.Base.Ref, Flags: b.Flags}
+	if b.InputsDigest != "" {
+		bd.InternalParameters = map[string]string{"inputsDigest": b.InputsDigest}
+	}
+	base := ResourceDescriptor{Name: "base", Annotations: map[string]any{AnnotationRole: "base"}}
+	if b.Base.Digest.Hex != "" {
+		base.Digest = map[string]string{b.Base.Digest.Algorithm: b.Base.Digest.Hex}
+		base.URI = "docker://" + baseRepo(b.Base.Ref) + "@" + b.Base.Digest.String()
+	}
+	bd.ResolvedDependencies = append(bd.ResolvedDependencies, base)
+	for _, in := range b.Inputs {
+		rd := ResourceDescriptor{
+			Name:        in.Name,
+			URI:         in.Path,
+			Annotations: map[string]any{AnnotationRole: "input", AnnotationKind: in.Kind},
+		}
+		if in.SHA256 != "" {
+			rd.Digest = map[string]string{"sha256": strings.TrimPrefix(in.SHA256, "sha256:")}
+		}
+		bd.ResolvedDependencies = append(bd.ResolvedDependencies, rd)
+	}
+	rd := &st.Predicate.RunDetails
+	rd.Builder = Builder{ID: BuilderID, Version: map[string]string{"oslayer": version}}
+	for _, l := range b.Added {
+		rd.Byproducts = append(rd.Byproducts, ResourceDescriptor{
+			Name:   l.Source,
+			Digest: map[string]string{l.Digest.Algorithm: l.Digest.Hex},
+			Annotations: map[string]any{
+				AnnotationRole: "layer", AnnotationDiffID: l.DiffID.String(),
+				AnnotationSize: l.Size, AnnotationSource: l.Source,
+			},
+		})
+	}
+	return st, nil
+}
+
+// baseRepo strips the tag or digest from a reference string.
+func baseRepo(ref string) string {
+	if r, err := name.ParseReference(ref); err == nil {
+		return r.Context().Name()
+	}
+	if i := strings.Index(ref, "@"); i >= 0 {
+		return ref[:i]
+	}
+	return ref
+}
+
+// AttestResult says what Attest wrote.
+type AttestResult struct {
+	Ref            string `json:"ref"`
+	AttestationTag string `json:"attestationTag"`
+	PredicateType  string `json:"predicateType"`
+	// Replaced counts earlier attestations of the same predicate type that
+	// the new one replaced.
+	Replaced int `json:"replaced"`
+	// Attestations counts the attestation layers afterwards.
+	Attestations int `json:"attestations"`
+}
+
+// Attest DSSE-signs st and attaches it to d the way `cosign attest` does
+// (the "sha256-HEX.att" tag). Earlier attestations of the same predicate
+// type are replaced, so rebuilding does not pile them up; others are kept.
+func (s *Signer) Attest(ctx context.Context, d name.Digest, st *Statement) (*AttestResult, error) {
+	pl, err := json.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("encoding statement for %s: %w", d, err)
+	}
+	env, err := dsse.WrapSigner(s.sv, ctypes.IntotoPayloadType).SignMessage(bytes.NewReader(pl), sigopts.WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("signing statement for %s: %w", d, err)
+	}
+	att, err := static.NewAttestation(env,
+		static.WithLayerMediaType(ctypes.DssePayloadType),
+		static.WithAnnotations(map[string]string{"predicateType": st.PredicateType}))
+	if err != nil {
+		return nil, err
+	}
+	oo := s.ociOpts(ctx)
+	at, err := ociremote.AttestationTag(d, oo...)
+	if err != nil {
+		return nil, err
+	}
+	res := &AttestResult{Ref: d.String(), AttestationTag: at.String(), PredicateType: st.PredicateType}
+	se := ociremote.SignedUnknown(d, oo...)
+	ro := &replaceOp{predicateType: st.PredicateType}
+	nse, err := mutate.AttachAttestationToEntity(se, att, mutate.WithReplaceOp(ro))
+	if err != nil {
+		return nil, err
+	}
+	atts, err := nse.Attestations()
+	if err != nil {
+		return nil, fmt.Errorf("reading existing attestations %s: %w", at, err)
+	}
+	// Resolve the replacement now so errors name the tag.
+	if _, err := atts.Get(); err != nil {
+		return nil, fmt.Errorf("reading existing attestations %s: %w", at, err)
+	}
+	if err := ociremote.WriteAttestations(d.Repository, nse, oo...); err != nil {
+		return nil, fmt.Errorf("writing attestation %s: %w", at, err)
+	}
+	res.Replaced = ro.replaced
+	res.Attestations = count(atts)
+	s.o.log.InfoContext(ctx, "attested", "ref", d.String(), "tag", at.String(), "replaced", ro.replaced)
+	return res, nil
+}
+
+// replaceOp keeps every existing attestation except those of predicateType.
+type replaceOp struct {
+	predicateType string
+	replaced      int
+}
+
+func (r *replaceOp) Replace(existing oci.Signatures, o oci.Signature) (oci.Signatures, error) {
+	l, err := existing.Get()
+	if err != nil {
+		return nil, err
+	}
+	keep := []oci.Signature{o}
+	r.replaced = 0
+	for _, s := range l {
+		if pt, _ := attestationPredicateType(s); pt == r.predicateType {
+			r.replaced++
+			continue
+		}
+		keep = append(keep, s)
+	}
+	return fixed{Signatures: existing, l: keep}, nil
+}
+
+type fixed struct {
+	oci.Signatures
+	l []oci.Signature
+}
+
+func (f fixed) Get() ([]oci.Signature, error) { return f.l, nil }
+
+// attestationPredicateType reads the predicate type of a DSSE attestation
+// layer ("" when it is not one).
+func attestationPredicateType(s oci.Signature) (string, error) {
+	if a, err := s.Annotations(); err == nil && a["predicateType"] != "" {
+		return a["predicateType"], nil
+	}
+	st, err := decodeStatement(s)
+	if err != nil {
+		return "", err
+	}
+	return st.PredicateType, nil
+}
+
+// decodeStatement decodes the in-toto statement in a DSSE attestation layer.
+func decodeStatement(s oci.Signature) (*Statement, error) {
+	p, err := s.Payload()
+	if err != nil {
+		return nil, err
+	}
+	var env struct {
+		PayloadType string `json:"payloadType"`
+		Payload     string `json:"payload"`
+	}
+	if err := json.Unmarshal(p, &env); err != nil {
+		return nil, fmt.Errorf("attestation is not a DSSE envelope: %v", err)
+	}
+	b, err := base64.StdEncoding.DecodeString(env.Payload)
+	if err != nil {
+		return nil, fmt.Errorf("attestation payload: %v", err)
+	}
+	var st Statement
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("attestation statement: %v", err)
+	}
+	return &st, nil
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys(m map[string]string) []string {
+	k := make([]string, 0, len(m))
+	for s := range m {
+		k = append(k, s)
+	}
+	sort.Strings(k)
+	return k
+}

@@ -1,0 +1,209 @@
+package sign
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	cremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
+	"github.com/sigstore/cosign/v2/pkg/oci"
+	"github.com/sigstore/cosign/v2/pkg/oci/empty"
+	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
+	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
+	"github.com/sigstore/cosign/v2/pkg/oci/static"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	"github.com/sigstore/sigstore/pkg/signature"
+	sigopts "github.com/sigstore/sigstore/pkg/signature/options"
+	"github.com/sigstore/sigstore/pkg/signature/payload"
+
+	"github.com/oslayer/oslayer/registry"
+)
+
+// Option configures a Signer or Verify.
+type Option func(*options)
+
+type options struct {
+	reg       *registry.Options
+	log       *slog.Logger
+	referrers bool
+	version   string
+}
+
+func makeOptions(opts []Option) *options {
+	o := &options{}
+	for _, f := range opts {
+		f(o)
+	}
+	if o.reg == nil {
+		o.reg = &registry.Options{}
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	if o.version == "" {
+		o.version = "dev"
+	}
+	return o
+}
+
+// WithRegistry sets how registries are reached (credentials, transport).
+func WithRegistry(r *registry.Options) Option { return func(o *options) { o.reg = r } }
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithReferrers also writes the signature and attestation as OCI 1.1
+// referrers (with the referrers tag schema fallback on registries without
+// the referrers API). The classic ".sig"/".att" tags are always written:
+// they are what containers/image reads.
+func WithReferrers(on bool) Option { return func(o *options) { o.referrers = on } }
+
+// WithVersion sets the oslayer version recorded as the builder version.
+func WithVersion(v string) Option { return func(o *options) { o.version = v } }
+
+// Signer signs and attests images with one key.
+type Signer struct {
+	sv signature.SignerVerifier
+	o  *options
+}
+
+// NewSigner returns a Signer for sv.
+func NewSigner(sv signature.SignerVerifier, opts ...Option) *Signer {
+	return &Signer{sv: sv, o: makeOptions(opts)}
+}
+
+// PublicKey returns the PEM public key of the signer.
+func (s *Signer) PublicKey() ([]byte, error) { return PublicKeyPEM(s.sv) }
+
+func (s *Signer) ociOpts(ctx context.Context) []ociremote.Option {
+	return []ociremote.Option{ociremote.WithRemoteOptions(s.o.reg.RemoteOptions(ctx)...)}
+}
+
+// SignResult says what Sign wrote.
+type SignResult struct {
+	// Ref is the signed digested reference.
+	Ref string `json:"ref"`
+	// SignatureTag is where the signature image lives ("REPO:sha256-HEX.sig").
+	SignatureTag string `json:"signatureTag"`
+	// Existing is true when a signature of this digest by this key was
+	// already there: nothing was written.
+	Existing bool `json:"existing"`
+	// Signatures counts the signature layers under SignatureTag afterwards.
+	Signatures int `json:"signatures"`
+	// Referrer is true when an OCI 1.1 referrer was written too.
+	Referrer bool `json:"referrer,omitempty"`
+}
+
+// Payload returns the simple signing payload cosign signs for d: the
+// repository as docker-reference and the manifest digest.
+func Payload(d name.Digest) ([]byte, error) {
+	return payload.Cosign{Image: d}.MarshalJSON()
+}
+
+// Sign signs the manifest digest d and writes the classic cosign signature
+// ("sha256-HEX.sig" tag). A signature of d by the same key that is already
+// there is kept and nothing is written, so re-signing never piles up.
+func (s *Signer) Sign(ctx context.Context, d name.Digest) (*SignResult, error) {
+	pl, err := Payload(d)
+	if err != nil {
+		return nil, fmt.Errorf("payload for %s: %w", d, err)
+	}
+	raw, err := s.sv.SignMessage(bytes.NewReader(pl), sigopts.WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("signing %s: %w", d, err)
+	}
+	sig, err := static.NewSignature(pl, base64.StdEncoding.EncodeToString(raw))
+	if err != nil {
+		return nil, err
+	}
+	oo := s.ociOpts(ctx)
+	st, err := ociremote.SignatureTag(d, oo...)
+	if err != nil {
+		return nil, err
+	}
+	res := &SignResult{Ref: d.String(), SignatureTag: st.String()}
+
+	se := ociremote.SignedUnknown(d, oo...)
+	existing, err := se.Signatures()
+	if err != nil {
+		return nil, fmt.Errorf("reading existing signatures %s: %w", st, err)
+	}
+	dd := cremote.NewDupeDetector(s.sv)
+	dup, err := dd.Find(existing, sig)
+	if err != nil {
+		return nil, fmt.Errorf("reading existing signatures %s: %w", st, err)
+	}
+	if dup != nil {
+		res.Existing = true
+		res.Signatures = count(existing)
+		s.o.log.InfoContext(ctx, "signature already present", "ref", d.String(), "tag", st.String())
+		if s.o.referrers {
+			if err := s.writeReferrer(ctx, d, dup); err != nil {
+				return nil, err
+			}
+			res.Referrer = true
+		}
+		return res, nil
+	}
+	nse, err := mutate.AttachSignatureToEntity(se, sig, mutate.WithDupeDetector(dd))
+	if err != nil {
+		return nil, err
+	}
+	if err := ociremote.WriteSignatures(d.Repository, nse, oo...); err != nil {
+		return nil, fmt.Errorf("writing signature %s: %w", st, err)
+	}
+	if sigs, err := nse.Signatures(); err == nil {
+		res.Signatures = count(sigs)
+	}
+	s.o.log.InfoContext(ctx, "signed", "ref", d.String(), "tag", st.String())
+	if s.o.referrers {
+		if err := s.writeReferrer(ctx, d, sig); err != nil {
+			return nil, err
+		}
+		res.Referrer = true
+	}
+	return res, nil
+}
+
+// writeReferrer writes sig alone as an OCI 1.1 referrer of d. Writing the
+// same signature again yields the same manifest, so it does not pile up.
+func (s *Signer) writeReferrer(ctx context.Context, d name.Digest, sig oci.Signature) error {
+	sigs, err := mutate.AppendSignatures(empty.Signatures(), false, sig)
+	if err != nil {
+		return err
+	}
+	se := only{SignedEntity: ociremote.SignedUnknown(d, s.ociOpts(ctx)...), sigs: sigs}
+	if err := ociremote.WriteSignaturesExperimentalOCI(d, se, s.ociOpts(ctx)...); err != nil {
+		return fmt.Errorf("writing signature referrer of %s: %w", d, err)
+	}
+	return nil
+}
+
+// only is an entity whose signatures and attestations are exactly sigs.
+type only struct {
+	oci.SignedEntity
+	sigs oci.Signatures
+}
+
+func (o only) Signatures() (oci.Signatures, error)   { return o.sigs, nil }
+func (o only) Attestations() (oci.Signatures, error) { return o.sigs, nil }
+
+func count(s oci.Signatures) int {
+	l, err := s.Get()
+	if err != nil {
+		return 0
+	}
+	return len(l)
+}
+
+func marshalPublicKey(pk crypto.PublicKey) ([]byte, error) {
+	return cryptoutils.MarshalPublicKeyToPEM(pk)
+}
+
+// remoteOpts is a helper for plain go-containerregistry calls.
+func (o *options) remoteOpts(ctx context.Context) []remote.Option { return o.reg.RemoteOptions(ctx) }

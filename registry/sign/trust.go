@@ -1,0 +1,226 @@
+package sign
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"sigs.k8s.io/yaml"
+)
+
+// Where a node reads its container trust configuration.
+const (
+	NodePolicyPath      = "/etc/containers/policy.json"
+	NodeRegistriesDDir  = "/etc/containers/registries.d"
+	NodeKeyDir          = "/etc/pki/containers"
+	TrustPolicyFile     = "policy.json"
+	TrustFragmentFile   = "policy-fragment.json"
+	TrustOSCFile        = "trust-osc.yaml"
+	TrustMachineConfig  = "99-oslayer-trust.yaml"
+	trustRegistriesDDir = "registries.d"
+)
+
+// TrustOptions tune the trust files.
+type TrustOptions struct {
+	// NodeKeyPath is where the public key lives on the node (default
+	// /etc/pki/containers/oslayer-HASH.pub, HASH from the repository).
+	NodeKeyPath string
+	// Pool is the MachineConfig role label (default "worker").
+	Pool string
+	// OSCType is the OperatingSystemConfig spec.type (default "coreos").
+	OSCType string
+}
+
+// TrustFile is one file Trust produces.
+type TrustFile struct {
+	// Path is relative to the output directory.
+	Path string `json:"path"`
+	// NodePath is where it belongs on a node ("" for the oslayer inputs).
+	NodePath string `json:"nodePath,omitempty"`
+	Mode     uint32 `json:"mode"`
+	Content  []byte `json:"-"`
+}
+
+// TrustBundle is what a node needs to enforce the signatures of one
+// repository, plus the same files as oslayer inputs.
+type TrustBundle struct {
+	// Repository is the normalized repository ("REG/REPO").
+	Repository string `json:"repository"`
+	// Files are written in this order.
+	Files []TrustFile `json:"files"`
+}
+
+// Policy is a containers-policy.json(5) document.
+type Policy struct {
+	Default    []PolicyRequirement                       `json:"default,omitempty"`
+	Transports map[string]map[string][]PolicyRequirement `json:"transports"`
+}
+
+// PolicyRequirement is one policy requirement.
+type PolicyRequirement struct {
+	Type           string          `json:"type"`
+	KeyPath        string          `json:"keyPath,omitempty"`
+	SignedIdentity *SignedIdentity `json:"signedIdentity,omitempty"`
+}
+
+// SignedIdentity is a sigstoreSigned signedIdentity.
+type SignedIdentity struct {
+	Type string `json:"type"`
+}
+
+// PolicyScope returns the policy.json scope containers/image uses for repo
+// ("docker.io/library/x" for Docker Hub, "REG/REPO" otherwise).
+func PolicyScope(repo string) (string, error) {
+	if repo == "" || strings.Contains(repo, "@") || strings.Contains(repo, "://") {
+		return "", fmt.Errorf("repository %q: give REG/REPO without scheme, tag or digest", repo)
+	}
+	r, err := name.NewRepository(repo)
+	if err != nil {
+		return "", fmt.Errorf("repository %q: %v (give REG/REPO without tag or digest)", repo, err)
+	}
+	reg := r.RegistryStr()
+	if reg == name.DefaultRegistry {
+		reg = "docker.io"
+	}
+	return reg + "/" + r.RepositoryStr(), nil
+}
+
+// Trust returns the node trust files for repo and the PEM public key pub:
+// policy.json (default insecureAcceptAnything, as on a stock node, and
+// sigstoreSigned for repo), a fragment with only repo's entry to merge into
+// an existing policy, registries.d/oslayer-REPO.yaml turning on sigstore
+// attachments, the public key, and the same three as a Gardener
+// OperatingSystemConfig and an OpenShift MachineConfig (Ignition 3.4) so
+// the trust bootstrap can be baked into the first image.
+func Trust(repo string, pub []byte, o TrustOptions) (*TrustBundle, error) {
+	scope, err := PolicyScope(repo)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := ParsePublicKey("--key", pub); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(scope))
+	slug := hex.EncodeToString(sum[:])[:16]
+	if o.NodeKeyPath == "" {
+		o.NodeKeyPath = path.Join(NodeKeyDir, "oslayer-"+slug+".pub")
+	}
+	if !path.IsAbs(o.NodeKeyPath) {
+		return nil, fmt.Errorf("node key path %q: must be absolute", o.NodeKeyPath)
+	}
+	if o.Pool == "" {
+		o.Pool = "worker"
+	}
+	if o.OSCType == "" {
+		o.OSCType = "coreos"
+	}
+	req := []PolicyRequirement{{Type: "sigstoreSigned", KeyPath: o.NodeKeyPath, SignedIdentity: &SignedIdentity{Type: "matchRepository"}}}
+	full := Policy{
+		Default: []PolicyRequirement{{Type: "insecureAcceptAnything"}},
+		Transports: map[string]map[string][]PolicyRequirement{
+			"docker":        {scope: req},
+			"docker-daemon": {"": {{Type: "insecureAcceptAnything"}}},
+		},
+	}
+	frag := Policy{Transports: map[string]map[string][]PolicyRequirement{"docker": {scope: req}}}
+	fullJSON, err := json.MarshalIndent(full, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	fragJSON, err := json.MarshalIndent(frag, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	regd, err := yaml.Marshal(map[string]any{"docker": map[string]any{scope: map[string]any{"use-sigstore-attachments": true}}})
+	if err != nil {
+		return nil, err
+	}
+	regdName := "oslayer-" + fileSlug(scope) + ".yaml"
+	keyName := path.Base(o.NodeKeyPath)
+
+	node := []TrustFile{
+		{Path: TrustPolicyFile, NodePath: NodePolicyPath, Mode: 0o644, Content: append(fullJSON, '\n')},
+		{Path: path.Join(trustRegistriesDDir, regdName), NodePath: path.Join(NodeRegistriesDDir, regdName), Mode: 0o644, Content: regd},
+		{Path: keyName, NodePath: o.NodeKeyPath, Mode: 0o644, Content: pub},
+	}
+	osc, err := trustOSC(node, o)
+	if err != nil {
+		return nil, err
+	}
+	mc, err := trustMachineConfig(node, o)
+	if err != nil {
+		return nil, err
+	}
+	files := append([]TrustFile{}, node...)
+	files = append(files,
+		TrustFile{Path: TrustFragmentFile, Mode: 0o644, Content: append(fragJSON, '\n')},
+		TrustFile{Path: TrustOSCFile, Mode: 0o644, Content: osc},
+		TrustFile{Path: TrustMachineConfig, Mode: 0o644, Content: mc},
+	)
+	return &TrustBundle{Repository: scope, Files: files}, nil
+}
+
+// fileSlug makes a repository usable as a file name.
+func fileSlug(s string) string {
+	return strings.NewReplacer("/", "-", ":", "-", "@", "-").Replace(s)
+}
+
+func trustOSC(files []TrustFile, o TrustOptions) ([]byte, error) {
+	type inline struct {
+		Encoding string `json:"encoding"`
+		Data     string `json:"data"`
+	}
+	type content struct {
+		Inline inline `json:"inline"`
+	}
+	type file struct {
+		Path        string  `json:"path"`
+		Permissions uint32  `json:"permissions"`
+		Content     content `json:"content"`
+	}
+	var fs []file
+	for _, f := range files {
+		fs = append(fs, file{Path: f.NodePath, Permissions: f.Mode, Content: content{Inline: inline{Encoding: "b64", Data: base64.StdEncoding.EncodeToString(f.Content)}}})
+	}
+	doc := map[string]any{
+		"apiVersion": "extensions.gardener.cloud/v1alpha1",
+		"kind":       "OperatingSystemConfig",
+		"metadata":   map[string]any{"name": "oslayer-trust"},
+		"spec":       map[string]any{"type": o.OSCType, "purpose": "reconcile", "files": fs},
+	}
+	return yaml.Marshal(doc)
+}
+
+func trustMachineConfig(files []TrustFile, o TrustOptions) ([]byte, error) {
+	type contents struct {
+		Source string `json:"source"`
+	}
+	type file struct {
+		Path      string   `json:"path"`
+		Mode      uint32   `json:"mode"`
+		Overwrite bool     `json:"overwrite"`
+		Contents  contents `json:"contents"`
+	}
+	var fs []file
+	for _, f := range files {
+		fs = append(fs, file{Path: f.NodePath, Mode: f.Mode, Overwrite: true, Contents: contents{Source: "data:;base64," + base64.StdEncoding.EncodeToString(f.Content)}})
+	}
+	doc := map[string]any{
+		"apiVersion": "machineconfiguration.openshift.io/v1",
+		"kind":       "MachineConfig",
+		"metadata": map[string]any{
+			"name":   "99-" + o.Pool + "-oslayer-trust",
+			"labels": map[string]string{"machineconfiguration.openshift.io/role": o.Pool},
+		},
+		"spec": map[string]any{"config": map[string]any{
+			"ignition": map[string]any{"version": "3.4.0"},
+			"storage":  map[string]any{"files": fs},
+		}},
+	}
+	return yaml.Marshal(doc)
+}

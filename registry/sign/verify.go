@@ -1,0 +1,186 @@
+package sign
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/sigstore/cosign/v2/pkg/cosign"
+	"github.com/sigstore/cosign/v2/pkg/oci"
+	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
+	"github.com/sigstore/sigstore/pkg/signature"
+	"github.com/sigstore/sigstore/pkg/signature/payload"
+)
+
+// Verification is what Verify found. Err fields are empty on success.
+type Verification struct {
+	// Ref is the verified digested reference.
+	Ref string `json:"ref"`
+	// Digest is the single-arch manifest digest that was verified.
+	Digest string `json:"digest"`
+	// Signatures counts valid signatures by the key.
+	Signatures int `json:"signatures"`
+	// SignedIdentity is the docker-reference the signature names.
+	SignedIdentity string `json:"signedIdentity,omitempty"`
+	// SignatureError says why the signature check failed.
+	SignatureError string `json:"signatureError,omitempty"`
+	// Attestations counts valid SLSA provenance attestations by the key.
+	Attestations int `json:"attestations"`
+	// AttestationError says why the attestation check failed.
+	AttestationError string `json:"attestationError,omitempty"`
+	// Provenance is the statement of the first valid attestation.
+	Provenance *Statement `json:"provenance,omitempty"`
+	// Inputs are the input documents the provenance names.
+	Inputs []ResourceDescriptor `json:"inputs,omitempty"`
+	// Base is the base image the provenance names.
+	Base *ResourceDescriptor `json:"base,omitempty"`
+}
+
+// OK reports whether both checks passed.
+func (v *Verification) OK() bool {
+	return v.SignatureError == "" && v.AttestationError == "" && v.Signatures > 0 && v.Attestations > 0
+}
+
+// ErrVerify is wrapped by every verification failure (not by errors reaching
+// the registry).
+var ErrVerify = errors.New("verification failed")
+
+// Verify checks ref (a tag or digest reference; tags are resolved, index
+// references select linux/amd64) with the public key pub:
+//
+//   - the manifest the registry serves must hash to the digest;
+//   - a cosign signature by pub whose payload names that exact digest and
+//     the image's repository (what a node's sigstoreSigned policy with
+//     matchRepository accepts);
+//   - a DSSE attestation by pub of a SLSA provenance v1 statement whose
+//     subject is that digest.
+//
+// No transparency log or certificate is consulted. The Verification is
+// returned with an error wrapping ErrVerify when a check fails.
+func Verify(ctx context.Context, ref string, pub signature.Verifier, opts ...Option) (*Verification, error) {
+	o := makeOptions(opts)
+	// The registry verifies nothing: reading the manifest through
+	// go-containerregistry checks its bytes against a requested digest.
+	_, res, err := o.reg.Image(ctx, ref, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrVerify, err)
+	}
+	if res.Ref == nil {
+		return nil, fmt.Errorf("%s: verify needs a registry reference, not an OCI layout", ref)
+	}
+	d := res.Ref.Context().Digest(res.Digest.String())
+	v := &Verification{Ref: d.String(), Digest: res.Digest.String()}
+	// The identity a node checks is the repository it pulls, before any
+	// mirror rewriting.
+	want := d.Context().Name()
+	if given, err := name.ParseReference(ref); err == nil {
+		want = given.Context().Name()
+	}
+	co := &cosign.CheckOpts{
+		RegistryClientOpts: []ociremote.Option{ociremote.WithRemoteOptions(o.remoteOpts(ctx)...)},
+		SigVerifier:        pub,
+		IgnoreTlog:         true,
+		IgnoreSCT:          true,
+		ClaimVerifier: func(sig oci.Signature, h v1.Hash, ann map[string]interface{}) error {
+			if err := cosign.SimpleClaimVerifier(sig, h, ann); err != nil {
+				return err
+			}
+			id, err := signedIdentity(sig)
+			if err != nil {
+				return err
+			}
+			if !sameRepository(id, want) {
+				return fmt.Errorf("signature names %q, not repository %q", id, want)
+			}
+			return nil
+		},
+	}
+	sigs, _, err := cosign.VerifyImageSignatures(ctx, d, co)
+	if err != nil {
+		v.SignatureError = err.Error()
+	} else {
+		v.Signatures = len(sigs)
+		if len(sigs) > 0 {
+			v.SignedIdentity, _ = signedIdentity(sigs[0])
+		}
+	}
+
+	co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
+	atts, _, err := cosign.VerifyImageAttestations(ctx, d, co)
+	if err != nil {
+		v.AttestationError = err.Error()
+	} else {
+		for _, a := range atts {
+			st, err := decodeStatement(a)
+			if err != nil || st.PredicateType != PredicateType {
+				continue
+			}
+			v.Attestations++
+			if v.Provenance == nil {
+				v.Provenance = st
+			}
+		}
+		if v.Attestations == 0 {
+			v.AttestationError = fmt.Sprintf("no attestation of type %s by this key", PredicateType)
+		}
+	}
+	if v.Provenance != nil {
+		for i, rd := range v.Provenance.Predicate.BuildDefinition.ResolvedDependencies {
+			switch rd.Annotations[AnnotationRole] {
+			case "base":
+				v.Base = &v.Provenance.Predicate.BuildDefinition.ResolvedDependencies[i]
+			case "input":
+				v.Inputs = append(v.Inputs, rd)
+			}
+		}
+	}
+	var errs []string
+	if v.SignatureError != "" {
+		errs = append(errs, "signature: "+v.SignatureError)
+	}
+	if v.AttestationError != "" {
+		errs = append(errs, "attestation: "+v.AttestationError)
+	}
+	if len(errs) > 0 {
+		return v, fmt.Errorf("%w for %s: %s", ErrVerify, d, strings.Join(errs, "; "))
+	}
+	return v, nil
+}
+
+func signedIdentity(sig oci.Signature) (string, error) {
+	p, err := sig.Payload()
+	if err != nil {
+		return "", err
+	}
+	var ss payload.SimpleContainerImage
+	if err := json.Unmarshal(p, &ss); err != nil {
+		return "", fmt.Errorf("signature payload: %v", err)
+	}
+	return ss.Critical.Identity.DockerReference, nil
+}
+
+// sameRepository compares a signed docker-reference with a repository,
+// ignoring tags and digests and docker.io spellings.
+func sameRepository(signed, repo string) bool {
+	a, err := name.ParseReference(signed)
+	if err != nil {
+		r, err2 := name.NewRepository(signed)
+		if err2 != nil {
+			return false
+		}
+		return r.Name() == repoName(repo)
+	}
+	return a.Context().Name() == repoName(repo)
+}
+
+func repoName(s string) string {
+	r, err := name.NewRepository(s)
+	if err != nil {
+		return s
+	}
+	return r.Name()
+}
