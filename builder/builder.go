@@ -64,6 +64,9 @@ type Built struct {
 	KernelArgs []string
 	// Flags are the options that change the output, for provenance.
 	Flags map[string]string
+	// Warnings are what the user should know about (unpinned base, base
+	// without bootable label, ...).
+	Warnings []string
 }
 
 // AddedLayer describes one appended layer.

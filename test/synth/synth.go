@@ -1,0 +1,226 @@
+// Package synth generates deterministic synthetic base images for tests and
+// benchmarks: an ostree-native-shaped image with the layer structure of
+// Fedora CoreOS (51 gzip layers whose compressed sizes follow a real FCOS
+// manifest, scaled), its labels (containers.bootc, ostree.bootable,
+// ostree.final-diffid, ostree.linux, ...) and a small root tree in the first
+// layer. The same scale always gives the same image digest.
+//
+// Layer content is generated on demand from a seeded ChaCha8 stream, so a
+// 1 GB base costs no memory; reading a layer regenerates it.
+package synth
+
+import (
+	"archive/tar"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// FCOSLayerSizes are the compressed layer sizes, bottom first, of a Fedora
+// CoreOS testing-devel image (43.20260301.20.dev1, 51 layers, 697 MB).
+var FCOSLayerSizes = []int64{
+	1387849, 48676116, 124705297, 38743650, 77161948, 21970157, 59797135, 49410348,
+	21714783, 15264848, 14373701, 8400473, 6914489, 8294965, 6600369, 16869027,
+	5735283, 4528663, 5266030, 4316135, 3914655, 2441858, 3818782, 3885971,
+	3442642, 3066348, 909923, 3553645, 1495301, 3063142, 8109718, 3003935,
+	2468557, 2427605, 2991782, 3085765, 2724309, 2512079, 2341122, 2759344,
+	2539288, 2415870, 2145078, 5098511, 1051999, 2713694, 1686714, 2061581,
+	2079706, 3142398, 69953187,
+}
+
+// KernelRelease is the kernel the synthetic base ships (label ostree.linux).
+const KernelRelease = "6.18.13-200.fc43.x86_64"
+
+// Version is the synthetic base's org.opencontainers.image.version.
+const Version = "43.20260301.20.dev1"
+
+// Epoch is the time of every entry, history item and the config.
+var Epoch = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+
+// MinLayerSize is the smallest payload of a scaled layer, in bytes.
+const MinLayerSize = 256
+
+// FCOSBase returns the synthetic FCOS-shaped base with every layer's payload
+// scaled to scale × its FCOS size (at least MinLayerSize bytes): 0.001 gives
+// about 0.7 MB, 1 about 697 MB, 1.5 about 1 GB. Payloads are random, so the
+// compressed sizes follow the payload sizes.
+func FCOSBase(scale float64) (v1.Image, error) {
+	if scale <= 0 {
+		return nil, fmt.Errorf("synth: scale %v must be positive", scale)
+	}
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	var adds []mutate.Addendum
+	var last v1.Hash
+	for i, size := range FCOSLayerSizes {
+		n := int64(float64(size) * scale)
+		if n < MinLayerSize {
+			n = MinLayerSize
+		}
+		idx, payload := i, n
+		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+			return gzipStream(func(tw *tar.Writer) error { return writeLayer(tw, idx, payload) }), nil
+		}, tarball.WithMediaType(types.OCILayer))
+		if err != nil {
+			return nil, fmt.Errorf("synth: layer %d: %w", i, err)
+		}
+		if last, err = l.DiffID(); err != nil {
+			return nil, fmt.Errorf("synth: layer %d: %w", i, err)
+		}
+		adds = append(adds, mutate.Addendum{Layer: l, MediaType: types.OCILayer, History: v1.History{
+			Created:   v1.Time{Time: Epoch},
+			CreatedBy: fmt.Sprintf("ostree chunk %d of %d", i+1, len(FCOSLayerSizes)),
+		}})
+	}
+	cf := &v1.ConfigFile{
+		Architecture: "amd64",
+		OS:           "linux",
+		Created:      v1.Time{Time: Epoch},
+		RootFS:       v1.RootFS{Type: "layers"},
+		Config: v1.Config{
+			Env: []string{"container=oci", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"},
+			Cmd: []string{"/sbin/init"},
+			Labels: map[string]string{
+				"containers.bootc":                 "1",
+				"ostree.bootable":                  "1",
+				"ostree.commit":                    "89635f7cba9de932fc60d71a6bded65ad0db06a35c9d016da03ca7ade9ba4736",
+				"ostree.final-diffid":              last.String(),
+				"ostree.linux":                     KernelRelease,
+				"org.opencontainers.image.version": Version,
+				"org.opencontainers.image.title":   "Synthetic Fedora CoreOS testing-devel",
+				"com.coreos.osname":                "fedora-coreos",
+				"com.coreos.stream":                "testing-devel",
+			},
+		},
+	}
+	img, err := mutate.ConfigFile(img, cf)
+	if err != nil {
+		return nil, err
+	}
+	return mutate.Append(img, adds...)
+}
+
+// Push writes img to ref (a registry reference) and returns the digested
+// reference.
+func Push(ctx context.Context, img v1.Image, ref string, opts ...remote.Option) (name.Digest, error) {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return name.Digest{}, fmt.Errorf("synth: %q: %w", ref, err)
+	}
+	if err := remote.Write(r, img, append([]remote.Option{remote.WithContext(ctx)}, opts...)...); err != nil {
+		return name.Digest{}, fmt.Errorf("synth: push %s: %w", ref, err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return name.Digest{}, err
+	}
+	return r.Context().Digest(d.String()), nil
+}
+
+// gzipStream runs write into a tar stream, compressed with a pinned gzip
+// implementation, and returns the compressed bytes as a reader.
+func gzipStream(write func(*tar.Writer) error) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		zw, _ := gzip.NewWriterLevel(pw, gzip.BestSpeed)
+		tw := tar.NewWriter(zw)
+		err := write(tw)
+		if err == nil {
+			err = tw.Close()
+		}
+		if err == nil {
+			err = zw.Close()
+		}
+		pw.CloseWithError(err)
+	}()
+	return pr
+}
+
+type entry struct {
+	name     string
+	typ      byte
+	mode     int64
+	linkname string
+	data     string
+}
+
+// tree is the small ostree-native root the first layer carries.
+func tree() []entry {
+	d := func(n string) entry { return entry{name: n, typ: tar.TypeDir, mode: 0o755} }
+	l := func(n, t string) entry { return entry{name: n, typ: tar.TypeSymlink, mode: 0o777, linkname: t} }
+	f := func(n string, mode int64, data string) entry {
+		return entry{name: n, typ: tar.TypeReg, mode: mode, data: data}
+	}
+	return []entry{
+		l("bin", "usr/bin"),
+		d("boot/"),
+		d("dev/"),
+		d("etc/"),
+		l("etc/os-release", "../usr/lib/os-release"),
+		l("home", "var/home"),
+		l("lib", "usr/lib"),
+		l("lib64", "usr/lib64"),
+		l("opt", "var/opt"),
+		l("ostree", "sysroot/ostree"),
+		d("proc/"),
+		l("root", "var/roothome"),
+		d("run/"),
+		l("sbin", "usr/sbin"),
+		d("sys/"),
+		d("sysroot/"),
+		d("sysroot/ostree/"),
+		d("tmp/"),
+		d("usr/"),
+		d("usr/bin/"),
+		d("usr/lib/"),
+		d("usr/lib/modules/"),
+		d("usr/lib/modules/" + KernelRelease + "/"),
+		f("usr/lib/modules/"+KernelRelease+"/vmlinuz", 0o755, "synthetic kernel "+KernelRelease+"\n"),
+		f("usr/lib/os-release", 0o644, "NAME=\"Fedora Linux\"\nVERSION=\"43.20260301.20.dev1 (CoreOS)\"\nID=fedora\nVERSION_ID=43\nVARIANT=\"CoreOS\"\nVARIANT_ID=coreos\nOSTREE_VERSION='"+Version+"'\n"),
+		d("usr/lib/systemd/"),
+		d("usr/lib/systemd/system/"),
+		f("usr/lib/systemd/system/containerd.service", 0o644, "[Unit]\nDescription=containerd container runtime\nAfter=network.target\n\n[Service]\nExecStart=/usr/bin/containerd\nDelegate=yes\nKillMode=process\n\n[Install]\nWantedBy=multi-user.target\n"),
+		f("usr/lib/systemd/system/chronyd.service", 0o644, "[Unit]\nDescription=NTP client/server\n\n[Service]\nExecStart=/usr/sbin/chronyd -n\n\n[Install]\nWantedBy=multi-user.target\n"),
+		l("usr/local", "../var/usrlocal"),
+		d("usr/sbin/"),
+		d("usr/share/"),
+		d("usr/share/synth/"),
+		d("var/"),
+	}
+}
+
+func writeLayer(tw *tar.Writer, idx int, payload int64) error {
+	if idx == 0 {
+		for _, e := range tree() {
+			h := &tar.Header{Name: e.name, Typeflag: e.typ, Mode: e.mode, Linkname: e.linkname,
+				Size: int64(len(e.data)), ModTime: Epoch, Format: tar.FormatPAX}
+			if err := tw.WriteHeader(h); err != nil {
+				return err
+			}
+			if _, err := io.WriteString(tw, e.data); err != nil {
+				return err
+			}
+		}
+	}
+	h := &tar.Header{Name: fmt.Sprintf("usr/share/synth/chunk-%02d", idx), Typeflag: tar.TypeReg, Mode: 0o644,
+		Size: payload, ModTime: Epoch, Format: tar.FormatPAX}
+	if err := tw.WriteHeader(h); err != nil {
+		return err
+	}
+	var seed [32]byte
+	seed[0], seed[1] = byte(idx), 0x51
+	_, err := io.CopyN(tw, rand.NewChaCha8(seed), payload)
+	return err
+}
