@@ -230,10 +230,12 @@ func TestAssembleDeterministic(t *testing.T) {
 		t.Fatalf("re-resolved base: digest %s, want %s", d1, d0)
 	}
 	changes := map[string]func(*AssembleRequest){
-		"pool":    func(r *AssembleRequest) { r.Pool = "infra" },
-		"epoch":   func(r *AssembleRequest) { r.Epoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC) },
-		"kargs":   func(r *AssembleRequest) { r.Rendered.KernelArgs = []string{"quiet"} },
-		"content": func(r *AssembleRequest) { r.Rendered.Layers[0] = handLayer(t, "payload", map[string]string{"usr/x": "y"}) },
+		"pool":  func(r *AssembleRequest) { r.Pool = "infra" },
+		"epoch": func(r *AssembleRequest) { r.Epoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC) },
+		"kargs": func(r *AssembleRequest) { r.Rendered.KernelArgs = []string{"quiet"} },
+		"content": func(r *AssembleRequest) {
+			r.Rendered.Layers[0] = handLayer(t, "payload", map[string]string{"usr/x": "y"})
+		},
 		"version": func(r *AssembleRequest) { r.Version = "v2" },
 		"source":  func(r *AssembleRequest) { r.Rendered.Layers[1].CreatedBy = "other" },
 	}
