@@ -1,0 +1,407 @@
+// Package preflight checks a candidate OS image before anything is
+// published: that it still carries its ostree-native base, boots, targets
+// the right platform and version, has a format nodes can pull, and that the
+// layers added on top of the base hold nothing that ostree would drop, break
+// on, or that must not ship (secrets, broken units, oversized content).
+//
+// Checks read only manifests, configs and the added layers: the layers after
+// the base (by digest), or, when no base is given, the layers after the one
+// whose diff_id is the config label ostree.final-diffid. Base layer blobs are
+// never downloaded. Every added layer is streamed once (see [Scan]) and the
+// entries and small file contents it yields are shared by all content checks.
+//
+// Run executes the checks on a [Target] and returns a [Report]:
+//
+//	rep, err := preflight.Run(ctx, preflight.Target{Image: img, Base: base}, preflight.Options{})
+//	if err != nil { ... }        // the checks could not run
+//	if rep.Errors > 0 { ... }    // the image must not be published
+//
+// [Stage] wraps Run as a builder.Stage for `oslayer build`.
+//
+// # Adding a check
+//
+// A check is one file and one registration line. Write a type implementing
+// [Check] in its own file:
+//
+//	// check_motd.go
+//	type motdCheck struct{}
+//
+//	func (motdCheck) Name() string       { return "motd" }
+//	func (motdCheck) Severity() Severity { return Warning }
+//	func (motdCheck) Needs() Needs       { return NeedAdded }
+//	func (c motdCheck) Run(ctx context.Context, t *Target) ([]Finding, error) {
+//		var out []Finding
+//		for _, l := range t.Added {
+//			for _, e := range l.Entries {
+//				if e.Path == "etc/motd" {
+//					out = append(out, l.Finding(c, c.Severity(), e.Path, "etc/motd is replaced on every boot; use etc/motd.d/"))
+//				}
+//			}
+//		}
+//		return out, nil
+//	}
+//
+// and add `motdCheck{},` to the list in [Default] (registry.go). Checks whose
+// Needs are not met by the target (no base, no added layers) are reported as
+// skipped, not run.
+package preflight
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"slices"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// Severity of a finding.
+type Severity string
+
+// Severities, from most to least serious.
+const (
+	Error   Severity = "error"
+	Warning Severity = "warning"
+	Info    Severity = "info"
+)
+
+// Needs says what a check reads besides the candidate's manifest and config.
+type Needs uint8
+
+// What a check may need.
+const (
+	// NeedBase: the check compares against a base image (--base / --require-base).
+	NeedBase Needs = 1 << iota
+	// NeedAdded: the check reads the entries of the added layers.
+	NeedAdded
+)
+
+// Check is one preflight check.
+type Check interface {
+	// Name is the check's stable name (used by --skip and in findings).
+	Name() string
+	// Severity is the default severity of the check's findings.
+	Severity() Severity
+	// Needs says what the check reads besides manifest and config.
+	Needs() Needs
+	// Run returns the check's findings; an error means it could not run.
+	Run(ctx context.Context, t *Target) ([]Finding, error)
+}
+
+// Finding is one problem (or note) found by a check.
+type Finding struct {
+	Check    string   `json:"check"`
+	Severity Severity `json:"severity"`
+	// Rule is a finer name inside the check (e.g. content's "var-log",
+	// named like the matching `bootc container lint` lint).
+	Rule string `json:"rule,omitempty"`
+	// Layer is the digest of the layer the finding is about, if any.
+	Layer string `json:"layer,omitempty"`
+	// Path is the path inside the layer (no leading "/"), if any.
+	Path    string `json:"path,omitempty"`
+	Message string `json:"message"`
+}
+
+// Target is what the checks look at.
+type Target struct {
+	// Image is the candidate (remote, OCI layout, or a build's in-memory image).
+	Image v1.Image
+	// Ref names the candidate in messages.
+	Ref string
+	// Base is the image the candidate was built on (optional): platform and
+	// version are compared to it, and its layers must be a prefix.
+	Base    v1.Image
+	BaseRef string
+	// Require is an image whose layers must also be a prefix of the
+	// candidate (--require-base: the official image a customer base claims
+	// to derive from). When Base is nil it also plays the base's role.
+	Require    v1.Image
+	RequireRef string
+
+	// Filled by Run before the checks run.
+	Manifest     *v1.Manifest      `json:"-"`
+	MediaType    types.MediaType   `json:"-"`
+	Config       *v1.ConfigFile    `json:"-"`
+	BaseManifest *v1.Manifest      `json:"-"`
+	BaseConfig   *v1.ConfigFile    `json:"-"`
+	ReqManifest  *v1.Manifest      `json:"-"`
+	ReqConfig    *v1.ConfigFile    `json:"-"`
+	FirstAdded   int               `json:"-"` // index of the first added layer; -1 unknown
+	Added        []*LayerContent   `json:"-"`
+	Options      *Options          `json:"-"`
+	Labels       map[string]string `json:"-"`
+}
+
+// baseImage returns the image used as "the base" for comparisons.
+func (t *Target) base() (*v1.Manifest, *v1.ConfigFile, string) {
+	if t.BaseManifest != nil {
+		return t.BaseManifest, t.BaseConfig, t.BaseRef
+	}
+	if t.ReqManifest != nil {
+		return t.ReqManifest, t.ReqConfig, t.RequireRef
+	}
+	return nil, nil, ""
+}
+
+// DefaultMaxAddedBytes is the default budget of compressed added bytes (2 GiB).
+const DefaultMaxAddedBytes int64 = 2 << 30
+
+// Options configure a run. The zero value runs every Default check.
+type Options struct {
+	// Checks to run; nil means Default().
+	Checks []Check
+	// Skip names checks not to run.
+	Skip []string
+	// Arch is the architecture nodes have (e.g. "amd64"); empty: not checked.
+	Arch string
+	// ExpectVersion is the OS version the image must have; empty: not checked.
+	ExpectVersion string
+	// FatalWarnings turns warnings into errors.
+	FatalWarnings bool
+	// AllowSecrets are paths (or path.Match patterns) that may hold secrets.
+	AllowSecrets []string
+	// MaxAddedBytes is the budget of compressed added bytes; 0: DefaultMaxAddedBytes.
+	MaxAddedBytes int64
+	// Scan bounds the added-layer scan; zero values use the defaults.
+	Scan ScanLimits
+	// Log receives progress and warnings; nil discards.
+	Log *slog.Logger
+
+	// RequireBase and Open are used by Stage only: when RequireBase is set,
+	// Open(ctx, RequireBase) opens it (without reading layer blobs) as the
+	// Target's Require.
+	RequireBase string
+	Open        func(ctx context.Context, ref string) (v1.Image, error)
+}
+
+// CheckResult says how one check went.
+type CheckResult struct {
+	Name string `json:"name"`
+	// Status is "passed", "failed" (an error finding), "warned", or "skipped".
+	Status   string `json:"status"`
+	Reason   string `json:"reason,omitempty"`
+	Findings int    `json:"findings"`
+}
+
+// Report is the outcome of Run.
+type Report struct {
+	Image       string         `json:"image,omitempty"`
+	Digest      string         `json:"digest,omitempty"`
+	Base        string         `json:"base,omitempty"`
+	RequireBase string         `json:"requireBase,omitempty"`
+	AddedLayers []LayerSummary `json:"addedLayers"`
+	Checks      []CheckResult  `json:"checks"`
+	Findings    []Finding      `json:"findings"`
+	Errors      int            `json:"errors"`
+	Warnings    int            `json:"warnings"`
+	Infos       int            `json:"infos"`
+}
+
+// LayerSummary describes one added layer in the report.
+type LayerSummary struct {
+	Index     int    `json:"index"`
+	Digest    string `json:"digest"`
+	DiffID    string `json:"diffID"`
+	Size      int64  `json:"size"`
+	MediaType string `json:"mediaType"`
+	Entries   int    `json:"entries"`
+}
+
+// Passed reports whether no error was found.
+func (r *Report) Passed() bool { return r.Errors == 0 }
+
+// Run runs the checks on t. An error means the checks could not run (an
+// image or a layer could not be read); problems with the image are findings.
+func Run(ctx context.Context, t Target, opts Options) (*Report, error) {
+	if t.Image == nil {
+		return nil, errors.New("preflight: no candidate image")
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	checks := opts.Checks
+	if checks == nil {
+		checks = Default()
+	}
+	known := map[string]bool{}
+	for _, c := range checks {
+		known[c.Name()] = true
+	}
+	for _, s := range opts.Skip {
+		if !known[s] {
+			return nil, fmt.Errorf("preflight: --skip %q: no such check (have %s)", s, strings.Join(names(checks), ", "))
+		}
+	}
+	tt := &t
+	tt.Options = &opts
+	ref := t.Ref
+	if ref == "" {
+		ref = "candidate image"
+	}
+	var err error
+	if tt.Manifest, err = t.Image.Manifest(); err != nil {
+		return nil, fmt.Errorf("preflight: %s: manifest: %w", ref, err)
+	}
+	if tt.MediaType, err = t.Image.MediaType(); err != nil {
+		return nil, fmt.Errorf("preflight: %s: manifest media type: %w", ref, err)
+	}
+	if tt.Config, err = t.Image.ConfigFile(); err != nil {
+		return nil, fmt.Errorf("preflight: %s: config: %w", ref, err)
+	}
+	tt.Labels = tt.Config.Config.Labels
+	if tt.Labels == nil {
+		tt.Labels = map[string]string{}
+	}
+	if t.Base != nil {
+		if tt.BaseManifest, tt.BaseConfig, err = manifestConfig(t.Base, orDefault(t.BaseRef, "base image")); err != nil {
+			return nil, err
+		}
+	}
+	if t.Require != nil {
+		if tt.ReqManifest, tt.ReqConfig, err = manifestConfig(t.Require, orDefault(t.RequireRef, "required base image")); err != nil {
+			return nil, err
+		}
+	}
+	rep := &Report{Image: t.Ref, Base: t.BaseRef, RequireBase: t.RequireRef, AddedLayers: []LayerSummary{}, Findings: []Finding{}}
+	if d, err := t.Image.Digest(); err == nil {
+		rep.Digest = d.String()
+	}
+
+	var runnerFindings []Finding
+	tt.FirstAdded, runnerFindings = addedStart(tt)
+	needAdded := false
+	for _, c := range checks {
+		if !slices.Contains(opts.Skip, c.Name()) && c.Needs()&NeedAdded != 0 {
+			needAdded = true
+		}
+	}
+	if tt.FirstAdded >= 0 && needAdded {
+		if tt.Added, err = Scan(ctx, tt, opts.Scan); err != nil {
+			return nil, err
+		}
+	}
+	for _, l := range tt.Added {
+		rep.AddedLayers = append(rep.AddedLayers, LayerSummary{Index: l.Index, Digest: l.Digest.String(), DiffID: l.DiffID.String(), Size: l.Size, MediaType: string(l.MediaType), Entries: len(l.Entries)})
+	}
+	rep.Findings = append(rep.Findings, runnerFindings...)
+
+	for _, c := range checks {
+		cr := CheckResult{Name: c.Name()}
+		switch {
+		case slices.Contains(opts.Skip, c.Name()):
+			cr.Status, cr.Reason = "skipped", "--skip"
+		case c.Needs()&NeedBase != 0 && t.Base == nil && t.Require == nil:
+			cr.Status, cr.Reason = "skipped", "no base image given (--base / --require-base)"
+		case c.Needs()&NeedAdded != 0 && tt.FirstAdded < 0:
+			cr.Status, cr.Reason = "skipped", "added layers unknown: no base and no ostree.final-diffid label"
+		}
+		if cr.Status != "" {
+			rep.Checks = append(rep.Checks, cr)
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		fs, err := c.Run(ctx, tt)
+		if err != nil {
+			return nil, fmt.Errorf("preflight: check %s on %s: %w", c.Name(), ref, err)
+		}
+		cr.Status = "passed"
+		for i := range fs {
+			if fs[i].Check == "" {
+				fs[i].Check = c.Name()
+			}
+			if fs[i].Severity == "" {
+				fs[i].Severity = c.Severity()
+			}
+			if opts.FatalWarnings && fs[i].Severity == Warning {
+				fs[i].Severity = Error
+			}
+			switch fs[i].Severity {
+			case Error:
+				cr.Status = "failed"
+			case Warning:
+				if cr.Status == "passed" {
+					cr.Status = "warned"
+				}
+			}
+		}
+		cr.Findings = len(fs)
+		rep.Findings = append(rep.Findings, fs...)
+		rep.Checks = append(rep.Checks, cr)
+	}
+	for _, f := range rep.Findings {
+		switch f.Severity {
+		case Error:
+			rep.Errors++
+		case Warning:
+			rep.Warnings++
+		default:
+			rep.Infos++
+		}
+	}
+	return rep, nil
+}
+
+func names(cs []Check) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Name())
+	}
+	return out
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func manifestConfig(img v1.Image, ref string) (*v1.Manifest, *v1.ConfigFile, error) {
+	m, err := img.Manifest()
+	if err != nil {
+		return nil, nil, fmt.Errorf("preflight: %s: manifest: %w", ref, err)
+	}
+	c, err := img.ConfigFile()
+	if err != nil {
+		return nil, nil, fmt.Errorf("preflight: %s: config: %w", ref, err)
+	}
+	return m, c, nil
+}
+
+// LabelFinalDiffID marks the last layer of the OS itself.
+const LabelFinalDiffID = "ostree.final-diffid"
+
+// addedStart finds the index of the first added layer: after the base's
+// layers when a base is given (the layers of the candidate whose digest is
+// not a base layer are all scanned, see Scan), else after the layer whose
+// diff_id is ostree.final-diffid. -1 when unknown.
+func addedStart(t *Target) (int, []Finding) {
+	if bm, _, _ := t.base(); bm != nil {
+		return min(len(bm.Layers), len(t.Manifest.Layers)), nil
+	}
+	fd := t.Labels[LabelFinalDiffID]
+	if fd == "" {
+		return -1, []Finding{{Check: "preflight", Severity: Warning, Rule: "added-layers",
+			Message: "no base image given and no " + LabelFinalDiffID + " label: the added layers are unknown, content checks are skipped; pass --base REF"}}
+	}
+	for i, d := range t.Config.RootFS.DiffIDs {
+		if d.String() == fd {
+			return i + 1, nil
+		}
+	}
+	return -1, []Finding{{Check: "preflight", Severity: Error, Rule: "added-layers",
+		Message: fmt.Sprintf("label %s=%s names no layer of the image (rootfs.diff_ids): the OS layers were changed; pass --base REF to compare", LabelFinalDiffID, fd)}}
+}
+
+// cleanPath turns a tar entry name into a clean relative path ("" for the root).
+func cleanPath(name string) string {
+	p := path.Clean("/" + name)
+	return strings.TrimPrefix(p, "/")
+}

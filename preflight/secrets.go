@@ -1,0 +1,110 @@
+package preflight
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// secretsCheck: private keys, kubeconfig credentials, registry auths and
+// cloud credentials must not ship in an image (everyone who can pull it can
+// read them), unless the path is allowed with --allow-secret.
+type secretsCheck struct{}
+
+func (secretsCheck) Name() string       { return "secrets" }
+func (secretsCheck) Severity() Severity { return Error }
+func (secretsCheck) Needs() Needs       { return NeedAdded }
+
+var (
+	pemPrivateKey  = regexp.MustCompile(`-----BEGIN ((RSA|EC|DSA|ENCRYPTED|OPENSSH) )?PRIVATE KEY-----`)
+	kubeconfigKey  = regexp.MustCompile(`(?m)^\s*(token|client-key-data):\s*\S`)
+	kubeconfigKind = regexp.MustCompile(`(?m)^\s*(kind:\s*Config|users:|clusters:)`)
+	awsSecret      = regexp.MustCompile(`(?mi)^\s*aws_secret_access_key\s*=\s*\S`)
+)
+
+// DetectSecret returns what kind of secret data holds, or "".
+func DetectSecret(data []byte) string {
+	if bytes.Contains(data, []byte("service_account")) && bytes.Contains(data, []byte("private_key")) {
+		var g struct {
+			Type       string `json:"type"`
+			PrivateKey string `json:"private_key"`
+		}
+		if json.Unmarshal(data, &g) == nil && g.Type == "service_account" && g.PrivateKey != "" {
+			return "a GCP service account key"
+		}
+	}
+	if m := pemPrivateKey.Find(data); m != nil {
+		if bytes.Contains(m, []byte("OPENSSH")) {
+			return "an OpenSSH private key"
+		}
+		return "a PEM private key"
+	}
+	if kubeconfigKey.Match(data) && kubeconfigKind.Match(data) {
+		return "a kubeconfig with credentials (token or client-key-data)"
+	}
+	if bytes.Contains(data, []byte(`"auths"`)) {
+		var d struct {
+			Auths map[string]struct {
+				Auth          string `json:"auth"`
+				IdentityToken string `json:"identitytoken"`
+			} `json:"auths"`
+		}
+		if json.Unmarshal(data, &d) == nil {
+			for reg, a := range d.Auths {
+				if a.Auth != "" || a.IdentityToken != "" {
+					return fmt.Sprintf("registry credentials (auths for %s)", reg)
+				}
+			}
+		}
+	}
+	if awsSecret.Match(data) {
+		return "AWS credentials (aws_secret_access_key)"
+	}
+	return ""
+}
+
+// secretAllowed reports whether p matches an --allow-secret entry (a path,
+// with or without leading "/", or a path.Match pattern).
+func secretAllowed(p string, allow []string) (string, bool) {
+	for _, a := range allow {
+		a2 := strings.TrimPrefix(a, "/")
+		if a2 == p {
+			return a, true
+		}
+		if ok, _ := path.Match(a2, p); ok {
+			return a, true
+		}
+	}
+	return "", false
+}
+
+func (c secretsCheck) Run(ctx context.Context, t *Target) ([]Finding, error) {
+	var out []Finding
+	for _, l := range t.Added {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		// Later entries of a layer win; iterate entries for a stable order.
+		for i := range l.Entries {
+			e := &l.Entries[i]
+			f, ok := l.Files[e.Path]
+			if !ok || !e.IsReg() {
+				continue
+			}
+			kind := DetectSecret(f.Data)
+			if kind == "" {
+				continue
+			}
+			if a, ok := secretAllowed(e.Path, t.Options.AllowSecrets); ok {
+				out = append(out, l.Finding(c, Info, e.Path, fmt.Sprintf("holds %s, allowed by --allow-secret %s", kind, a)))
+				continue
+			}
+			out = append(out, l.Finding(c, Error, e.Path, fmt.Sprintf("holds %s: everyone who can pull the image can read it; deliver it at runtime (a Secret, ignition) or allow it with --allow-secret /%s", kind, e.Path)))
+		}
+	}
+	return out, nil
+}
