@@ -32,6 +32,9 @@ type Options struct {
 	UserAgent string
 	// Jobs bounds parallel blob transfers (0: 4).
 	Jobs int
+	// Retry bounds the retries of failed registry requests (5xx, 429,
+	// connection resets); the zero value is DefaultRetry.
+	Retry Retry
 }
 
 // Mirror rewrites references whose registry (or registry/repository prefix)
@@ -109,6 +112,7 @@ func (o *Options) RemoteOptions(ctx context.Context) []remote.Option {
 		jobs = 4
 	}
 	opts = append(opts, remote.WithJobs(jobs))
+	opts = append(opts, o.Retry.remoteOptions(ctx)...)
 	return opts
 }
 

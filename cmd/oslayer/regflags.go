@@ -1,22 +1,27 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/pflag"
 
 	"github.com/oslayer/oslayer/registry"
 )
 
-// registryFlags are mirrors and credentials, for every command that reaches a registry.
+// registryFlags are mirrors, credentials and transfer settings, for every
+// command that reaches a registry.
 type registryFlags struct {
 	mirrors    []string
 	authfile   string
 	authSecret string
+	jobs       int
 }
 
 func (f *registryFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.mirrors, "mirror", nil, "rewrite a registry host for pulls: FROM=TO (repeatable)")
-	fs.StringVar(&f.authfile, "authfile", "", "registry credentials file (podman auth.json / docker config.json)")
+	fs.StringVar(&f.authfile, "authfile", "", "registry credentials file (podman auth.json / docker config.json); takes precedence over --auth-secret and the docker config")
 	fs.StringVar(&f.authSecret, "auth-secret", "", "Kubernetes Secret manifest of type kubernetes.io/dockerconfigjson with registry credentials")
+	fs.IntVar(&f.jobs, "jobs", 4, "parallel blob uploads per image")
 }
 
 func (f *registryFlags) options() (*registry.Options, error) {
@@ -28,5 +33,14 @@ func (f *registryFlags) options() (*registry.Options, error) {
 		}
 		o.Mirrors = append(o.Mirrors, mm)
 	}
+	if f.jobs < 1 || f.jobs > 64 {
+		return nil, fmt.Errorf("--jobs %d: want 1 to 64", f.jobs)
+	}
+	o.Jobs = f.jobs
+	kc, err := registry.Keychain(f.authfile, f.authSecret)
+	if err != nil {
+		return nil, err
+	}
+	o.Keychain = kc
 	return o, nil
 }

@@ -1,0 +1,125 @@
+package push
+
+import (
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// counter is an http.RoundTripper below go-containerregistry's retry and
+// auth transports: it sees every attempt that reaches the target
+// repository and counts what was really transferred.
+type counter struct {
+	inner http.RoundTripper
+	// prefix is "/v2/REPOSITORY/" of the target.
+	prefix   string
+	host     string
+	manifest v1.Hash
+	sizes    map[v1.Hash]int64
+
+	mu sync.Mutex
+	// uploaded: request body bytes of PATCH/PUT/POST the registry accepted.
+	uploaded int64
+	// skipped: blobs the target had (HEAD 200).
+	skipped int64
+	// mounted: blobs mounted from another repository (POST ?mount 201).
+	mounted int64
+	// blobPuts counts completed blob uploads; manifestExists is set when a
+	// HEAD of the manifest by digest found it.
+	blobPuts       int
+	manifestExists bool
+	seen           map[v1.Hash]bool
+}
+
+func newCounter(inner http.RoundTripper, host, repo string, manifest v1.Hash, sizes map[v1.Hash]int64) *counter {
+	return &counter{inner: inner, host: host, prefix: "/v2/" + repo + "/", manifest: manifest, sizes: sizes, seen: map[v1.Hash]bool{}}
+}
+
+type countingBody struct {
+	rc io.ReadCloser
+	n  int64
+	mu sync.Mutex
+}
+
+func (c *countingBody) Read(b []byte) (int, error) {
+	n, err := c.rc.Read(b)
+	c.mu.Lock()
+	c.n += int64(n)
+	c.mu.Unlock()
+	return n, err
+}
+
+func (c *countingBody) Close() error { return c.rc.Close() }
+
+func (c *countingBody) count() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// RoundTrip implements http.RoundTripper.
+func (c *counter) RoundTrip(req *http.Request) (*http.Response, error) {
+	ours := req.URL.Host == c.host && strings.HasPrefix(req.URL.Path, c.prefix)
+	var body *countingBody
+	if ours && req.Body != nil && req.Body != http.NoBody {
+		r2 := req.Clone(req.Context())
+		body = &countingBody{rc: req.Body}
+		r2.Body = body
+		if req.GetBody != nil {
+			get := req.GetBody
+			r2.GetBody = func() (io.ReadCloser, error) {
+				rc, err := get()
+				if err != nil {
+					return nil, err
+				}
+				body = &countingBody{rc: rc}
+				return body, nil
+			}
+		}
+		req = r2
+	}
+	resp, err := c.inner.RoundTrip(req)
+	if err != nil || !ours {
+		return resp, err
+	}
+	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
+	rest := strings.TrimPrefix(req.URL.Path, c.prefix)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if body != nil && ok {
+		c.uploaded += body.count()
+	}
+	switch {
+	case req.Method == http.MethodHead && strings.HasPrefix(rest, "blobs/") && resp.StatusCode == http.StatusOK:
+		if h, err := v1.NewHash(strings.TrimPrefix(rest, "blobs/")); err == nil && !c.seen[h] {
+			c.seen[h] = true
+			c.skipped += c.sizes[h]
+		}
+	case req.Method == http.MethodHead && rest == "manifests/"+c.manifest.String() && resp.StatusCode == http.StatusOK:
+		c.manifestExists = true
+	case req.Method == http.MethodPost && strings.HasPrefix(rest, "blobs/uploads") && resp.StatusCode == http.StatusCreated:
+		q, _ := url.ParseQuery(req.URL.RawQuery)
+		if h, err := v1.NewHash(q.Get("mount")); err == nil && !c.seen[h] {
+			c.seen[h] = true
+			c.mounted += c.sizes[h]
+		}
+	case req.Method == http.MethodPut && strings.HasPrefix(rest, "blobs/uploads/") && resp.StatusCode == http.StatusCreated:
+		c.blobPuts++
+		q, _ := url.ParseQuery(req.URL.RawQuery)
+		if h, err := v1.NewHash(q.Get("digest")); err == nil {
+			c.seen[h] = true
+		}
+	}
+	return resp, nil
+}
+
+// stats returns uploaded, skipped (including mounted) and mounted bytes.
+func (c *counter) stats() (uploaded, skipped, mounted int64, blobPuts int, manifestExisted bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.uploaded, c.skipped + c.mounted, c.mounted, c.blobPuts, c.manifestExists
+}

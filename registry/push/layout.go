@@ -1,0 +1,369 @@
+package push
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/registry"
+)
+
+// RefNameAnnotation tags a manifest in an OCI layout's index.json.
+const RefNameAnnotation = "org.opencontainers.image.ref.name"
+
+type layoutPublisher struct{ p *Publisher }
+
+type blobSource struct {
+	digest v1.Hash
+	size   int64
+	open   func() (io.ReadCloser, error)
+	what   string
+}
+
+func (l *layoutPublisher) Write(ctx context.Context, b *builder.Built) (*builder.Published, error) {
+	p := l.p
+	fail := func(step string, err error) (*builder.Published, error) {
+		return nil, fmt.Errorf("write OCI layout %s: %s: %w", p.dir, step, err)
+	}
+	d, err := checkDigest(b)
+	if err != nil {
+		return fail("image", err)
+	}
+	m, err := b.Image.Manifest()
+	if err != nil {
+		return fail("read manifest", err)
+	}
+	rawManifest, err := b.Image.RawManifest()
+	if err != nil {
+		return fail("read manifest", err)
+	}
+	rawConfig, err := b.Image.RawConfigFile()
+	if err != nil {
+		return fail("read config", err)
+	}
+	layers, err := b.Image.Layers()
+	if err != nil {
+		return fail("read layers", err)
+	}
+	if len(layers) != len(m.Layers) {
+		return fail("read layers", fmt.Errorf("manifest lists %d layers, image has %d", len(m.Layers), len(layers)))
+	}
+	if err := ensureLayout(p.dir); err != nil {
+		return fail("create layout", err)
+	}
+	var srcs []blobSource
+	seen := map[v1.Hash]bool{}
+	var total int64
+	for i, desc := range m.Layers {
+		if seen[desc.Digest] {
+			continue
+		}
+		seen[desc.Digest] = true
+		layer := layers[i]
+		srcs = append(srcs, blobSource{digest: desc.Digest, size: desc.Size, open: layer.Compressed, what: fmt.Sprintf("layer %d (%s)", i+1, desc.Digest)})
+		total += desc.Size
+	}
+	prog := newProgress(p.o, "write oci:"+p.dir+"@"+d.String(), total+int64(len(rawConfig)+len(rawManifest)))
+	if prog != nil {
+		close(prog.updates)
+		<-prog.done
+	}
+	log := p.o.log.With("layout", p.dir, "digest", d.String())
+	log.Info("writing image to OCI layout", "blobs", len(srcs)+2, "bytes", total)
+
+	var (
+		mu               sync.Mutex
+		written, skipped int64
+		firstErr         error
+		wg               sync.WaitGroup
+		jobs             = p.reg.Jobs
+		sem              chan struct{}
+		ctxErr           = ctx.Err
+		recordErr        = func(err error) { mu.Lock(); defer mu.Unlock(); firstErr = errors.Join(firstErr, err) }
+		writeOne         func(s blobSource) error
+	)
+	if jobs <= 0 {
+		jobs = 4
+	}
+	sem = make(chan struct{}, jobs)
+	writeOne = func(s blobSource) error {
+		if err := ctxErr(); err != nil {
+			return err
+		}
+		n, err := writeBlob(p.dir, s)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.what, err)
+		}
+		mu.Lock()
+		if n < 0 {
+			skipped += s.size
+			log.Debug("blob present", "digest", s.digest.String())
+		} else {
+			written += n
+			log.Debug("blob written", "digest", s.digest.String(), "bytes", n)
+		}
+		mu.Unlock()
+		prog.add(s.size)
+		return nil
+	}
+	for _, s := range srcs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(s blobSource) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := writeOne(s); err != nil {
+				recordErr(err)
+			}
+		}(s)
+	}
+	wg.Wait()
+	if firstErr != nil {
+		if prog != nil {
+			prog.finish(firstErr)
+		}
+		return fail("write blobs", firstErr)
+	}
+	// The config, then the manifest last: a manifest blob in the layout
+	// means every blob it names is there.
+	for _, s := range []blobSource{
+		{digest: m.Config.Digest, size: int64(len(rawConfig)), open: bytesOpener(rawConfig), what: "config " + m.Config.Digest.String()},
+		{digest: d, size: int64(len(rawManifest)), open: bytesOpener(rawManifest), what: "manifest " + d.String()},
+	} {
+		if err := writeOne(s); err != nil {
+			if prog != nil {
+				prog.finish(err)
+			}
+			return fail("write blobs", err)
+		}
+	}
+	if prog != nil {
+		prog.finish(nil)
+	}
+	log.Info("image written to OCI layout", "written", written, "skipped", skipped)
+	return &builder.Published{Ref: registry.LayoutPrefix + p.dir + "@" + d.String(), Uploaded: written, Skipped: skipped}, nil
+}
+
+func bytesOpener(b []byte) func() (io.ReadCloser, error) {
+	return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+}
+
+func blobPath(dir string, h v1.Hash) string {
+	return filepath.Join(dir, "blobs", h.Algorithm, h.Hex)
+}
+
+// writeBlob writes s into the layout unless a blob of that digest and size
+// is there (then it returns -1). The blob is written to a temp file, its
+// digest and size checked, then renamed into place.
+func writeBlob(dir string, s blobSource) (int64, error) {
+	if s.digest.Algorithm != "sha256" {
+		return 0, fmt.Errorf("unsupported digest algorithm %q", s.digest.Algorithm)
+	}
+	path := blobPath(dir, s.digest)
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size() == s.size {
+		return -1, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return 0, err
+	}
+	rc, err := s.open()
+	if err != nil {
+		return 0, err
+	}
+	defer rc.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+s.digest.Hex[:12]+"-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(tmp, h), rc)
+	if err != nil {
+		tmp.Close()
+		return 0, err
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != s.digest.Hex || n != s.size {
+		tmp.Close()
+		return 0, fmt.Errorf("content is sha256:%s (%d bytes), want %s (%d bytes)", got, n, s.digest, s.size)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return 0, err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return 0, err
+	}
+	if err := tmp.Close(); err != nil {
+		return 0, err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+const ociLayoutFile = `{"imageLayoutVersion":"1.0.0"}`
+
+// ensureLayout makes dir an OCI image layout if it is missing or empty and
+// refuses a directory that holds anything else.
+func ensureLayout(dir string) error {
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	case !st.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "oci-layout")); errors.Is(err, os.ErrNotExist) {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return err
+		}
+		if len(ents) > 0 {
+			return fmt.Errorf("%s is not empty and not an OCI layout (no oci-layout file); refusing to write into it", dir)
+		}
+		if err := writeFileAtomic(dir, "oci-layout", []byte(ociLayoutFile)); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "index.json")); errors.Is(err, os.ErrNotExist) {
+		empty, _ := json.Marshal(v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: []v1.Descriptor{}})
+		if err := writeFileAtomic(dir, "index.json", empty); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// writeFileAtomic writes dir/name through a temp file and a rename.
+func writeFileAtomic(dir, name string, b []byte) error {
+	tmp, err := os.CreateTemp(dir, "."+name+".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, name))
+}
+
+func (l *layoutPublisher) Commit(ctx context.Context, b *builder.Built, pub *builder.Published) error {
+	p := l.p
+	fail := func(step string, err error) error {
+		return fmt.Errorf("commit OCI layout %s:%s: %s: %w", p.dir, p.layoutTag, step, err)
+	}
+	d, err := checkDigest(b)
+	if err != nil {
+		return fail("image", err)
+	}
+	if want := registry.LayoutPrefix + p.dir + "@" + d.String(); pub.Ref != want {
+		return fail("check", fmt.Errorf("commit of %s, which this publisher did not write (want %s)", pub.Ref, want))
+	}
+	if err := ctx.Err(); err != nil {
+		return fail("check", err)
+	}
+	mt, err := b.Image.MediaType()
+	if err != nil {
+		return fail("read manifest", err)
+	}
+	raw, err := b.Image.RawManifest()
+	if err != nil {
+		return fail("read manifest", err)
+	}
+	if st, err := os.Stat(blobPath(p.dir, d)); err != nil || st.Size() != int64(len(raw)) {
+		return fail("check", fmt.Errorf("manifest blob %s is not in the layout (was Write called?)", d))
+	}
+	unlock, err := lockDir(p.dir)
+	if err != nil {
+		return fail("lock", err)
+	}
+	defer unlock()
+	ib, err := os.ReadFile(filepath.Join(p.dir, "index.json"))
+	if err != nil {
+		return fail("read index.json", err)
+	}
+	var idx v1.IndexManifest
+	if err := json.Unmarshal(ib, &idx); err != nil {
+		return fail("read index.json", err)
+	}
+	if idx.SchemaVersion == 0 {
+		idx.SchemaVersion = 2
+	}
+	kept := make([]v1.Descriptor, 0, len(idx.Manifests)+1)
+	var replaced []string
+	for _, m := range idx.Manifests {
+		if m.Annotations[RefNameAnnotation] == p.layoutTag {
+			replaced = append(replaced, m.Digest.String())
+			continue
+		}
+		kept = append(kept, m)
+	}
+	kept = append(kept, v1.Descriptor{
+		MediaType:   mt,
+		Digest:      d,
+		Size:        int64(len(raw)),
+		Annotations: map[string]string{RefNameAnnotation: p.layoutTag},
+	})
+	idx.Manifests = kept
+	out, err := json.Marshal(idx)
+	if err != nil {
+		return fail("write index.json", err)
+	}
+	if err := writeFileAtomic(p.dir, "index.json", out); err != nil {
+		return fail("write index.json", err)
+	}
+	p.o.log.Info("tag moved", "layout", p.dir, "tag", p.layoutTag, "digest", d.String(), "replaced", replaced)
+	return nil
+}
+
+// lockDir takes an exclusive flock on dir, so concurrent commits to one
+// layout (from this or another process) do not lose entries.
+func lockDir(dir string) (func(), error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}

@@ -1,0 +1,184 @@
+// Package push publishes an assembled image: it implements
+// builder.Publisher for two kinds of target.
+//
+// A registry target "REG/REPO[:TAG]" (TAG defaults to "latest"):
+//
+//   - Write pushes the image by digest only (REG/REPO@sha256:...). Blobs
+//     the target repository already has are skipped (HEAD); base layers that
+//     live in another repository of the same registry are cross-repository
+//     mounted (they are remote layers of the base, so no byte of them is
+//     downloaded or uploaded); the rest are uploaded in parallel
+//     (registry.Options.Jobs), each retried with backoff on 5xx, 429 and
+//     broken connections (registry.Options.Retry). A base on ANOTHER
+//     registry cannot be mounted: its layers are streamed from the base
+//     registry to the target (downloaded once, never stored on disk).
+//     When the manifest already exists by digest nothing is sent at all.
+//   - Commit moves TAG to the digest (one manifest PUT), the last step of a
+//     build: until then the tag stays where it was.
+//
+// An OCI layout target "oci:DIR[:TAG]" (TAG defaults to "latest"):
+//
+//   - Write creates DIR as an OCI image layout if needed and writes every
+//     missing blob (layers, config, manifest) atomically (temp file,
+//     digest check, rename); blobs already present are skipped, so Write is
+//     idempotent. Base layers of a registry base are downloaded (a layout
+//     must hold them); layers of a layout base are copied file to file.
+//   - Commit adds the manifest to DIR/index.json with the annotation
+//     org.opencontainers.image.ref.name=TAG, replacing an entry with the same
+//     tag; index.json is rewritten atomically (temp file and rename) under a
+//     lock.
+//
+// Progress goes to an io.Writer: a single self-updating line on a terminal,
+// plain lines every 10% otherwise.
+package push
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/registry"
+)
+
+// DefaultTag is used when a target names no tag.
+const DefaultTag = "latest"
+
+// Publisher writes images to one target. It implements builder.Publisher
+// and is safe for concurrent use by several builds.
+type Publisher struct {
+	target string
+	reg    *registry.Options
+	o      options
+	impl   builder.Publisher
+	// Tag is the registry tag the target names (nil for a layout).
+	tag *name.Tag
+	// layout target.
+	dir, layoutTag string
+}
+
+var _ builder.Publisher = (*Publisher)(nil)
+
+type options struct {
+	progress io.Writer
+	log      *slog.Logger
+	terminal *bool
+}
+
+// Option configures a Publisher.
+type Option func(*options)
+
+// WithProgress reports progress on w (typically stderr): a bar updated in
+// place when w is a terminal, plain lines otherwise. Nil disables it.
+func WithProgress(w io.Writer) Option { return func(o *options) { o.progress = w } }
+
+// WithTerminal forces (true) or suppresses (false) the in-place progress
+// bar regardless of what the progress writer is.
+func WithTerminal(isTerminal bool) Option {
+	return func(o *options) { o.terminal = &isTerminal }
+}
+
+// WithLogger logs each step (debug: every blob) to l.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// New checks target and returns a Publisher for it. target is a registry
+// reference "REG/REPO[:TAG]" or an OCI layout "oci:DIR[:TAG]". An invalid
+// target is an error before any network or file system access. A registry
+// target must not be a digest (the digest is the image's). reg may be nil
+// (defaults).
+func New(target string, reg *registry.Options, opts ...Option) (*Publisher, error) {
+	if reg == nil {
+		reg = &registry.Options{}
+	}
+	p := &Publisher{target: target, reg: reg}
+	for _, o := range opts {
+		o(&p.o)
+	}
+	if p.o.log == nil {
+		p.o.log = slog.New(slog.DiscardHandler)
+	}
+	if registry.IsLayout(target) {
+		dir, tag, err := registry.SplitLayout(target)
+		if err != nil {
+			return nil, fmt.Errorf("push target: %w", err)
+		}
+		if strings.Contains(dir, "@") {
+			return nil, fmt.Errorf("push target %q: a layout target takes a tag, not a digest", target)
+		}
+		if tag == "" {
+			tag = DefaultTag
+		}
+		p.dir, p.layoutTag = dir, tag
+		p.impl = &layoutPublisher{p: p}
+		return p, nil
+	}
+	tag, err := ParseTarget(target)
+	if err != nil {
+		return nil, err
+	}
+	p.tag = &tag
+	p.impl = &remotePublisher{p: p}
+	return p, nil
+}
+
+// ParseTarget checks a registry push target and returns its tag
+// ("latest" when none is given). It refuses URLs, whitespace, relative
+// path segments, upper case repositories and digests.
+func ParseTarget(target string) (name.Tag, error) {
+	bad := func(why string) (name.Tag, error) {
+		return name.Tag{}, fmt.Errorf("push target %q: %s", target, why)
+	}
+	switch {
+	case target == "":
+		return bad("empty reference")
+	case strings.Contains(target, "://"):
+		return bad("give REGISTRY/REPOSITORY[:TAG], not a URL")
+	case strings.ContainsAny(target, " \t\r\n\\"):
+		return bad("contains whitespace or a backslash")
+	case strings.Contains(target, "@"):
+		return bad("give a tag, not a digest (the digest is the built image's)")
+	case strings.HasPrefix(target, "/") || strings.HasSuffix(target, "/") || strings.Contains(target, "//"):
+		return bad("empty path component")
+	}
+	for _, seg := range strings.Split(target, "/") {
+		if seg == "." || seg == ".." {
+			return bad("relative path component " + seg)
+		}
+	}
+	ref, err := name.ParseReference(target, name.StrictValidation)
+	if err != nil {
+		ref, err = name.ParseReference(target)
+		if err != nil {
+			return bad(err.Error())
+		}
+	}
+	t, ok := ref.(name.Tag)
+	if !ok {
+		return bad("give a tag, not a digest")
+	}
+	return t, nil
+}
+
+// Target is the target as given to New.
+func (p *Publisher) Target() string { return p.target }
+
+// Write implements builder.Publisher: it writes b by digest only.
+func (p *Publisher) Write(ctx context.Context, b *builder.Built) (*builder.Published, error) {
+	if b == nil || b.Image == nil {
+		return nil, fmt.Errorf("push %s: no image", p.target)
+	}
+	return p.impl.Write(ctx, b)
+}
+
+// Commit implements builder.Publisher: it moves the tag to the digest
+// Write published.
+func (p *Publisher) Commit(ctx context.Context, b *builder.Built, pub *builder.Published) error {
+	if b == nil || b.Image == nil || pub == nil {
+		return fmt.Errorf("push %s: commit without a written image", p.target)
+	}
+	return p.impl.Commit(ctx, b, pub)
+}

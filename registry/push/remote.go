@@ -1,0 +1,119 @@
+package push
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/oslayer/oslayer/builder"
+)
+
+type remotePublisher struct{ p *Publisher }
+
+// blobSizes maps every blob of img (layers and config) to its size.
+func blobSizes(img v1.Image) (map[v1.Hash]int64, int64, error) {
+	m, err := img.Manifest()
+	if err != nil {
+		return nil, 0, err
+	}
+	sizes := map[v1.Hash]int64{m.Config.Digest: m.Config.Size}
+	total := m.Config.Size
+	for _, l := range m.Layers {
+		if _, dup := sizes[l.Digest]; !dup {
+			total += l.Size
+		}
+		sizes[l.Digest] = l.Size
+	}
+	return sizes, total, nil
+}
+
+func checkDigest(b *builder.Built) (v1.Hash, error) {
+	d, err := b.Image.Digest()
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	if b.Digest != (v1.Hash{}) && b.Digest != d {
+		return v1.Hash{}, fmt.Errorf("image digest %s differs from the built digest %s", d, b.Digest)
+	}
+	return d, nil
+}
+
+func (r *remotePublisher) Write(ctx context.Context, b *builder.Built) (*builder.Published, error) {
+	p := r.p
+	d, err := checkDigest(b)
+	if err != nil {
+		return nil, fmt.Errorf("push %s: %w", p.target, err)
+	}
+	dref := p.tag.Context().Digest(d.String())
+	sizes, total, err := blobSizes(b.Image)
+	if err != nil {
+		return nil, fmt.Errorf("push %s: read manifest: %w", p.target, err)
+	}
+	raw, err := b.Image.RawManifest()
+	if err != nil {
+		return nil, fmt.Errorf("push %s: read manifest: %w", p.target, err)
+	}
+	inner := p.reg.Transport
+	if inner == nil {
+		inner = remote.DefaultTransport
+	}
+	ctr := newCounter(inner, dref.RegistryStr(), dref.RepositoryStr(), d, sizes)
+	opts := append(p.reg.RemoteOptions(ctx), remote.WithTransport(ctr))
+	prog := newProgress(p.o, "push "+dref.String(), total+int64(len(raw)))
+	if prog != nil {
+		opts = append(opts, remote.WithProgress(prog.updates))
+	}
+	log := p.o.log.With("target", dref.String())
+	log.Info("writing image by digest", "blobs", len(sizes), "bytes", total)
+	err = remote.Write(dref, b.Image, opts...)
+	up, skipped, mounted, puts, existed := ctr.stats()
+	if prog != nil {
+		<-prog.done
+		if existed && err == nil {
+			prog.set(prog.total)
+		}
+		prog.finish(err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("push %s: write image by digest %s: %w", p.target, dref.DigestStr(), explain(err, dref))
+	}
+	if existed {
+		skipped, mounted = total, 0
+	}
+	log.Info("image written by digest", "uploaded", up, "skipped", skipped, "mounted", mounted, "blobUploads", puts, "manifestExisted", existed)
+	return &builder.Published{Ref: dref.String(), Digest: &dref, Uploaded: up, Skipped: skipped, Mounted: mounted}, nil
+}
+
+func (r *remotePublisher) Commit(ctx context.Context, b *builder.Built, pub *builder.Published) error {
+	p := r.p
+	d, err := checkDigest(b)
+	if err != nil {
+		return fmt.Errorf("push %s: %w", p.target, err)
+	}
+	if pub.Digest == nil || pub.Digest.DigestStr() != d.String() || pub.Digest.Context().String() != p.tag.Context().String() {
+		return fmt.Errorf("push %s: commit of %s, which this publisher did not write", p.target, pub.Ref)
+	}
+	err = remote.Tag(*p.tag, b.Image, p.reg.RemoteOptions(ctx)...)
+	if err != nil {
+		return fmt.Errorf("push %s: move tag %s to %s: %w", p.target, p.tag.TagStr(), d, explain(err, p.tag))
+	}
+	p.o.log.Info("tag moved", "tag", p.tag.String(), "digest", d.String())
+	return nil
+}
+
+// explain adds what an authentication failure means; the underlying error
+// text never contains credentials (go-containerregistry redacts them).
+func explain(err error, ref name.Reference) error {
+	var te *transport.Error
+	if errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden) {
+		return fmt.Errorf("registry %s refused the credentials for %s (check --authfile, --auth-secret or the docker config): %w",
+			ref.Context().RegistryStr(), ref.Context().RepositoryStr(), err)
+	}
+	return err
+}

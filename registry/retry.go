@@ -1,0 +1,103 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"syscall"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+)
+
+// Retry bounds how failed registry requests are retried: server errors
+// (5xx), rate limits (429), request timeouts (408) and broken connections
+// (reset, EOF, broken pipe). The wait doubles after every failed attempt,
+// capped at Max. Blob uploads are retried as a whole (a new upload session
+// each time), other requests one by one.
+type Retry struct {
+	// Attempts is the number of tries including the first (0: 5; 1: no retry).
+	Attempts int
+	// Initial is the wait after the first failure (0: 250ms).
+	Initial time.Duration
+	// Max caps a single wait (0: 4s).
+	Max time.Duration
+}
+
+// DefaultRetry is what the zero Retry means: 5 tries, waiting 0.25s, 0.5s,
+// 1s and 2s between them (under 4s in all).
+var DefaultRetry = Retry{Attempts: 5, Initial: 250 * time.Millisecond, Max: 4 * time.Second}
+
+// RetryStatusCodes are the HTTP statuses that are retried.
+var RetryStatusCodes = []int{
+	http.StatusRequestTimeout,
+	http.StatusTooManyRequests,
+	http.StatusInternalServerError,
+	http.StatusBadGateway,
+	http.StatusServiceUnavailable,
+	http.StatusGatewayTimeout,
+	499, 520, 521, 522, 523, 524,
+}
+
+func (r Retry) withDefaults() Retry {
+	if r.Attempts <= 0 {
+		r.Attempts = DefaultRetry.Attempts
+	}
+	if r.Initial <= 0 {
+		r.Initial = DefaultRetry.Initial
+	}
+	if r.Max <= 0 {
+		r.Max = DefaultRetry.Max
+	}
+	return r
+}
+
+// Backoff returns the go-containerregistry backoff for r.
+func (r Retry) Backoff() remote.Backoff {
+	r = r.withDefaults()
+	return remote.Backoff{Duration: r.Initial, Factor: 2, Jitter: 0.1, Steps: r.Attempts, Cap: r.Max}
+}
+
+// Retryable reports whether err is worth another attempt: a retryable
+// status (RetryStatusCodes), a temporary registry error code, or a broken
+// connection. Cancellation and deadlines are never retried.
+func Retryable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var te *transport.Error
+	if errors.As(err, &te) {
+		for _, c := range RetryStatusCodes {
+			if te.StatusCode == c {
+				return true
+			}
+		}
+		return te.Temporary()
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	var t interface{ Temporary() bool }
+	if errors.As(err, &t) && t.Temporary() {
+		return true
+	}
+	return false
+}
+
+func (r Retry) remoteOptions(ctx context.Context) []remote.Option {
+	return []remote.Option{
+		remote.WithRetryBackoff(r.Backoff()),
+		remote.WithRetryStatusCodes(RetryStatusCodes...),
+		remote.WithRetryPredicate(func(err error) bool {
+			return ctx.Err() == nil && Retryable(err)
+		}),
+	}
+}
