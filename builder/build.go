@@ -1,0 +1,191 @@
+package builder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/oslayer/oslayer/layers"
+	"github.com/oslayer/oslayer/layers/model"
+	"github.com/oslayer/oslayer/registry"
+)
+
+// Renderer renders a pool's configuration into layers (layers.Render).
+type Renderer func(ctx context.Context, req layers.Request) (*layers.Result, error)
+
+// Request is one build: what to render, onto which base, for which pool.
+type Request struct {
+	// Render is the render request; Render.Pool names the pool and
+	// Render.Epoch is the image's created time.
+	Render layers.Request
+	// Renderer renders; nil means layers.Render.
+	Renderer Renderer
+	// Base is the base image reference ("" means the MachineConfig pool's
+	// osImageURL). Ignored when BaseImage is set.
+	Base string
+	// BaseImage is an already resolved base, shared by many builds.
+	BaseImage *Base
+	// Registry reaches the base; nil means the zero Options.
+	Registry *registry.Options
+	// Arch selects the base platform ("" means amd64).
+	Arch string
+	// Version is the oslayer version recorded in a label.
+	Version string
+	// Flags are the options that change the output, for provenance.
+	Flags map[string]string
+	// Logger receives progress and warnings; nil discards them.
+	Logger *slog.Logger
+}
+
+// Result is what a build produced, ready for JSON output.
+type Result struct {
+	Pool string `json:"pool"`
+	// Image is the digested reference of the built image
+	// ("REG/REPO@sha256:..." or "oci:DIR@sha256:...").
+	Image  string  `json:"image,omitempty"`
+	Digest v1.Hash `json:"digest"`
+	// Target is where the tag moved (the publisher's target), if known.
+	Target       string         `json:"target,omitempty"`
+	Base         Base           `json:"base"`
+	Layers       []AddedLayer   `json:"layers"`
+	KernelArgs   []string       `json:"kernelArgs,omitempty"`
+	InputsDigest string         `json:"inputsDigest,omitempty"`
+	Inputs       []model.Input  `json:"inputs,omitempty"`
+	Report       *layers.Report `json:"report,omitempty"`
+	// Bytes moved by the publisher: uploaded, skipped (already there) and
+	// cross-repository mounted.
+	BytesUploaded int64 `json:"bytesUploaded"`
+	BytesSkipped  int64 `json:"bytesSkipped"`
+	BytesMounted  int64 `json:"bytesMounted"`
+	// Phases are the wall times of each step, in order.
+	Phases []Phase `json:"phases"`
+	// Stages holds each stage's output by stage name.
+	Stages   map[string]any `json:"stages,omitempty"`
+	Warnings []string       `json:"warnings,omitempty"`
+	// Tagged is true once the tag moved (the build fully succeeded).
+	Tagged bool `json:"tagged"`
+}
+
+// Phase is one step of a build and its wall time.
+type Phase struct {
+	Name    string  `json:"name"`
+	Seconds float64 `json:"seconds"`
+}
+
+// Targeter is implemented by publishers that can name their target.
+type Targeter interface{ Target() string }
+
+// Build renders, assembles, writes the image by digest, runs the stages in
+// order and finally moves the tag. Any failure stops the build with an error
+// that names the step ("render: ...", "push: ...", "preflight: ...") and
+// leaves the tag where it was. The returned Result is filled as far as the
+// build got, also on error.
+func Build(ctx context.Context, req Request, pub Publisher, stages ...Stage) (*Result, error) {
+	log := req.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	res := &Result{Pool: req.Render.Pool, Layers: []AddedLayer{}}
+	if t, ok := pub.(Targeter); ok {
+		res.Target = t.Target()
+	}
+	if pub == nil {
+		return res, errors.New("build: no publisher (give a push target or an output layout)")
+	}
+	phase := func(name string, f func() error) error {
+		start := time.Now()
+		err := f()
+		res.Phases = append(res.Phases, Phase{Name: name, Seconds: time.Since(start).Seconds()})
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		log.Debug("build step done", "pool", res.Pool, "step", name, "seconds", res.Phases[len(res.Phases)-1].Seconds)
+		return nil
+	}
+	render := req.Renderer
+	if render == nil {
+		render = defaultRenderer
+	}
+	var r *layers.Result
+	if err := phase("render", func() (err error) {
+		r, err = render(ctx, req.Render)
+		if err == nil && r == nil {
+			err = errors.New("renderer returned nothing")
+		}
+		return err
+	}); err != nil {
+		return res, err
+	}
+	res.Report, res.KernelArgs, res.InputsDigest, res.Inputs = r.Report, r.KernelArgs, r.InputsDigest, r.Inputs
+
+	var b *Built
+	if err := phase("assemble", func() (err error) {
+		areq := AssembleRequest{
+			Base: req.Base, BaseImage: req.BaseImage, Registry: req.Registry, Arch: req.Arch,
+			Pool: req.Render.Pool, Rendered: r, Epoch: req.Render.Epoch, Version: req.Version,
+			Flags: req.Flags, Logger: log,
+		}
+		if areq.BaseImage == nil && areq.Base == "" {
+			if r.OSImageURL == "" {
+				return errors.New("no base image: give --base (e.g. quay.io/fedora/fedora-coreos:stable), or MachineConfigs with osImageURL")
+			}
+			areq.Base = r.OSImageURL
+			log.Info("base image from the MachineConfig pool's osImageURL", "base", r.OSImageURL)
+		}
+		b, err = Assemble(ctx, areq)
+		return err
+	}); err != nil {
+		return res, err
+	}
+	res.Digest, res.Base, res.Layers, res.Warnings = b.Digest, b.Base, b.Added, b.Warnings
+	if res.Layers == nil {
+		res.Layers = []AddedLayer{}
+	}
+
+	var p *Published
+	if err := phase("push", func() (err error) {
+		p, err = pub.Write(ctx, b)
+		if err == nil && p == nil {
+			err = errors.New("publisher returned nothing")
+		}
+		return err
+	}); err != nil {
+		return res, err
+	}
+	res.Image, res.BytesUploaded, res.BytesSkipped, res.BytesMounted = p.Ref, p.Uploaded, p.Skipped, p.Mounted
+
+	for _, s := range stages {
+		if s == nil {
+			continue
+		}
+		var out any
+		if err := phase(s.Name(), func() (err error) {
+			out, err = s.Run(ctx, b, p)
+			return err
+		}); err != nil {
+			return res, err
+		}
+		if out != nil {
+			if res.Stages == nil {
+				res.Stages = map[string]any{}
+			}
+			res.Stages[s.Name()] = out
+		}
+	}
+
+	if err := phase("tag", func() error { return pub.Commit(ctx, b, p) }); err != nil {
+		return res, err
+	}
+	res.Tagged = true
+	log.Info("built", "pool", res.Pool, "image", res.Image)
+	return res, nil
+}
+
+// defaultRenderer is layers.Render.
+func defaultRenderer(ctx context.Context, req layers.Request) (*layers.Result, error) {
+	return nil, errors.New("the renderer is not available in this build")
+}
