@@ -1,17 +1,97 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 
+	"github.com/sigstore/cosign/v2/pkg/cosign"
 	"github.com/spf13/cobra"
+
+	"github.com/oslayer/oslayer/registry/sign"
 )
 
 func newKeygenCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var dir string
+	var force bool
+	cmd := &cobra.Command{
 		Use:   "keygen",
-		Short: "not implemented yet",
+		Short: "Generate a cosign key pair (cosign.key, cosign.pub) for signing pool images",
+		Long: `keygen writes cosign.key (encrypted, mode 0600) and cosign.pub, in the
+format of "cosign generate-key-pair". The password comes from
+$COSIGN_PASSWORD (which may be set but empty), or is asked for on a
+terminal. Use the key with "oslayer build --sign-key cosign.key" and give
+cosign.pub to "oslayer trust" and "oslayer verify".`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("keygen: not implemented yet")
+			priv, pub := filepath.Join(dir, "cosign.key"), filepath.Join(dir, "cosign.pub")
+			if !force {
+				for _, p := range []string{priv, pub} {
+					if _, err := os.Lstat(p); err == nil {
+						return fmt.Errorf("keygen: %s exists (use --force to replace it)", p)
+					}
+				}
+			}
+			pw, ok := os.LookupEnv("COSIGN_PASSWORD")
+			if !ok {
+				if !cosign.IsTerminal() {
+					return errors.New("keygen: set COSIGN_PASSWORD (it may be empty) or run on a terminal to be asked")
+				}
+				b, err := cosign.GetPassFromTerm(true)
+				if err != nil {
+					return fmt.Errorf("keygen: reading password: %w", err)
+				}
+				pw = string(b)
+			}
+			if pw == "" {
+				g.log.Warn("the private key is not protected by a password")
+			}
+			kp, err := sign.GenerateKeyPair([]byte(pw))
+			if err != nil {
+				return fmt.Errorf("keygen: %w", err)
+			}
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("keygen: --output-dir %s: %w", dir, err)
+			}
+			if err := writeKeyFile(priv, kp.Private, 0o600); err != nil {
+				return fmt.Errorf("keygen: %w", err)
+			}
+			if err := writeKeyFile(pub, kp.Public, 0o644); err != nil {
+				return fmt.Errorf("keygen: %w", err)
+			}
+			if g.json() {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]string{"privateKey": priv, "publicKey": pub})
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Private key written to %s\nPublic key written to %s\n", priv, pub)
+			return nil
 		},
 	}
+	cmd.Flags().StringVar(&dir, "output-dir", ".", "directory for cosign.key and cosign.pub")
+	cmd.Flags().BoolVar(&force, "force", false, "replace existing key files")
+	return cmd
+}
+
+// writeKeyFile writes b to path via a temporary file in the same
+// directory, so a failure leaves no half-written key.
+func writeKeyFile(path string, b []byte, mode os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }

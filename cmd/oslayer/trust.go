@@ -1,17 +1,82 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
+
+	"github.com/oslayer/oslayer/registry/sign"
 )
 
 func newTrustCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "trust",
-		Short: "not implemented yet",
+	var key, repo, out string
+	var o sign.TrustOptions
+	cmd := &cobra.Command{
+		Use:   "trust --key cosign.pub --repo REG/REPO --output DIR",
+		Short: "Write the node trust policy that enforces the image signature (policy.json, registries.d, key, as OSC and MachineConfig too)",
+		Long: `trust writes what a node needs to accept only images of REG/REPO signed by
+the key, for "rpm-ostree rebase ostree-image-signed:docker://REG/REPO@sha256:...":
+
+  policy.json                  full /etc/containers/policy.json: sigstoreSigned
+                               (keyPath, matchRepository) for REG/REPO,
+                               insecureAcceptAnything for everything else
+  policy-fragment.json         only the REG/REPO entry, to merge into an
+                               existing policy
+  registries.d/oslayer-*.yaml  use-sigstore-attachments: true for REG/REPO
+  oslayer-HASH.pub             the public key (/etc/pki/containers/...)
+  trust-osc.yaml               the three node files as an OperatingSystemConfig
+  99-oslayer-trust.yaml        the three node files as a MachineConfig
+                               (Ignition 3.4)
+
+Feed trust-osc.yaml (--osc) or 99-oslayer-trust.yaml (--machineconfig) to
+"oslayer build" so the first image already carries the key and policy.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("trust: not implemented yet")
+			if key == "" || repo == "" || out == "" {
+				return errors.New("trust: --key, --repo and --output are required")
+			}
+			pub, err := os.ReadFile(key)
+			if err != nil {
+				return fmt.Errorf("trust: --key: %w", err)
+			}
+			b, err := sign.Trust(repo, pub, o)
+			if err != nil {
+				return fmt.Errorf("trust: %w", err)
+			}
+			for _, f := range b.Files {
+				p := filepath.Join(out, filepath.FromSlash(f.Path))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					return fmt.Errorf("trust: --output %s: %w", out, err)
+				}
+				if err := writeKeyFile(p, f.Content, os.FileMode(f.Mode)); err != nil {
+					return fmt.Errorf("trust: %w", err)
+				}
+			}
+			if g.json() {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(b)
+			}
+			for _, f := range b.Files {
+				if f.NodePath != "" {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s\t(node: %s)\n", filepath.Join(out, f.Path), f.NodePath)
+				} else {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s\n", filepath.Join(out, f.Path))
+				}
+			}
+			return nil
 		},
 	}
+	fs := cmd.Flags()
+	fs.StringVar(&key, "key", "", "cosign public key (cosign.pub)")
+	fs.StringVar(&repo, "repo", "", "repository the pool images are pushed to: REG/REPO")
+	fs.StringVar(&out, "output", "", "directory to write the files to")
+	fs.StringVar(&o.NodeKeyPath, "node-key-path", "", "where the public key lives on the node (default /etc/pki/containers/oslayer-HASH.pub)")
+	fs.StringVar(&o.Pool, "pool", "worker", "MachineConfig role label (machineconfiguration.openshift.io/role)")
+	fs.StringVar(&o.OSCType, "osc-type", "coreos", "OperatingSystemConfig spec.type")
+	return cmd
 }

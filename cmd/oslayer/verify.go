@@ -1,17 +1,109 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/oslayer/oslayer/registry/sign"
 )
 
 func newVerifyCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "verify",
-		Short: "not implemented yet",
+	var key string
+	var rf registryFlags
+	cmd := &cobra.Command{
+		Use:   "verify IMAGE --key cosign.pub",
+		Short: "Verify an image's cosign signature and SLSA provenance attestation; print the inputs it names",
+		Long: `verify checks IMAGE (REG/REPO@sha256:... or a tag) offline with a cosign
+public key, as a node's sigstoreSigned policy does: the manifest must hash to
+its digest, a signature by the key must name that digest and the repository,
+and a SLSA provenance v1 attestation by the key must have it as subject.
+No transparency log is consulted. Exits non-zero when any check fails.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("verify: not implemented yet")
+			if key == "" {
+				return errors.New("verify: --key is required")
+			}
+			reg, err := rf.options()
+			if err != nil {
+				return err
+			}
+			pub, err := sign.LoadPublicKey(cmd.Context(), key)
+			if err != nil {
+				return fmt.Errorf("verify: %w", err)
+			}
+			v, verr := sign.Verify(cmd.Context(), args[0], pub, sign.WithRegistry(reg), sign.WithLogger(g.log))
+			if v == nil {
+				return fmt.Errorf("verify: %w", verr)
+			}
+			if g.json() {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(v); err != nil {
+					return err
+				}
+			} else {
+				printVerification(cmd.OutOrStdout(), v)
+			}
+			if verr != nil {
+				return &exitError{code: 1, err: fmt.Errorf("verify: %w", verr)}
+			}
+			return nil
 		},
+	}
+	cmd.Flags().StringVar(&key, "key", "", "cosign public key (cosign.pub)")
+	rf.register(cmd.Flags())
+	return cmd
+}
+
+func printVerification(w io.Writer, v *sign.Verification) {
+	status := "FAIL"
+	if v.OK() {
+		status = "OK"
+	}
+	fmt.Fprintf(w, "%s %s\n", status, v.Ref)
+	if v.SignatureError != "" {
+		fmt.Fprintf(w, "signature:   FAIL %s\n", v.SignatureError)
+	} else {
+		fmt.Fprintf(w, "signature:   OK (%d by this key, identity %s)\n", v.Signatures, v.SignedIdentity)
+	}
+	if v.AttestationError != "" {
+		fmt.Fprintf(w, "attestation: FAIL %s\n", v.AttestationError)
+	} else {
+		fmt.Fprintf(w, "attestation: OK (%d %s by this key)\n", v.Attestations, sign.PredicateType)
+	}
+	if v.Provenance == nil {
+		return
+	}
+	p := v.Provenance.Predicate
+	fmt.Fprintf(w, "builder:     %s %s\n", p.RunDetails.Builder.ID, p.RunDetails.Builder.Version["oslayer"])
+	fmt.Fprintf(w, "pool:        %s\n", p.BuildDefinition.ExternalParameters.Pool)
+	if v.Base != nil {
+		fmt.Fprintf(w, "base:        %s\n", v.Base.URI)
+	}
+	if f := p.BuildDefinition.ExternalParameters.Flags; len(f) > 0 {
+		keys := make([]string, 0, len(f))
+		for k := range f {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, k+"="+f[k])
+		}
+		fmt.Fprintf(w, "flags:       %s\n", strings.Join(parts, " "))
+	}
+	fmt.Fprintf(w, "inputs:      %d\n", len(v.Inputs))
+	for _, in := range v.Inputs {
+		kind, _ := in.Annotations[sign.AnnotationKind].(string)
+		fmt.Fprintf(w, "  %-24s %-32s %s sha256:%s\n", kind, in.Name, in.URI, in.Digest["sha256"])
+	}
+	for _, l := range p.RunDetails.Byproducts {
+		fmt.Fprintf(w, "layer:       %s %s\n", l.Name, "sha256:"+l.Digest["sha256"])
 	}
 }
