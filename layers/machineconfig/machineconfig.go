@@ -1,15 +1,632 @@
-// Package machineconfig decodes OpenShift MachineConfigs into a model.Config.
+// Package machineconfig decodes OpenShift MachineConfigs
+// (machineconfiguration.openshift.io/v1) into a model.Config, merging them the
+// way the Machine Config Operator renders a pool.
+//
+// Inputs are files or directories (walked recursively for *.yaml, *.yml and
+// *.json, in lexical order; other files are skipped). A file may hold several
+// YAML documents, and a List or MachineConfigList holds items. Documents of
+// another kind are ignored with a warning. With a pool, only MachineConfigs
+// labelled machineconfiguration.openshift.io/role=POOL are selected.
+//
+// Merging (as the MCO's MergeMachineConfigs): the selected MachineConfigs are
+// sorted by metadata.name and their Ignition configs merged in that order
+// with Ignition's own merge (a later config wins per file, directory or link
+// path and per unit name; unit fields and drop-ins merge by name).
+// kernelArguments accumulate in order without de-duplication (MCO keeps
+// repeats, they can be meaningful); extensions accumulate with exact repeats
+// dropped; kernelType and osImageURL: the last non-empty value wins, and
+// kernelType "default" means no kernel change (an empty KernelType).
+//
+// spec.config is parsed and validated with github.com/coreos/ignition/v2/config
+// (spec 3.0 to 3.5, translated to the newest); validation errors are
+// reported with the MachineConfig's name; spec 2.x is refused.
+//
+// Representation: files (data URLs, gzip compression, mode default 0644,
+// numeric user/group or "root"), directories (mode default 0755), links
+// (symbolic or hard) and units (contents, enabled, mask, drop-ins) become
+// model items. The "overwrite" flag has no meaning in an image and is
+// ignored. Not representable, reported as model.Runtime: files with
+// "append", passwd users and groups (SSH keys live under /var/home), fips,
+// storage disks/raid/filesystems/luks, Ignition kernelArguments. Remote
+// content (http, https, s3, gs, tftp, arn URLs) is an error.
 package machineconfig
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/coreos/go-semver/semver"
+	ign "github.com/coreos/ignition/v2/config"
+	ignexp "github.com/coreos/ignition/v2/config/v3_6_experimental"
+	igntypes "github.com/coreos/ignition/v2/config/v3_6_experimental/types"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	"github.com/oslayer/oslayer/layers/model"
 )
 
+// Kind is the document kind of a MachineConfig.
+const Kind = "MachineConfig"
+
+// APIVersion is the MachineConfig API group/version.
+const APIVersion = "machineconfiguration.openshift.io/v1"
+
+// RoleLabel selects the pool of a MachineConfig.
+const RoleLabel = "machineconfiguration.openshift.io/role"
+
+// Runtime reasons.
+const (
+	ReasonAppend  = "Ignition append extends a file on the node; an image can only hold whole files"
+	ReasonPasswd  = "users, groups and SSH keys live in /etc/passwd and /var/home; they are managed on the node, not in an image"
+	ReasonFIPS    = "FIPS mode is a boot-time setting applied on the node (fips=1 kernel argument and crypto policy), not image content"
+	ReasonStorage = "disks, RAID, filesystems and LUKS are set up by Ignition at first boot, not by an image"
+	ReasonIgnKarg = "Ignition kernelArguments are applied by Ignition at first boot; use spec.kernelArguments"
+)
+
+type doc struct {
+	path   string
+	index  int // document number inside the file, from 1
+	raw    []byte
+	mc     mcfgv1.MachineConfig
+	digest string
+}
+
+func (d doc) where() string {
+	if d.index > 1 {
+		return fmt.Sprintf("%s (document %d)", d.path, d.index)
+	}
+	return d.path
+}
+
 // Load reads MachineConfig files and directories at paths, selects those for
 // pool (all when pool is empty) and merges them as the MCO renders a pool.
 func Load(ctx context.Context, paths []string, pool string) (*model.Config, error) {
-	return nil, errors.New("machineconfig: not implemented yet")
+	cfg := &model.Config{}
+	var docs []doc
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("MachineConfig input: %w", err)
+		}
+		var files []string
+		if st.IsDir() {
+			err := filepath.WalkDir(p, func(fp string, d fs.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				if d.IsDir() {
+					return nil
+				}
+				switch strings.ToLower(filepath.Ext(fp)) {
+				case ".yaml", ".yml", ".json":
+					files = append(files, fp)
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, fmt.Errorf("MachineConfig input: %w", err)
+			}
+		} else {
+			files = []string{p}
+		}
+		for _, f := range files {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("MachineConfig input: %w", err)
+			}
+			ds, warns, err := decodeFile(f, data)
+			if err != nil {
+				return nil, err
+			}
+			docs = append(docs, ds...)
+			cfg.Warnings = append(cfg.Warnings, warns...)
+		}
+	}
+	return merge(ctx, cfg, docs, pool)
+}
+
+// Decode decodes the MachineConfigs in one file's bytes (named path in
+// errors and origins), selects pool and merges them: Load for one in-memory
+// input.
+func Decode(ctx context.Context, path string, data []byte, pool string) (*model.Config, error) {
+	ds, warns, err := decodeFile(path, data)
+	if err != nil {
+		return nil, err
+	}
+	return merge(ctx, &model.Config{Warnings: warns}, ds, pool)
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// decodeFile splits a file into MachineConfig documents.
+func decodeFile(path string, data []byte) ([]doc, []string, error) {
+	var out []doc
+	var warns []string
+	for i, d := range model.SplitDocuments(data) {
+		where := path
+		if i > 0 {
+			where = fmt.Sprintf("%s (document %d)", path, i+1)
+		}
+		tm, err := model.PeekType(d)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %v", where, err)
+		}
+		switch tm.Kind {
+		case Kind:
+			mc, err := decodeMC(where, d)
+			if err != nil {
+				return nil, nil, err
+			}
+			out = append(out, doc{path: path, index: i + 1, raw: d, mc: mc, digest: sha(d)})
+		case "List", "MachineConfigList":
+			var list struct {
+				Items []json.RawMessage `json:"items"`
+			}
+			if err := model.DecodeLoose(d, &list); err != nil {
+				return nil, nil, fmt.Errorf("%s: %s: %v", where, tm.Kind, err)
+			}
+			for j, it := range list.Items {
+				iw := fmt.Sprintf("%s items[%d]", where, j)
+				itm, err := model.PeekType(it)
+				if err != nil {
+					return nil, nil, fmt.Errorf("%s: %v", iw, err)
+				}
+				if itm.Kind != Kind && !(itm.Kind == "" && tm.Kind == "MachineConfigList") {
+					warns = append(warns, fmt.Sprintf("%s: ignored: kind %q is not a %s", iw, itm.Kind, Kind))
+					continue
+				}
+				mc, err := decodeMC(iw, it)
+				if err != nil {
+					return nil, nil, err
+				}
+				out = append(out, doc{path: path, index: i + 1, raw: it, mc: mc, digest: sha(it)})
+			}
+		default:
+			warns = append(warns, fmt.Sprintf("%s: ignored: kind %q (apiVersion %q) is not a %s", where, tm.Kind, tm.APIVersion, Kind))
+		}
+	}
+	return out, warns, nil
+}
+
+func decodeMC(where string, d []byte) (mcfgv1.MachineConfig, error) {
+	var mc mcfgv1.MachineConfig
+	if err := model.DecodeStrict(d, &mc); err != nil {
+		return mc, fmt.Errorf("%s: %s: %v", where, Kind, err)
+	}
+	if mc.Kind == "" {
+		mc.Kind = Kind
+	}
+	if mc.APIVersion != "" && mc.APIVersion != APIVersion {
+		return mc, fmt.Errorf("%s: %s %s: apiVersion %q, want %s", where, Kind, mc.Name, mc.APIVersion, APIVersion)
+	}
+	if mc.Name == "" {
+		return mc, fmt.Errorf("%s: %s without metadata.name", where, Kind)
+	}
+	return mc, nil
+}
+
+// merge selects the documents of pool and merges them by name.
+func merge(ctx context.Context, cfg *model.Config, docs []doc, pool string) (*model.Config, error) {
+	var sel []doc
+	byName := map[string]doc{}
+	for _, d := range docs {
+		if pool != "" && d.mc.Labels[RoleLabel] != pool {
+			continue
+		}
+		if prev, ok := byName[d.mc.Name]; ok {
+			if prev.digest != d.digest {
+				return nil, fmt.Errorf("MachineConfig %s is defined twice with different content: %s and %s", d.mc.Name, prev.where(), d.where())
+			}
+			continue
+		}
+		byName[d.mc.Name] = d
+		sel = append(sel, d)
+	}
+	if len(sel) == 0 {
+		var ignored string
+		if len(cfg.Warnings) > 0 {
+			ignored = " (" + strings.Join(cfg.Warnings, "; ") + ")"
+		}
+		if pool != "" {
+			return nil, fmt.Errorf("no MachineConfig labelled %s=%s among %d MachineConfig(s)%s", RoleLabel, pool, len(docs), ignored)
+		}
+		return nil, fmt.Errorf("no MachineConfig found in the inputs%s", ignored)
+	}
+	sort.SliceStable(sel, func(i, j int) bool { return sel[i].mc.Name < sel[j].mc.Name })
+
+	var merged igntypes.Config
+	haveIgn := false
+	origins := map[string]model.Origin{}
+	var errs []error
+	for _, d := range sel {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		mc := d.mc
+		origin := func(field string) model.Origin {
+			return model.Origin{Document: d.where(), Kind: Kind, Name: mc.Name, Field: field}
+		}
+		cfg.Inputs = append(cfg.Inputs, model.Input{Path: d.path, Kind: Kind, Name: mc.Name, SHA256: d.digest})
+		for _, k := range mc.Spec.KernelArguments {
+			cfg.KernelArgs = append(cfg.KernelArgs, k)
+		}
+		for _, e := range mc.Spec.Extensions {
+			if !slices.Contains(cfg.Extensions, e) {
+				cfg.Extensions = append(cfg.Extensions, e)
+			}
+		}
+		if mc.Spec.KernelType != "" {
+			cfg.KernelType = mc.Spec.KernelType
+		}
+		if mc.Spec.OSImageURL != "" {
+			cfg.OSImageURL = mc.Spec.OSImageURL
+		}
+		if mc.Spec.FIPS {
+			cfg.Runtime = append(cfg.Runtime, model.Runtime{Item: "spec.fips", Reason: ReasonFIPS, Origin: origin("spec.fips")})
+		}
+		if mc.Spec.BaseOSExtensionsContainerImage != "" {
+			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: ignored: extensions are installed by a package stage, not from an extensions container", origin("spec.baseOSExtensionsContainerImage")))
+		}
+		ic, ok, err := parseIgnition(mc.Spec.Config.Raw)
+		if err != nil {
+			errs = append(errs, model.Errorf(origin("spec.config"), "", "%v", err))
+			continue
+		}
+		if !ok {
+			continue
+		}
+		recordOrigins(ic, origins, origin)
+		if !haveIgn {
+			merged, haveIgn = ic, true
+		} else {
+			merged = ignexp.Merge(merged, ic)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if cfg.KernelType == "default" {
+		cfg.KernelType = ""
+	}
+	if haveIgn {
+		if err := convert(cfg, merged, origins); err != nil {
+			return nil, err
+		}
+	}
+	return model.Merge(cfg)
+}
+
+// parseIgnition parses spec.config. ok is false when there is no config.
+func parseIgnition(raw []byte) (igntypes.Config, bool, error) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || bytes.Equal(t, []byte("null")) || bytes.Equal(t, []byte("{}")) {
+		return igntypes.Config{}, false, nil
+	}
+	var stub struct {
+		Ignition struct {
+			Version *string `json:"version"`
+		} `json:"ignition"`
+	}
+	if err := json.Unmarshal(t, &stub); err != nil {
+		return igntypes.Config{}, false, fmt.Errorf("invalid Ignition config: %v", err)
+	}
+	if stub.Ignition.Version == nil {
+		return igntypes.Config{}, false, errors.New("invalid Ignition config: ignition.version is missing")
+	}
+	v, err := semver.NewVersion(*stub.Ignition.Version)
+	if err != nil {
+		return igntypes.Config{}, false, fmt.Errorf("invalid Ignition version %q: %v", *stub.Ignition.Version, err)
+	}
+	if v.Major != 3 || v.Minor > 5 {
+		return igntypes.Config{}, false, fmt.Errorf("unsupported Ignition version %s (spec 3.0 to 3.5 is supported)", *stub.Ignition.Version)
+	}
+	c, rpt, err := ign.Parse(t)
+	if err != nil {
+		if r := strings.TrimSpace(rpt.String()); r != "" {
+			return igntypes.Config{}, false, fmt.Errorf("invalid Ignition config: %v: %s", err, r)
+		}
+		return igntypes.Config{}, false, fmt.Errorf("invalid Ignition config: %v", err)
+	}
+	return c, true, nil
+}
+
+// recordOrigins notes, for every item of one MachineConfig's Ignition
+// config, that this MachineConfig is now its origin (later ones override).
+func recordOrigins(c igntypes.Config, o map[string]model.Origin, origin func(string) model.Origin) {
+	for i, f := range c.Storage.Files {
+		o["path:"+f.Path] = origin(fmt.Sprintf("spec.config.storage.files[%d]", i))
+	}
+	for i, d := range c.Storage.Directories {
+		o["path:"+d.Path] = origin(fmt.Sprintf("spec.config.storage.directories[%d]", i))
+	}
+	for i, l := range c.Storage.Links {
+		o["path:"+l.Path] = origin(fmt.Sprintf("spec.config.storage.links[%d]", i))
+	}
+	for i, u := range c.Systemd.Units {
+		o["unit:"+u.Name] = origin(fmt.Sprintf("spec.config.systemd.units[%d]", i))
+		for j, d := range u.Dropins {
+			o["dropin:"+u.Name+"/"+d.Name] = origin(fmt.Sprintf("spec.config.systemd.units[%d].dropins[%d]", i, j))
+		}
+	}
+	for i, u := range c.Passwd.Users {
+		o["user:"+u.Name] = origin(fmt.Sprintf("spec.config.passwd.users[%d]", i))
+	}
+	for i, g := range c.Passwd.Groups {
+		o["group:"+g.Name] = origin(fmt.Sprintf("spec.config.passwd.groups[%d]", i))
+	}
+	for i, d := range c.Storage.Disks {
+		o["disk:"+d.Device] = origin(fmt.Sprintf("spec.config.storage.disks[%d]", i))
+	}
+	for i, r := range c.Storage.Raid {
+		o["raid:"+r.Name] = origin(fmt.Sprintf("spec.config.storage.raid[%d]", i))
+	}
+	for i, f := range c.Storage.Filesystems {
+		o["fs:"+f.Device] = origin(fmt.Sprintf("spec.config.storage.filesystems[%d]", i))
+	}
+	for i, l := range c.Storage.Luks {
+		o["luks:"+l.Name] = origin(fmt.Sprintf("spec.config.storage.luks[%d]", i))
+	}
+	if len(c.KernelArguments.ShouldExist)+len(c.KernelArguments.ShouldNotExist) > 0 {
+		o["kargs"] = origin("spec.config.kernelArguments")
+	}
+	if len(c.Ignition.Config.Merge) > 0 || c.Ignition.Config.Replace.Source != nil {
+		o["ignconfig"] = origin("spec.config.ignition.config")
+	}
+}
+
+// convert turns the merged Ignition config into model items.
+func convert(cfg *model.Config, c igntypes.Config, origins map[string]model.Origin) error {
+	var errs []error
+	if o, ok := origins["ignconfig"]; ok && (len(c.Ignition.Config.Merge) > 0 || c.Ignition.Config.Replace.Source != nil) {
+		errs = append(errs, model.Errorf(o, "", "ignition.config merge/replace fetches other configs; not supported, inline them instead"))
+	}
+	for _, f := range c.Storage.Files {
+		o := origins["path:"+f.Path]
+		if err := model.ValidatePath(f.Path); err != nil {
+			errs = append(errs, model.Errorf(o, "", "%v", err))
+			continue
+		}
+		if len(f.Append) > 0 {
+			cfg.Runtime = append(cfg.Runtime, model.Runtime{Item: f.Path, Reason: ReasonAppend, Origin: o})
+			continue
+		}
+		data, err := contents(f.Contents)
+		if err != nil {
+			errs = append(errs, model.Errorf(o, f.Path, "contents: %v", err))
+			continue
+		}
+		uid, gid, err := owner(f.User, f.Group)
+		if err != nil {
+			errs = append(errs, model.Errorf(o, f.Path, "%v", err))
+			continue
+		}
+		mode, err := modeOr(f.Mode, 0o644)
+		if err != nil {
+			errs = append(errs, model.Errorf(o, f.Path, "%v", err))
+			continue
+		}
+		cfg.Files = append(cfg.Files, model.File{Path: f.Path, Mode: mode, UID: uid, GID: gid, Data: data, Origin: o})
+	}
+	for _, d := range c.Storage.Directories {
+		o := origins["path:"+d.Path]
+		if err := model.ValidatePath(d.Path); err != nil {
+			errs = append(errs, model.Errorf(o, "", "%v", err))
+			continue
+		}
+		uid, gid, err := owner(d.User, d.Group)
+		if err != nil {
+			errs = append(errs, model.Errorf(o, d.Path, "%v", err))
+			continue
+		}
+		mode, err := modeOr(d.Mode, 0o755)
+		if err != nil {
+			errs = append(errs, model.Errorf(o, d.Path, "%v", err))
+			continue
+		}
+		cfg.Dirs = append(cfg.Dirs, model.Dir{Path: d.Path, Mode: mode, UID: uid, GID: gid, Origin: o})
+	}
+	for _, l := range c.Storage.Links {
+		o := origins["path:"+l.Path]
+		if err := model.ValidatePath(l.Path); err != nil {
+			errs = append(errs, model.Errorf(o, "", "%v", err))
+			continue
+		}
+		if l.Target == nil || *l.Target == "" {
+			errs = append(errs, model.Errorf(o, l.Path, "link without target"))
+			continue
+		}
+		t := *l.Target
+		if !utf8.ValidString(t) || strings.IndexByte(t, 0) >= 0 {
+			errs = append(errs, model.Errorf(o, l.Path, "link target %q: not valid UTF-8 or contains NUL", t))
+			continue
+		}
+		hard := l.Hard != nil && *l.Hard
+		if hard {
+			if err := model.ValidatePath(t); err != nil {
+				errs = append(errs, model.Errorf(o, l.Path, "hard link target: %v", err))
+				continue
+			}
+		}
+		uid, gid, err := owner(l.User, l.Group)
+		if err != nil {
+			errs = append(errs, model.Errorf(o, l.Path, "%v", err))
+			continue
+		}
+		cfg.Links = append(cfg.Links, model.Link{Path: l.Path, Target: t, Hard: hard, UID: uid, GID: gid, Origin: o})
+	}
+	for _, u := range c.Systemd.Units {
+		o := origins["unit:"+u.Name]
+		if err := model.ValidateUnitName(u.Name); err != nil {
+			if len(u.Dropins) > 0 {
+				errs = append(errs, model.Errorf(o, "", "drop-ins for unit %q: %v", u.Name, err))
+			} else {
+				errs = append(errs, model.Errorf(o, "", "%v", err))
+			}
+			continue
+		}
+		mu := model.Unit{Name: u.Name, Enabled: u.Enabled, Mask: u.Mask != nil && *u.Mask, Origin: o}
+		if u.Contents != nil {
+			s := *u.Contents
+			if len(s) > model.MaxContentSize {
+				errs = append(errs, model.Errorf(o, "", "unit %s: contents of %d bytes exceed the limit of %d bytes", u.Name, len(s), model.MaxContentSize))
+				continue
+			}
+			mu.Contents = &s
+		}
+		ok := true
+		for _, d := range u.Dropins {
+			do := origins["dropin:"+u.Name+"/"+d.Name]
+			if err := model.ValidateDropInName(d.Name); err != nil {
+				errs = append(errs, model.Errorf(do, "", "unit %s: %v", u.Name, err))
+				ok = false
+				continue
+			}
+			s := ""
+			if d.Contents != nil {
+				s = *d.Contents
+			}
+			mu.DropIns = append(mu.DropIns, model.DropIn{Name: d.Name, Contents: s, Origin: do})
+		}
+		if ok {
+			cfg.Units = append(cfg.Units, mu)
+		}
+	}
+	for _, u := range c.Passwd.Users {
+		cfg.Runtime = append(cfg.Runtime, model.Runtime{Item: "passwd.users[" + u.Name + "]", Reason: ReasonPasswd, Origin: origins["user:"+u.Name]})
+	}
+	for _, g := range c.Passwd.Groups {
+		cfg.Runtime = append(cfg.Runtime, model.Runtime{Item: "passwd.groups[" + g.Name + "]", Reason: ReasonPasswd, Origin: origins["group:"+g.Name]})
+	}
+	for _, d := range c.Storage.Disks {
+		cfg.Runtime = append(cfg.Runtime, model.Runtime{Item: "storage.disks[" + d.Device + "]", Reason: ReasonStorage, Origin: origins["disk:"+d.Device]})
+	}
+	for _, r := range c.Storage.Raid {
+		cfg.Runtime = append(cfg.Runtime, model.Runtime{Item: "storage.raid[" + r.Name + "]", Reason: ReasonStorage, Origin: origins["raid:"+r.Name]})
+	}
+	for _, f := range c.Storage.Filesystems {
+		cfg.Runtime = append(cfg.Runtime, model.Runtime{Item: "storage.filesystems[" + f.Device + "]", Reason: ReasonStorage, Origin: origins["fs:"+f.Device]})
+	}
+	for _, l := range c.Storage.Luks {
+		cfg.Runtime = append(cfg.Runtime, model.Runtime{Item: "storage.luks[" + l.Name + "]", Reason: ReasonStorage, Origin: origins["luks:"+l.Name]})
+	}
+	if len(c.KernelArguments.ShouldExist)+len(c.KernelArguments.ShouldNotExist) > 0 {
+		cfg.Runtime = append(cfg.Runtime, model.Runtime{Item: "kernelArguments", Reason: ReasonIgnKarg, Origin: origins["kargs"]})
+	}
+	return errors.Join(errs...)
+}
+
+// remoteSchemes are URL schemes Ignition fetches over the network.
+var remoteSchemes = []string{"http", "https", "s3", "gs", "tftp", "arn"}
+
+// contents resolves an Ignition resource to bytes: a data URL (optionally
+// gzip-compressed), or empty when there is no source.
+func contents(r igntypes.Resource) ([]byte, error) {
+	if r.Source == nil || *r.Source == "" {
+		if r.Compression != nil && *r.Compression != "" {
+			return nil, fmt.Errorf("compression %q without a source", *r.Compression)
+		}
+		return []byte{}, nil
+	}
+	src := *r.Source
+	scheme, _, ok := strings.Cut(src, ":")
+	if !ok {
+		return nil, fmt.Errorf("source %q is not a URL", truncate(src))
+	}
+	switch s := strings.ToLower(scheme); {
+	case s == "data":
+	case slices.Contains(remoteSchemes, s):
+		return nil, fmt.Errorf("remote source URL %q: an image can only bake inline data: URLs (fetch the content and inline it)", truncate(src))
+	default:
+		return nil, fmt.Errorf("unsupported source URL scheme %q in %q", scheme, truncate(src))
+	}
+	data, err := DecodeDataURL(src, model.MaxContentSize)
+	if err != nil {
+		return nil, err
+	}
+	comp := ""
+	if r.Compression != nil {
+		comp = *r.Compression
+	}
+	switch comp {
+	case "":
+		return data, nil
+	case "gzip":
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("compression gzip: %v", err)
+		}
+		out, err := io.ReadAll(io.LimitReader(zr, model.MaxContentSize+1))
+		if err != nil {
+			return nil, fmt.Errorf("compression gzip: %v", err)
+		}
+		if len(out) > model.MaxContentSize {
+			return nil, fmt.Errorf("gzip content exceeds the limit of %d bytes", model.MaxContentSize)
+		}
+		return out, nil
+	default:
+		return nil, fmt.Errorf("unsupported compression %q (want gzip)", comp)
+	}
+}
+
+func truncate(s string) string {
+	if len(s) > 120 {
+		return s[:120] + "..."
+	}
+	return s
+}
+
+func modeOr(m *int, def uint32) (uint32, error) {
+	if m == nil {
+		return def, nil
+	}
+	if *m < 0 || *m&^0o7777 != 0 {
+		return 0, fmt.Errorf("mode %d (%#o) has bits outside 07777", *m, *m)
+	}
+	return uint32(*m), nil
+}
+
+// owner resolves Ignition user/group to numeric ids: an id, or the name
+// "root"; any other name needs the node's passwd database and is refused.
+func owner(u igntypes.NodeUser, g igntypes.NodeGroup) (int, int, error) {
+	uid, err := ident("user", u.ID, u.Name)
+	if err != nil {
+		return 0, 0, err
+	}
+	gid, err := ident("group", g.ID, g.Name)
+	if err != nil {
+		return 0, 0, err
+	}
+	return uid, gid, nil
+}
+
+func ident(what string, id *int, name *string) (int, error) {
+	if id != nil {
+		if *id < 0 {
+			return 0, fmt.Errorf("%s id %d is negative", what, *id)
+		}
+		return *id, nil
+	}
+	if name == nil || *name == "" || *name == "root" {
+		return 0, nil
+	}
+	return 0, fmt.Errorf("%s %q: uid/gid must be numeric (only the name \"root\" is resolved)", what, *name)
 }

@@ -122,3 +122,14 @@ func DecodeStrict(doc []byte, v any) error {
 	}
 	return nil
 }
+
+// DecodeLoose decodes a YAML or JSON document into v, ignoring unknown
+// fields (for envelopes such as a List whose items are decoded strictly
+// afterwards).
+func DecodeLoose(doc []byte, v any) error {
+	j, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return fmt.Errorf("not valid YAML/JSON: %v", err)
+	}
+	return kjson.UnmarshalCaseSensitivePreserveInts(j, v)
+}
