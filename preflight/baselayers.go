@@ -61,9 +61,11 @@ func comparePrefix(t *Target, bm *v1.Manifest, bc *v1.ConfigFile, ref, flag stri
 		}
 	}
 	present := 0
-	for _, l := range bl {
+	lastPresent := -1 // highest base index present in the candidate
+	for i, l := range bl {
 		if _, ok := inCand[l.Digest]; ok {
 			present++
+			lastPresent = i
 		}
 	}
 	if present == 0 && len(bl) > 0 {
@@ -82,7 +84,7 @@ func comparePrefix(t *Target, bm *v1.Manifest, bc *v1.ConfigFile, ref, flag stri
 	for i, l := range bl {
 		j, ok := inCand[l.Digest]
 		switch {
-		case !ok && i < len(cl) && !isIn(inBase, cl[i].Digest):
+		case !ok && i < len(cl) && !isIn(inBase, cl[i].Digest) && lastPresent > i:
 			msg := fmt.Sprintf("base layer %d of %s (%s) was replaced: the image has %s at index %d", i, ref, short(l.Digest), short(cl[i].Digest), i)
 			if bdi := diffAt(bd, i); bdi != (v1.Hash{}) && diffAt(cd, i) == bdi {
 				msg += " with the same diff_id (recompressed); nodes download it again"

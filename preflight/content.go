@@ -111,8 +111,10 @@ func (c contentCheck) Run(ctx context.Context, t *Target) ([]Finding, error) {
 				if p != top {
 					add("api-base-directories", Error, p, fmt.Sprintf("%s/ is an API filesystem: content under it is dropped; remove it from the layer", top))
 				}
-			case p == "var/run" && !e.IsSymlink():
-				add("var-run", Error, p, "var/run must stay a symlink to ../run; do not create it as a directory or file")
+			case p == "var/run":
+				if !e.IsSymlink() {
+					add("var-run", Error, p, "var/run must stay a symlink to ../run; do not create it as a directory or file")
+				}
 			case top == "var" && (underDir(p, "var/log")) && !e.IsDir():
 				add("var-log", Warning, p, "var/log content only lands on the first deployment and mixes with the node's logs; remove it")
 			case top == "var" && p != "var" && !e.IsDir():
