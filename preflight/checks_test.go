@@ -375,12 +375,12 @@ func TestParseKargs(t *testing.T) {
 		t.Fatalf("got %q %q %v", k, a, err)
 	}
 	for in, want := range map[string]string{
-		"":                               `missing key "kargs"`,
-		"[section]\nkargs=[]":            "line 1: tables are not allowed (only the keys kargs and match-architectures)",
-		"kargs = [1]":                    "line 1: kargs must be an array of strings",
-		"kargs = [\"a\"]\nkargs = []":    `line 2: duplicate key "kargs"`,
-		"kargs = [\"a\"":                 "line 1: unterminated array kargs",
-		"kargs = [\"a\"] x":              `line 1: unexpected 'x' after the value of "kargs"`,
+		"":                                `missing key "kargs"`,
+		"[section]\nkargs=[]":             "line 1: tables are not allowed (only the keys kargs and match-architectures)",
+		"kargs = [1]":                     "line 1: kargs must be an array of strings",
+		"kargs = [\"a\"]\nkargs = []":     `line 2: duplicate key "kargs"`,
+		"kargs = [\"a\"":                  "line 1: unterminated array kargs",
+		"kargs = [\"a\"] x":               `line 1: unexpected 'x' after the value of "kargs"`,
 		"match-architectures = [\"x\"]\n": `missing key "kargs"`,
 	} {
 		if _, _, err := ParseKargs([]byte(in)); err == nil || err.Error() != want {
