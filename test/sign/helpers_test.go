@@ -1,0 +1,257 @@
+// Package sign_test checks oslayer's signatures and attestations with the
+// real verifiers: the cosign CLI and upstream skopeo enforcing the
+// policy.json and registries.d files `oslayer trust` writes, against a
+// loopback registry.
+package sign_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/layers/model"
+	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/registry/sign"
+)
+
+const testPassword = "correct horse"
+
+type keyFiles struct {
+	priv, pub string
+	pem       []byte
+}
+
+// newKey writes a cosign key pair encrypted with pw into a temp dir.
+func newKey(t *testing.T, pw string) keyFiles {
+	t.Helper()
+	kp, err := sign.GenerateKeyPair([]byte(pw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	k := keyFiles{priv: filepath.Join(dir, "cosign.key"), pub: filepath.Join(dir, "cosign.pub"), pem: kp.Public}
+	if err := os.WriteFile(k.priv, kp.Private, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(k.pub, kp.Public, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// pushRandom pushes a random single-arch image to host/repo by digest and
+// returns the digested reference.
+func pushRandom(t *testing.T, host, repo string) name.Digest {
+	t.Helper()
+	img, err := random.Image(512, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := name.NewDigest(host + "/" + repo + "@" + h.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(d, img); err != nil {
+		t.Fatalf("push %s: %v", d, err)
+	}
+	return d
+}
+
+// fakeBuild is a build result naming real-looking inputs.
+func fakeBuild(t *testing.T, d name.Digest) *builder.Built {
+	t.Helper()
+	base, _ := v1.NewHash("sha256:" + strings.Repeat("ab", 32))
+	l1, _ := v1.NewHash("sha256:" + strings.Repeat("01", 32))
+	l1d, _ := v1.NewHash("sha256:" + strings.Repeat("02", 32))
+	h, err := v1.NewHash(d.DigestStr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &builder.Built{
+		Digest: h,
+		Base:   builder.Base{Ref: "quay.io/fedora/fedora-coreos:stable", Digest: base},
+		Added:  []builder.AddedLayer{{Digest: l1, DiffID: l1d, Size: 1234, Source: "files"}},
+		Pool:   "worker-a",
+		Inputs: []model.Input{
+			{Path: "osc-worker-a-reconcile.yaml", Kind: "OperatingSystemConfig", Name: "osc-worker-a", SHA256: strings.Repeat("cd", 32)},
+			{Path: "secrets/secret-osc.yaml", Kind: "Secret", Name: "kube-system/osc-secret", SHA256: strings.Repeat("ef", 32)},
+		},
+		InputsDigest: "sha256:" + strings.Repeat("99", 32),
+		Flags:        map[string]string{"bake-secrets": "false"},
+	}
+}
+
+// signBoth runs the sign and attest stages for d with the key k.
+func signBoth(t *testing.T, ctx context.Context, k keyFiles, d name.Digest, opts ...sign.Option) {
+	t.Helper()
+	stages := sign.Stages(sign.KeyFile(k.priv, sign.Password([]byte(testPassword))), opts...)
+	b := fakeBuild(t, d)
+	p := &builder.Published{Ref: d.String(), Digest: &d}
+	for _, s := range stages {
+		if _, err := s.Run(ctx, b, p); err != nil {
+			t.Fatalf("stage %s on %s: %v", s.Name(), d, err)
+		}
+	}
+}
+
+// toolEnv keeps external tools away from the host's config and network.
+func toolEnv(t *testing.T) []string {
+	home := t.TempDir()
+	return []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"TUF_ROOT=" + filepath.Join(home, "tuf"),
+		"DOCKER_CONFIG=" + filepath.Join(home, "docker"),
+		"XDG_RUNTIME_DIR=" + home,
+		"NO_PROXY=*", "no_proxy=*",
+	}
+}
+
+// run runs a tool with a deadline and returns its combined output and
+// whether it exited 0.
+func run(t *testing.T, env []string, bin string, args ...string) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("%s %s: timed out\n%s", bin, strings.Join(args, " "), out.String())
+	}
+	return out.String(), err == nil
+}
+
+// copyManifest copies the manifest at from to the tag to (same repository).
+func copyManifest(t *testing.T, from, to string) {
+	t.Helper()
+	fr, err := name.ParseReference(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := remote.Get(fr)
+	if err != nil {
+		t.Fatalf("get %s: %v", from, err)
+	}
+	tr, err := name.NewTag(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Put(tr, rawManifest{desc.Manifest, desc.MediaType}); err != nil {
+		t.Fatalf("put %s: %v", to, err)
+	}
+}
+
+type rawManifest struct {
+	b  []byte
+	mt types.MediaType
+}
+
+func (r rawManifest) RawManifest() ([]byte, error)        { return r.b, nil }
+func (r rawManifest) MediaType() (types.MediaType, error) { return r.mt, nil }
+
+// tamperProxy serves the registry at upstream but, once target is set,
+// rewrites the manifest served for that digest: it adds an annotation, as
+// a compromised registry or a man in the middle would. Everything else
+// passes through.
+type tamperProxy struct {
+	Host   string
+	mu     sync.Mutex
+	target string
+}
+
+func newTamperProxy(t *testing.T, upstream string) *tamperProxy {
+	t.Helper()
+	u, _ := url.Parse("http://" + upstream)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	tp := &tamperProxy{}
+	rp.ModifyResponse = func(resp *http.Response) error {
+		tp.mu.Lock()
+		target := tp.target
+		tp.mu.Unlock()
+		if target == "" || resp.Request.Method != http.MethodGet || resp.StatusCode != http.StatusOK ||
+			!strings.HasSuffix(resp.Request.URL.Path, "/manifests/"+target) {
+			return nil
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			return err
+		}
+		m["annotations"] = map[string]string{"tampered": "yes"}
+		nb, _ := json.Marshal(m)
+		resp.Body = io.NopCloser(bytes.NewReader(nb))
+		resp.ContentLength = int64(len(nb))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(nb)))
+		return nil
+	}
+	srv := httptest.NewServer(rp)
+	t.Cleanup(srv.Close)
+	tp.Host = strings.TrimPrefix(srv.URL, "http://")
+	return tp
+}
+
+// Tamper starts rewriting the manifest of d.
+func (tp *tamperProxy) Tamper(d name.Digest) {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	tp.target = d.DigestStr()
+}
+
+// writeTrust writes the files `oslayer trust` writes for repo into a temp
+// dir, with the policy's keyPath pointing at pub (the node would have it at
+// /etc/pki/containers/...).
+func writeTrust(t *testing.T, repo, pub string) (policy, registriesD string, b *sign.TrustBundle) {
+	t.Helper()
+	pem, err := os.ReadFile(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = sign.Trust(repo, pem, sign.TrustOptions{NodeKeyPath: pub})
+	if err != nil {
+		t.Fatalf("Trust(%s): %v", repo, err)
+	}
+	dir := t.TempDir()
+	for _, f := range b.Files {
+		p := filepath.Join(dir, filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, f.Content, os.FileMode(f.Mode)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, sign.TrustPolicyFile), filepath.Join(dir, "registries.d"), b
+}
+
+func regOpts() *registry.Options { return &registry.Options{} }
