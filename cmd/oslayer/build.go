@@ -1,17 +1,201 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/registry/push"
 )
 
+// buildFlags are the options of oslayer build.
+type buildFlags struct {
+	in         inputFlags
+	reg        registryFlags
+	preflight  preflightFlags
+	sign       signFlags
+	base       string
+	push       string
+	output     string
+	arch       string
+	digestFile string
+}
+
 func newBuildCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "build",
-		Short: "not implemented yet",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("build: not implemented yet")
-		},
+	f := &buildFlags{}
+	cmd := &cobra.Command{
+		Use:   "build --pool NAME [--osc FILE]... [--machineconfig PATH]... [--base REF] (--push REF | --output oci:DIR[:TAG])",
+		Short: "Build a pool's OS image onto an ostree-native base without pulling it, check it, push it",
+		Long: `build renders the pool's configuration into a few layers, appends them to the
+base image (only the base's manifest and config are read: no base layer is
+downloaded), writes the image by digest, runs preflight (and signing, when
+asked) and only then moves the tag. Any failure leaves the tag where it was.
+
+The base is a registry reference or an OCI layout (oci:DIR[:TAG]); a tag is
+resolved to a digest once and recorded (pin a digest for reproducible
+builds). Without --base, a MachineConfig pool's osImageURL is the base.
+The same inputs give the same image digest; a rebuild with unchanged inputs
+uploads nothing.
+
+The last line on stdout is the digested reference (REG/REPO@sha256:... or
+oci:DIR@sha256:...), the one nodes rebase to; -o json prints the whole
+result instead. Progress and warnings go to stderr. SOURCE_DATE_EPOCH, when
+set, is the time stamped on every file and on the image.`,
+		Example: `  # The embedded example: a Gardener worker pool onto the example base, into an OCI layout
+  oslayer build --base oci:examples/base --pool worker \
+      --osc examples/gardener/worker-osc.yaml --output oci:out/worker:latest
+
+  # OpenShift worker MachineConfigs onto Fedora CoreOS, pushed to a registry
+  oslayer build --base quay.io/fedora/fedora-coreos:stable --pool worker \
+      --machineconfig examples/openshift/ --push registry.example.com/os/worker:latest
+
+  # Result as JSON, digested reference also written to a file
+  oslayer build --base oci:examples/base --pool worker --osc examples/gardener/worker-osc.yaml \
+      --output oci:out/worker -o json --digest-file out/worker.digest`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runBuild(cmd, g, f) },
+	}
+	fs := cmd.Flags()
+	f.in.register(fs)
+	f.reg.register(fs)
+	f.preflight.register(fs)
+	f.sign.register(fs)
+	fs.StringVar(&f.base, "base", "", "base image: registry reference (pin @sha256:...) or oci:DIR[:TAG]; default: the MachineConfigs' osImageURL")
+	fs.StringVar(&f.push, "push", "", "registry target REG/REPO[:TAG] (tag defaults to latest)")
+	fs.StringVar(&f.output, "output", "", "OCI layout target oci:DIR[:TAG] instead of a registry (tag defaults to latest)")
+	fs.StringVar(&f.arch, "arch", "", "architecture to build for: selects the platform of a multi-arch base and must match a single-arch one (default amd64)")
+	fs.StringVar(&f.digestFile, "digest-file", "", "also write the digested reference to this file")
+	return cmd
+}
+
+func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
+	ctx := cmd.Context()
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if f.in.pool == "" {
+		return errors.New("--pool is required (the pool's name, e.g. worker)")
+	}
+	if len(f.in.oscs) == 0 && len(f.in.mcs) == 0 {
+		return errors.New("nothing to build: give --osc and/or --machineconfig")
+	}
+	target := f.push
+	switch {
+	case f.push != "" && f.output != "":
+		return errors.New("give either --push or --output, not both")
+	case f.push == "" && f.output == "":
+		return errors.New("give a target: --push REG/REPO[:TAG] or --output oci:DIR[:TAG]")
+	case f.output != "":
+		if !registry.IsLayout(f.output) {
+			return fmt.Errorf("--output %q: want an OCI layout oci:DIR[:TAG] (use --push for a registry)", f.output)
+		}
+		target = f.output
+	case registry.IsLayout(f.push):
+		return fmt.Errorf("--push %q: an OCI layout is an --output", f.push)
+	}
+	reg, err := f.reg.options()
+	if err != nil {
+		return err
+	}
+	reg.UserAgent = "oslayer/" + version
+	rreq := f.in.request(reg)
+	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("SOURCE_DATE_EPOCH %q: want seconds since 1970", s)
+		}
+		rreq.Epoch = time.Unix(n, 0).UTC()
+	}
+	pub, err := push.New(target, reg, push.WithProgress(stderr), push.WithLogger(g.log))
+	if err != nil {
+		return err
+	}
+	var stages []builder.Stage
+	pf, err := f.preflight.stage(g, reg)
+	if err != nil {
+		return err
+	}
+	if pf != nil {
+		stages = append(stages, pf)
+	}
+	ss, err := f.sign.stages(g, reg)
+	if err != nil {
+		return err
+	}
+	stages = append(stages, ss...)
+
+	res, err := builder.Build(ctx, builder.Request{
+		Render:   rreq,
+		Base:     f.base,
+		Registry: reg,
+		Arch:     f.arch,
+		Version:  version,
+		Flags:    provenanceFlags(f),
+		Logger:   g.log,
+	}, pub, stages...)
+	if err != nil {
+		return err
+	}
+	if f.digestFile != "" {
+		if err := os.WriteFile(f.digestFile, []byte(res.Image+"\n"), 0o644); err != nil {
+			return fmt.Errorf("--digest-file %s: %w", f.digestFile, err)
+		}
+	}
+	if g.json() {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	summary(stderr, res)
+	_, err = fmt.Fprintln(stdout, res.Image)
+	return err
+}
+
+// provenanceFlags are the options that change the output.
+func provenanceFlags(f *buildFlags) map[string]string {
+	m := map[string]string{"pool": f.in.pool}
+	if f.base != "" {
+		m["base"] = f.base
+	}
+	if f.arch != "" {
+		m["arch"] = f.arch
+	}
+	if f.in.bakeSecrets {
+		m["bake-secrets"] = "true"
+	}
+	if len(f.in.allowTopLevel) > 0 {
+		m["allow-toplevel"] = strings.Join(f.in.allowTopLevel, ",")
+	}
+	return m
+}
+
+// summary tells the user on stderr what was produced.
+func summary(w io.Writer, r *builder.Result) {
+	fmt.Fprintf(w, "pool %s: %s\n", r.Pool, r.Image)
+	pin := ""
+	if !r.Base.Pinned {
+		pin = " (resolved from a tag)"
+	}
+	fmt.Fprintf(w, "  base   %s @ %s%s\n", r.Base.Ref, r.Base.Digest, pin)
+	for _, l := range r.Layers {
+		fmt.Fprintf(w, "  layer  %s %7d B  %s\n", l.Digest, l.Size, l.Source)
+	}
+	fmt.Fprintf(w, "  bytes  uploaded %d, already there %d, mounted %d\n", r.BytesUploaded, r.BytesSkipped, r.BytesMounted)
+	var ph []string
+	var total float64
+	for _, p := range r.Phases {
+		ph = append(ph, fmt.Sprintf("%s %.3fs", p.Name, p.Seconds))
+		total += p.Seconds
+	}
+	fmt.Fprintf(w, "  time   %.3fs (%s)\n", total, strings.Join(ph, ", "))
+	if r.Target != "" {
+		fmt.Fprintf(w, "  tagged %s\n", r.Target)
 	}
 }
