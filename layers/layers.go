@@ -17,6 +17,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/oslayer/oslayer/layers/model"
+	"github.com/oslayer/oslayer/layers/tree"
 )
 
 // Request is what to render.
@@ -84,7 +85,8 @@ type Result struct {
 	// InputsDigest is "sha256:..." over every input document and every
 	// option that changes the output.
 	InputsDigest string `json:"inputsDigest"`
+
+	// tree is the union of the layers, for WriteDir.
+	tree *tree.Tree
 }
 
-// Report is filled in by Render; see report.go.
-type Report struct{}

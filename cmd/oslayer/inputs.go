@@ -1,6 +1,11 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
 	"github.com/spf13/pflag"
 
 	"github.com/oslayer/oslayer/layers"
@@ -26,14 +31,39 @@ func (f *inputFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.allowTopLevel, "allow-toplevel", nil, "allow content under this extra top-level directory (survives only on composefs bases; repeatable)")
 }
 
-// request builds the layers.Request; reg reaches imageRef images.
+// sourceDateEpoch reads SOURCE_DATE_EPOCH (seconds since 1970); zero time
+// when unset.
+func sourceDateEpoch() (time.Time, error) {
+	s := os.Getenv("SOURCE_DATE_EPOCH")
+	if s == "" {
+		return time.Time{}, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q: want a non-negative number of seconds", s)
+	}
+	return time.Unix(n, 0).UTC(), nil
+}
+
+// request builds the layers.Request; reg reaches imageRef images. An
+// invalid SOURCE_DATE_EPOCH is ignored here (DefaultEpoch); use
+// requestChecked to reject it.
 func (f *inputFlags) request(reg *registry.Options) layers.Request {
-	return layers.Request{
+	r, _ := f.requestChecked(reg)
+	return r
+}
+
+// requestChecked is request that fails on an invalid SOURCE_DATE_EPOCH.
+func (f *inputFlags) requestChecked(reg *registry.Options) (layers.Request, error) {
+	epoch, err := sourceDateEpoch()
+	r := layers.Request{
 		OSCs:           f.oscs,
 		MachineConfigs: f.mcs,
 		Pool:           f.pool,
 		SecretsDir:     f.secretsDir,
 		BakeSecrets:    f.bakeSecrets,
 		AllowTopLevel:  f.allowTopLevel,
+		Epoch:          epoch,
 	}
+	return r, err
 }

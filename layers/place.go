@@ -1,0 +1,550 @@
+package layers
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/oslayer/oslayer/layers/model"
+	"github.com/oslayer/oslayer/layers/systemd"
+	"github.com/oslayer/oslayer/layers/tree"
+	"github.com/oslayer/oslayer/layers/varmech"
+)
+
+// Layer names, bottom first.
+const (
+	LayerPayload  = "payload"
+	LayerConfig   = "config"
+	LayerMetadata = "metadata"
+)
+
+// PayloadThreshold is the size from which a file goes to the payload layer
+// even when it does not come from an image.
+const PayloadThreshold = 1 << 20
+
+// Paths oslayer writes.
+const (
+	// ManifestPath is the ownership manifest inside the image.
+	ManifestPath = "/usr/lib/oslayer/manifest.json"
+	// KargsPath is the bootc kernel-arguments file.
+	KargsPath = "/usr/lib/bootc/kargs.d/10-oslayer.toml"
+	// UnitDir is where units and drop-ins go.
+	UnitDir = "/etc/systemd/system"
+	// FallbackWantedBy is used for units shipped by the OS when the base
+	// tree is not available.
+	FallbackWantedBy = "multi-user.target"
+)
+
+// apiDirs are kernel/runtime file systems: ostree drops their children.
+var apiDirs = map[string]string{
+	"run":  "a tmpfs on the node: ostree drops the children of /run",
+	"tmp":  "a tmpfs on the node: ostree drops the children of /tmp",
+	"proc": "an API file system: ostree drops the children of /proc",
+	"sys":  "an API file system: ostree drops the children of /sys",
+	"dev":  "an API file system: ostree drops the children of /dev",
+}
+
+// placer applies the ostree placement rules to a merged configuration.
+type placer struct {
+	req    Request
+	tree   *tree.Tree
+	baked  map[string]*Baked // by image path
+	units  []UnitReport
+	warns  []string
+	errs   []error
+	varEnt []varmech.Entry
+	varSrc map[string]varItem // canonical node path -> item
+	// layerOf remembers the layer of each regular file, for hard links.
+	layerOf map[string]string
+}
+
+type varItem struct {
+	path      string // as the source wrote it
+	data      []byte
+	origin    model.Origin
+	fromImage string
+	secret    bool
+}
+
+type placeClass int
+
+const (
+	asIs placeClass = iota + 1
+	viaVar
+)
+
+func (p *placer) errorf(o model.Origin, nodePath, format string, args ...any) {
+	p.errs = append(p.errs, model.Errorf(o, nodePath, format, args...))
+}
+
+// classify applies the placement rules to a node path.
+func (p *placer) classify(o model.Origin, np string) (placeClass, bool) {
+	if err := tree.CheckPath(np); err != nil {
+		p.errs = append(p.errs, model.Errorf(o, "", "%v", err))
+		return 0, false
+	}
+	parts := strings.Split(np[1:], "/")
+	top := parts[0]
+	if why, ok := apiDirs[top]; ok {
+		p.errorf(o, np, "not representable in an image: /%s is %s", top, why)
+		return 0, false
+	}
+	switch top {
+	case "boot":
+		p.errorf(o, np, "not representable in an image: ostree masks /boot content of a container image")
+		return 0, false
+	case "sysroot":
+		p.errorf(o, np, "not representable in an image: /sysroot must never appear in an image")
+		return 0, false
+	case "etc":
+		if len(parts) == 1 {
+			p.errorf(o, np, "the top-level directory itself cannot be changed by a layer")
+			return 0, false
+		}
+		return asIs, true
+	case "usr":
+		if len(parts) > 1 && parts[1] == "etc" {
+			p.errorf(o, np, "/usr/etc is ostree's copy of the image's /etc: write /etc%s instead", strings.TrimPrefix(np, "/usr/etc"))
+			return 0, false
+		}
+		if len(parts) > 1 && parts[1] == "local" {
+			return viaVar, true
+		}
+		if len(parts) == 1 {
+			p.errorf(o, np, "the top-level directory itself cannot be changed by a layer")
+			return 0, false
+		}
+		return asIs, true
+	case "var", "opt":
+		return viaVar, true
+	}
+	if slices.Contains(p.req.AllowTopLevel, top) {
+		if len(parts) == 1 {
+			p.errorf(o, np, "the top-level directory itself cannot be changed by a layer")
+			return 0, false
+		}
+		return asIs, true
+	}
+	p.errorf(o, np, "top-level directory /%s is not kept by ostree-native bases (only on composefs bases); allow it explicitly (--allow-toplevel %s)", top, top)
+	return 0, false
+}
+
+func layerFor(size int, fromImage string) string {
+	if fromImage != "" || size >= PayloadThreshold {
+		return LayerPayload
+	}
+	return LayerConfig
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func modeString(m uint32) string { return fmt.Sprintf("%04o", m) }
+
+// add puts an entry into the tree and records it for the report.
+func (p *placer) add(e tree.Entry, b Baked) {
+	e.Origin = b.Source.String()
+	if err := p.tree.Add(e); err != nil {
+		p.errs = append(p.errs, err)
+		return
+	}
+	b.Type = e.Kind.String()
+	b.Mode = modeString(e.Mode)
+	b.UID, b.GID = e.UID, e.GID
+	b.Layer = e.Layer
+	if e.Path != b.Path {
+		b.StoredAt = e.Path
+	}
+	switch e.Kind {
+	case tree.File:
+		b.Size = int64(len(e.Data))
+		b.SHA256 = sha(e.Data)
+		p.layerOf[e.Path] = e.Layer
+	case tree.Symlink, tree.Hardlink:
+		b.Target = e.Target
+	}
+	if _, dup := p.baked[e.Path]; !dup {
+		bb := b
+		p.baked[e.Path] = &bb
+	}
+}
+
+// place builds the tree of cfg. Errors are joined; nothing is kept on error.
+func place(req Request, cfg *model.Config) (*placer, error) {
+	p := &placer{
+		req:     req,
+		tree:    tree.New(),
+		baked:   map[string]*Baked{},
+		varSrc:  map[string]varItem{},
+		layerOf: map[string]string{},
+	}
+	var hardLinks []model.Link
+	for _, d := range cfg.Dirs {
+		p.placeDir(d)
+	}
+	for _, f := range cfg.Files {
+		p.placeFile(f)
+	}
+	for _, l := range cfg.Links {
+		if l.Hard {
+			hardLinks = append(hardLinks, l)
+			continue
+		}
+		p.placeSymlink(l)
+	}
+	p.placeUnits(cfg.Units)
+	p.placeVar()
+	// Hard links last: their target must be an earlier entry of the layer.
+	for _, l := range hardLinks {
+		p.placeHardlink(l)
+	}
+	p.placeKargs(cfg.KernelArgs)
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	return p, nil
+}
+
+func (p *placer) placeDir(d model.Dir) {
+	cls, ok := p.classify(d.Origin, d.Path)
+	if !ok {
+		return
+	}
+	if cls == viaVar {
+		p.addVar(d.Origin, d.Path, varmech.Entry{Kind: varmech.Dir, Mode: d.Mode, UID: d.UID, GID: d.GID}, varItem{})
+		return
+	}
+	p.add(tree.Entry{Path: d.Path, Kind: tree.Dir, Mode: d.Mode, UID: d.UID, GID: d.GID, Layer: LayerConfig},
+		Baked{Path: d.Path, Source: d.Origin})
+}
+
+func (p *placer) placeFile(f model.File) {
+	cls, ok := p.classify(f.Origin, f.Path)
+	if !ok {
+		return
+	}
+	if cls == viaVar {
+		p.addVar(f.Origin, f.Path, varmech.Entry{Kind: varmech.File, Mode: f.Mode, UID: f.UID, GID: f.GID},
+			varItem{data: f.Data, fromImage: f.FromImage, secret: f.Secret})
+		return
+	}
+	p.add(tree.Entry{Path: f.Path, Kind: tree.File, Mode: f.Mode, UID: f.UID, GID: f.GID, Data: f.Data, Layer: layerFor(len(f.Data), f.FromImage)},
+		Baked{Path: f.Path, Source: f.Origin, FromImage: f.FromImage, Secret: f.Secret})
+}
+
+func (p *placer) placeSymlink(l model.Link) {
+	cls, ok := p.classify(l.Origin, l.Path)
+	if !ok {
+		return
+	}
+	if strings.IndexByte(l.Target, 0) >= 0 || l.Target == "" {
+		p.errorf(l.Origin, l.Path, "invalid symlink target %q", l.Target)
+		return
+	}
+	if cls == viaVar {
+		p.addVar(l.Origin, l.Path, varmech.Entry{Kind: varmech.Symlink, UID: l.UID, GID: l.GID, Target: l.Target}, varItem{})
+		return
+	}
+	p.add(tree.Entry{Path: l.Path, Kind: tree.Symlink, Mode: 0o777, UID: l.UID, GID: l.GID, Target: l.Target, Layer: LayerConfig},
+		Baked{Path: l.Path, Source: l.Origin})
+}
+
+func (p *placer) placeHardlink(l model.Link) {
+	cls, ok := p.classify(l.Origin, l.Path)
+	if !ok {
+		return
+	}
+	if cls == viaVar {
+		p.errorf(l.Origin, l.Path, "hard links under /var, /opt and /usr/local are not supported (the content is materialised on the node); use a symbolic link")
+		return
+	}
+	tcls, ok := p.classify(l.Origin, l.Target)
+	if !ok {
+		return
+	}
+	if tcls == viaVar {
+		p.errorf(l.Origin, l.Path, "hard link target %s is under /var, /opt or /usr/local and not part of the same layer", l.Target)
+		return
+	}
+	layer, ok := p.layerOf[l.Target]
+	if !ok {
+		p.errorf(l.Origin, l.Path, "hard link target %s is not a regular file of this configuration (hard links only within the layer)", l.Target)
+		return
+	}
+	var mode uint32
+	if te, ok := p.tree.Get(l.Target); ok {
+		mode = te.Mode // tar readers ignore it; keep it equal to the file's
+	}
+	p.add(tree.Entry{Path: l.Path, Kind: tree.Hardlink, Mode: mode, UID: l.UID, GID: l.GID, Target: l.Target, Layer: layer},
+		Baked{Path: l.Path, Source: l.Origin})
+}
+
+// addVar queues an entry for the /var mechanism.
+func (p *placer) addVar(o model.Origin, np string, e varmech.Entry, it varItem) {
+	c, ok := varmech.Canonical(np)
+	if !ok {
+		p.errorf(o, np, "not handled by the /var mechanism")
+		return
+	}
+	if prev, dup := p.varSrc[c]; dup {
+		p.errorf(o, np, "conflict: %s is also claimed as %s by %s", c, prev.path, prev.origin)
+		return
+	}
+	e.Path = c
+	it.path, it.origin = np, o
+	p.varEnt = append(p.varEnt, e)
+	p.varSrc[c] = it
+}
+
+// placeVar runs the /var mechanism: content stored under /usr plus the
+// generated tmpfiles.d rules and prune unit.
+func (p *placer) placeVar() {
+	// Always: an image that drops its last /var entry must still prune
+	// what the previous image owned.
+	plan, err := varmech.NewPlan(p.varEnt)
+	if err != nil {
+		p.errs = append(p.errs, fmt.Errorf("/var mechanism: %w", err))
+		return
+	}
+	for _, e := range p.varEnt {
+		it := p.varSrc[e.Path]
+		switch e.Kind {
+		case varmech.File:
+			img, ok := plan.Store[e.Path]
+			if !ok {
+				p.errorf(it.origin, it.path, "the /var mechanism has no image path for %s", e.Path)
+				continue
+			}
+			p.add(tree.Entry{Path: img, Kind: tree.File, Mode: e.Mode, UID: e.UID, GID: e.GID, Data: it.data, Layer: layerFor(len(it.data), it.fromImage)},
+				Baked{Path: it.path, Source: it.origin, FromImage: it.fromImage, Secret: it.secret})
+		default:
+			// Directories and symlinks are created by tmpfiles.d rules; they
+			// are baked as part of the rules file and reported here.
+			b := Baked{Path: it.path, Type: kindName(e.Kind), Mode: modeString(e.Mode), UID: e.UID, GID: e.GID, Target: e.Target,
+				Layer: LayerConfig, Source: it.origin, StoredAt: "tmpfiles.d"}
+			if e.Kind == varmech.Symlink {
+				b.Mode = "0777"
+			}
+			p.baked["var:"+e.Path] = &b
+		}
+	}
+	gen := model.Origin{Document: "oslayer", Field: "/var mechanism"}
+	for _, g := range plan.Files {
+		if g.Symlink != "" {
+			p.add(tree.Entry{Path: g.Path, Kind: tree.Symlink, Mode: 0o777, Target: g.Symlink, Layer: LayerConfig},
+				Baked{Path: g.Path, Source: gen, Generated: true})
+			continue
+		}
+		p.add(tree.Entry{Path: g.Path, Kind: tree.File, Mode: g.Mode, Data: g.Data, Layer: LayerConfig},
+			Baked{Path: g.Path, Source: gen, Generated: true})
+	}
+}
+
+func kindName(k varmech.Kind) string {
+	switch k {
+	case varmech.File:
+		return "file"
+	case varmech.Dir:
+		return "dir"
+	case varmech.Symlink:
+		return "symlink"
+	}
+	return "unknown"
+}
+
+// placeUnits writes units and drop-ins and creates enablement or mask links.
+func (p *placer) placeUnits(units []model.Unit) {
+	ours := map[string]systemd.UnitFile{}
+	for _, u := range units {
+		if u.Contents == nil {
+			continue
+		}
+		in, err := systemd.ParseInstall(*u.Contents)
+		if err != nil {
+			p.errorf(u.Origin, path.Join(UnitDir, u.Name), "unit %s: %v", u.Name, err)
+			continue
+		}
+		ours[u.Name] = systemd.UnitFile{Name: u.Name, Path: path.Join(UnitDir, u.Name), Install: in}
+	}
+	lookup := func(name string) (systemd.UnitFile, bool) {
+		if uf, ok := ours[name]; ok {
+			return uf, true
+		}
+		if p.req.Base != nil {
+			return systemd.FindInFS(p.req.Base, name)
+		}
+		return systemd.UnitFile{}, false
+	}
+	for _, u := range units {
+		if err := model.ValidateUnitName(u.Name); err != nil {
+			p.errorf(u.Origin, "", "unit name: %v", err)
+			continue
+		}
+		ur := UnitReport{Name: u.Name, Source: u.Origin}
+		unitPath := path.Join(UnitDir, u.Name)
+		if u.Contents != nil && !u.Mask {
+			p.add(tree.Entry{Path: unitPath, Kind: tree.File, Mode: 0o644, Data: []byte(*u.Contents), Layer: LayerConfig},
+				Baked{Path: unitPath, Source: u.Origin})
+			ur.Written = true
+		}
+		for _, d := range u.DropIns {
+			if err := model.ValidateDropInName(d.Name); err != nil {
+				p.errorf(d.Origin, "", "unit %s: %v", u.Name, err)
+				continue
+			}
+			dp := path.Join(UnitDir, u.Name+".d", d.Name)
+			p.add(tree.Entry{Path: dp, Kind: tree.File, Mode: 0o644, Data: []byte(d.Contents), Layer: LayerConfig},
+				Baked{Path: dp, Source: d.Origin})
+			ur.DropIns = append(ur.DropIns, d.Name)
+		}
+		enableOrigin := u.Origin
+		enableOrigin.Field = strings.TrimSuffix(enableOrigin.Field, ".enabled") // keep the unit's field
+		switch {
+		case u.Mask:
+			if u.Contents != nil {
+				p.warns = append(p.warns, fmt.Sprintf("%s: unit %s is masked; its contents are not written", u.Origin, u.Name))
+			}
+			l := systemd.MaskLink(u.Name)
+			p.add(tree.Entry{Path: l.Path, Kind: tree.Symlink, Mode: 0o777, Target: l.Target, Layer: LayerConfig},
+				Baked{Path: l.Path, Source: enableOrigin, Generated: true})
+			ur.Enablement = "masked"
+			ur.Links = append(ur.Links, l.Path+" -> "+l.Target)
+		case u.Enabled != nil && *u.Enabled:
+			ur.Enablement = "enabled"
+			uf, ok := ours[u.Name]
+			ur.InstallFrom = "unit"
+			if !ok {
+				if bu, found := lookup(u.Name); found {
+					uf, ur.InstallFrom = bu, "base"
+				} else {
+					uf = systemd.UnitFile{Name: u.Name, Path: path.Join("/usr/lib/systemd/system", u.Name), Install: systemd.Install{WantedBy: []string{FallbackWantedBy}}}
+					ur.InstallFrom = "fallback"
+					why := "the base image tree is not available"
+					if p.req.Base != nil {
+						why = "the base image does not ship it"
+					}
+					p.warns = append(p.warns, fmt.Sprintf("%s: unit %s has no contents and %s: enabled with WantedBy=%s", u.Origin, u.Name, why, FallbackWantedBy))
+				}
+			}
+			if uf.Install.Empty() {
+				p.warns = append(p.warns, fmt.Sprintf("%s: unit %s is enabled but has no [Install] section: systemctl enable creates no links", u.Origin, u.Name))
+			}
+			links, err := systemd.EnableLinks(uf, lookup)
+			if err != nil {
+				p.errorf(u.Origin, unitPath, "enable %s: %v", u.Name, err)
+				continue
+			}
+			for _, l := range links {
+				p.add(tree.Entry{Path: l.Path, Kind: tree.Symlink, Mode: 0o777, Target: l.Target, Layer: LayerConfig},
+					Baked{Path: l.Path, Source: enableOrigin, Generated: true})
+				ur.Links = append(ur.Links, l.Path+" -> "+l.Target)
+			}
+		case u.Enabled != nil:
+			ur.Enablement = "disabled"
+			if u.Contents == nil {
+				p.warns = append(p.warns, fmt.Sprintf("%s: unit %s is disabled: oslayer creates no enablement links, but cannot remove links the base image has", u.Origin, u.Name))
+			}
+		}
+		p.units = append(p.units, ur)
+	}
+}
+
+// placeKargs writes the bootc kargs.d file.
+func (p *placer) placeKargs(kargs []string) {
+	if len(kargs) == 0 {
+		return
+	}
+	data := KargsTOML(kargs)
+	p.add(tree.Entry{Path: KargsPath, Kind: tree.File, Mode: 0o644, Data: data, Layer: LayerConfig},
+		Baked{Path: KargsPath, Source: model.Origin{Document: "oslayer", Field: "kernelArguments"}, Generated: true})
+}
+
+// KargsTOML renders bootc's kargs.d file: `kargs = ["a", "b"]` with TOML
+// basic-string escaping.
+func KargsTOML(kargs []string) []byte {
+	var b strings.Builder
+	b.WriteString("# Kernel arguments of this pool, written by oslayer.\nkargs = [")
+	for i, k := range kargs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(tomlString(k))
+	}
+	b.WriteString("]\n")
+	return []byte(b.String())
+}
+
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20 || r == 0x7f:
+			b.WriteString(`\u` + fmt.Sprintf("%04X", r))
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// bakedList returns the report entries in tree order.
+func (p *placer) bakedList() []Baked {
+	keys := make([]string, 0, len(p.baked))
+	for k := range p.baked {
+		keys = append(keys, k)
+	}
+	key := func(k string) string { return strings.TrimPrefix(k, "var:") }
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := key(keys[i]), key(keys[j])
+		if a != b {
+			return tree.Less(a, b)
+		}
+		return keys[i] < keys[j]
+	})
+	out := make([]Baked, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, *p.baked[k])
+	}
+	return out
+}
+
+// docName is the name of a source document as recorded inside the image:
+// the file's base name, so that the image does not depend on the working
+// directory or the paths given on the command line.
+func docName(d string) string {
+	if d == "" || d == "oslayer" || strings.HasPrefix(d, "Secret ") {
+		return d
+	}
+	return filepath.Base(d)
+}
+
+func packages(cfg *model.Config) []string {
+	var out []string
+	for _, e := range cfg.Extensions {
+		out = append(out, "extension:"+e)
+	}
+	if cfg.KernelType != "" && cfg.KernelType != "default" {
+		out = append(out, "kernelType:"+cfg.KernelType)
+	}
+	return out
+}

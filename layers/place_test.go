@@ -1,0 +1,342 @@
+package layers
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/oslayer/oslayer/layers/model"
+	"github.com/oslayer/oslayer/layers/tree"
+	"github.com/oslayer/oslayer/layers/varmech"
+)
+
+func org(field string) model.Origin {
+	return model.Origin{Document: "in/pool.yaml", Kind: "MachineConfig", Name: "99-test", Field: field}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// handConfig exercises every placement rule with a hand-built config.
+func handConfig() *model.Config {
+	big := make([]byte, PayloadThreshold)
+	return &model.Config{
+		Files: []model.File{
+			{Path: "/etc/sysctl.d/99-k8s.conf", Mode: 0o644, Data: []byte("net.ipv4.ip_forward = 1\n"), Origin: org("spec.config.storage.files[0]")},
+			{Path: "/usr/libexec/helper", Mode: 0o4755, UID: 0, GID: 10, Data: []byte("#!/bin/sh\n"), Origin: org("spec.config.storage.files[1]")},
+			{Path: "/usr/share/big.bin", Mode: 0o644, Data: big, Origin: org("spec.config.storage.files[2]")},
+			{Path: "/var/lib/kubelet/config.yaml", Mode: 0o600, Data: []byte("kind: KubeletConfiguration\n"), Origin: org("spec.config.storage.files[3]")},
+			{Path: "/opt/bin/kubelet", Mode: 0o755, Data: []byte("ELF"), FromImage: "registry.example/hyperkube@sha256:00", Origin: org("spec.files[4]")},
+			{Path: "/usr/local/bin/configure-ovs.sh", Mode: 0o755, Data: []byte("#!/bin/bash\n"), Origin: org("spec.config.storage.files[5]")},
+		},
+		Dirs: []model.Dir{
+			{Path: "/etc/kubernetes/manifests", Mode: 0o750, Origin: org("spec.config.storage.directories[0]")},
+			{Path: "/var/lib/containers", Mode: 0o711, Origin: org("spec.config.storage.directories[1]")},
+		},
+		Links: []model.Link{
+			{Path: "/etc/localtime", Target: "../usr/share/zoneinfo/UTC", Origin: org("spec.config.storage.links[0]")},
+			{Path: "/usr/libexec/helper2", Target: "/usr/libexec/helper", Hard: true, Origin: org("spec.config.storage.links[1]")},
+		},
+		Units: []model.Unit{
+			{Name: "kubelet.service", Contents: ptr("[Unit]\nDescription=kubelet\n[Service]\nExecStart=/usr/bin/kubelet\n[Install]\nWantedBy=multi-user.target\n"),
+				Enabled: ptr(true), Origin: org("spec.config.systemd.units[0]"),
+				DropIns: []model.DropIn{{Name: "10-env.conf", Contents: "[Service]\nEnvironment=A=1\n", Origin: org("spec.config.systemd.units[0].dropins[0]")}}},
+			{Name: "containerd.service", Enabled: ptr(true), Origin: org("spec.config.systemd.units[1]"),
+				DropIns: []model.DropIn{{Name: "11-exec.conf", Contents: "[Service]\nExecStart=\n", Origin: org("spec.config.systemd.units[1].dropins[0]")}}},
+			{Name: "rpm-ostreed-automatic.timer", Mask: true, Origin: org("spec.config.systemd.units[2]")},
+			{Name: "stopped.service", Contents: ptr("[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"), Enabled: ptr(false), Origin: org("spec.config.systemd.units[3]")},
+		},
+		KernelArgs: []string{"systemd.unified_cgroup_hierarchy=1", `quote"back\slash`},
+		Extensions: []string{"usbguard"},
+		KernelType: "realtime",
+		Runtime:    []model.Runtime{{Item: "passwd.users[0].sshAuthorizedKeys", Reason: "ssh keys live under /var/home", Origin: org("spec.config.passwd.users[0]")}},
+		Inputs:     []model.Input{{Path: "in/pool.yaml", Kind: "MachineConfig", Name: "99-test", SHA256: "abc"}},
+	}
+}
+
+func TestRenderConfigHand(t *testing.T) {
+	res, err := RenderConfig(context.Background(), Request{}, handConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, l := range res.Layers {
+		names = append(names, l.Name)
+	}
+	if s := strings.Join(names, ","); s != "payload,config,metadata" {
+		t.Fatalf("layers = %s", s)
+	}
+	golden(t, "hand.txt", listing(res.tree))
+
+	get := func(p string) *tree.Entry {
+		t.Helper()
+		e, ok := res.tree.Get(p)
+		if !ok {
+			t.Fatalf("%s missing; tree:\n%s", p, listing(res.tree))
+		}
+		return e
+	}
+	// /etc and /usr as they are, never usr/etc.
+	if e := get("/etc/sysctl.d/99-k8s.conf"); e.Mode != 0o644 || e.Layer != LayerConfig {
+		t.Errorf("sysctl: %+v", e)
+	}
+	if e := get("/usr/libexec/helper"); e.Mode != 0o4755 || e.GID != 10 {
+		t.Errorf("setuid helper: %+v", e)
+	}
+	if e := get("/usr/libexec/helper2"); e.Kind != tree.Hardlink || e.Target != "/usr/libexec/helper" {
+		t.Errorf("hard link: %+v", e)
+	}
+	if e := get("/usr/share/big.bin"); e.Layer != LayerPayload {
+		t.Errorf("1 MiB file not in payload: %s", e.Layer)
+	}
+	for _, e := range res.tree.Entries() {
+		if strings.HasPrefix(e.Path, "/usr/etc") || e.Path == "/var" || strings.HasPrefix(e.Path, "/var/") || strings.HasPrefix(e.Path, "/opt") || strings.HasPrefix(e.Path, "/usr/local") {
+			t.Errorf("entry at a path ostree does not keep: %s", e.Path)
+		}
+	}
+	// /var, /opt, /usr/local through the mechanism.
+	if e := get(varmech.StoreDir + "/var/opt/bin/kubelet"); e.Layer != LayerPayload || e.Mode != 0o755 {
+		t.Errorf("imageRef kubelet: %+v", e)
+	}
+	if e := get(varmech.StoreDir + "/var/usrlocal/bin/configure-ovs.sh"); e.Layer != LayerConfig {
+		t.Errorf("usr/local script: %+v", e)
+	}
+	tmpfiles := string(get(varmech.TmpfilesPath).Data)
+	for _, want := range []string{"/var/lib/kubelet/config.yaml", "/var/opt/bin/kubelet", "/var/lib/containers"} {
+		if !strings.Contains(tmpfiles, want) {
+			t.Errorf("tmpfiles.d lacks %s:\n%s", want, tmpfiles)
+		}
+	}
+	// Units.
+	if e := get(UnitDir + "/kubelet.service"); e.Mode != 0o644 {
+		t.Errorf("unit mode %o", e.Mode)
+	}
+	get(UnitDir + "/kubelet.service.d/10-env.conf")
+	get(UnitDir + "/containerd.service.d/11-exec.conf")
+	if e := get(UnitDir + "/multi-user.target.wants/kubelet.service"); e.Target != UnitDir+"/kubelet.service" {
+		t.Errorf("kubelet link -> %s", e.Target)
+	}
+	if e := get(UnitDir + "/multi-user.target.wants/containerd.service"); e.Target != "/usr/lib/systemd/system/containerd.service" {
+		t.Errorf("containerd fallback link -> %s", e.Target)
+	}
+	if e := get(UnitDir + "/rpm-ostreed-automatic.timer"); e.Kind != tree.Symlink || e.Target != "/dev/null" {
+		t.Errorf("mask: %+v", e)
+	}
+	if _, ok := res.tree.Get(UnitDir + "/multi-user.target.wants/stopped.service"); ok {
+		t.Error("disabled unit was enabled")
+	}
+	// Kernel arguments, packages.
+	if got := string(get(KargsPath).Data); !strings.Contains(got, `kargs = ["systemd.unified_cgroup_hierarchy=1", "quote\"back\\slash"]`) {
+		t.Errorf("kargs file:\n%s", got)
+	}
+	if s := strings.Join(res.Packages, ","); s != "extension:usbguard,kernelType:realtime" {
+		t.Errorf("packages = %s", s)
+	}
+	if len(res.KernelArgs) != 2 {
+		t.Errorf("kernel args = %q", res.KernelArgs)
+	}
+	// Report: fallback warning, runtime item, every input accounted for.
+	if !slices.ContainsFunc(res.Report.Warnings, func(w string) bool {
+		return strings.Contains(w, "containerd.service") && strings.Contains(w, "WantedBy=multi-user.target")
+	}) {
+		t.Errorf("no fallback warning: %q", res.Report.Warnings)
+	}
+	if len(res.Report.Runtime) != 1 {
+		t.Errorf("runtime = %+v", res.Report.Runtime)
+	}
+	checkAccounted(t, handConfig(), res)
+	// The manifest is in the metadata layer and lists the stored path.
+	man := get(ManifestPath)
+	if man.Layer != LayerMetadata {
+		t.Errorf("manifest layer %s", man.Layer)
+	}
+	var m Manifest
+	if err := json.Unmarshal(man.Data, &m); err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, it := range m.Items {
+		if it.Path == "/opt/bin/kubelet" {
+			found = it.StoredAt == varmech.StoreDir+"/var/opt/bin/kubelet" && it.Layer == LayerPayload && it.Source.Document == "pool.yaml" && it.Source.Field == "spec.files[4]"
+		}
+	}
+	if !found {
+		t.Errorf("manifest lacks /opt/bin/kubelet with its store path and source:\n%s", man.Data)
+	}
+	if !strings.Contains(res.Layers[1].CreatedBy, "config from pool.yaml") {
+		t.Errorf("createdBy = %q", res.Layers[1].CreatedBy)
+	}
+}
+
+// checkAccounted asserts that every item of cfg is baked or reported.
+func checkAccounted(t *testing.T, cfg *model.Config, res *Result) {
+	t.Helper()
+	baked := map[string]bool{}
+	for _, b := range res.Report.Baked {
+		baked[b.Path] = true
+	}
+	for _, f := range cfg.Files {
+		if !baked[f.Path] {
+			t.Errorf("file %s (%s) neither baked nor reported", f.Path, f.Origin)
+		}
+	}
+	for _, d := range cfg.Dirs {
+		if !baked[d.Path] {
+			t.Errorf("dir %s (%s) not baked", d.Path, d.Origin)
+		}
+	}
+	for _, l := range cfg.Links {
+		if !baked[l.Path] {
+			t.Errorf("link %s (%s) not baked", l.Path, l.Origin)
+		}
+	}
+	units := map[string]bool{}
+	for _, u := range res.Report.Units {
+		units[u.Name] = true
+	}
+	for _, u := range cfg.Units {
+		if !units[u.Name] {
+			t.Errorf("unit %s not in the report", u.Name)
+		}
+		for _, d := range u.DropIns {
+			if p := UnitDir + "/" + u.Name + ".d/" + d.Name; !baked[p] {
+				t.Errorf("drop-in %s not baked", p)
+			}
+		}
+	}
+	if len(res.Report.Runtime) != len(cfg.Runtime) {
+		t.Errorf("runtime items: report %d, config %d", len(res.Report.Runtime), len(cfg.Runtime))
+	}
+}
+
+func TestUnitInstallFromBase(t *testing.T) {
+	base := fstest.MapFS{
+		"usr/lib/systemd/system/containerd.service": {Data: []byte("[Service]\nExecStart=/usr/bin/containerd\n[Install]\nWantedBy=sockets.target\nAlias=cri.service\n")},
+	}
+	cfg := &model.Config{Units: []model.Unit{{Name: "containerd.service", Enabled: ptr(true), Origin: org("spec.units[0]")}}}
+	res, err := RenderConfig(context.Background(), Request{Base: base}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, target := range map[string]string{
+		UnitDir + "/sockets.target.wants/containerd.service": "/usr/lib/systemd/system/containerd.service",
+		UnitDir + "/cri.service":                             "/usr/lib/systemd/system/containerd.service",
+	} {
+		if e, ok := res.tree.Get(p); !ok || e.Target != target {
+			t.Errorf("%s: %+v, want -> %s", p, e, target)
+		}
+	}
+	if len(res.Report.Warnings) != 0 || res.Report.Units[0].InstallFrom != "base" {
+		t.Errorf("warnings %q installFrom %q", res.Report.Warnings, res.Report.Units[0].InstallFrom)
+	}
+}
+
+// TestHostilePlacement: each input is a clear error naming the source and
+// the path, and no output directory is written.
+func TestHostilePlacement(t *testing.T) {
+	cases := []struct {
+		path string
+		want string
+	}{
+		{"/usr/etc/x", "/usr/etc is ostree's copy"},
+		{"/run/x", "children of /run"},
+		{"/tmp/x", "children of /tmp"},
+		{"/dev/x", "children of /dev"},
+		{"/proc/sys/x", "children of /proc"},
+		{"/boot/x", "/boot"},
+		{"/sysroot/x", "/sysroot must never appear"},
+		{"/srv/x", "--allow-toplevel srv"},
+		{"/etc/a\x00b", "NUL"},
+		{"/etc/\xff", "not valid UTF-8"},
+		{"etc/x", "not absolute"},
+		{"/etc/../x", `".."`},
+		{"/var/lib/../../etc/shadow", `".."`},
+		{"/etc", "top-level directory itself"},
+	}
+	for _, c := range cases {
+		t.Run(strings.ReplaceAll(c.path, "/", "_"), func(t *testing.T) {
+			cfg := &model.Config{Files: []model.File{
+				{Path: "/etc/ok", Mode: 0o644, Origin: org("spec.config.storage.files[0]")},
+				{Path: c.path, Mode: 0o644, Data: []byte("x"), Origin: org("spec.config.storage.files[7]")},
+			}}
+			out := filepath.Join(t.TempDir(), "out")
+			err := renderToDir(Request{}, cfg, out)
+			if err == nil {
+				t.Fatalf("%q rendered", c.path)
+			}
+			for _, w := range []string{c.want, "in/pool.yaml", "spec.config.storage.files[7]"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("output written: %v", err)
+			}
+			if ents, _ := os.ReadDir(filepath.Dir(out)); len(ents) != 0 {
+				t.Errorf("leftovers next to the output: %v", ents)
+			}
+		})
+	}
+}
+
+func renderToDir(req Request, cfg *model.Config, dir string) error {
+	res, err := RenderConfig(context.Background(), req, cfg)
+	if err != nil {
+		return err
+	}
+	return res.WriteDir(dir)
+}
+
+func TestAllowTopLevel(t *testing.T) {
+	cfg := &model.Config{Files: []model.File{{Path: "/srv/data/x", Mode: 0o644, Origin: org("f")}}}
+	res, err := RenderConfig(context.Background(), Request{AllowTopLevel: []string{"srv"}}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := res.tree.Get("/srv/data/x"); !ok {
+		t.Fatal("/srv/data/x missing")
+	}
+}
+
+func TestPlacementConflicts(t *testing.T) {
+	cases := map[string]*model.Config{
+		"opt vs var/opt": {Files: []model.File{
+			{Path: "/opt/bin/x", Mode: 0o755, Data: []byte("a"), Origin: org("spec.files[0]")},
+			{Path: "/var/opt/bin/x", Mode: 0o755, Data: []byte("b"), Origin: org("spec.files[1]")},
+		}},
+		"unit file vs storage file": {
+			Files: []model.File{{Path: "/etc/systemd/system/a.service", Mode: 0o644, Data: []byte("x"), Origin: org("spec.files[0]")}},
+			Units: []model.Unit{{Name: "a.service", Contents: ptr("y"), Origin: org("spec.units[0]")}},
+		},
+		"hard link into /var": {
+			Files: []model.File{{Path: "/var/x", Mode: 0o644, Origin: org("spec.files[0]")}},
+			Links: []model.Link{{Path: "/etc/x", Target: "/var/x", Hard: true, Origin: org("spec.links[0]")}},
+		},
+		"hard link to nothing": {
+			Links: []model.Link{{Path: "/etc/x", Target: "/etc/none", Hard: true, Origin: org("spec.links[0]")}},
+		},
+		"invalid unit name": {Units: []model.Unit{{Name: "../x.service", Contents: ptr(""), Origin: org("spec.units[0]")}}},
+		"invalid drop-in":   {Units: []model.Unit{{Name: "a.service", DropIns: []model.DropIn{{Name: "../x", Origin: org("spec.units[0].dropIns[0]")}}, Origin: org("spec.units[0]")}}},
+	}
+	for name, cfg := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := RenderConfig(context.Background(), Request{}, cfg)
+			if err == nil || !strings.Contains(err.Error(), "in/pool.yaml") {
+				t.Fatalf("err = %v", err)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+func TestKargsTOML(t *testing.T) {
+	got := string(KargsTOML([]string{"a=b", "c\"d", `e\f`, "tab\there", "\x01"}))
+	want := "# Kernel arguments of this pool, written by oslayer.\nkargs = [\"a=b\", \"c\\\"d\", \"e\\\\f\", \"tab\\there\", \"\\u0001\"]\n"
+	if got != want {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}
