@@ -89,4 +89,3 @@ type Result struct {
 	// tree is the union of the layers, for WriteDir.
 	tree *tree.Tree
 }
-
