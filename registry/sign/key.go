@@ -98,7 +98,7 @@ func ReadKey(path string) (*KeyMaterial, error) {
 	if err != nil {
 		return nil, fmt.Errorf("key %s: %w", path, err)
 	}
-	if bytes.Contains(b, []byte("-----BEGIN ")) {
+	if bytes.HasPrefix(bytes.TrimSpace(b), []byte("-----BEGIN ")) {
 		return &KeyMaterial{Source: path, PEM: b}, nil
 	}
 	var s secretManifest
