@@ -108,7 +108,7 @@ func Build(ctx context.Context, req Request, pub Publisher, stages ...Stage) (*R
 	}
 	render := req.Renderer
 	if render == nil {
-		render = defaultRenderer
+		render = layers.Render
 	}
 	var r *layers.Result
 	if err := phase("render", func() (err error) {
@@ -183,9 +183,4 @@ func Build(ctx context.Context, req Request, pub Publisher, stages ...Stage) (*R
 	res.Tagged = true
 	log.Info("built", "pool", res.Pool, "image", res.Image)
 	return res, nil
-}
-
-// defaultRenderer is layers.Render.
-func defaultRenderer(ctx context.Context, req layers.Request) (*layers.Result, error) {
-	return nil, errors.New("the renderer is not available in this build")
 }

@@ -180,7 +180,7 @@ func provenanceFlags(f *buildFlags) map[string]string {
 func summary(w io.Writer, r *builder.Result) {
 	fmt.Fprintf(w, "pool %s: %s\n", r.Pool, r.Image)
 	pin := ""
-	if !r.Base.Pinned {
+	if !r.Base.Pinned && !registry.IsLayout(r.Base.Ref) {
 		pin = " (resolved from a tag)"
 	}
 	fmt.Fprintf(w, "  base   %s @ %s%s\n", r.Base.Ref, r.Base.Digest, pin)
