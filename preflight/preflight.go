@@ -172,10 +172,10 @@ type Options struct {
 	Log *slog.Logger
 
 	// RequireBase and Open are used by Stage only: when RequireBase is set,
-	// Open(ctx, RequireBase) opens it (without reading layer blobs) as the
-	// Target's Require.
+	// Open(ctx, RequireBase, platform of the built image) opens it (without
+	// reading layer blobs) as the Target's Require.
 	RequireBase string
-	Open        func(ctx context.Context, ref string) (v1.Image, error)
+	Open        func(ctx context.Context, ref string, platform *v1.Platform) (v1.Image, error)
 }
 
 // CheckResult says how one check went.
@@ -196,9 +196,11 @@ type Report struct {
 	AddedLayers []LayerSummary `json:"addedLayers"`
 	Checks      []CheckResult  `json:"checks"`
 	Findings    []Finding      `json:"findings"`
-	Errors      int            `json:"errors"`
-	Warnings    int            `json:"warnings"`
-	Infos       int            `json:"infos"`
+	// Result is "passed" (no error) or "failed".
+	Result   string `json:"result"`
+	Errors   int    `json:"errors"`
+	Warnings int    `json:"warnings"`
+	Infos    int    `json:"infos"`
 }
 
 // LayerSummary describes one added layer in the report.
@@ -344,6 +346,10 @@ func Run(ctx context.Context, t Target, opts Options) (*Report, error) {
 		default:
 			rep.Infos++
 		}
+	}
+	rep.Result = "passed"
+	if rep.Errors > 0 {
+		rep.Result = "failed"
 	}
 	return rep, nil
 }

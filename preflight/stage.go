@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"strings"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/oslayer/oslayer/builder"
 )
 
@@ -42,7 +44,11 @@ func (s *stage) Run(ctx context.Context, b *builder.Built, p *builder.Published)
 		if s.opts.Open == nil {
 			return nil, fmt.Errorf("preflight: --require-base %s: no way to open images", s.opts.RequireBase)
 		}
-		img, err := s.opts.Open(ctx, s.opts.RequireBase)
+		var plat *v1.Platform
+		if cf, err := b.Image.ConfigFile(); err == nil && cf.Architecture != "" {
+			plat = &v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}
+		}
+		img, err := s.opts.Open(ctx, s.opts.RequireBase, plat)
 		if err != nil {
 			return nil, fmt.Errorf("preflight: --require-base %s: %w", s.opts.RequireBase, err)
 		}

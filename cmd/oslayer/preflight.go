@@ -1,17 +1,156 @@
 package main
 
 import (
-	"errors"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
+
+	"github.com/oslayer/oslayer/preflight"
 )
 
 func newPreflightCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "preflight",
-		Short: "not implemented yet",
+	var (
+		pf       preflightFlags
+		rf       registryFlags
+		base     string
+		arch     string
+		platform *v1.Platform
+	)
+	cmd := &cobra.Command{
+		Use:   "preflight IMAGE",
+		Short: "Check an OS image before it is published (exit 0 passed, 1 errors found, 2 could not run)",
+		Long: `preflight checks an image built on an ostree-native base (by oslayer or
+elsewhere, e.g. a customer base built with podman) before nodes rebase onto it:
+base layers present, bootable, platform, version, manifest format, content of
+the added layers (mirroring bootc container lint), secrets, systemd units and
+size. It reads only manifests, configs and the added layers (those after
+--base, or after the ostree.final-diffid label); base layer blobs are never
+downloaded.
+
+IMAGE is a registry reference or an OCI layout (oci:DIR[:TAG]).
+
+Exit codes: 0 all checks passed, 1 errors found, 2 the checks could not run.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return &exitError{code: 2, err: fmt.Errorf("preflight: want exactly one IMAGE, got %d arguments", len(args))}
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("preflight: not implemented yet")
+			fail := func(err error) error { return &exitError{code: 2, err: err} }
+			opts, err := pf.options(g)
+			if err != nil {
+				return fail(err)
+			}
+			reg, err := rf.options()
+			if err != nil {
+				return fail(err)
+			}
+			if arch != "" {
+				opts.Arch = arch
+				platform = &v1.Platform{OS: "linux", Architecture: preflight.NormalizeArch(arch)}
+			}
+			ctx := cmd.Context()
+			t := preflight.Target{Ref: args[0]}
+			if t.Image, _, err = reg.Image(ctx, args[0], platform); err != nil {
+				return fail(fmt.Errorf("preflight: %w", err))
+			}
+			if base != "" {
+				if t.Base, _, err = reg.Image(ctx, base, platform); err != nil {
+					return fail(fmt.Errorf("preflight: --base: %w", err))
+				}
+				t.BaseRef = base
+			}
+			if pf.requireBase != "" {
+				if t.Require, _, err = reg.Image(ctx, pf.requireBase, platform); err != nil {
+					return fail(fmt.Errorf("preflight: --require-base: %w", err))
+				}
+				t.RequireRef = pf.requireBase
+			}
+			rep, err := preflight.Run(ctx, t, opts)
+			if err != nil {
+				return fail(err)
+			}
+			out := cmd.OutOrStdout()
+			if g.json() {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(rep); err != nil {
+					return fail(err)
+				}
+			} else if err := printReport(out, rep); err != nil {
+				return fail(err)
+			}
+			if rep.Errors > 0 {
+				return &exitError{code: 1, err: fmt.Errorf("preflight: %s: %d error(s), %d warning(s)", args[0], rep.Errors, rep.Warnings)}
+			}
+			return nil
 		},
 	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: 2, err: fmt.Errorf("preflight: %w", err)}
+	})
+	fs := cmd.Flags()
+	fs.StringVar(&base, "base", "", "base image the IMAGE was built on: its layers must be a prefix, and the layers after it are the added layers")
+	fs.StringVar(&arch, "arch", "", "architecture of the nodes (amd64, arm64, x86_64, aarch64); also selects the image from a multi-arch index")
+	pf.register(fs)
+	rf.register(fs)
+	return cmd
+}
+
+// printReport writes the human table: CHECK, SEVERITY, LAYER, PATH, MESSAGE
+// and a summary line.
+func printReport(w io.Writer, rep *preflight.Report) error {
+	if len(rep.Findings) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "CHECK\tSEVERITY\tLAYER\tPATH\tMESSAGE")
+		for _, f := range rep.Findings {
+			check := f.Check
+			if f.Rule != "" {
+				check += "/" + f.Rule
+			}
+			layer := f.Layer
+			if len(layer) > 19 {
+				layer = layer[:19]
+			}
+			p := f.Path
+			if p != "" {
+				p = "/" + p
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", check, f.Severity, dash(layer), dash(p), strings.ReplaceAll(f.Message, "\n", " "))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	counts := map[string]int{}
+	var skipped []string
+	for _, c := range rep.Checks {
+		counts[c.Status]++
+		if c.Status == "skipped" {
+			skipped = append(skipped, c.Name)
+		}
+	}
+	result := "PASSED"
+	if rep.Errors > 0 {
+		result = "FAILED"
+	}
+	_, err := fmt.Fprintf(w, "%s: %d checks (%d passed, %d warned, %d failed, %d skipped); %d errors, %d warnings, %d notes; %d added layers\n",
+		result, len(rep.Checks), counts["passed"], counts["warned"], counts["failed"], counts["skipped"], rep.Errors, rep.Warnings, rep.Infos, len(rep.AddedLayers))
+	if err == nil && len(skipped) > 0 {
+		_, err = fmt.Fprintf(w, "skipped: %s\n", strings.Join(skipped, ", "))
+	}
+	return err
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

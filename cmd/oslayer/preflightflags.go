@@ -1,18 +1,110 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/pflag"
 
 	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/preflight"
 	"github.com/oslayer/oslayer/registry"
 )
 
 // preflightFlags are the preflight options shared by preflight and build.
-type preflightFlags struct{}
+// (--base and --arch belong to each command: build has its own base.)
+type preflightFlags struct {
+	requireBase   string
+	expectVersion string
+	skip          []string
+	fatalWarnings bool
+	allowSecrets  []string
+	maxAdded      string
+}
 
-func (f *preflightFlags) register(fs *pflag.FlagSet) {}
+func (f *preflightFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.requireBase, "require-base", "", "official base image whose layers (digest and diff_id) must be an ordered prefix of the image")
+	fs.StringVar(&f.expectVersion, "expect-version", "", "OS version the image must have (org.opencontainers.image.version or version label; \"9.6\" matches \"9.6.2025...\")")
+	fs.StringArrayVar(&f.skip, "skip", nil, "skip a preflight check by name (repeatable): "+strings.Join(checkNames(), ", "))
+	fs.BoolVar(&f.fatalWarnings, "fatal-warnings", false, "treat preflight warnings as errors")
+	fs.StringArrayVar(&f.allowSecrets, "allow-secret", nil, "path (or glob) in the image allowed to hold a secret, e.g. /etc/pki/tls/private/*.key (repeatable)")
+	fs.StringVar(&f.maxAdded, "max-added-bytes", "2GiB", "budget for the compressed size of the added layers (bytes, or with KB/MB/GB/KiB/MiB/GiB)")
+}
+
+func checkNames() []string {
+	var out []string
+	for _, c := range preflight.Default() {
+		out = append(out, c.Name())
+	}
+	return out
+}
+
+// options validates the flags into preflight options.
+func (f *preflightFlags) options(g *globals) (preflight.Options, error) {
+	n, err := parseBytes(f.maxAdded)
+	if err != nil {
+		return preflight.Options{}, fmt.Errorf("--max-added-bytes %q: %v", f.maxAdded, err)
+	}
+	names := map[string]bool{}
+	for _, c := range checkNames() {
+		names[c] = true
+	}
+	for _, s := range f.skip {
+		if !names[s] {
+			return preflight.Options{}, fmt.Errorf("--skip %q: no such check (have %s)", s, strings.Join(checkNames(), ", "))
+		}
+	}
+	return preflight.Options{
+		Skip:          f.skip,
+		ExpectVersion: f.expectVersion,
+		FatalWarnings: f.fatalWarnings,
+		AllowSecrets:  f.allowSecrets,
+		MaxAddedBytes: n,
+		Log:           g.log,
+	}, nil
+}
+
+// parseBytes parses "1234", "500MB", "2GiB".
+func parseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suf string
+		m   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suf) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suf)), u.m
+			break
+		}
+	}
+	v, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("want a positive number of bytes, e.g. 2GiB")
+	}
+	if v > (1<<62)/mult {
+		return 0, fmt.Errorf("too large")
+	}
+	return v * mult, nil
+}
 
 // stage returns the preflight stage that build runs before the tag moves.
 func (f *preflightFlags) stage(g *globals, reg *registry.Options) (builder.Stage, error) {
-	return nil, nil
+	o, err := f.options(g)
+	if err != nil {
+		return nil, err
+	}
+	if f.requireBase != "" {
+		if reg == nil {
+			reg = &registry.Options{}
+		}
+		o.RequireBase = f.requireBase
+		o.Open = func(ctx context.Context, ref string, p *v1.Platform) (v1.Image, error) {
+			img, _, err := reg.Image(ctx, ref, p)
+			return img, err
+		}
+	}
+	return preflight.Stage(o), nil
 }
