@@ -53,9 +53,9 @@ func ParseInstall(text string) (Install, error) {
 		raw = strings.TrimSuffix(raw, "\r")
 		line := raw
 		if inCont {
-			// Like systemd, skip comment lines (and, as its check reads
-			// the terminating NUL, empty lines) inside a continuation.
-			if t := strings.TrimLeft(raw, " \t\r\n"); t == "" || t[0] == '#' || t[0] == ';' {
+			// Like systemd, skip comment lines inside a continuation (an
+			// empty line ends it).
+			if t := strings.TrimLeft(raw, " \t\r\n"); t != "" && (t[0] == '#' || t[0] == ';') {
 				continue
 			}
 			cont.WriteString(raw)

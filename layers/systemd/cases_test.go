@@ -1,0 +1,275 @@
+package systemd
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// enableCase is a hand-written tree and a unit to enable in it. Files are
+// relative to the root; content starting with "->" makes a symlink.
+type enableCase struct {
+	name    string
+	files   map[string]string
+	enable  string
+	want    []Link // exact expectation (checked without systemctl too)
+	wantErr bool
+	// upholds: systemctl 252 ignores UpheldBy=; these links are ours only.
+	upholds []Link
+}
+
+const svc = "[Unit]\nDescription=test\n[Service]\nExecStart=/bin/true\n"
+
+func l(p, t string) Link { return Link{Path: p, Target: t} }
+
+var enableCases = []enableCase{
+	{
+		name:   "wantedby",
+		files:  map[string]string{"etc/systemd/system/a.service": svc + "[Install]\nWantedBy=multi-user.target\n"},
+		enable: "a.service",
+		want:   []Link{l("/etc/systemd/system/multi-user.target.wants/a.service", "/etc/systemd/system/a.service")},
+	},
+	{
+		name: "alias-also-requiredby",
+		files: map[string]string{
+			"etc/systemd/system/a.service": svc + "[Install]\nWantedBy=multi-user.target\nAlias=b.service\nAlso=c.service\nRequiredBy=d.target\n",
+			"etc/systemd/system/c.service": svc + "[Install]\nWantedBy=x.target\nAlso=a.service e.service\n",
+			"etc/systemd/system/e.service": svc + "[Install]\nRequiredBy=y.target\n",
+		},
+		enable: "a.service",
+		want: []Link{
+			l("/etc/systemd/system/b.service", "/etc/systemd/system/a.service"),
+			l("/etc/systemd/system/d.target.requires/a.service", "/etc/systemd/system/a.service"),
+			l("/etc/systemd/system/multi-user.target.wants/a.service", "/etc/systemd/system/a.service"),
+			l("/etc/systemd/system/x.target.wants/c.service", "/etc/systemd/system/c.service"),
+			l("/etc/systemd/system/y.target.requires/e.service", "/etc/systemd/system/e.service"),
+		},
+	},
+	{
+		name: "also-missing-and-stub",
+		files: map[string]string{
+			"etc/systemd/system/a.service": svc + "[Install]\nWantedBy=multi-user.target\nAlso=missing.service stub.socket\n",
+			"etc/systemd/system/stub.socket": "[Socket]\nListenStream=/run/x\n",
+		},
+		enable: "a.service",
+		want:   []Link{l("/etc/systemd/system/multi-user.target.wants/a.service", "/etc/systemd/system/a.service")},
+	},
+	{
+		name:    "upheldby",
+		files:   map[string]string{"etc/systemd/system/a.service": svc + "[Install]\nWantedBy=multi-user.target\nUpheldBy=u.target\n"},
+		enable:  "a.service",
+		want:    []Link{l("/etc/systemd/system/multi-user.target.wants/a.service", "/etc/systemd/system/a.service"), l("/etc/systemd/system/u.target.upholds/a.service", "/etc/systemd/system/a.service")},
+		upholds: []Link{l("/etc/systemd/system/u.target.upholds/a.service", "/etc/systemd/system/a.service")},
+	},
+	{
+		name:   "template-default-instance",
+		files:  map[string]string{"etc/systemd/system/t@.service": svc + "[Install]\nWantedBy=multi-user.target\nDefaultInstance=foo\nAlias=tt@.service\n"},
+		enable: "t@.service",
+		want: []Link{
+			l("/etc/systemd/system/multi-user.target.wants/t@foo.service", "/etc/systemd/system/t@.service"),
+			l("/etc/systemd/system/tt@.service", "/etc/systemd/system/t@.service"),
+		},
+	},
+	{
+		name:    "template-no-default-instance",
+		files:   map[string]string{"etc/systemd/system/n@.service": svc + "[Install]\nWantedBy=multi-user.target\n"},
+		enable:  "n@.service",
+		wantErr: true,
+	},
+	{
+		name: "template-no-default-instance-template-targets",
+		files: map[string]string{
+			"etc/systemd/system/n@.service": svc + "[Install]\nWantedBy=multi-user.target foo@.target\nRequiredBy=bar@x.target\nAlias=nn@.service ni@y.service\n",
+		},
+		enable: "n@.service",
+		want: []Link{
+			l("/etc/systemd/system/bar@x.target.requires/n@.service", "/etc/systemd/system/n@.service"),
+			l("/etc/systemd/system/foo@.target.wants/n@.service", "/etc/systemd/system/n@.service"),
+			l("/etc/systemd/system/ni@y.service", "/etc/systemd/system/n@.service"),
+			l("/etc/systemd/system/nn@.service", "/etc/systemd/system/n@.service"),
+		},
+		wantErr: true,
+	},
+	{
+		name:   "instance-of-template",
+		files:  map[string]string{"etc/systemd/system/r@.service": svc + "[Install]\nWantedBy=multi-user.target\nAlias=rt@.service r@.service\n"},
+		enable: "r@bar.service",
+		want: []Link{
+			l("/etc/systemd/system/multi-user.target.wants/r@bar.service", "/etc/systemd/system/r@.service"),
+			l("/etc/systemd/system/rt@bar.service", "/etc/systemd/system/r@.service"),
+		},
+	},
+	{
+		name:   "instance-of-template-with-default",
+		files:  map[string]string{"etc/systemd/system/t@.service": svc + "[Install]\nWantedBy=multi-user.target\nDefaultInstance=foo\n"},
+		enable: "t@baz.service",
+		want:   []Link{l("/etc/systemd/system/multi-user.target.wants/t@baz.service", "/etc/systemd/system/t@.service")},
+	},
+	{
+		name:   "no-install",
+		files:  map[string]string{"etc/systemd/system/s.service": svc},
+		enable: "s.service",
+	},
+	{
+		name:   "usr-lib-unit",
+		files:  map[string]string{"usr/lib/systemd/system/u.service": svc + "[Install]\nWantedBy=multi-user.target\nAlias=uu.service\n"},
+		enable: "u.service",
+		want: []Link{
+			l("/etc/systemd/system/multi-user.target.wants/u.service", "/usr/lib/systemd/system/u.service"),
+			l("/etc/systemd/system/uu.service", "/usr/lib/systemd/system/u.service"),
+		},
+	},
+	{
+		name: "etc-overrides-usr-lib",
+		files: map[string]string{
+			"usr/lib/systemd/system/u.service": svc + "[Install]\nWantedBy=multi-user.target\n",
+			"etc/systemd/system/u.service":     svc + "[Install]\nWantedBy=other.target\n",
+		},
+		enable: "u.service",
+		want:   []Link{l("/etc/systemd/system/other.target.wants/u.service", "/etc/systemd/system/u.service")},
+	},
+	{
+		name: "alias-symlink-in-usr-lib",
+		files: map[string]string{
+			"usr/lib/systemd/system/dbus-broker.service": svc + "[Install]\nWantedBy=multi-user.target\nAlias=dbus.service\n",
+			"usr/lib/systemd/system/dbus.service":        "->dbus-broker.service",
+		},
+		enable: "dbus.service",
+		want: []Link{
+			l("/etc/systemd/system/dbus.service", "/usr/lib/systemd/system/dbus-broker.service"),
+			l("/etc/systemd/system/multi-user.target.wants/dbus-broker.service", "/usr/lib/systemd/system/dbus-broker.service"),
+		},
+	},
+	{
+		name: "absolute-alias-symlink",
+		files: map[string]string{
+			"usr/lib/systemd/system/abs.service":      svc + "[Install]\nWantedBy=multi-user.target\n",
+			"usr/lib/systemd/system/absalias.service": "->/usr/lib/systemd/system/abs.service",
+		},
+		enable: "absalias.service",
+		want:   []Link{l("/etc/systemd/system/multi-user.target.wants/abs.service", "/usr/lib/systemd/system/abs.service")},
+	},
+	{
+		name:   "specifiers",
+		files:  map[string]string{"etc/systemd/system/spec@.service": svc + "[Install]\nWantedBy=foo-%i.target\nAlias=sp-%i@.service\nDefaultInstance=q\nRequiredBy=%p-x.target\n"},
+		enable: "spec@.service",
+		want: []Link{
+			l("/etc/systemd/system/foo-q.target.wants/spec@q.service", "/etc/systemd/system/spec@.service"),
+			l("/etc/systemd/system/sp-q@.service", "/etc/systemd/system/spec@.service"),
+			l("/etc/systemd/system/spec-x.target.requires/spec@q.service", "/etc/systemd/system/spec@.service"),
+		},
+	},
+	{
+		name:    "bad-aliases",
+		files:   map[string]string{"etc/systemd/system/p.service": svc + "[Install]\nAlias=pt@.service p.service p.socket good.service\nWantedBy=multi-user.target\n"},
+		enable:  "p.service",
+		want:    []Link{l("/etc/systemd/system/good.service", "/etc/systemd/system/p.service"), l("/etc/systemd/system/multi-user.target.wants/p.service", "/etc/systemd/system/p.service")},
+		wantErr: true,
+	},
+	{
+		name:   "legacy-alias-wants-path",
+		files:  map[string]string{"etc/systemd/system/s.service": svc + "[Install]\nAlias=foo.target.wants/s.service\n"},
+		enable: "s.service",
+		want:   []Link{l("/etc/systemd/system/foo.target.wants/s.service", "/etc/systemd/system/s.service")},
+	},
+	{
+		name:    "invalid-wantedby",
+		files:   map[string]string{"etc/systemd/system/s.service": svc + "[Install]\nWantedBy=notaunit multi-user.target\n"},
+		enable:  "s.service",
+		want:    []Link{l("/etc/systemd/system/multi-user.target.wants/s.service", "/etc/systemd/system/s.service")},
+		wantErr: true,
+	},
+	{
+		name: "syntax",
+		files: map[string]string{"etc/systemd/system/m.service": "\ufeffX=1\n[Foo]\nbar=1\n[Install]\r\nWantedBy=a.target \\\n#c\n\n  b.target\n" +
+			"WantedBy=\nWantedBy=\"c.target\" 'd.target'\nRequiredBy = e.target\n ; x\nnoequals\n[Install]\nWantedBy=f.target\nwantedby=g.target\nAlso=\n"},
+		enable: "m.service",
+		want: []Link{
+			l("/etc/systemd/system/c.target.wants/m.service", "/etc/systemd/system/m.service"),
+			l("/etc/systemd/system/d.target.wants/m.service", "/etc/systemd/system/m.service"),
+			l("/etc/systemd/system/e.target.requires/m.service", "/etc/systemd/system/m.service"),
+			l("/etc/systemd/system/f.target.wants/m.service", "/etc/systemd/system/m.service"),
+		},
+	},
+	{
+		name: "continuation",
+		files: map[string]string{"etc/systemd/system/m.service": "[Install]\nWantedBy=a.target \\\n# comment\n; other \\\n b.target \\\n\n c.target\nRequiredBy=x.target \\\\\n" +
+			"RequiredBy=y.target\n"},
+		enable: "m.service",
+		want: []Link{
+			l("/etc/systemd/system/a.target.wants/m.service", "/etc/systemd/system/m.service"),
+			l("/etc/systemd/system/b.target.wants/m.service", "/etc/systemd/system/m.service"),
+			l("/etc/systemd/system/x.target.requires/m.service", "/etc/systemd/system/m.service"),
+			l("/etc/systemd/system/y.target.requires/m.service", "/etc/systemd/system/m.service"),
+		},
+		// The empty line ends the continuation (" c.target" has no '=');
+		// "\\\\" is an escaped backslash, not a continuation, and not a unit.
+		wantErr: true,
+	},
+	{
+		name:    "bad-section-header",
+		files:   map[string]string{"etc/systemd/system/m.service": "[Install]\nWantedBy=a.target\n[Install\n"},
+		enable:  "m.service",
+		wantErr: true,
+	},
+}
+
+// writeTree writes a case's files under dir.
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for rel, content := range files {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if target, ok := strings.CutPrefix(content, "->"); ok {
+			if err := os.Symlink(target, p); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// ours enables name in the tree at dir with FindInFS and EnableLinks.
+func ours(t *testing.T, dir, name string) ([]Link, error) {
+	t.Helper()
+	fsys := os.DirFS(dir)
+	u, err := LoadFromFS(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	return EnableLinks(u, FSLookup(fsys))
+}
+
+func TestEnableLinksCases(t *testing.T) {
+	for _, c := range enableCases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeTree(t, dir, c.files)
+			got, err := ours(t, dir, c.enable)
+			if (err != nil) != c.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, c.wantErr)
+			}
+			if !equalLinks(got, c.want) {
+				t.Errorf("links:\n got %v\nwant %v", got, c.want)
+			}
+		})
+	}
+}
+
+func equalLinks(a, b []Link) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
