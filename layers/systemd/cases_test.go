@@ -49,7 +49,7 @@ var enableCases = []enableCase{
 	{
 		name: "also-missing-and-stub",
 		files: map[string]string{
-			"etc/systemd/system/a.service": svc + "[Install]\nWantedBy=multi-user.target\nAlso=missing.service stub.socket\n",
+			"etc/systemd/system/a.service":   svc + "[Install]\nWantedBy=multi-user.target\nAlso=missing.service stub.socket\n",
 			"etc/systemd/system/stub.socket": "[Socket]\nListenStream=/run/x\n",
 		},
 		enable: "a.service",
