@@ -1,0 +1,304 @@
+package layers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/oslayer/oslayer/layers/gardener"
+	"github.com/oslayer/oslayer/layers/machineconfig"
+	"github.com/oslayer/oslayer/layers/model"
+	"github.com/oslayer/oslayer/test/fixtures"
+)
+
+// fixtureCase is one render over the real inputs.
+type fixtureCase struct {
+	name    string
+	oscs    []string // relative to the fixtures dir
+	mcs     []string
+	pool    string
+	secrets string
+	bake    bool
+	// wantErr, when set, is part of the error the render must fail with.
+	wantErr string
+}
+
+func fixtureCases() []fixtureCase {
+	var cs []fixtureCase
+	for _, plat := range []string{"aws", "baremetal", "gcp"} {
+		for _, role := range []string{"master", "worker"} {
+			cs = append(cs,
+				fixtureCase{name: "mco-" + plat + "-" + role, mcs: []string{"mco/" + plat + "/" + role}, pool: role},
+				fixtureCase{name: "mco-" + plat + "-rendered-" + role, mcs: []string{"mco/" + plat + "/rendered-" + role + ".yaml"}},
+			)
+		}
+	}
+	g := "gardener/generated/"
+	cs = append(cs,
+		fixtureCase{name: "gardener-reconcile-full", oscs: []string{g + "osc-worker-a-reconcile-full.yaml"}},
+		fixtureCase{name: "gardener-reconcile", oscs: []string{g + "osc-worker-a-reconcile.yaml"}},
+		fixtureCase{name: "gardener-provision", oscs: []string{g + "osc-worker-a-provision.yaml"}},
+		fixtureCase{name: "gardener-secret-resolved", oscs: []string{g + "secret-osc-worker-a-resolved.yaml"}},
+		fixtureCase{name: "gardener-secret-unresolved", oscs: []string{g + "secret-osc-worker-a-unresolved.yaml"}, secrets: g},
+		fixtureCase{name: "gardener-secret-unresolved-baked", oscs: []string{g + "secret-osc-worker-a-unresolved.yaml"}, secrets: g, bake: true},
+		fixtureCase{name: "gardener-osc.yaml-resolved", oscs: []string{g + "osc.yaml-worker-a-resolved"}},
+		fixtureCase{name: "gardener-osc.yaml-unresolved", oscs: []string{g + "osc.yaml-worker-a-unresolved"}},
+		// The node-agent integration test's OSC uses unit names without a
+		// type suffix ("unit1"), which systemd refuses: a clear error.
+		fixtureCase{name: "gardener-nodeagent-integration", oscs: []string{g + "secret-osc-nodeagent-integration-test.yaml"}, secrets: g,
+			wantErr: `invalid unit name "unit1": no unit type suffix`},
+		fixtureCase{name: "gardener-with-secretref", oscs: []string{g + "osc-worker-a-reconcile-with-secretref.yaml"}, secrets: g},
+	)
+	return cs
+}
+
+func (c fixtureCase) request(t testing.TB, dir string, images model.ImageFiles) Request {
+	req := Request{Pool: c.pool, BakeSecrets: c.bake, Images: images}
+	for _, p := range c.oscs {
+		req.OSCs = append(req.OSCs, filepath.Join(dir, p))
+	}
+	for _, p := range c.mcs {
+		req.MachineConfigs = append(req.MachineConfigs, filepath.Join(dir, p))
+	}
+	if c.secrets != "" {
+		req.SecretsDir = filepath.Join(dir, c.secrets)
+	}
+	return req
+}
+
+// load decodes and merges like Render does, for the accounting check.
+func load(t testing.TB, req Request) *model.Config {
+	ctx := context.Background()
+	var cfgs []*model.Config
+	if len(req.OSCs) > 0 {
+		c, err := gardener.Load(ctx, req.OSCs, gardener.Options{SecretsDir: req.SecretsDir, BakeSecrets: req.BakeSecrets, Images: req.Images})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfgs = append(cfgs, c)
+	}
+	if len(req.MachineConfigs) > 0 {
+		c, err := machineconfig.Load(ctx, req.MachineConfigs, req.Pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfgs = append(cfgs, c)
+	}
+	cfg, err := model.Merge(cfgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// summaryText is the golden file: layers, tree listing, report essentials.
+func summaryText(res *Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# layers\n")
+	for _, l := range res.Layers {
+		fmt.Fprintf(&b, "%s %s files=%d %s\n", l.Name, l.Digest, l.Files, l.CreatedBy)
+	}
+	fmt.Fprintf(&b, "# tree\n%s", listing(res.tree))
+	fmt.Fprintf(&b, "# units\n")
+	for _, u := range res.Report.Units {
+		fmt.Fprintf(&b, "%s written=%t enablement=%q installFrom=%q dropIns=%q links=%q\n", u.Name, u.Written, u.Enablement, u.InstallFrom, u.DropIns, u.Links)
+	}
+	fmt.Fprintf(&b, "# runtime\n")
+	for _, r := range res.Report.Runtime {
+		fmt.Fprintf(&b, "%s: %s (%s %s)\n", r.Item, r.Reason, filepath.Base(r.Origin.Document), r.Origin.Field)
+	}
+	fmt.Fprintf(&b, "# packages %q\n# kernel arguments %q\n# warnings\n", res.Packages, res.KernelArgs)
+	for _, w := range res.Report.Warnings {
+		fmt.Fprintf(&b, "%s\n", w)
+	}
+	return b.String()
+}
+
+// TestGoldenFixtures renders every real input set and compares the tree,
+// the layer digests and the report with testdata/golden/*.txt.
+func TestGoldenFixtures(t *testing.T) {
+	dir := fixtures.Dir(t)
+	for _, c := range fixtureCases() {
+		t.Run(c.name, func(t *testing.T) {
+			req := c.request(t, dir, &fakeImages{})
+			res, err := Render(context.Background(), req)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err = %v, want %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkAccounted(t, load(t, req), res)
+			if len(res.Layers) > 5 || len(res.Layers) == 0 {
+				t.Errorf("%d layers", len(res.Layers))
+			}
+			got := summaryText(res)
+			// The golden files must not depend on where the fixtures are.
+			got = strings.ReplaceAll(got, dir+string(filepath.Separator), "")
+			golden(t, c.name+".txt", got)
+		})
+	}
+}
+
+// TestReproducible renders the largest inputs twice under different
+// GOMAXPROCS, TZ, LANG, working directories and path spellings: the layers
+// must be byte-identical and the digests stable.
+func TestReproducible(t *testing.T) {
+	dir := fixtures.Dir(t)
+	cases := []fixtureCase{
+		{name: "gardener", oscs: []string{"gardener/generated/osc-worker-a-reconcile-full.yaml"}},
+		{name: "mco", mcs: []string{"mco/aws/worker"}, pool: "worker"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			render := func(procs int, tz, lang, cwd string, relative bool) *Result {
+				t.Helper()
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				t.Setenv("TZ", tz)
+				t.Setenv("LANG", lang)
+				t.Setenv("LC_ALL", lang)
+				t.Chdir(cwd)
+				base := dir
+				if relative {
+					rel, err := filepath.Rel(cwd, dir)
+					if err != nil {
+						t.Fatal(err)
+					}
+					base = rel
+				}
+				res, err := Render(context.Background(), c.request(t, base, &fakeImages{}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res
+			}
+			a := render(1, "UTC", "C", dir, false)
+			b := render(2, "Asia/Kolkata", "de_DE.UTF-8", t.TempDir(), true)
+			if len(a.Layers) != len(b.Layers) {
+				t.Fatalf("%d vs %d layers", len(a.Layers), len(b.Layers))
+			}
+			for i := range a.Layers {
+				if !bytes.Equal(a.Layers[i].Gzip, b.Layers[i].Gzip) || a.Layers[i].Digest != b.Layers[i].Digest || a.Layers[i].CreatedBy != b.Layers[i].CreatedBy {
+					t.Errorf("layer %s differs: %s vs %s", a.Layers[i].Name, a.Layers[i].Digest, b.Layers[i].Digest)
+				}
+			}
+			if a.InputsDigest != b.InputsDigest {
+				t.Errorf("inputs digest %s vs %s", a.InputsDigest, b.InputsDigest)
+			}
+			for i := 0; i < 3; i++ { // map iteration order differs per run
+				c := render(2, "UTC", "C", dir, false)
+				for j := range a.Layers {
+					if !bytes.Equal(a.Layers[j].Gzip, c.Layers[j].Gzip) {
+						t.Fatalf("run %d: layer %s differs", i, a.Layers[j].Name)
+					}
+				}
+			}
+			// A different epoch changes the layers and the inputs digest.
+			req := c.request(t, dir, &fakeImages{})
+			req.Epoch = DefaultEpoch.Add(1e9)
+			d, err := Render(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Layers[0].Digest == a.Layers[0].Digest || d.InputsDigest == a.InputsDigest {
+				t.Error("epoch does not change the output")
+			}
+		})
+	}
+}
+
+func TestWriteDir(t *testing.T) {
+	res, err := RenderConfig(context.Background(), Request{}, handConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	if err := res.WriteDir(out); err != nil {
+		t.Fatal(err)
+	}
+	check := func() {
+		t.Helper()
+		fi, err := os.Lstat(filepath.Join(out, "rootfs/usr/libexec/helper"))
+		if err != nil || fi.Mode()&os.ModeSetuid == 0 || fi.Mode().Perm() != 0o755 {
+			t.Errorf("setuid helper: %v %v", fi.Mode(), err)
+		}
+		if tg, err := os.Readlink(filepath.Join(out, "rootfs/etc/systemd/system/rpm-ostreed-automatic.timer")); err != nil || tg != "/dev/null" {
+			t.Errorf("mask link: %q %v", tg, err)
+		}
+		if fi, err := os.Stat(filepath.Join(out, "rootfs/etc/kubernetes/manifests")); err != nil || fi.Mode().Perm() != 0o750 {
+			t.Errorf("dir mode: %v", err)
+		}
+		a, _ := os.Stat(filepath.Join(out, "rootfs/usr/libexec/helper"))
+		b, _ := os.Stat(filepath.Join(out, "rootfs/usr/libexec/helper2"))
+		if a == nil || b == nil || !os.SameFile(a, b) {
+			t.Error("hard link not unpacked as a hard link")
+		}
+		for i, l := range res.Layers {
+			got, err := os.ReadFile(filepath.Join(out, "layers", fmt.Sprintf("%02d-%s.tar.gz", i+1, l.Name)))
+			if err != nil || !bytes.Equal(got, l.Gzip) {
+				t.Errorf("layer %s: %v", l.Name, err)
+			}
+		}
+		var back Result
+		raw, err := os.ReadFile(filepath.Join(out, "report.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, &back); err != nil {
+			t.Fatal(err)
+		}
+		if back.InputsDigest != res.InputsDigest || len(back.Report.Baked) != len(res.Report.Baked) || len(back.Layers) != 3 {
+			t.Errorf("report.json round trip: %+v", back)
+		}
+	}
+	check()
+	// A second render replaces the previous one.
+	if err := res.WriteDir(out); err != nil {
+		t.Fatal(err)
+	}
+	check()
+	if ents, _ := os.ReadDir(filepath.Dir(out)); len(ents) != 1 {
+		t.Errorf("leftovers: %v", ents)
+	}
+	// A non-empty directory that is not a render is never replaced.
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, "precious"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := res.WriteDir(other); err == nil || !strings.Contains(err.Error(), "refusing") {
+		t.Fatalf("WriteDir over a foreign dir: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(other, "precious")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BenchmarkRender renders the largest Gardener fixture (imageRef files read
+// through a fake reader returning 1 MiB each) and the aws worker
+// MachineConfig set.
+func BenchmarkRender(b *testing.B) {
+	dir := fixtures.Dir(b)
+	for _, c := range []fixtureCase{
+		{name: "gardener-reconcile-full", oscs: []string{"gardener/generated/osc-worker-a-reconcile-full.yaml"}},
+		{name: "mco-aws-worker", mcs: []string{"mco/aws/worker"}, pool: "worker"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			req := c.request(b, dir, &fakeImages{size: 1 << 20})
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Render(context.Background(), req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
