@@ -255,3 +255,16 @@ func writeTrust(t *testing.T, repo, pub string) (policy, registriesD string, b *
 }
 
 func regOpts() *registry.Options { return &registry.Options{} }
+
+func jsonRoundTrip(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
