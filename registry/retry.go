@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"syscall"
@@ -16,14 +17,15 @@ import (
 // Retry bounds how failed registry requests are retried: server errors
 // (5xx), rate limits (429), request timeouts (408) and broken connections
 // (reset, EOF, broken pipe). The wait doubles after every failed attempt,
-// capped at Max. Blob uploads are retried as a whole (a new upload session
+// growing more slowly when doubling would make the last wait exceed Max.
+// Blob uploads are retried as a whole (a new upload session
 // each time), other requests one by one.
 type Retry struct {
 	// Attempts is the number of tries including the first (0: 5; 1: no retry).
 	Attempts int
 	// Initial is the wait after the first failure (0: 250ms).
 	Initial time.Duration
-	// Max caps a single wait (0: 4s).
+	// Max bounds the longest wait, the one before the last attempt (0: 4s).
 	Max time.Duration
 }
 
@@ -58,7 +60,17 @@ func (r Retry) withDefaults() Retry {
 // Backoff returns the go-containerregistry backoff for r.
 func (r Retry) Backoff() remote.Backoff {
 	r = r.withDefaults()
-	return remote.Backoff{Duration: r.Initial, Factor: 2, Jitter: 0.1, Steps: r.Attempts, Cap: r.Max}
+	factor := 2.0
+	if r.Attempts > 2 {
+		// The last of Attempts-1 waits is Initial*factor^(Attempts-2).
+		if last := float64(r.Initial) * math.Pow(factor, float64(r.Attempts-2)); last > float64(r.Max) {
+			factor = math.Pow(float64(r.Max)/float64(r.Initial), 1/float64(r.Attempts-2))
+			if factor < 1 {
+				factor = 1
+			}
+		}
+	}
+	return remote.Backoff{Duration: r.Initial, Factor: factor, Jitter: 0.1, Steps: r.Attempts}
 }
 
 // Retryable reports whether err is worth another attempt: a retryable
