@@ -77,6 +77,16 @@ type Options struct {
 	BakeSecrets bool
 	// Images reads imageRef files; nil makes an imageRef an error.
 	Images model.ImageFiles
+	// MaxContentSize bounds one file's decoded inline or secret content;
+	// 0 means model.MaxContentSize (64 MiB).
+	MaxContentSize int
+}
+
+func (o Options) maxContent() int {
+	if o.MaxContentSize > 0 {
+		return o.MaxContentSize
+	}
+	return model.MaxContentSize
 }
 
 // Load decodes and merges the OSC inputs at paths. Several inputs merge into
@@ -314,7 +324,7 @@ func (l *loader) decodeOSC(ctx context.Context, doc string, data []byte, fieldPr
 	}
 	for _, name := range order {
 		su := merged[name]
-		u, err := unit(su.u, su.origin, su.dropFields, origin)
+		u, err := unit(su.u, su.origin, su.dropFields, origin, l.opts.maxContent())
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -333,7 +343,7 @@ func (l *loader) decodeOSC(ctx context.Context, doc string, data []byte, fieldPr
 	return model.Merge(cfg)
 }
 
-func unit(u extv1alpha1.Unit, o model.Origin, dropFields []string, origin func(string) model.Origin) (model.Unit, error) {
+func unit(u extv1alpha1.Unit, o model.Origin, dropFields []string, origin func(string) model.Origin, limit int) (model.Unit, error) {
 	if err := model.ValidateUnitName(u.Name); err != nil {
 		if len(u.DropIns) > 0 && u.Content == nil {
 			return model.Unit{}, model.Errorf(o, "", "drop-ins for unit %q: %v", u.Name, err)
@@ -356,7 +366,7 @@ func unit(u extv1alpha1.Unit, o model.Origin, dropFields []string, origin func(s
 	mu := model.Unit{Name: u.Name, Enabled: &enabled, Origin: o}
 	if u.Content != nil {
 		c := *u.Content
-		if err := checkText(c); err != nil {
+		if err := checkText(c, limit); err != nil {
 			return model.Unit{}, model.Errorf(o, "", "unit %s content: %v", u.Name, err)
 		}
 		mu.Contents = &c
@@ -367,7 +377,7 @@ func unit(u extv1alpha1.Unit, o model.Origin, dropFields []string, origin func(s
 		if err := model.ValidateDropInName(d.Name); err != nil {
 			return model.Unit{}, model.Errorf(do, "", "unit %s: %v", u.Name, err)
 		}
-		if err := checkText(d.Content); err != nil {
+		if err := checkText(d.Content, limit); err != nil {
 			return model.Unit{}, model.Errorf(do, "", "unit %s drop-in %s: %v", u.Name, d.Name, err)
 		}
 		if j, ok := seen[d.Name]; ok {
@@ -382,9 +392,9 @@ func unit(u extv1alpha1.Unit, o model.Origin, dropFields []string, origin func(s
 	return mu, nil
 }
 
-func checkText(s string) error {
-	if len(s) > model.MaxContentSize {
-		return fmt.Errorf("content of %d bytes exceeds the limit of %d bytes", len(s), model.MaxContentSize)
+func checkText(s string, limit int) error {
+	if len(s) > limit {
+		return fmt.Errorf("content of %d bytes exceeds the limit of %d bytes", len(s), limit)
 	}
 	return nil
 }
@@ -417,7 +427,7 @@ func (l *loader) file(ctx context.Context, o model.Origin, f extv1alpha1.File) (
 	out := &model.File{Path: f.Path, Mode: mode, Origin: o}
 	switch {
 	case c.Inline != nil:
-		data, err := decodeInline(c.Inline)
+		data, err := decodeInline(c.Inline, l.opts.maxContent())
 		if err != nil {
 			return nil, nil, model.Errorf(o, f.Path, "content.inline: %v", err)
 		}
@@ -467,23 +477,23 @@ func (l *loader) file(ctx context.Context, o model.Origin, f extv1alpha1.File) (
 	return out, nil, nil
 }
 
-func decodeInline(in *extv1alpha1.FileContentInline) ([]byte, error) {
+func decodeInline(in *extv1alpha1.FileContentInline, limit int) ([]byte, error) {
 	switch in.Encoding {
 	case "":
-		if len(in.Data) > model.MaxContentSize {
-			return nil, fmt.Errorf("content of %d bytes exceeds the limit of %d bytes", len(in.Data), model.MaxContentSize)
+		if len(in.Data) > limit {
+			return nil, fmt.Errorf("content of %d bytes exceeds the limit of %d bytes", len(in.Data), limit)
 		}
 		return []byte(in.Data), nil
 	case "b64":
-		if base64.StdEncoding.DecodedLen(len(in.Data)) > model.MaxContentSize+3 {
-			return nil, fmt.Errorf("content of about %d bytes exceeds the limit of %d bytes", base64.StdEncoding.DecodedLen(len(in.Data)), model.MaxContentSize)
+		if base64.StdEncoding.DecodedLen(len(in.Data)) > limit+3 {
+			return nil, fmt.Errorf("content of about %d bytes exceeds the limit of %d bytes", base64.StdEncoding.DecodedLen(len(in.Data)), limit)
 		}
 		b, err := base64.StdEncoding.DecodeString(in.Data)
 		if err != nil {
 			return nil, fmt.Errorf("invalid base64 (encoding b64): %v", err)
 		}
-		if len(b) > model.MaxContentSize {
-			return nil, fmt.Errorf("content of %d bytes exceeds the limit of %d bytes", len(b), model.MaxContentSize)
+		if len(b) > limit {
+			return nil, fmt.Errorf("content of %d bytes exceeds the limit of %d bytes", len(b), limit)
 		}
 		return b, nil
 	default:
@@ -520,8 +530,8 @@ func (l *loader) secret(name, key string) ([]byte, error) {
 		sort.Strings(keys)
 		return nil, fmt.Errorf("secret %q (%s) has no key %q (keys: %s)", name, s.path, key, strings.Join(keys, ", "))
 	}
-	if len(v) > model.MaxContentSize {
-		return nil, fmt.Errorf("secret %q key %q: %d bytes exceed the limit of %d bytes", name, key, len(v), model.MaxContentSize)
+	if len(v) > l.opts.maxContent() {
+		return nil, fmt.Errorf("secret %q key %q: %d bytes exceed the limit of %d bytes", name, key, len(v), l.opts.maxContent())
 	}
 	return v, nil
 }
