@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/oslayer/oslayer/layers"
+	"github.com/oslayer/oslayer/layers/imagefile"
 	"github.com/oslayer/oslayer/registry"
 )
 
@@ -64,6 +65,9 @@ func (f *inputFlags) requestChecked(reg *registry.Options) (layers.Request, erro
 		BakeSecrets:    f.bakeSecrets,
 		AllowTopLevel:  f.allowTopLevel,
 		Epoch:          epoch,
+	}
+	if reg != nil {
+		r.Images = imagefile.New(reg)
 	}
 	return r, err
 }

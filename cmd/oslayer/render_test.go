@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/crane"
+
+	"github.com/oslayer/oslayer/layers"
+	"github.com/oslayer/oslayer/test/fixtures"
+	"github.com/oslayer/oslayer/test/regtest"
+)
+
+// runCLI runs the oslayer root command in-process.
+func runCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := newRootCmd()
+	var out, errb bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(context.Background())
+	return out.String() + errb.String(), err
+}
+
+func TestRenderCLIMachineConfigs(t *testing.T) {
+	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
+	out := filepath.Join(t.TempDir(), "worker")
+	text, err := runCLI(t, "render", "--machineconfig", fixtures.Path(t, "mco", "aws", "worker"), "--pool", "worker", "--output", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	for _, want := range []string{"layer config", "layer metadata", "written to " + out} {
+		if !strings.Contains(text, want) {
+			t.Errorf("summary lacks %q:\n%s", want, text)
+		}
+	}
+	for _, p := range []string{
+		"rootfs/etc/systemd/system/kubelet.service",
+		"rootfs/usr/lib/oslayer/var/var/usrlocal/bin/configure-ovs.sh",
+		"rootfs/usr/lib/tmpfiles.d/oslayer-var.conf",
+		"rootfs/usr/lib/oslayer/manifest.json",
+		"layers/01-config.tar.gz",
+		"layers/02-metadata.tar.gz",
+		"report.json",
+	} {
+		if _, err := os.Lstat(filepath.Join(out, p)); err != nil {
+			t.Errorf("missing %s: %v", p, err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(out, "rootfs/usr/local")); err == nil {
+		t.Error("rootfs has a real usr/local")
+	}
+	var res layers.Result
+	raw, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Inputs) != 3 || len(res.Layers) != 2 || res.Report == nil || len(res.Report.Baked) == 0 {
+		t.Fatalf("report.json: %d inputs, %d layers", len(res.Inputs), len(res.Layers))
+	}
+
+	// -o json prints the same result; SOURCE_DATE_EPOCH reaches the layers.
+	t.Setenv("SOURCE_DATE_EPOCH", "1700000001")
+	out2 := filepath.Join(t.TempDir(), "worker")
+	text, err = runCLI(t, "render", "--machineconfig", fixtures.Path(t, "mco", "aws", "worker"), "--pool", "worker", "--output", out2, "-o", "json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	var res2 layers.Result
+	if err := json.Unmarshal([]byte(text), &res2); err != nil {
+		t.Fatalf("-o json: %v\n%s", err, text)
+	}
+	if res2.Layers[0].Digest == res.Layers[0].Digest || res2.InputsDigest == res.InputsDigest {
+		t.Error("SOURCE_DATE_EPOCH did not change the output")
+	}
+}
+
+func TestRenderCLIErrors(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte(`apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 99-bad
+  labels:
+    machineconfiguration.openshift.io/role: worker
+spec:
+  config:
+    ignition:
+      version: 3.4.0
+    storage:
+      files:
+      - path: /usr/etc/evil
+        contents:
+          source: data:,x
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"render", "--machineconfig", bad}, "--output DIR is required"},
+		{[]string{"render", "--output", "OUT"}, "nothing to render"},
+		{[]string{"render", "--machineconfig", bad, "--output", "OUT"}, "/usr/etc/evil"},
+		{[]string{"render", "--machineconfig", bad, "--output", "OUT", "--mirror", "nope"}, "want FROM=TO"},
+	}
+	for _, c := range cases {
+		dir := t.TempDir()
+		for i, a := range c.args {
+			if a == "OUT" {
+				c.args[i] = filepath.Join(dir, "out")
+			}
+		}
+		text, err := runCLI(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: err %v, want %q\n%s", c.args, err, c.want, text)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+			t.Errorf("%q: output written: %v", c.args, ents)
+		}
+	}
+	t.Setenv("SOURCE_DATE_EPOCH", "yesterday")
+	if _, err := runCLI(t, "render", "--machineconfig", bad, "--output", filepath.Join(t.TempDir(), "o")); err == nil || !strings.Contains(err.Error(), "SOURCE_DATE_EPOCH") {
+		t.Errorf("bad SOURCE_DATE_EPOCH: %v", err)
+	}
+}
+
+// TestRenderCLIImageRef renders the real worker OSC whose imageRef files
+// point at a public registry, pulled through --mirror from a loopback
+// registry seeded with images holding those files.
+func TestRenderCLIImageRef(t *testing.T) {
+	reg := regtest.Start(t, regtest.Config{})
+	kubelet := bytes.Repeat([]byte("kubelet-binary "), 100000) // ~1.5 MiB
+	for ref, files := range map[string]map[string][]byte{
+		"gardener-project/releases/hyperkube:v1.34.3":                                      {"kubelet": kubelet},
+		"gardener-project/releases/gardener/node-agent:v1.150.0":                          {"gardener-node-agent": []byte("node-agent")},
+		"gardener-project/releases/gardener/observability/opentelemetry-collector:v0.0.1": {"bin/otelcol": []byte("otelcol")},
+	} {
+		img, err := crane.Image(files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := crane.Push(img, reg.Host+"/"+ref); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "worker-a")
+	text, err := runCLI(t, "render",
+		"--osc", fixtures.Path(t, "gardener", "generated", "osc-worker-a-reconcile-full.yaml"),
+		"--mirror", "europe-docker.pkg.dev="+reg.Host,
+		"--output", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	got, err := os.ReadFile(filepath.Join(out, "rootfs/usr/lib/oslayer/var/var/opt/bin/kubelet"))
+	if err != nil || !bytes.Equal(got, kubelet) {
+		t.Fatalf("kubelet from the mirror: %d bytes, %v", len(got), err)
+	}
+	fi, err := os.Stat(filepath.Join(out, "rootfs/usr/lib/oslayer/var/var/opt/bin/kubelet"))
+	if err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("kubelet mode: %v %v", fi.Mode(), err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "layers/01-payload.tar.gz")); err != nil {
+		t.Errorf("no payload layer: %v", err)
+	}
+	var res layers.Result
+	raw, _ := os.ReadFile(filepath.Join(out, "report.json"))
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, b := range res.Report.Baked {
+		if b.Path == "/opt/bin/kubelet" {
+			found = b.Layer == "payload" && strings.Contains(b.FromImage, "hyperkube@sha256:")
+		}
+	}
+	if !found {
+		t.Error("report lacks /opt/bin/kubelet in the payload layer with its pinned image")
+	}
+}
