@@ -1,0 +1,408 @@
+// Package e2e runs oslayer build end to end against the real CNCF registry
+// (docker-registry) on 127.0.0.1 behind a counting proxy, and checks the
+// result with independent clients: skopeo, crane and umoci.
+package e2e
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/layers"
+	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/registry/push"
+	"github.com/oslayer/oslayer/test/fixtures"
+	"github.com/oslayer/oslayer/test/regtest"
+	"github.com/oslayer/oslayer/test/synth"
+)
+
+// scale keeps the synthetic FCOS base at about 140 KB (51 layers).
+const scale = 0.0002
+
+var (
+	baseOnce sync.Once
+	baseImg  v1.Image
+	baseErr  error
+)
+
+func synthBase(t *testing.T) v1.Image {
+	t.Helper()
+	baseOnce.Do(func() { baseImg, baseErr = synth.FCOSBase(scale) })
+	if baseErr != nil {
+		t.Fatal(baseErr)
+	}
+	return baseImg
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	r, err := fixtures.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func exampleOSC(t *testing.T) string {
+	return filepath.Join(repoRoot(t), "examples", "gardener", "worker-osc.yaml")
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// env is a registry with the synthetic base pushed to fcos/base:stable,
+// reached through a counting proxy.
+type env struct {
+	reg   *regtest.Registry
+	proxy *regtest.Proxy
+	base  string // proxy.Host + "/fcos/base:stable"
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	reg := regtest.Start(t, regtest.Config{})
+	proxy := regtest.NewProxy(t, reg.Host)
+	if _, err := synth.Push(ctxT(t), synthBase(t), reg.Host+"/fcos/base:stable"); err != nil {
+		t.Fatal(err)
+	}
+	return &env{reg: reg, proxy: proxy, base: proxy.Host + "/fcos/base:stable"}
+}
+
+func build(t *testing.T, base, target string, stages ...builder.Stage) *builder.Result {
+	t.Helper()
+	res, err := tryBuild(t, base, target, stages...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func tryBuild(t *testing.T, base, target string, stages ...builder.Stage) (*builder.Result, error) {
+	t.Helper()
+	reg := &registry.Options{}
+	pub, err := push.New(target, reg)
+	if err != nil {
+		return nil, err
+	}
+	return builder.Build(ctxT(t), builder.Request{
+		Render:   layers.Request{OSCs: []string{exampleOSC(t)}, Pool: "worker"},
+		Base:     base,
+		Registry: reg,
+		Version:  "e2e",
+	}, pub, stages...)
+}
+
+// renderExample renders the example OSC the way build does.
+func renderExample(t *testing.T) *layers.Result {
+	t.Helper()
+	r, err := layers.Render(ctxT(t), layers.Request{OSCs: []string{exampleOSC(t)}, Pool: "worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func run(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd := exec.CommandContext(ctxT(t), name, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	return out.String()
+}
+
+// baseBlobGets counts downloads of base blobs other than the config.
+func baseBlobGets(t *testing.T, p *regtest.Proxy) int {
+	t.Helper()
+	cfg, _ := synthBase(t).ConfigName()
+	n := 0
+	for _, r := range p.Requests() {
+		if r.Method == http.MethodGet && strings.Contains(r.Path, "/blobs/") && !strings.HasSuffix(r.Path, cfg.String()) {
+			n++
+		}
+	}
+	return n
+}
+
+func writes(p *regtest.Proxy) []string {
+	var w []string
+	for _, r := range p.Requests() {
+		if r.Method == http.MethodPut || r.Method == http.MethodPost || r.Method == http.MethodPatch || r.Method == http.MethodDelete {
+			w = append(w, r.Method+" "+r.Path)
+		}
+	}
+	return w
+}
+
+type skopeoInspect struct {
+	Digest string            `json:"Digest"`
+	Labels map[string]string `json:"Labels"`
+	Layers []string          `json:"Layers"`
+}
+
+func inspect(t *testing.T, ref string) skopeoInspect {
+	t.Helper()
+	args := []string{"inspect"}
+	if strings.HasPrefix(ref, "docker://") {
+		args = append(args, "--tls-verify=false")
+	}
+	var si skopeoInspect
+	if err := json.Unmarshal([]byte(run(t, "skopeo", append(args, ref)...)), &si); err != nil {
+		t.Fatal(err)
+	}
+	return si
+}
+
+// checkImage checks labels and layers of a built image with skopeo.
+func checkImage(t *testing.T, ref string, res *builder.Result, base v1.Image) {
+	t.Helper()
+	si := inspect(t, ref)
+	if si.Digest != res.Digest.String() {
+		t.Errorf("skopeo sees digest %s, build said %s", si.Digest, res.Digest)
+	}
+	bcf, _ := base.ConfigFile()
+	for k, v := range bcf.Config.Labels {
+		if si.Labels[k] != v {
+			t.Errorf("base label %s = %q, want %q", k, si.Labels[k], v)
+		}
+	}
+	bd, _ := base.Digest()
+	for k, v := range map[string]string{
+		builder.LabelPool: "worker", builder.LabelBaseDigest: bd.String(), builder.LabelVersion: "e2e",
+		builder.LabelInputsDigest: res.InputsDigest,
+	} {
+		if si.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, si.Labels[k], v)
+		}
+	}
+	bm, _ := base.Manifest()
+	if len(si.Layers) != len(bm.Layers)+len(res.Layers) {
+		t.Fatalf("%d layers, want %d base + %d added", len(si.Layers), len(bm.Layers), len(res.Layers))
+	}
+	for i, d := range bm.Layers {
+		if si.Layers[i] != d.Digest.String() {
+			t.Errorf("layer %d is %s, want base layer %s", i, si.Layers[i], d.Digest)
+		}
+	}
+	for i, l := range res.Layers {
+		if si.Layers[len(bm.Layers)+i] != l.Digest.String() {
+			t.Errorf("added layer %d is %s, want %s", i, si.Layers[len(bm.Layers)+i], l.Digest)
+		}
+	}
+}
+
+// checkUnpacked unpacks an OCI layout image with umoci and checks that every
+// entry of every rendered layer is in the root file system as rendered.
+func checkUnpacked(t *testing.T, layoutDir, tag string, r *layers.Result) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "bundle")
+	run(t, "umoci", "unpack", "--rootless", "--image", layoutDir+":"+tag, dst)
+	rootfs := filepath.Join(dst, "rootfs")
+	n := 0
+	for _, l := range r.Layers {
+		zr, err := gzip.NewReader(bytes.NewReader(l.Gzip))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(zr)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+			p := filepath.Join(rootfs, h.Name)
+			fi, err := os.Lstat(p)
+			if err != nil {
+				t.Errorf("%s (layer %s): %v", h.Name, l.Name, err)
+				continue
+			}
+			switch h.Typeflag {
+			case tar.TypeReg:
+				want, _ := io.ReadAll(tr)
+				got, err := os.ReadFile(p)
+				if err != nil || !bytes.Equal(got, want) {
+					t.Errorf("%s: content differs (%v)", h.Name, err)
+				}
+				if fi.Mode().Perm() != os.FileMode(h.Mode).Perm() || !fi.Mode().IsRegular() {
+					t.Errorf("%s: mode %v, rendered %o", h.Name, fi.Mode(), h.Mode)
+				}
+			case tar.TypeSymlink:
+				got, err := os.Readlink(p)
+				if err != nil || got != h.Linkname {
+					t.Errorf("%s: link %q (%v), rendered %q", h.Name, got, err, h.Linkname)
+				}
+			case tar.TypeDir:
+				if !fi.IsDir() {
+					t.Errorf("%s: not a directory", h.Name)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("rendered layers hold no entries")
+	}
+	return rootfs
+}
+
+func TestBuildOntoRegistryBase(t *testing.T) {
+	regtest.Require(t, "skopeo")
+	regtest.Require(t, "umoci")
+	e := newEnv(t)
+	base := synthBase(t)
+	bm, _ := base.Manifest()
+	target := e.proxy.Host + "/pools/worker:latest"
+
+	e.proxy.Reset()
+	res := build(t, e.base, target)
+	if n := baseBlobGets(t, e.proxy); n != 0 {
+		t.Errorf("%d base blobs downloaded, want 0:\n%s", n, e.proxy.Dump())
+	}
+	if m := e.proxy.Mounts(); m != len(bm.Layers) {
+		t.Errorf("%d cross-repository mounts, want %d (every base layer)", m, len(bm.Layers))
+	}
+	var added int64
+	for _, l := range res.Layers {
+		added += l.Size
+	}
+	if res.BytesUploaded < added || res.BytesUploaded > added+64<<10 {
+		t.Errorf("uploaded %d bytes; the added layers are %d", res.BytesUploaded, added)
+	}
+	if !res.Tagged || res.Image != e.proxy.Host+"/pools/worker@"+res.Digest.String() {
+		t.Errorf("result image %q tagged=%v", res.Image, res.Tagged)
+	}
+	t.Logf("first build: %d uploads, %d mounts, %d B uploaded, phases %+v", e.proxy.Uploads(), e.proxy.Mounts(), res.BytesUploaded, res.Phases)
+
+	// Rebuild: same digest, nothing uploaded.
+	e.proxy.Reset()
+	again := build(t, e.base, target)
+	if again.Digest != res.Digest {
+		t.Errorf("rebuild digest %s, first %s", again.Digest, res.Digest)
+	}
+	if e.proxy.Uploads() != 0 || again.BytesUploaded != 0 || baseBlobGets(t, e.proxy) != 0 {
+		t.Errorf("rebuild: %d uploads, %d bytes, %d base blob GETs:\n%s", e.proxy.Uploads(), again.BytesUploaded, baseBlobGets(t, e.proxy), e.proxy.Dump())
+	}
+
+	// Independent clients (straight to the registry, not through the proxy).
+	ref := e.reg.Host + "/pools/worker:latest"
+	checkImage(t, "docker://"+ref, res, base)
+	if _, err := exec.LookPath("crane"); err == nil || os.Getenv("OSLAYER_REQUIRE_TOOLS") == "1" {
+		regtest.Require(t, "crane")
+		run(t, "crane", "validate", "--remote", e.reg.Host+"/pools/worker@"+res.Digest.String(), "--insecure")
+	}
+	dir := filepath.Join(t.TempDir(), "copy")
+	run(t, "skopeo", "copy", "--src-tls-verify=false", "docker://"+ref, "oci:"+dir+":worker")
+	rootfs := checkUnpacked(t, dir, "worker", renderExample(t))
+	// The base is still there underneath.
+	if _, err := os.Stat(filepath.Join(rootfs, "usr/lib/modules", synth.KernelRelease, "vmlinuz")); err != nil {
+		t.Errorf("base kernel missing: %v", err)
+	}
+	if l, err := os.Readlink(filepath.Join(rootfs, "ostree")); err != nil || l != "sysroot/ostree" {
+		t.Errorf("/ostree link %q %v", l, err)
+	}
+}
+
+func TestBuildToLayout(t *testing.T) {
+	regtest.Require(t, "skopeo")
+	regtest.Require(t, "umoci")
+	e := newEnv(t)
+	out := filepath.Join(t.TempDir(), "out")
+	res := build(t, e.base, "oci:"+out)
+	if res.Image != "oci:"+out+"@"+res.Digest.String() {
+		t.Errorf("image %q", res.Image)
+	}
+	checkImage(t, "oci:"+out+":latest", res, synthBase(t))
+	checkUnpacked(t, out, "latest", renderExample(t))
+
+	// The same build into the registry gives the same digest.
+	reg := build(t, e.base, e.proxy.Host+"/pools/worker:latest")
+	if reg.Digest != res.Digest {
+		t.Errorf("registry build %s, layout build %s", reg.Digest, res.Digest)
+	}
+}
+
+func TestBuildFromLayoutBase(t *testing.T) {
+	regtest.Require(t, "skopeo")
+	regtest.Require(t, "umoci")
+	examples := filepath.Join(repoRoot(t), "examples", "base")
+	base, _, err := (&registry.Options{}).Image(ctxT(t), "oci:"+examples, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	res := build(t, "oci:"+examples, "oci:"+out)
+	checkImage(t, "oci:"+out+":latest", res, base)
+	rootfs := checkUnpacked(t, out, "latest", renderExample(t))
+	if _, err := os.Stat(filepath.Join(rootfs, "usr/lib/systemd/system/containerd.service")); err != nil {
+		t.Errorf("base unit missing: %v", err)
+	}
+	// And from the layout base into a registry.
+	reg := regtest.Start(t, regtest.Config{})
+	r2 := build(t, "oci:"+examples, reg.Host+"/pools/worker:latest")
+	if r2.Digest != res.Digest {
+		t.Errorf("registry target digest %s, layout target %s", r2.Digest, res.Digest)
+	}
+	checkImage(t, "docker://"+reg.Host+"/pools/worker:latest", r2, base)
+}
+
+// The README's form: an OCI layout target with a tag, which index.json
+// records as org.opencontainers.image.ref.name.
+func TestLayoutTargetWithTag(t *testing.T) {
+	regtest.Require(t, "skopeo")
+	examples := filepath.Join(repoRoot(t), "examples", "base")
+	out := filepath.Join(t.TempDir(), "out")
+	res := build(t, "oci:"+examples, "oci:"+out+":worker")
+	if si := inspect(t, "oci:"+out+":worker"); si.Digest != res.Digest.String() {
+		t.Errorf("tag worker is %s, want %s", si.Digest, res.Digest)
+	}
+}
+
+func TestHostileReferencesPushNothing(t *testing.T) {
+	e := newEnv(t)
+	good := e.proxy.Host + "/pools/worker:latest"
+	for _, tc := range []struct{ base, target, want string }{
+		{e.proxy.Host + "/fcos/missing:stable", good, "fcos/missing:stable"},
+		{e.proxy.Host + "/fcos/base@sha256:" + strings.Repeat("0", 64), good, "fcos/base@sha256:000"},
+		{"oci:" + filepath.Join(t.TempDir(), "nothing"), good, "nothing"},
+		{"oci:" + filepath.Join(repoRoot(t), "examples", "base") + ":no-such-tag", good, "no-such-tag"},
+		{"Quay.IO/../../etc/passwd", good, "Quay.IO/../../etc/passwd"},
+		{e.proxy.Host + "/fcos/base:bad tag", good, "bad tag"},
+		{"-base", good, "-base"},
+		{e.base, e.proxy.Host + "/pools/../worker:latest", "push target"},
+		{e.base, "http://" + e.proxy.Host + "/pools/worker", "push target"},
+		{e.base, e.proxy.Host + "/pools/worker@sha256:" + strings.Repeat("1", 64), "push target"},
+		{e.base, e.proxy.Host + "/Pools/Worker:latest", "push target"},
+	} {
+		e.proxy.Reset()
+		_, err := tryBuild(t, tc.base, tc.target)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("base %q target %q: error %v, want it to mention %q", tc.base, tc.target, err, tc.want)
+		}
+		if w := writes(e.proxy); len(w) > 0 {
+			t.Errorf("base %q target %q: wrote %v", tc.base, tc.target, w)
+		}
+	}
+}
