@@ -141,7 +141,7 @@ func TestRenderCLIImageRef(t *testing.T) {
 	reg := regtest.Start(t, regtest.Config{})
 	kubelet := bytes.Repeat([]byte("kubelet-binary "), 100000) // ~1.5 MiB
 	for ref, files := range map[string]map[string][]byte{
-		"gardener-project/releases/hyperkube:v1.34.3":                                      {"kubelet": kubelet},
+		"gardener-project/releases/hyperkube:v1.34.3":                                     {"kubelet": kubelet},
 		"gardener-project/releases/gardener/node-agent:v1.150.0":                          {"gardener-node-agent": []byte("node-agent")},
 		"gardener-project/releases/gardener/observability/opentelemetry-collector:v0.0.1": {"bin/otelcol": []byte("otelcol")},
 	} {
