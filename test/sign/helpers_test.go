@@ -135,10 +135,17 @@ func toolEnv(t *testing.T) []string {
 // whether it exited 0.
 func run(t *testing.T, env []string, bin string, args ...string) (string, bool) {
 	t.Helper()
+	return runDir(t, "", env, bin, args...)
+}
+
+// runDir is run in the working directory dir.
+func runDir(t *testing.T, dir string, env []string, bin string, args ...string) (string, bool) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = env
+	cmd.Dir = dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
