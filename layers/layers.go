@@ -5,9 +5,48 @@
 // input item.
 //
 // The pipeline is: sources (layers/gardener, layers/machineconfig) decode
-// documents into a model.Config; Render applies the ostree placement rules,
-// unit enablement and the /var mechanism, builds the tree and splits it into
-// at most a handful of layers.
+// documents into a model.Config; Render merges them (model.Merge), applies
+// the ostree placement rules, unit enablement and the /var mechanism, builds
+// the tree (layers/tree) and splits it into at most three layers
+// (layers/tarball).
+//
+// # Placement (ostree rules)
+//
+//   - /etc/** and /usr/** are written as they are (never usr/etc/).
+//   - /var/**, /opt/** and /usr/local/** (symlinks into /var on FCOS and
+//     RHCOS) are stored under /usr/lib/oslayer/var and materialised on the
+//     node by tmpfiles.d rules plus a prune unit (layers/varmech).
+//   - Children of /run, /tmp, /proc, /sys, /dev and anything under /boot,
+//     /sysroot or /usr/etc are errors naming the source and the path; other
+//     top-level directories are errors unless listed in
+//     Request.AllowTopLevel (they survive only on composefs bases).
+//   - Units go to /etc/systemd/system/NAME (0644), drop-ins to
+//     /etc/systemd/system/NAME.d/DROPIN (0644). Enabled units get exactly
+//     the links `systemctl --root enable` creates (layers/systemd); masked
+//     units a link to /dev/null. A unit without contents (shipped by the OS)
+//     takes its [Install] section from Request.Base when set, else
+//     WantedBy=multi-user.target, and the report says so.
+//   - Kernel arguments go to /usr/lib/bootc/kargs.d/10-oslayer.toml and to
+//     Result.KernelArgs; extensions and kernelType to Result.Packages.
+//
+// # Layer split
+//
+// At most three layers, bottom first, empty ones omitted:
+//
+//  1. "payload": content read from images (Gardener imageRef) and every
+//     file of PayloadThreshold (1 MiB) or more: large, stable binaries.
+//  2. "config": everything else (config files, units, links, drop-ins,
+//     generated tmpfiles.d rules, kargs.d): small and volatile.
+//  3. "metadata": the ownership manifest /usr/lib/oslayer/manifest.json
+//     (path, stored path, type, mode, owner, sha256, layer, source document
+//     and field of everything oslayer writes), which changes whenever
+//     anything changes.
+//
+// A change to a sysctl file therefore re-uploads only the small config and
+// metadata layers, never a 100 MB kubelet; a new kubelet re-uploads payload
+// and metadata only. Layer bytes depend only on the content: source
+// document names inside the image are base names, and every mtime is
+// Request.Epoch (SOURCE_DATE_EPOCH in the CLI, else DefaultEpoch).
 package layers
 
 import (

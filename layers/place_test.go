@@ -1,9 +1,14 @@
 package layers
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -338,5 +343,90 @@ func TestKargsTOML(t *testing.T) {
 	want := "# Kernel arguments of this pool, written by oslayer.\nkargs = [\"a=b\", \"c\\\"d\", \"e\\\\f\", \"tab\\there\", \"\\u0001\"]\n"
 	if got != want {
 		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}
+
+// TestLayerSplit: a change to small config leaves the payload layer
+// untouched, and a change to payload leaves the config layer untouched.
+func TestLayerSplit(t *testing.T) {
+	render := func(mut func(*model.Config)) map[string]string {
+		t.Helper()
+		cfg := handConfig()
+		mut(cfg)
+		res, err := RenderConfig(context.Background(), Request{}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, l := range res.Layers {
+			m[l.Name] = l.Digest.String()
+		}
+		return m
+	}
+	base := render(func(*model.Config) {})
+	cfgChange := render(func(c *model.Config) { c.Files[0].Data = []byte("net.ipv4.ip_forward = 0\n") })
+	if cfgChange[LayerPayload] != base[LayerPayload] {
+		t.Error("a sysctl change changed the payload layer")
+	}
+	if cfgChange[LayerConfig] == base[LayerConfig] || cfgChange[LayerMetadata] == base[LayerMetadata] {
+		t.Error("a sysctl change did not change the config and metadata layers")
+	}
+	payloadChange := render(func(c *model.Config) { c.Files[4].Data = []byte("ELF v2") })
+	if payloadChange[LayerConfig] != base[LayerConfig] {
+		t.Error("an imageRef binary change changed the config layer")
+	}
+	if payloadChange[LayerPayload] == base[LayerPayload] {
+		t.Error("an imageRef binary change did not change the payload layer")
+	}
+}
+
+// TestLayersHoldTheTree: the union of the layer tars is exactly the tree,
+// each entry in its own layer, parents present in every layer.
+func TestLayersHoldTheTree(t *testing.T) {
+	res, err := RenderConfig(context.Background(), Request{}, handConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for _, l := range res.Layers {
+		zr, err := gzip.NewReader(bytes.NewReader(l.Gzip))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(zr)
+		names := map[string]bool{}
+		for i := 0; ; i++ {
+			if i > 10000 {
+				t.Fatal("too many entries")
+			}
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := "/" + strings.TrimSuffix(h.Name, "/")
+			if dir := path.Dir(p); dir != "/" && !names[dir] {
+				t.Errorf("layer %s: %s before its parent", l.Name, p)
+			}
+			names[p] = true
+			if h.Typeflag == tar.TypeDir {
+				continue
+			}
+			if prev, dup := seen[p]; dup {
+				t.Errorf("%s in layers %s and %s", p, prev, l.Name)
+			}
+			seen[p] = l.Name
+			e, ok := res.tree.Get(p)
+			if !ok || e.Layer != l.Name || int64(e.Mode) != h.Mode {
+				t.Errorf("layer %s: %s (mode %o) does not match the tree: %+v", l.Name, p, h.Mode, e)
+			}
+		}
+	}
+	for _, e := range res.tree.Entries() {
+		if e.Kind != tree.Dir && seen[e.Path] == "" {
+			t.Errorf("%s is in no layer", e.Path)
+		}
 	}
 }
