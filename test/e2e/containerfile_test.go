@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+type instr struct {
+	cmd, args string
+	line      int
+}
+
+// parseContainerfile splits a Containerfile into instructions (comments
+// dropped, continuation lines joined) grouped by stage.
+func parseContainerfile(t *testing.T, text string) (pre []instr, stages [][]instr) {
+	t.Helper()
+	var cur string
+	start := 0
+	flush := func(n int) {
+		s := strings.TrimSpace(cur)
+		cur = ""
+		if s == "" {
+			return
+		}
+		cmd, args, _ := strings.Cut(s, " ")
+		in := instr{cmd: strings.ToUpper(cmd), args: strings.TrimSpace(args), line: n}
+		if in.cmd == "FROM" {
+			stages = append(stages, nil)
+		}
+		if len(stages) == 0 {
+			pre = append(pre, in)
+		} else {
+			stages[len(stages)-1] = append(stages[len(stages)-1], in)
+		}
+	}
+	for i, l := range strings.Split(text, "\n") {
+		tl := strings.TrimSpace(l)
+		if strings.HasPrefix(tl, "#") {
+			continue
+		}
+		if cur == "" {
+			start = i + 1
+		}
+		if strings.HasSuffix(tl, "\\") {
+			cur += strings.TrimSuffix(tl, "\\") + " "
+			continue
+		}
+		cur += tl
+		flush(start)
+	}
+	return pre, stages
+}
+
+func TestContainerfile(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "Containerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pre, stages := parseContainerfile(t, string(b))
+	for _, in := range pre {
+		if in.cmd != "ARG" {
+			t.Errorf("line %d: %s before the first FROM", in.line, in.cmd)
+		}
+	}
+	if len(stages) < 2 {
+		t.Fatalf("%d stages, want a builder stage and a runtime stage", len(stages))
+	}
+	// Builder: a Go image, static build, trimmed paths.
+	builder := stages[0]
+	from := strings.Fields(builder[0].args)
+	if len(from) != 3 || !strings.Contains(from[0], "golang") || !strings.EqualFold(from[1], "AS") {
+		t.Errorf("builder stage FROM %q: want golang... AS NAME", builder[0].args)
+	}
+	name := from[len(from)-1]
+	var goBuild string
+	for _, in := range builder {
+		if in.cmd == "RUN" && strings.Contains(in.args, "go build") {
+			goBuild = in.args
+		}
+	}
+	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "./cmd/oslayer", "-o "} {
+		if !strings.Contains(goBuild, want) {
+			t.Errorf("go build %q lacks %q", goBuild, want)
+		}
+	}
+	out := strings.Fields(goBuild[strings.Index(goBuild, "-o ")+3:])[0]
+
+	// Runtime: minimal base, only the binary, a non-root user, an entrypoint.
+	final := stages[len(stages)-1]
+	base := strings.Fields(final[0].args)[0]
+	if !strings.Contains(base, "distroless/static") && !strings.Contains(base, "fedora-minimal") {
+		t.Errorf("runtime base %q is not minimal", base)
+	}
+	var user, entry string
+	copies := 0
+	for _, in := range final[1:] {
+		switch in.cmd {
+		case "COPY":
+			f := strings.Fields(in.args)
+			if len(f) != 3 || f[0] != "--from="+name || f[1] != out {
+				t.Errorf("line %d: COPY %s: the runtime stage may only copy the binary %s from %s", in.line, in.args, out, name)
+			}
+			copies++
+			entry = f[2]
+		case "USER":
+			user = in.args
+		case "ENTRYPOINT":
+			var ep []string
+			if err := json.Unmarshal([]byte(in.args), &ep); err != nil || len(ep) == 0 {
+				t.Errorf("line %d: ENTRYPOINT %s: want the exec (JSON) form", in.line, in.args)
+			} else if ep[0] != entry {
+				t.Errorf("ENTRYPOINT runs %q, the binary is copied to %q", ep[0], entry)
+			}
+		case "ADD", "RUN":
+			t.Errorf("line %d: %s in the runtime stage", in.line, in.cmd)
+		}
+	}
+	if copies != 1 {
+		t.Errorf("%d COPY instructions in the runtime stage, want 1", copies)
+	}
+	u, _, _ := strings.Cut(user, ":")
+	if user == "" || u == "0" || u == "root" {
+		t.Errorf("USER %q: want a non-root user", user)
+	}
+}
+
+func TestParseContainerfileCatchesRoot(t *testing.T) {
+	_, st := parseContainerfile(t, "FROM golang AS b\nRUN go \\\n build\nFROM scratch\nUSER root\n")
+	if len(st) != 2 || st[0][1].args != "go  build" || st[1][1].cmd != "USER" || st[1][1].args != "root" {
+		t.Errorf("parsed %+v", st)
+	}
+}
