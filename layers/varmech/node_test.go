@@ -388,3 +388,83 @@ func TestNodeEmulation(t *testing.T) {
 		t.Errorf("state %q, list %q", state, list)
 	}
 }
+
+// TestPruneTouchesOnlyWhatItOwns runs the prune script against a state list
+// with entries the script must refuse to act on.
+func TestPruneTouchesOnlyWhatItOwns(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	img := image(t, []item{{Entry{Path: "/var/lib/kept", Mode: 0o644}, "kept\n"}})
+	root := t.TempDir()
+	deploy(t, img, root)
+	type node struct{ path, link, data string }
+	nodes := []node{
+		{path: "/etc/passwd", link: StoreDir + "/etc/passwd"},          // outside /var
+		{path: "/etc/shadow", link: StoreDir + "/etc/shadow"},          // reached through ..
+		{path: "/var/lib/elsewhere", link: "/srv/elsewhere"},           // not into the store
+		{path: "/var/lib/regular", data: "admin\n"},                    // replaced by a file
+		{path: "/var/lib/retargeted", link: "/b"},                      // symlink changed by the admin
+		{path: "/var/lib/nonempty/file", data: "x\n"},                  // dropped dir, not empty
+		{path: "/var/lib/realdir/x", data: "x\n"},                      // target of dirlink
+		{path: "/var/lib/dirlink", link: "realdir"},                    // dropped dir that is a symlink
+		{path: "/var/lib/unknown-kind", link: StoreDir + "/var/lib/q"}, // unknown kind letter
+		{path: "/var/lib/gone", link: StoreDir + "/var/lib/gone"},      // control: removed
+		{path: "/var/lib/gone-link", link: "/etc/target"},              // control: removed
+		{path: "/var/lib/kept", link: StoreDir + "/var/lib/kept"},      // still owned
+	}
+	for _, n := range nodes {
+		p := filepath.Join(root, n.path)
+		mkdirs(t, filepath.Dir(p))
+		switch {
+		case n.link != "":
+			if err := os.Symlink(n.link, p); err != nil {
+				t.Fatal(err)
+			}
+		case n.data != "":
+			writeFile(t, p, []byte(n.data), 0o644, 0, 0)
+		}
+	}
+	mkdirs(t, filepath.Join(root, "/var/lib/emptydir2"))
+	state := "# previous image\n" +
+		"f\t/etc/passwd\n" +
+		"f\t/var/../etc/shadow\n" +
+		"f\t/var/lib/elsewhere\n" +
+		"f\t/var/lib/regular\n" +
+		"l\t/var/lib/retargeted\t/a\n" +
+		"d\t/var/lib/nonempty\n" +
+		"d\t/var/lib/dirlink\n" +
+		"q\t/var/lib/unknown-kind\n" +
+		"garbage\n" +
+		"f\t/var/lib/gone\n" +
+		"l\t/var/lib/gone-link\t/etc/target\n" +
+		"d\t/var/lib/emptydir2\n" +
+		"f\t/var/lib/kept\n"
+	writeFile(t, filepath.Join(root, StatePath), []byte(state), 0o644, 0, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", filepath.Join(root, PruneScript))
+	cmd.Env = append(os.Environ(), RootEnv+"="+root)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("prune: %v\n%s", err, out)
+	}
+	checkGone(t, root, "/var/lib/gone", "/var/lib/gone-link", "/var/lib/emptydir2")
+	for _, n := range nodes {
+		if strings.HasPrefix(n.path, "/var/lib/gone") {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(root, n.path)); err != nil {
+			t.Errorf("%s was touched: %v", n.path, err)
+		}
+	}
+	want := "var-prune: removed /var/lib/gone-link\nvar-prune: removed /var/lib/gone\nvar-prune: removed /var/lib/emptydir2\n"
+	if string(out) != want {
+		t.Errorf("prune output:\n%s\nwant:\n%s", out, want)
+	}
+	// The state is now the image's list.
+	b, err := os.ReadFile(filepath.Join(root, StatePath))
+	if err != nil || !strings.HasSuffix(string(b), "f\t/var/lib/kept\n") || strings.Contains(string(b), "gone") {
+		t.Errorf("state after prune: %q (%v)", b, err)
+	}
+}

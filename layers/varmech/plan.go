@@ -8,6 +8,13 @@ import (
 	"strings"
 )
 
+// reserved are /var paths no entry may claim.
+var reserved = []struct{ path, why string }{
+	{"/var/run", "/var/run is a symlink to /run on the node; /run is not part of an image"},
+	{"/var/lock", "/var/lock is a symlink to /run/lock on the node; /run is not part of an image"},
+	{stateDir, stateDir + " holds the /var mechanism's own state"},
+}
+
 func newPlan(entries []Entry) (*Plan, error) {
 	byPath := make(map[string]Entry, len(entries))
 	orig := make(map[string]string, len(entries))
@@ -18,6 +25,11 @@ func newPlan(entries []Entry) (*Plan, error) {
 		}
 		if err := checkName("path", e.Path); err != nil {
 			return nil, err
+		}
+		for _, r := range reserved {
+			if np == r.path || strings.HasPrefix(np, r.path+"/") {
+				return nil, fmt.Errorf("%s: %s", e.Path, r.why)
+			}
 		}
 		if prev, dup := orig[np]; dup {
 			return nil, fmt.Errorf("%s: duplicate entry (also given as %s, both are %s on the node)", e.Path, prev, np)

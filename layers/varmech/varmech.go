@@ -157,7 +157,9 @@ type Plan struct {
 }
 
 // NewPlan validates entries and builds the plan. Errors name the path:
-// a path that Canonical rejects, a path or symlink target with whitespace,
+// a path that Canonical rejects, a path under /var/run or /var/lock (links
+// to /run on the node) or under /var/lib/oslayer (the mechanism's state),
+// a path or symlink target with whitespace,
 // control characters, quotes or backslashes (they would need escaping in
 // tmpfiles.d and in the list), duplicates (also /opt/x beside /var/opt/x),
 // an entry below a file or symlink entry, an unknown kind, a symlink without

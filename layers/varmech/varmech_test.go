@@ -62,6 +62,10 @@ func TestNewPlanErrors(t *testing.T) {
 		{"bad mode", []Entry{{Path: "/var/a", Mode: 0o10644}}, "outside 07777"},
 		{"bad kind", []Entry{{Path: "/var/a", Kind: 7}}, "unknown kind"},
 		{"negative uid", []Entry{{Path: "/var/a", UID: -1}}, "negative uid"},
+		{"var run", []Entry{{Path: "/var/run/x"}}, "/var/run/x: /var/run is a symlink to /run"},
+		{"var lock", []Entry{{Path: "/var/lock", Kind: Dir}}, "/var/lock is a symlink"},
+		{"state", []Entry{{Path: "/var/lib/oslayer/var.list"}}, "mechanism's own state"},
+		{"state dir", []Entry{{Path: "/var/lib/oslayer", Kind: Dir}}, "mechanism's own state"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p, err := NewPlan(c.entries)
