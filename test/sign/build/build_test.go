@@ -1,0 +1,181 @@
+// Package build_test signs and attests images built by builder.Build (the
+// library behind `oslayer build --sign-key`) and checks them with the
+// cosign CLI, upstream skopeo enforcing the `oslayer trust` files, and
+// sign.Verify; and that a failing sign stage leaves the tag unmoved.
+package build_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/layers"
+	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/registry/push"
+	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/test/fixtures"
+	"github.com/oslayer/oslayer/test/regtest"
+	"github.com/oslayer/oslayer/test/synth"
+)
+
+const password = "pool-key-password"
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func tool(t *testing.T, env []string, bin string, args ...string) (string, bool) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctxT(t), bin, args...)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = &out, &out
+	return out.String(), cmd.Run() == nil
+}
+
+func build(t *testing.T, base, target string, stages ...builder.Stage) (*builder.Result, error) {
+	t.Helper()
+	root, err := fixtures.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := &registry.Options{}
+	pub, err := push.New(target, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return builder.Build(ctxT(t), builder.Request{
+		Render:   layers.Request{OSCs: []string{filepath.Join(root, "examples", "gardener", "worker-osc.yaml")}, Pool: "worker"},
+		Base:     base,
+		Registry: reg,
+		Version:  "test",
+		Flags:    map[string]string{"bake-secrets": "false"},
+	}, pub, stages...)
+}
+
+func TestBuildSignedImage(t *testing.T) {
+	cosignBin := regtest.Require(t, "cosign")
+	skopeoBin := regtest.Require(t, "skopeo")
+	r := regtest.Start(t, regtest.Config{})
+	base, err := synth.FCOSBase(0.0002)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := synth.Push(ctxT(t), base, r.Host+"/fcos/base:stable"); err != nil {
+		t.Fatal(err)
+	}
+	kp, err := sign.GenerateKeyPair([]byte(password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	priv, pubPath := filepath.Join(dir, "cosign.key"), filepath.Join(dir, "cosign.pub")
+	os.WriteFile(priv, kp.Private, 0o600)
+	os.WriteFile(pubPath, kp.Public, 0o644)
+
+	// A wrong password: the build fails at "sign" and the tag never appears.
+	bad := sign.Stages(sign.KeyFile(priv, sign.Password([]byte("wrong"))), sign.WithVersion("test"))
+	res, err := build(t, r.Host+"/fcos/base:stable", r.Host+"/pools/worker:latest", bad...)
+	if err == nil || !strings.HasPrefix(err.Error(), "sign: ") || !strings.Contains(err.Error(), "wrong or missing password") {
+		t.Fatalf("build with a wrong key password: err %v", err)
+	}
+	t.Logf("build error: %v", err)
+	if res == nil || res.Tagged {
+		t.Fatalf("tagged after a failed sign stage: %+v", res)
+	}
+	tag, err := name.NewTag(r.Host + "/pools/worker:latest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := remote.Head(tag); err == nil {
+		t.Fatalf("tag pools/worker:latest exists after a failed sign stage")
+	} else if te, ok := err.(*transport.Error); !ok || te.StatusCode != http.StatusNotFound {
+		t.Fatalf("HEAD tag: %v", err)
+	}
+
+	good := sign.Stages(sign.KeyFile(priv, sign.Password([]byte(password))), sign.WithVersion("test"))
+	res, err = build(t, r.Host+"/fcos/base:stable", r.Host+"/pools/worker:latest", good...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Tagged || res.Stages["sign"] == nil || res.Stages["attest"] == nil {
+		t.Fatalf("result: tagged %v stages %v", res.Tagged, res.Stages)
+	}
+	img := res.Image
+	t.Logf("built and signed %s", img)
+
+	home := t.TempDir()
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TUF_ROOT=" + filepath.Join(home, "tuf"), "XDG_RUNTIME_DIR=" + home}
+	if out, ok := tool(t, env, cosignBin, "verify", "--key", pubPath, "--insecure-ignore-tlog", "--allow-http-registry", img); !ok {
+		t.Fatalf("cosign verify %s:\n%s", img, out)
+	}
+	if out, ok := tool(t, env, cosignBin, "verify-attestation", "--key", pubPath, "--insecure-ignore-tlog", "--allow-http-registry", "--type", "slsaprovenance1", img); !ok {
+		t.Fatalf("cosign verify-attestation %s:\n%s", img, out)
+	}
+	tb, err := sign.Trust(r.Host+"/pools/worker", kp.Public, sign.TrustOptions{NodeKeyPath: pubPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tdir := t.TempDir()
+	for _, f := range tb.Files {
+		p := filepath.Join(tdir, f.Path)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, f.Content, 0o644)
+	}
+	if out, ok := tool(t, env, skopeoBin, "copy", "--remove-signatures", "--policy", filepath.Join(tdir, "policy.json"),
+		"--registries.d", filepath.Join(tdir, "registries.d"), "--src-tls-verify=false", "docker://"+img, "oci:"+filepath.Join(t.TempDir(), "oci")); !ok {
+		t.Fatalf("skopeo copy with the trust policy %s:\n%s", img, out)
+	}
+	pv, err := sign.LoadPublicKey(ctxT(t), pubPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The tag too: verify resolves it to the signed digest.
+	v, err := sign.Verify(ctxT(t), r.Host+"/pools/worker:latest", pv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Ref != img {
+		t.Fatalf("verified %s, built %s", v.Ref, img)
+	}
+	if len(v.Inputs) != len(res.Inputs) || len(v.Inputs) == 0 {
+		t.Fatalf("provenance names %d inputs, build had %d", len(v.Inputs), len(res.Inputs))
+	}
+	for i, in := range res.Inputs {
+		if v.Inputs[i].URI != in.Path || v.Inputs[i].Digest["sha256"] != strings.TrimPrefix(in.SHA256, "sha256:") {
+			t.Fatalf("input %d: %+v, build had %+v", i, v.Inputs[i], in)
+		}
+	}
+	if v.Base == nil || v.Base.Digest["sha256"] != res.Base.Digest.Hex {
+		t.Fatalf("provenance base %+v, build base %s", v.Base, res.Base.Digest)
+	}
+	if got := len(v.Provenance.Predicate.RunDetails.Byproducts); got != len(res.Layers) {
+		t.Fatalf("provenance names %d layers, build added %d", got, len(res.Layers))
+	}
+
+	// Rebuilding with unchanged inputs gives the same digest and re-signs
+	// nothing.
+	res2, err := build(t, r.Host+"/fcos/base:stable", r.Host+"/pools/worker:latest", good...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res2.Image != img {
+		t.Fatalf("rebuild gave %s, first build %s", res2.Image, img)
+	}
+	if sr := res2.Stages["sign"].(*sign.SignResult); !sr.Existing || sr.Signatures != 1 {
+		t.Fatalf("rebuild sign result %+v", sr)
+	}
+}
