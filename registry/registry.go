@@ -135,7 +135,7 @@ func SplitLayout(ref string) (dir, tag string, err error) {
 		return "", "", fmt.Errorf("OCI layout reference %q: missing directory (want oci:DIR[:TAG])", ref)
 	}
 	if tag != "" {
-		if _, err := name.NewTag("x:"+tag, name.StrictValidation); err != nil {
+		if _, err := name.NewTag("localhost/x:"+tag, name.StrictValidation); err != nil {
 			return "", "", fmt.Errorf("OCI layout reference %q: invalid tag %q", ref, tag)
 		}
 	}

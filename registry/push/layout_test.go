@@ -1,0 +1,284 @@
+package push_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/registry/push"
+	"github.com/oslayer/oslayer/test/regtest"
+)
+
+func readIndex(t *testing.T, dir string) v1.IndexManifest {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx v1.IndexManifest
+	if err := json.Unmarshal(b, &idx); err != nil {
+		t.Fatal(err)
+	}
+	return idx
+}
+
+func tagged(idx v1.IndexManifest, tag string) []v1.Descriptor {
+	var out []v1.Descriptor
+	for _, m := range idx.Manifests {
+		if m.Annotations[push.RefNameAnnotation] == tag {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func blobFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(dir, "blobs", "sha256"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	return names
+}
+
+func umociUnpack(t *testing.T, image, bundle string) {
+	t.Helper()
+	umoci := regtest.Require(t, "umoci")
+	out, err := exec.Command(umoci, "unpack", "--rootless", "--image", image, bundle).CombinedOutput()
+	if err != nil {
+		t.Fatalf("umoci unpack %s: %v\n%s", image, err, out)
+	}
+}
+
+func TestLayoutWriteCommitReplaceTag(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	layers := mkLayers(t, "lay", 3, 2048)
+	img := mkImage(t, nil, layers...)
+	b := built(t, img)
+	p, err := push.New("oci:"+dir+":worker", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := p.Write(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBytes := layersSize(t, layers) + configSize(t, img) + manifestSize(t, img)
+	if pub.Uploaded != wantBytes || pub.Skipped != 0 {
+		t.Errorf("Uploaded=%d Skipped=%d, want %d and 0", pub.Uploaded, pub.Skipped, wantBytes)
+	}
+	if want := "oci:" + dir + "@" + b.Digest.String(); pub.Ref != want || pub.Digest != nil {
+		t.Errorf("Ref = %q, want %q (Digest nil)", pub.Ref, want)
+	}
+	if got := len(readIndex(t, dir).Manifests); got != 0 {
+		t.Fatalf("index.json has %d entries before Commit", got)
+	}
+	if got := len(blobFiles(t, dir)); got != len(layers)+2 {
+		t.Fatalf("%d blobs, want %d", got, len(layers)+2)
+	}
+	if err := p.Commit(ctx, b, pub); err != nil {
+		t.Fatal(err)
+	}
+	idx := readIndex(t, dir)
+	if e := tagged(idx, "worker"); len(idx.Manifests) != 1 || len(e) != 1 || e[0].Digest != b.Digest {
+		t.Fatalf("index.json after Commit: %+v", idx)
+	}
+
+	// Write is idempotent: nothing is written again.
+	pub2, err := p.Write(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pub2.Uploaded != 0 || pub2.Skipped != wantBytes {
+		t.Errorf("rewrite: Uploaded=%d Skipped=%d, want 0 and %d", pub2.Uploaded, pub2.Skipped, wantBytes)
+	}
+	if err := p.Commit(ctx, b, pub2); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(readIndex(t, dir).Manifests); got != 1 {
+		t.Fatalf("re-commit of the same digest: %d entries", got)
+	}
+
+	// A new digest replaces the tag's entry; another tag adds one.
+	img2 := mkImage(t, nil, append(layers[:2:2], mkLayer(t, "new", 999))...)
+	b2 := built(t, img2)
+	pub3, err := p.Write(ctx, b2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := tagged(readIndex(t, dir), "worker"); len(e) != 1 || e[0].Digest != b.Digest {
+		t.Fatalf("Write moved the tag: %+v", e)
+	}
+	if err := p.Commit(ctx, b2, pub3); err != nil {
+		t.Fatal(err)
+	}
+	idx = readIndex(t, dir)
+	if e := tagged(idx, "worker"); len(idx.Manifests) != 1 || len(e) != 1 || e[0].Digest != b2.Digest {
+		t.Fatalf("index.json after a new Commit: %+v", idx)
+	}
+	other, err := push.New("oci:"+dir+":other", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub4, err := other.Write(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Commit(ctx, b, pub4); err != nil {
+		t.Fatal(err)
+	}
+	idx = readIndex(t, dir)
+	if len(idx.Manifests) != 2 || len(tagged(idx, "worker")) != 1 || len(tagged(idx, "other")) != 1 {
+		t.Fatalf("two tags: %+v", idx)
+	}
+
+	// The layout reads back (go-containerregistry and umoci).
+	reg := &registry.Options{}
+	got, res, err := reg.Image(ctx, "oci:"+dir+":worker", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Digest != b2.Digest {
+		t.Fatalf("read back %s, want %s", res.Digest, b2.Digest)
+	}
+	if _, err := got.Layers(); err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(t.TempDir(), "bundle")
+	umociUnpack(t, dir+":worker", bundle)
+	for _, f := range []string{"usr/share/lay-0", "usr/share/lay-1", "usr/share/new"} {
+		if _, err := os.Stat(filepath.Join(bundle, "rootfs", f)); err != nil {
+			t.Errorf("unpacked image lacks %s: %v", f, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(bundle, "rootfs", "usr/share/lay-2")); err == nil {
+		t.Error("unpacked the old image's layer")
+	}
+	// No temp files are left behind.
+	for _, n := range blobFiles(t, dir) {
+		if strings.HasPrefix(n, ".tmp") {
+			t.Errorf("temp file left: %s", n)
+		}
+	}
+}
+
+func TestLayoutRefusesForeignDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := push.New("oci:"+dir+":x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Write(ctx, built(t, mkImage(t, nil, mkLayer(t, "a", 100))))
+	if err == nil || !strings.Contains(err.Error(), "not an OCI layout") {
+		t.Fatalf("write into a foreign directory: %v", err)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Fatalf("foreign directory changed: %d entries", len(ents))
+	}
+}
+
+// An OCI-layout base: its blobs are copied file to file into the target.
+func TestLayoutFromLayoutBase(t *testing.T) {
+	tmp := t.TempDir()
+	baseDir, outDir := filepath.Join(tmp, "base"), filepath.Join(tmp, "out")
+	baseLayers := mkLayers(t, "base", 3, 4096)
+	baseImg := mkImage(t, nil, baseLayers...)
+	bp, err := push.New("oci:"+baseDir+":stable", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bb := built(t, baseImg)
+	bpub, err := bp.Write(ctx, bb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bp.Commit(ctx, bb, bpub); err != nil {
+		t.Fatal(err)
+	}
+	reg := &registry.Options{}
+	base, _, err := reg.Image(ctx, "oci:"+baseDir+":stable", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := mkLayer(t, "pool", 1234)
+	img := mkImage(t, base, added)
+	b := built(t, img)
+	p, err := push.New("oci:"+outDir+":pool", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := p.Write(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Commit(ctx, b, pub); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range baseLayers {
+		d, _ := l.Digest()
+		want, _ := os.ReadFile(filepath.Join(baseDir, "blobs", "sha256", d.Hex))
+		got, err := os.ReadFile(filepath.Join(outDir, "blobs", "sha256", d.Hex))
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("base blob %s not copied: %v", d, err)
+		}
+	}
+	bundle := filepath.Join(tmp, "bundle")
+	umociUnpack(t, outDir+":pool", bundle)
+	for _, f := range []string{"usr/share/base-0", "usr/share/base-2", "usr/share/pool"} {
+		if _, err := os.Stat(filepath.Join(bundle, "rootfs", f)); err != nil {
+			t.Errorf("unpacked image lacks %s", f)
+		}
+	}
+}
+
+// A registry base written to a layout: its layers must be downloaded,
+// each once.
+func TestLayoutFromRegistryBase(t *testing.T) {
+	r := regtest.Start(t, regtest.Config{})
+	px := regtest.NewProxy(t, r.Host)
+	baseLayers := mkLayers(t, "base", 3, 4096)
+	pushPlain(t, px.Host+"/fcos/base:stable", mkImage(t, nil, baseLayers...))
+	reg := &registry.Options{Retry: fastRetry}
+	base, _, err := reg.Image(ctx, px.Host+"/fcos/base:stable", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := mkImage(t, base, mkLayer(t, "pool", 500))
+	b := built(t, img)
+	dir := filepath.Join(t.TempDir(), "out")
+	p, err := push.New("oci:"+dir, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px.Reset()
+	pub, err := p.Write(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := px.BlobGets(); got != len(baseLayers) {
+		t.Errorf("base blob downloads = %d, want %d", got, len(baseLayers))
+	}
+	if err := p.Commit(ctx, b, pub); err != nil {
+		t.Fatal(err)
+	}
+	if e := tagged(readIndex(t, dir), push.DefaultTag); len(e) != 1 || e[0].Digest != b.Digest {
+		t.Fatalf("default tag entry: %+v", e)
+	}
+	umociUnpack(t, dir+":"+push.DefaultTag, filepath.Join(t.TempDir(), "bundle"))
+}
