@@ -55,6 +55,29 @@ func fixtureCases() []fixtureCase {
 			wantErr: `invalid unit name "unit1": no unit type suffix`},
 		fixtureCase{name: "gardener-with-secretref", oscs: []string{g + "osc-worker-a-reconcile-with-secretref.yaml"}, secrets: g},
 	)
+	// gardener/verbatim: documentation fragments and examples. The complete
+	// OSCs render; the rest fail with a clear reason, asserted here.
+	v := "gardener/verbatim/"
+	cs = append(cs,
+		fixtureCase{name: "gardener-verbatim-crddeletionprotection", oscs: []string{v + "osc-crddeletionprotection-testdata.yaml"}},
+		// Legacy file-level "encoding" that current Gardener refuses too.
+		fixtureCase{name: "gardener-verbatim-os-coreos-example", oscs: []string{v + "os-coreos-example-40-operatingsystemconfig.yaml"}, wantErr: `unknown field "spec.files[0].encoding"`},
+		fixtureCase{name: "gardener-verbatim-gardenlinux-example", oscs: []string{v + "os-gardenlinux-example-40-operatingsystemconfig-gardenlinux.yaml"}, wantErr: `unknown field "spec.files[0].encoding"`},
+		fixtureCase{name: "gardener-verbatim-docs-reconcile", oscs: []string{v + "docs-osc-reconcile-example.yaml"}, wantErr: `unknown field "spec.files[0].encoding"`},
+		// The docs' CRI example has a placeholder "cri" block of an older API.
+		fixtureCase{name: "gardener-verbatim-docs-cri", oscs: []string{v + "docs-osc-cri-example.yaml"}, wantErr: `unknown field "spec.cri"`},
+		// Fragments (spec/status only, no kind): not complete OSCs.
+		fixtureCase{name: "gardener-verbatim-docs-hostname", oscs: []string{v + "docs-osc-hostname-files-example.yaml"}, wantErr: "is neither an OperatingSystemConfig nor a Secret"},
+		fixtureCase{name: "gardener-verbatim-docs-extensionunits", oscs: []string{v + "docs-osc-status-extensionunits-example.yaml"}, wantErr: "is neither an OperatingSystemConfig nor a Secret"},
+		// Not an OSC at all.
+		fixtureCase{name: "gardener-verbatim-kubelet-config", oscs: []string{v + "kubelet-config-configcodec_test.yaml"}, wantErr: "is neither an OperatingSystemConfig nor a Secret"},
+		// The node-agent unit test's OSC has an extension file without content.
+		fixtureCase{name: "gardener-verbatim-nodeagent-secret", oscs: []string{v + "secret-nodeagent-secrets_test.yaml"}, wantErr: "content must have exactly one of inline, secretRef, imageRef"},
+		// MCO misc: the ssh-key MCs (passwd is runtime-delivered) and a
+		// spec 2.2 Ignition config.
+		fixtureCase{name: "mco-misc-99-worker-ssh", mcs: []string{"mco/misc/99_openshift-machineconfig_worker.yaml"}},
+		fixtureCase{name: "mco-misc-ignition-2.2", mcs: []string{"mco/misc/server-test-config.yaml"}, wantErr: "unsupported Ignition version 2.2.0"},
+	)
 	return cs
 }
 
