@@ -406,3 +406,49 @@ func TestHostileReferencesPushNothing(t *testing.T) {
 		}
 	}
 }
+
+// A Docker schema 2 base is re-described with OCI media types; its layer
+// blobs stay the same and are still mounted, never downloaded.
+func TestBuildOntoDockerBase(t *testing.T) {
+	regtest.Require(t, "skopeo")
+	e := newEnv(t)
+	docker, err := synth.Docker(synthBase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := synth.Push(ctxT(t), docker, e.reg.Host+"/fcos/docker:stable"); err != nil {
+		t.Fatal(err)
+	}
+	dcfg, _ := docker.ConfigName()
+	e.proxy.Reset()
+	res := build(t, e.proxy.Host+"/fcos/docker:stable", e.proxy.Host+"/pools/docker:latest")
+	for _, r := range e.proxy.Requests() {
+		if r.Method == http.MethodGet && strings.Contains(r.Path, "/blobs/") && !strings.HasSuffix(r.Path, dcfg.String()) {
+			t.Errorf("base blob downloaded: %s", r.Path)
+		}
+	}
+	dm, _ := docker.Manifest()
+	if m := e.proxy.Mounts(); m != len(dm.Layers) {
+		t.Errorf("%d mounts, want %d", m, len(dm.Layers))
+	}
+	raw := run(t, "skopeo", "inspect", "--raw", "--tls-verify=false", "docker://"+e.reg.Host+"/pools/docker:latest")
+	var m v1.Manifest
+	if err := json.Unmarshal([]byte(raw), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.MediaType != "application/vnd.oci.image.manifest.v1+json" || m.Config.MediaType != "application/vnd.oci.image.config.v1+json" {
+		t.Errorf("manifest %s config %s, want OCI", m.MediaType, m.Config.MediaType)
+	}
+	for i, d := range dm.Layers {
+		if m.Layers[i].Digest != d.Digest || m.Layers[i].MediaType != "application/vnd.oci.image.layer.v1.tar+gzip" {
+			t.Errorf("layer %d: %+v, base %s", i, m.Layers[i], d.Digest)
+		}
+	}
+	if len(m.Layers) != len(dm.Layers)+len(res.Layers) {
+		t.Errorf("%d layers", len(m.Layers))
+	}
+	if _, err := exec.LookPath("crane"); err == nil || os.Getenv("OSLAYER_REQUIRE_TOOLS") == "1" {
+		regtest.Require(t, "crane")
+		run(t, "crane", "validate", "--remote", e.reg.Host+"/pools/docker@"+res.Digest.String(), "--insecure")
+	}
+}

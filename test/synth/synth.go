@@ -224,3 +224,32 @@ func writeLayer(tw *tar.Writer, idx int, payload int64) error {
 	_, err := io.CopyN(tw, rand.NewChaCha8(seed), payload)
 	return err
 }
+
+// Docker re-describes img as a Docker schema 2 image: the same layer blobs
+// under Docker media types, with a Docker config. History and diffIDs are
+// kept.
+func Docker(img v1.Image) (v1.Image, error) {
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	ls, err := img.Layers()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	hist := cf.History
+	cf.RootFS.DiffIDs, cf.History = nil, nil
+	out := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.DockerManifestSchema2), types.DockerConfigJSON)
+	if out, err = mutate.ConfigFile(out, cf); err != nil {
+		return nil, err
+	}
+	adds := make([]mutate.Addendum, len(ls))
+	for i, l := range ls {
+		adds[i] = mutate.Addendum{Layer: l, MediaType: types.DockerLayer}
+		if i < len(hist) {
+			adds[i].History = hist[i]
+		}
+	}
+	return mutate.Append(out, adds...)
+}

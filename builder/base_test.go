@@ -1,0 +1,100 @@
+package builder
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/test/regtest"
+)
+
+func withArch(t *testing.T, img v1.Image, arch string) v1.Image {
+	t.Helper()
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf = cf.DeepCopy()
+	cf.Architecture = arch
+	out, err := mutate.ConfigFile(img, cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A multi-platform base: --arch picks the image, amd64 by default.
+func TestResolveBaseIndex(t *testing.T) {
+	ctx := context.Background()
+	reg := regtest.Start(t, regtest.Config{})
+	proxy := regtest.NewProxy(t, reg.Host)
+	amd := synthBase(t)
+	arm := withArch(t, amd, "arm64")
+	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex),
+		mutate.IndexAddendum{Add: amd, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "amd64"}}},
+		mutate.IndexAddendum{Add: arm, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "arm64"}}},
+	)
+	ref, _ := name.ParseReference(reg.Host + "/fcos/multi:stable")
+	if err := remote.WriteIndex(ref, idx, remote.WithContext(ctx)); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Reset()
+	base := proxy.Host + "/fcos/multi:stable"
+	for arch, want := range map[string]v1.Image{"": amd, "amd64": amd, "arm64": arm} {
+		b, err := Assemble(ctx, AssembleRequest{Base: base, Arch: arch, Pool: "worker", Rendered: rendered(t), Registry: &registry.Options{}})
+		if err != nil {
+			t.Fatalf("arch %q: %v", arch, err)
+		}
+		wd, _ := want.Digest()
+		if b.Base.Digest != wd {
+			t.Errorf("arch %q: base %s, want %s", arch, b.Base.Digest, wd)
+		}
+		cf, _ := b.Image.ConfigFile()
+		wantArch := arch
+		if wantArch == "" {
+			wantArch = "amd64"
+		}
+		if cf.Architecture != wantArch {
+			t.Errorf("arch %q: image architecture %s", arch, cf.Architecture)
+		}
+	}
+	_, err := ResolveBase(ctx, base, &registry.Options{}, "s390x")
+	if err == nil || !strings.Contains(err.Error(), "s390x") || !strings.Contains(err.Error(), base) {
+		t.Errorf("s390x: %v", err)
+	}
+	amdCfg, _ := amd.ConfigName()
+	armCfg, _ := arm.ConfigName()
+	for _, r := range proxy.Requests() {
+		if r.Method == "GET" && strings.Contains(r.Path, "/blobs/") && !strings.HasSuffix(r.Path, amdCfg.String()) && !strings.HasSuffix(r.Path, armCfg.String()) {
+			t.Errorf("layer blob downloaded: %s", r.Path)
+		}
+	}
+}
+
+// A base without the bootable labels still builds, with a warning.
+func TestAssembleWarnsWithoutBootableLabel(t *testing.T) {
+	img := synthBase(t)
+	cf, _ := img.ConfigFile()
+	cf = cf.DeepCopy()
+	delete(cf.Config.Labels, "containers.bootc")
+	delete(cf.Config.Labels, "ostree.bootable")
+	plain, err := mutate.ConfigFile(img, cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Assemble(context.Background(), AssembleRequest{Base: layoutBase(t, plain), Pool: "worker", Rendered: rendered(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Warnings) != 1 || !strings.Contains(b.Warnings[0], "neither label ostree.bootable nor containers.bootc") {
+		t.Errorf("warnings %q", b.Warnings)
+	}
+}

@@ -1,0 +1,58 @@
+package synth
+
+import (
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+func TestFCOSBaseDeterministic(t *testing.T) {
+	a, err := FCOSBase(0.0001)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := FCOSBase(0.0001)
+	if err != nil {
+		t.Fatal(err)
+	}
+	da, _ := a.Digest()
+	db, _ := b.Digest()
+	if da != db {
+		t.Fatalf("digests %s and %s", da, db)
+	}
+	c, _ := FCOSBase(0.0002)
+	if dc, _ := c.Digest(); dc == da {
+		t.Error("another scale, same digest")
+	}
+	m, _ := a.Manifest()
+	if len(m.Layers) != 51 || m.MediaType != types.OCIManifestSchema1 {
+		t.Fatalf("%d layers, %s", len(m.Layers), m.MediaType)
+	}
+	for i, l := range m.Layers {
+		want := int64(float64(FCOSLayerSizes[i]) * 0.0001)
+		if want < MinLayerSize {
+			want = MinLayerSize
+		}
+		// gzip of random bytes: payload plus tar and gzip framing.
+		if l.Size < want || l.Size > want+8192 || l.MediaType != types.OCILayer {
+			t.Errorf("layer %d: %d bytes %s, payload %d", i, l.Size, l.MediaType, want)
+		}
+	}
+	cf, _ := a.ConfigFile()
+	if cf.Config.Labels["ostree.final-diffid"] != cf.RootFS.DiffIDs[50].String() || cf.Config.Labels["containers.bootc"] != "1" {
+		t.Errorf("labels %v", cf.Config.Labels)
+	}
+	if len(cf.History) != 51 {
+		t.Errorf("%d history entries", len(cf.History))
+	}
+	d, err := Docker(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dm, _ := d.Manifest()
+	for i := range dm.Layers {
+		if dm.Layers[i].Digest != m.Layers[i].Digest || dm.Layers[i].MediaType != types.DockerLayer {
+			t.Errorf("docker layer %d: %+v", i, dm.Layers[i])
+		}
+	}
+}
