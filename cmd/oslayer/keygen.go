@@ -4,11 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
-	"github.com/sigstore/cosign/v2/pkg/cosign"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/oslayer/oslayer/registry/sign"
 )
@@ -36,10 +37,11 @@ cosign.pub to "oslayer trust" and "oslayer verify".`,
 			}
 			pw, ok := os.LookupEnv("COSIGN_PASSWORD")
 			if !ok {
-				if !cosign.IsTerminal() {
+				fd := int(os.Stdin.Fd())
+				if !term.IsTerminal(fd) {
 					return errors.New("keygen: set COSIGN_PASSWORD (it may be empty) or run on a terminal to be asked")
 				}
-				b, err := cosign.GetPassFromTerm(true)
+				b, err := askPassword(cmd.ErrOrStderr(), fd)
 				if err != nil {
 					return fmt.Errorf("keygen: reading password: %w", err)
 				}
@@ -71,6 +73,26 @@ cosign.pub to "oslayer trust" and "oslayer verify".`,
 	cmd.Flags().StringVar(&dir, "output-dir", ".", "directory for cosign.key and cosign.pub")
 	cmd.Flags().BoolVar(&force, "force", false, "replace existing key files")
 	return cmd
+}
+
+// askPassword reads a new password twice from the terminal fd.
+func askPassword(w io.Writer, fd int) ([]byte, error) {
+	fmt.Fprint(w, "Enter password for private key: ")
+	p1, err := term.ReadPassword(fd)
+	fmt.Fprintln(w)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprint(w, "Enter password for private key again: ")
+	p2, err := term.ReadPassword(fd)
+	fmt.Fprintln(w)
+	if err != nil {
+		return nil, err
+	}
+	if string(p1) != string(p2) {
+		return nil, errors.New("passwords do not match")
+	}
+	return p1, nil
 }
 
 // writeKeyFile writes b to path via a temporary file in the same
