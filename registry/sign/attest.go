@@ -19,6 +19,7 @@ import (
 	sigopts "github.com/sigstore/sigstore/pkg/signature/options"
 
 	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/registry"
 )
 
 // Provenance constants.
@@ -115,7 +116,7 @@ func NewStatement(b *builder.Built, d name.Digest, version string) (*Statement, 
 	base := ResourceDescriptor{Name: "base", Annotations: map[string]any{AnnotationRole: "base"}}
 	if b.Base.Digest.Hex != "" {
 		base.Digest = map[string]string{b.Base.Digest.Algorithm: b.Base.Digest.Hex}
-		base.URI = "docker://" + baseRepo(b.Base.Ref) + "@" + b.Base.Digest.String()
+		base.URI = baseURI(b.Base.Ref, b.Base.Digest.String())
 	}
 	bd.ResolvedDependencies = append(bd.ResolvedDependencies, base)
 	for _, in := range b.Inputs {
@@ -144,15 +145,22 @@ func NewStatement(b *builder.Built, d name.Digest, version string) (*Statement, 
 	return st, nil
 }
 
-// baseRepo strips the tag or digest from a reference string.
-func baseRepo(ref string) string {
-	if r, err := name.ParseReference(ref); err == nil {
-		return r.Context().Name()
+// baseURI names the base by digest: "docker://REG/REPO@sha256:..." or,
+// for an OCI layout, "oci:DIR@sha256:...".
+func baseURI(ref, digest string) string {
+	if registry.IsLayout(ref) {
+		if dir, _, err := registry.SplitLayout(ref); err == nil {
+			return registry.LayoutPrefix + dir + "@" + digest
+		}
+		return ref + "@" + digest
 	}
 	if i := strings.Index(ref, "@"); i >= 0 {
-		return ref[:i]
+		ref = ref[:i]
 	}
-	return ref
+	if r, err := name.ParseReference(ref); err == nil {
+		return "docker://" + r.Context().Name() + "@" + digest
+	}
+	return "docker://" + ref + "@" + digest
 }
 
 // AttestResult says what Attest wrote.
