@@ -49,6 +49,30 @@ func Chain(lookups ...Lookup) Lookup {
 	}
 }
 
+// MapLookup returns a Lookup over the given units (e.g. the ones a
+// configuration writes): a name is found when a unit has it, and an
+// instance name ("foo@bar.service") also when only its template
+// ("foo@.service") is given, with the instance as Name and the template's
+// Path and Install, as systemctl resolves it.
+func MapLookup(units ...UnitFile) Lookup {
+	m := make(map[string]UnitFile, len(units))
+	for _, u := range units {
+		m[u.Name] = u
+	}
+	return func(name string) (UnitFile, bool) {
+		if u, ok := m[name]; ok {
+			return u, true
+		}
+		if t, ok := TemplateOf(name); ok {
+			if u, ok := m[t]; ok {
+				u.Name = name
+				return u, true
+			}
+		}
+		return UnitFile{}, false
+	}
+}
+
 // maxAlso bounds the number of units one enable may pull in through Also=.
 const maxAlso = 1024
 
