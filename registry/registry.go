@@ -35,6 +35,33 @@ type Options struct {
 	// Retry bounds the retries of failed registry requests (5xx, 429,
 	// connection resets); the zero value is DefaultRetry.
 	Retry Retry
+	// Insecure lists registry hosts ("host[:port]") reached over plain
+	// HTTP. Loopback, *.local and private-network hosts already are (the
+	// go-containerregistry rule); this is for other hosts.
+	Insecure []string
+}
+
+// IsInsecure reports whether host is listed in Insecure.
+func (o *Options) IsInsecure(host string) bool {
+	for _, h := range o.Insecure {
+		if strings.EqualFold(strings.TrimSuffix(h, "/"), host) {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseInsecure checks an --insecure-registry value: a host with an
+// optional port, no scheme and no path.
+func ParseInsecure(s string) (string, error) {
+	h := strings.TrimSpace(s)
+	if h == "" || strings.Contains(h, "://") || strings.ContainsAny(h, "/ @") {
+		return "", fmt.Errorf("--insecure-registry %q: give a registry host[:port], e.g. registry.example.com:5000", s)
+	}
+	if _, err := name.NewRegistry(h, name.Insecure); err != nil {
+		return "", fmt.Errorf("--insecure-registry %q: %v", s, err)
+	}
+	return h, nil
 }
 
 // Mirror rewrites references whose registry (or registry/repository prefix)
@@ -89,7 +116,12 @@ func (o *Options) ParseReference(ref string) (name.Reference, error) {
 		if err2 != nil {
 			return nil, fmt.Errorf("invalid image reference %q: %v", ref, err2)
 		}
-		return r2, nil
+		r = r2
+	}
+	if o.IsInsecure(r.Context().RegistryStr()) {
+		if r2, err := name.ParseReference(r.String(), name.Insecure); err == nil {
+			r = r2
+		}
 	}
 	return r, nil
 }

@@ -15,6 +15,7 @@ type registryFlags struct {
 	authfile   string
 	authSecret string
 	jobs       int
+	insecure   []string
 }
 
 func (f *registryFlags) register(fs *pflag.FlagSet) {
@@ -22,6 +23,7 @@ func (f *registryFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.authfile, "authfile", "", "registry credentials file (podman auth.json / docker config.json); takes precedence over --auth-secret and the docker config")
 	fs.StringVar(&f.authSecret, "auth-secret", "", "Kubernetes Secret manifest of type kubernetes.io/dockerconfigjson with registry credentials")
 	fs.IntVar(&f.jobs, "jobs", 4, "parallel blob uploads per image")
+	fs.StringArrayVar(&f.insecure, "insecure-registry", nil, "reach this registry host[:port] over plain HTTP (repeatable; loopback and private hosts already are)")
 }
 
 func (f *registryFlags) options() (*registry.Options, error) {
@@ -37,6 +39,13 @@ func (f *registryFlags) options() (*registry.Options, error) {
 		return nil, fmt.Errorf("--jobs %d: want 1 to 64", f.jobs)
 	}
 	o.Jobs = f.jobs
+	for _, h := range f.insecure {
+		hh, err := registry.ParseInsecure(h)
+		if err != nil {
+			return nil, err
+		}
+		o.Insecure = append(o.Insecure, hh)
+	}
 	kc, err := registry.Keychain(f.authfile, f.authSecret)
 	if err != nil {
 		return nil, err

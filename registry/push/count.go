@@ -22,7 +22,9 @@ type counter struct {
 	sizes    map[v1.Hash]int64
 
 	mu sync.Mutex
-	// uploaded: request body bytes of PATCH/PUT/POST the registry accepted.
+	// uploaded: request body bytes of PATCH and PUT (and POST to the
+	// target repository) that were answered with 2xx; failed attempts are
+	// not counted.
 	uploaded int64
 	// skipped: blobs the target had (HEAD 200).
 	skipped int64
@@ -64,8 +66,12 @@ func (c *countingBody) count() int64 {
 // RoundTrip implements http.RoundTripper.
 func (c *counter) RoundTrip(req *http.Request) (*http.Response, error) {
 	ours := req.URL.Host == c.host && strings.HasPrefix(req.URL.Path, c.prefix)
+	// Blob data goes in PATCH and PUT bodies, possibly to a storage host the
+	// registry redirects uploads to; token requests (GET/POST to the auth
+	// realm) are not uploads.
+	sends := req.Method == http.MethodPatch || req.Method == http.MethodPut || (ours && req.Method == http.MethodPost)
 	var body *countingBody
-	if ours && req.Body != nil && req.Body != http.NoBody {
+	if sends && req.Body != nil && req.Body != http.NoBody {
 		r2 := req.Clone(req.Context())
 		body = &countingBody{rc: req.Body}
 		r2.Body = body
@@ -83,16 +89,19 @@ func (c *counter) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = r2
 	}
 	resp, err := c.inner.RoundTrip(req)
-	if err != nil || !ours {
+	if err != nil {
 		return resp, err
 	}
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
-	rest := strings.TrimPrefix(req.URL.Path, c.prefix)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if body != nil && ok {
 		c.uploaded += body.count()
 	}
+	if !ours {
+		return resp, nil
+	}
+	rest := strings.TrimPrefix(req.URL.Path, c.prefix)
 	switch {
 	case req.Method == http.MethodHead && strings.HasPrefix(rest, "blobs/") && resp.StatusCode == http.StatusOK:
 		if h, err := v1.NewHash(strings.TrimPrefix(rest, "blobs/")); err == nil && !c.seen[h] {

@@ -120,6 +120,11 @@ func New(target string, reg *registry.Options, opts ...Option) (*Publisher, erro
 	if err != nil {
 		return nil, err
 	}
+	if reg.IsInsecure(tag.RegistryStr()) {
+		if tag, err = name.NewTag(tag.Name(), name.Insecure); err != nil {
+			return nil, fmt.Errorf("push target %q: %v", target, err)
+		}
+	}
 	p.tag = &tag
 	p.impl = &remotePublisher{p: p}
 	return p, nil
