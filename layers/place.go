@@ -374,15 +374,24 @@ func (p *placer) placeUnits(units []model.Unit) {
 		}
 		ours[u.Name] = systemd.UnitFile{Name: u.Name, Path: path.Join(UnitDir, u.Name), Install: in}
 	}
-	lookup := func(name string) (systemd.UnitFile, bool) {
+	ourLookup := func(name string) (systemd.UnitFile, bool) {
 		if uf, ok := ours[name]; ok {
 			return uf, true
 		}
-		if p.req.Base != nil {
-			return systemd.FindInFS(p.req.Base, name)
+		// An instance of a template this configuration writes.
+		if tmpl, ok := systemd.TemplateOf(name); ok {
+			if uf, ok := ours[tmpl]; ok {
+				uf.Name = name
+				return uf, true
+			}
 		}
 		return systemd.UnitFile{}, false
 	}
+	var baseLookup systemd.Lookup
+	if p.req.Base != nil {
+		baseLookup = systemd.FSLookup(p.req.Base)
+	}
+	lookup := systemd.Chain(ourLookup, baseLookup)
 	for _, u := range units {
 		if err := model.ValidateUnitName(u.Name); err != nil {
 			p.errorf(u.Origin, "", "unit name: %v", err)
@@ -406,7 +415,6 @@ func (p *placer) placeUnits(units []model.Unit) {
 			ur.DropIns = append(ur.DropIns, d.Name)
 		}
 		enableOrigin := u.Origin
-		enableOrigin.Field = strings.TrimSuffix(enableOrigin.Field, ".enabled") // keep the unit's field
 		switch {
 		case u.Mask:
 			if u.Contents != nil {
@@ -419,20 +427,20 @@ func (p *placer) placeUnits(units []model.Unit) {
 			ur.Links = append(ur.Links, l.Path+" -> "+l.Target)
 		case u.Enabled != nil && *u.Enabled:
 			ur.Enablement = "enabled"
-			uf, ok := ours[u.Name]
+			uf, ok := ourLookup(u.Name)
 			ur.InstallFrom = "unit"
+			if !ok && baseLookup != nil {
+				uf, ok = baseLookup(u.Name)
+				ur.InstallFrom = "base"
+			}
 			if !ok {
-				if bu, found := lookup(u.Name); found {
-					uf, ur.InstallFrom = bu, "base"
-				} else {
-					uf = systemd.UnitFile{Name: u.Name, Path: path.Join("/usr/lib/systemd/system", u.Name), Install: systemd.Install{WantedBy: []string{FallbackWantedBy}}}
-					ur.InstallFrom = "fallback"
-					why := "the base image tree is not available"
-					if p.req.Base != nil {
-						why = "the base image does not ship it"
-					}
-					p.warns = append(p.warns, fmt.Sprintf("%s: unit %s has no contents and %s: enabled with WantedBy=%s", u.Origin, u.Name, why, FallbackWantedBy))
+				uf = systemd.UnitFile{Name: u.Name, Path: path.Join("/usr/lib/systemd/system", u.Name), Install: systemd.Install{WantedBy: []string{FallbackWantedBy}}}
+				ur.InstallFrom = "fallback"
+				why := "the base image tree is not available"
+				if p.req.Base != nil {
+					why = "the base image does not ship it"
 				}
+				p.warns = append(p.warns, fmt.Sprintf("%s: unit %s has no contents and %s: enabled with WantedBy=%s", u.Origin, u.Name, why, FallbackWantedBy))
 			}
 			if uf.Install.Empty() {
 				p.warns = append(p.warns, fmt.Sprintf("%s: unit %s is enabled but has no [Install] section: systemctl enable creates no links", u.Origin, u.Name))

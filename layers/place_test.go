@@ -430,3 +430,28 @@ func TestLayersHoldTheTree(t *testing.T) {
 		}
 	}
 }
+
+func TestUnitTemplateInstanceAndBaseMiss(t *testing.T) {
+	base := fstest.MapFS{"usr/lib/systemd/system/other.service": {Data: []byte("[Install]\nWantedBy=multi-user.target\n")}}
+	cfg := &model.Config{Units: []model.Unit{
+		{Name: "getty@.service", Contents: ptr("[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=getty.target\n"), Origin: org("spec.units[0]")},
+		{Name: "getty@tty2.service", Enabled: ptr(true), Origin: org("spec.units[1]")},
+		{Name: "missing.service", Enabled: ptr(true), Origin: org("spec.units[2]")},
+	}}
+	res, err := RenderConfig(context.Background(), Request{Base: base}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := res.tree.Get(UnitDir + "/getty.target.wants/getty@tty2.service"); !ok || e.Target != UnitDir+"/getty@.service" {
+		t.Errorf("instance link: %+v\n%s", e, listing(res.tree))
+	}
+	if got := res.Report.Units[1].InstallFrom; got != "unit" {
+		t.Errorf("instance installFrom %q", got)
+	}
+	if got := res.Report.Units[2].InstallFrom; got != "fallback" {
+		t.Errorf("missing installFrom %q", got)
+	}
+	if len(res.Report.Warnings) != 1 || !strings.Contains(res.Report.Warnings[0], "the base image does not ship it") {
+		t.Errorf("warnings %q", res.Report.Warnings)
+	}
+}
