@@ -67,7 +67,7 @@ func AuthFileKeychain(path string) (authn.Keychain, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--authfile: %w", err)
 	}
-	return parseDockerConfig(b, path, "", true)
+	return parseDockerConfig(b, "--authfile "+path, "", true)
 }
 
 // SecretKeychain reads a Kubernetes Secret manifest of type
@@ -134,7 +134,7 @@ func SecretKeychain(path string) (authn.Keychain, error) {
 		} else {
 			return nil, fmt.Errorf("--auth-secret %s: Secret %q of type %s has no data.%s or stringData.%s", where, sec.Metadata.Name, sec.Type, key, key)
 		}
-		kc, err := parseDockerConfig(raw, where, field, !legacy)
+		kc, err := parseDockerConfig(raw, "--auth-secret "+where, field, !legacy)
 		if err != nil {
 			return nil, err
 		}
