@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/oslayer/oslayer/builder"
 )
@@ -51,6 +53,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// Wall time and peak RSS of the last cli run, for the logs.
+var (
+	lastWall   time.Duration
+	lastRSSKiB int64
+)
+
 // cli runs oslayer in the repository root and returns stdout, stderr and
 // the exit code.
 func cli(t *testing.T, args ...string) (string, string, int) {
@@ -60,7 +68,14 @@ func cli(t *testing.T, args ...string) (string, string, int) {
 	cmd.Dir = repoRoot(t)
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.Env = append(os.Environ(), "SOURCE_DATE_EPOCH=")
+	start := time.Now()
 	err := cmd.Run()
+	lastWall = time.Since(start)
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			lastRSSKiB = ru.Maxrss
+		}
+	}
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
@@ -131,7 +146,9 @@ func TestCLIRegistry(t *testing.T) {
 	if !strings.Contains(stderr, "not pinned") {
 		t.Errorf("no warning about the unpinned base:\n%s", stderr)
 	}
-	t.Logf("CLI build with preflight: %d base blob GETs, %d mounts, %d uploads", baseBlobGets(t, e.proxy), e.proxy.Mounts(), e.proxy.Uploads())
+	up, down := e.proxy.Bytes()
+	t.Logf("CLI build with preflight: wall %v, peak RSS %d KiB, %d base blob GETs, %d mounts, %d uploads, %d B up, %d B down",
+		lastWall.Round(time.Millisecond), lastRSSKiB, baseBlobGets(t, e.proxy), e.proxy.Mounts(), e.proxy.Uploads(), up, down)
 	if n := baseBlobGets(t, e.proxy); n != 0 {
 		t.Errorf("%d base blobs downloaded:\n%s", n, e.proxy.Dump())
 	}

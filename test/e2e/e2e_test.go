@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -31,8 +32,9 @@ import (
 	"github.com/oslayer/oslayer/test/synth"
 )
 
-// scale keeps the synthetic FCOS base at about 140 KB (51 layers).
-const scale = 0.0002
+// defaultScale keeps the synthetic FCOS base at about 140 KB (51 layers);
+// OSLAYER_E2E_SCALE overrides it (1 is the real FCOS size, 697 MB).
+const defaultScale = 0.0002
 
 var (
 	baseOnce sync.Once
@@ -42,7 +44,15 @@ var (
 
 func synthBase(t *testing.T) v1.Image {
 	t.Helper()
-	baseOnce.Do(func() { baseImg, baseErr = synth.FCOSBase(scale) })
+	baseOnce.Do(func() {
+		scale := defaultScale
+		if s := os.Getenv("OSLAYER_E2E_SCALE"); s != "" {
+			if scale, baseErr = strconv.ParseFloat(s, 64); baseErr != nil {
+				return
+			}
+		}
+		baseImg, baseErr = synth.FCOSBase(scale)
+	})
 	if baseErr != nil {
 		t.Fatal(baseErr)
 	}
