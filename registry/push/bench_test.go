@@ -1,0 +1,74 @@
+package push_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/registry/push"
+	"github.com/oslayer/oslayer/test/regtest"
+)
+
+// BenchmarkPush measures a pool push onto a 51-layer base in another
+// repository of the same registry (every base layer mounted, two new
+// layers uploaded, tag moved), and the unchanged rebuild (nothing sent).
+//
+//	go test -run '^$' -bench Push -benchtime 20x ./registry/push/
+func BenchmarkPush(b *testing.B) {
+	r := regtest.Start(b, regtest.Config{})
+	px := regtest.NewProxy(b, r.Host)
+	pushPlain(b, px.Host+"/fcos/base:stable", mkImage(b, nil, mkLayers(b, "base", 51, 16<<10)...))
+	reg := &registry.Options{Retry: fastRetry}
+	base, _, err := reg.Image(ctx, px.Host+"/fcos/base:stable", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	b.Run("new-image", func(b *testing.B) {
+		var mounted, uploaded int64
+		for i := 0; i < b.N; i++ {
+			img := mkImage(b, base, mkLayers(b, fmt.Sprintf("pool%d", i), 2, 32<<10)...)
+			bt := built(b, img)
+			p, err := push.New(px.Host+fmt.Sprintf("/pools/p%d:v1", i), reg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			pub, err := p.Write(ctx, bt)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := p.Commit(ctx, bt, pub); err != nil {
+				b.Fatal(err)
+			}
+			mounted, uploaded = pub.Mounted, pub.Uploaded
+		}
+		b.ReportMetric(float64(mounted), "B-mounted/op")
+		b.ReportMetric(float64(uploaded), "B-uploaded/op")
+	})
+
+	b.Run("unchanged", func(b *testing.B) {
+		img := mkImage(b, base, mkLayers(b, "same", 2, 32<<10)...)
+		bt := built(b, img)
+		p, err := push.New(px.Host+"/pools/same:v1", reg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pub, err := p.Write(ctx, bt)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := p.Commit(ctx, bt, pub); err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		var uploaded int64
+		for i := 0; i < b.N; i++ {
+			pub, err := p.Write(ctx, bt)
+			if err != nil {
+				b.Fatal(err)
+			}
+			uploaded += pub.Uploaded
+		}
+		b.ReportMetric(float64(uploaded)/float64(b.N), "B-uploaded/op")
+	})
+}
