@@ -455,3 +455,35 @@ func TestUnitTemplateInstanceAndBaseMiss(t *testing.T) {
 		t.Errorf("warnings %q", res.Report.Warnings)
 	}
 }
+
+func TestInputsDigest(t *testing.T) {
+	digest := func(req Request, mut func(*model.Config)) string {
+		t.Helper()
+		cfg := handConfig()
+		mut(cfg)
+		res, err := RenderConfig(context.Background(), req, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.InputsDigest
+	}
+	base := digest(Request{}, func(*model.Config) {})
+	if !strings.HasPrefix(base, "sha256:") || len(base) != 71 {
+		t.Fatalf("digest %q", base)
+	}
+	for name, d := range map[string]string{
+		"input content": digest(Request{}, func(c *model.Config) { c.Inputs[0].SHA256 = "def" }),
+		"image pin":     digest(Request{}, func(c *model.Config) { c.Files[4].FromImage = "registry.example/hyperkube@sha256:01" }),
+		"pool":          digest(Request{Pool: "infra"}, func(*model.Config) {}),
+		"bake-secrets":  digest(Request{BakeSecrets: true}, func(*model.Config) {}),
+		"allow":         digest(Request{AllowTopLevel: []string{"srv"}}, func(*model.Config) {}),
+		"epoch":         digest(Request{Epoch: DefaultEpoch.AddDate(1, 0, 0)}, func(*model.Config) {}),
+	} {
+		if d == base {
+			t.Errorf("%s does not change the inputs digest", name)
+		}
+	}
+	if d := digest(Request{}, func(c *model.Config) { c.Inputs[0].Path = "/elsewhere/pool.yaml" }); d != base {
+		t.Error("the document's path changes the inputs digest")
+	}
+}

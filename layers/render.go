@@ -88,7 +88,7 @@ func RenderConfig(ctx context.Context, req Request, cfg *model.Config) (*Result,
 		OSImageURL: cfg.OSImageURL,
 		Inputs:     cfg.Inputs,
 	}
-	res.InputsDigest = inputsDigest(req, cfg.Inputs, epoch)
+	res.InputsDigest = inputsDigest(req, cfg, epoch)
 	for _, name := range []string{LayerPayload, LayerConfig, LayerMetadata} {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -186,12 +186,18 @@ func manifest(items []Baked) ([]byte, error) {
 	return append(out, '\n'), nil
 }
 
-// inputsDigest hashes the input documents (by content, sorted) and every
-// option that changes the output.
-func inputsDigest(req Request, inputs []model.Input, epoch time.Time) string {
-	lines := make([]string, 0, len(inputs)+8)
-	for _, in := range inputs {
+// inputsDigest hashes the input documents (by content, sorted), the pinned
+// images imageRef content was read from, and every option that changes the
+// output. Paths of the documents do not count.
+func inputsDigest(req Request, cfg *model.Config, epoch time.Time) string {
+	lines := make([]string, 0, len(cfg.Inputs)+8)
+	for _, in := range cfg.Inputs {
 		lines = append(lines, "input "+in.Kind+" "+in.Name+" "+in.SHA256)
+	}
+	for _, f := range cfg.Files {
+		if f.FromImage != "" {
+			lines = append(lines, "image "+f.FromImage)
+		}
 	}
 	sort.Strings(lines)
 	allow := append([]string(nil), req.AllowTopLevel...)
