@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/test/regtest"
 )
 
 var (
@@ -93,9 +94,10 @@ func lastLine(s string) string {
 // The README's main command (into a temporary layout), then the same with
 // -o json and --digest-file.
 func TestCLIExample(t *testing.T) {
+	regtest.Require(t, "skopeo")
 	out := filepath.Join(t.TempDir(), "out", "worker")
 	args := []string{"build", "--base", "oci:examples/base", "--pool", "worker",
-		"--osc", "examples/gardener/worker-osc.yaml", "--output", "oci:" + out}
+		"--osc", "examples/gardener/worker-osc.yaml", "--output", "oci:" + out + ":latest"}
 	stdout, stderr, code := cli(t, args...)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
@@ -106,6 +108,9 @@ func TestCLIExample(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "pool worker: "+ref) {
 		t.Errorf("stderr does not tell what was produced:\n%s", stderr)
+	}
+	if si := inspect(t, "oci:"+out+":latest"); "oci:"+out+"@"+si.Digest != ref {
+		t.Errorf("oci:%s:latest is %s, build printed %s", out, si.Digest, ref)
 	}
 
 	df := filepath.Join(t.TempDir(), "digest")
