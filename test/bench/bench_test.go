@@ -1,0 +1,287 @@
+// Package bench measures oslayer against its peers in one run on one
+// machine, with a loopback registry and a synthetic Fedora CoreOS-shaped
+// base (51 gzip layers):
+//
+//   - oslayer build --push of one pool, the same with unchanged inputs,
+//     and 10 and 100 pools as parallel invocations (-bench.parallel at once);
+//   - crane append of the same layer tar onto the same base (the fast-path peer);
+//   - buildah bud (vfs, chroot) of FROM base + COPY rootfs/ /, then buildah push
+//     (what OpenShift's on-cluster build pod does).
+//
+// For each it prints wall time, bytes downloaded and uploaded (counted by a
+// proxy in front of the registry) and peak RSS (from the process's rusage),
+// then the ratios oslayer/crane and buildah/oslayer. Run it with
+// test/bench/run.sh; nothing here asserts a time.
+package bench
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/oslayer/oslayer/test/fixtures"
+	"github.com/oslayer/oslayer/test/regtest"
+	"github.com/oslayer/oslayer/test/synth"
+)
+
+var (
+	scale    = flag.Float64("bench.scale", 0.02, "synthetic base size as a fraction of a real FCOS image (697 MB); see -bench.gb")
+	gb       = flag.Bool("bench.gb", false, "use a ~1 GB base (scale 1.5)")
+	pools    = flag.Int("bench.pools", 100, "largest pool count (runs 10 and this many)")
+	parallel = flag.Int("bench.parallel", 8, "oslayer invocations at once for the multi-pool runs")
+	buildah  = flag.Bool("bench.buildah", true, "run the buildah peer")
+	mdOut    = flag.String("bench.md", "", "also write the result table as markdown to this file")
+)
+
+// run is one measured command (or group of commands).
+type run struct {
+	name     string
+	wall     time.Duration
+	up, down int64
+	rss      int64 // peak RSS in KiB (max over the group)
+	note     string
+}
+
+// env holds what every measurement shares.
+type env struct {
+	t       testing.TB
+	dir     string
+	oslayer string
+	proxy   *regtest.Proxy
+	base    string // proxy/fcos/base@sha256:...
+}
+
+// exec runs one command and returns its wall time and peak RSS (KiB).
+func (e *env) exec(name string, args []string, extraEnv ...string) (time.Duration, int64) {
+	e.t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), extraEnv...)
+	var stderr strings.Builder
+	cmd.Stdout = io.Discard
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		e.t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.String())
+	}
+	wall := time.Since(start)
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	return wall, ru.Maxrss
+}
+
+// measure runs f with the proxy counters reset and records bytes.
+func (e *env) measure(name string, f func() (time.Duration, int64)) run {
+	e.proxy.Reset()
+	wall, rss := f()
+	up, down := e.proxy.Bytes()
+	return run{name: name, wall: wall, up: up, down: down, rss: rss}
+}
+
+func BenchmarkPeers(b *testing.B) {
+	if *gb {
+		*scale = 1.5
+	}
+	regtest.Require(b, "docker-registry")
+	crane := regtest.Require(b, "crane")
+	ctx := context.Background()
+	dir := b.TempDir()
+	e := &env{t: b, dir: dir}
+
+	// The binary under test, built once, measured as a process like its peers.
+	root, err := fixtures.RepoRoot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.oslayer = filepath.Join(dir, "oslayer")
+	if out, err := exec.Command("go", "build", "-o", e.oslayer, filepath.Join(root, "cmd", "oslayer")).CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+
+	reg := regtest.Start(b, regtest.Config{Filesystem: true})
+	e.proxy = regtest.NewProxy(b, reg.Host)
+
+	img, err := synth.FCOSBase(*scale)
+	if err != nil {
+		b.Fatal(err)
+	}
+	baseDigest, err := synth.Push(ctx, img, e.proxy.Host+"/fcos/base:stable")
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.base = baseDigest.String()
+	baseSize := int64(0)
+	if m, err := img.Manifest(); err == nil {
+		for _, l := range m.Layers {
+			baseSize += l.Size
+		}
+	}
+
+	osc := filepath.Join(root, "examples", "gardener", "worker-osc.yaml")
+	b.ResetTimer()
+	var runs []run
+
+	build := func(pool, target string, extra ...string) (time.Duration, int64) {
+		args := []string{"build", "--base", e.base, "--pool", pool, "--osc", osc, "--push", target}
+		return e.exec(e.oslayer, append(args, extra...), "SOURCE_DATE_EPOCH=1700000000")
+	}
+	runs = append(runs, e.measure("oslayer build+push, 1 pool", func() (time.Duration, int64) {
+		return build("worker", e.proxy.Host+"/pools/worker:latest")
+	}))
+	runs = append(runs, e.measure("oslayer, unchanged inputs", func() (time.Duration, int64) {
+		return build("worker", e.proxy.Host+"/pools/worker:latest")
+	}))
+
+	// Multi-pool: parallel invocations, each pool with its own content (a
+	// second OSC adds a per-pool file), each pushed to its own repository.
+	manyPools := func(n int) run {
+		for i := 0; i < n; i++ {
+			writePoolOSC(b, dir, i)
+		}
+		r := e.measure(fmt.Sprintf("oslayer, %d pools (%d parallel invocations)", n, *parallel), func() (time.Duration, int64) {
+			start := time.Now()
+			var mu sync.Mutex
+			var maxRSS int64
+			sem := make(chan struct{}, *parallel)
+			var wg sync.WaitGroup
+			for i := 0; i < n; i++ {
+				wg.Add(1)
+				sem <- struct{}{}
+				go func(i int) {
+					defer wg.Done()
+					defer func() { <-sem }()
+					pool := fmt.Sprintf("pool%03d", i)
+					_, rss := build(pool, fmt.Sprintf("%s/pools/%s:latest", e.proxy.Host, pool),
+						"--osc", filepath.Join(dir, "pools", pool+".yaml"))
+					mu.Lock()
+					if rss > maxRSS {
+						maxRSS = rss
+					}
+					mu.Unlock()
+				}(i)
+			}
+			wg.Wait()
+			return time.Since(start), maxRSS
+		})
+		return r
+	}
+	runs = append(runs, manyPools(10))
+	if *pools > 10 {
+		runs = append(runs, manyPools(*pools))
+	}
+
+	// The same content as a plain tar, for the peers.
+	rendered := filepath.Join(dir, "rendered")
+	e.exec(e.oslayer, []string{"render", "--osc", osc, "--pool", "worker", "--output", rendered})
+	layerTar := filepath.Join(dir, "layer.tar")
+	if out, err := exec.Command("tar", "--sort=name", "--owner=0", "--group=0", "--numeric-owner",
+		"-C", filepath.Join(rendered, "rootfs"), "-cf", layerTar, ".").CombinedOutput(); err != nil {
+		b.Fatalf("tar: %v\n%s", err, out)
+	}
+
+	runs = append(runs, e.measure("crane append (same layer tar)", func() (time.Duration, int64) {
+		return e.exec(crane, []string{"append", "-b", e.base, "-f", layerTar, "-t", e.proxy.Host + "/crane/worker:latest"})
+	}))
+
+	if *buildah {
+		bah := regtest.Require(b, "buildah")
+		ctxDir := filepath.Join(dir, "buildctx")
+		if err := os.MkdirAll(ctxDir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if out, err := exec.Command("cp", "-a", filepath.Join(rendered, "rootfs"), filepath.Join(ctxDir, "rootfs")).CombinedOutput(); err != nil {
+			b.Fatalf("cp: %v\n%s", err, out)
+		}
+		if err := os.WriteFile(filepath.Join(ctxDir, "Containerfile"), []byte("FROM "+e.base+"\nCOPY rootfs/ /\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		store := []string{"--root", filepath.Join(dir, "bh-root"), "--runroot", filepath.Join(dir, "bh-runroot"), "--storage-driver", "vfs"}
+		target := e.proxy.Host + "/buildah/worker:latest"
+		runs = append(runs, e.measure("buildah bud (vfs, chroot) + push", func() (time.Duration, int64) {
+			w1, r1 := e.exec(bah, append(append([]string{}, store...), "bud", "--isolation", "chroot", "--tls-verify=false", "--pull-always", "-t", target, ctxDir))
+			w2, r2 := e.exec(bah, append(append([]string{}, store...), "push", "--tls-verify=false", target))
+			return w1 + w2, max(r1, r2)
+		}))
+		// Leave no vfs copies behind.
+		_ = exec.Command(bah, append(append([]string{}, store...), "rmi", "--all", "--force")...).Run()
+	}
+	b.StopTimer()
+
+	report(b, runs, baseSize)
+}
+
+func writePoolOSC(t testing.TB, dir string, i int) {
+	t.Helper()
+	pool := fmt.Sprintf("pool%03d", i)
+	p := filepath.Join(dir, "pools", pool+".yaml")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	osc := fmt.Sprintf(`apiVersion: extensions.gardener.cloud/v1alpha1
+kind: OperatingSystemConfig
+metadata:
+  name: bench-%s
+  namespace: shoot--bench--pools
+spec:
+  type: coreos
+  purpose: reconcile
+  files:
+  - path: /etc/oslayer-bench/pool
+    permissions: 420
+    content:
+      inline:
+        data: %q
+`, pool, pool+"\n")
+	if err := os.WriteFile(p, []byte(osc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func report(b *testing.B, runs []run, baseSize int64) {
+	var s strings.Builder
+	fmt.Fprintf(&s, "\nbase: synthetic FCOS, 51 gzip layers, %.1f MB compressed (scale %g)\n\n", float64(baseSize)/1e6, *scale)
+	fmt.Fprintf(&s, "| run | wall | downloaded | uploaded | peak RSS |\n|---|---:|---:|---:|---:|\n")
+	byName := map[string]run{}
+	for _, r := range runs {
+		byName[r.name] = r
+		fmt.Fprintf(&s, "| %s | %.3f s | %s | %s | %.1f MB |\n", r.name, r.wall.Seconds(), human(r.down), human(r.up), float64(r.rss)/1024)
+	}
+	one := runs[0]
+	ratio := func(label string, num, den time.Duration) {
+		if den > 0 {
+			fmt.Fprintf(&s, "\n%s: %.2f", label, num.Seconds()/den.Seconds())
+		}
+	}
+	if c, ok := byName["crane append (same layer tar)"]; ok {
+		ratio("oslayer/crane (wall, 1 pool; target ≤ 1.3)", one.wall, c.wall)
+	}
+	if bh, ok := byName["buildah bud (vfs, chroot) + push"]; ok {
+		ratio("buildah/oslayer (wall, 1 pool; target ≥ 100)", bh.wall, one.wall)
+	}
+	s.WriteString("\n")
+	fmt.Print(s.String())
+	if *mdOut != "" {
+		if err := os.WriteFile(*mdOut, []byte(s.String()), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func human(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.2f MB", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%d B", n)
+}
