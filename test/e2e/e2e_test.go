@@ -462,3 +462,37 @@ func TestBuildOntoDockerBase(t *testing.T) {
 		run(t, "crane", "validate", "--remote", e.reg.Host+"/pools/docker@"+res.Digest.String(), "--insecure")
 	}
 }
+
+// The OpenShift example: worker MachineConfigs (the master one is not
+// selected) with kernel arguments, onto the example base.
+func TestBuildOpenShiftExample(t *testing.T) {
+	regtest.Require(t, "skopeo")
+	regtest.Require(t, "umoci")
+	root := repoRoot(t)
+	examples := "oci:" + filepath.Join(root, "examples", "base")
+	rreq := layers.Request{MachineConfigs: []string{filepath.Join(root, "examples", "openshift")}, Pool: "worker"}
+	out := filepath.Join(t.TempDir(), "out")
+	pub, err := push.New("oci:"+out+":worker", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := builder.Build(ctxT(t), builder.Request{Render: rreq, Base: examples, Version: "e2e"}, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	si := inspect(t, "oci:"+out+":worker")
+	if got := si.Labels[builder.LabelKernelArgs]; got != `["systemd.unified_cgroup_hierarchy=1","mitigations=auto,nosmt"]` {
+		t.Errorf("kernel arguments label %q", got)
+	}
+	if len(res.Inputs) != 2 {
+		t.Errorf("inputs %+v, want the two worker MachineConfigs", res.Inputs)
+	}
+	r, err := layers.Render(ctxT(t), rreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootfs := checkUnpacked(t, out, "worker", r)
+	if _, err := os.Stat(filepath.Join(rootfs, "etc/motd")); !os.IsNotExist(err) {
+		t.Errorf("the master MachineConfig was applied: %v", err)
+	}
+}
