@@ -27,7 +27,7 @@ func (s *stage) Name() string { return StageName }
 
 func (s *stage) Run(ctx context.Context, b *builder.Built, p *builder.Published) (any, error) {
 	if b == nil || b.Image == nil {
-		return nil, errors.New("preflight: no built image")
+		return nil, errors.New("no built image")
 	}
 	log := s.opts.Log
 	if log == nil {
@@ -42,7 +42,7 @@ func (s *stage) Run(ctx context.Context, b *builder.Built, p *builder.Published)
 	}
 	if s.opts.RequireBase != "" {
 		if s.opts.Open == nil {
-			return nil, fmt.Errorf("preflight: --require-base %s: no way to open images", s.opts.RequireBase)
+			return nil, fmt.Errorf("--require-base %s: no way to open images", s.opts.RequireBase)
 		}
 		var plat *v1.Platform
 		if cf, err := b.Image.ConfigFile(); err == nil && cf.Architecture != "" {
@@ -50,13 +50,14 @@ func (s *stage) Run(ctx context.Context, b *builder.Built, p *builder.Published)
 		}
 		img, err := s.opts.Open(ctx, s.opts.RequireBase, plat)
 		if err != nil {
-			return nil, fmt.Errorf("preflight: --require-base %s: %w", s.opts.RequireBase, err)
+			return nil, fmt.Errorf("--require-base %s: %w", s.opts.RequireBase, err)
 		}
 		t.Require, t.RequireRef = img, s.opts.RequireBase
 	}
 	rep, err := Run(ctx, t, s.opts)
 	if err != nil {
-		return nil, err
+		// The build names the stage already.
+		return nil, unprefixed{err}
 	}
 	var errs []string
 	for _, f := range rep.Findings {
@@ -87,7 +88,7 @@ func (s *stage) Run(ctx context.Context, b *builder.Built, p *builder.Published)
 		if rep.Errors > len(errs) {
 			more = fmt.Sprintf("; and %d more", rep.Errors-len(errs))
 		}
-		return rep, fmt.Errorf("preflight: %d error(s) in %s: %s%s", rep.Errors, t.Ref, strings.Join(errs, "; "), more)
+		return rep, fmt.Errorf("%d error(s) in %s: %s%s", rep.Errors, t.Ref, strings.Join(errs, "; "), more)
 	}
 	log.Info("preflight passed", "image", t.Ref, "warnings", rep.Warnings)
 	return rep, nil
@@ -116,3 +117,9 @@ func short12(d string) string {
 	}
 	return d
 }
+
+// unprefixed drops Run's "preflight: " prefix: the build prefixes the stage name.
+type unprefixed struct{ err error }
+
+func (u unprefixed) Error() string { return strings.TrimPrefix(u.err.Error(), "preflight: ") }
+func (u unprefixed) Unwrap() error { return u.err }

@@ -1,0 +1,73 @@
+package preflight
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/oslayer/oslayer/builder"
+)
+
+func TestStage(t *testing.T) {
+	b := newBase(t, 3, 1, fcosLabels)
+	var _ builder.Stage = Stage(Options{})
+	t.Run("warnings pass and are logged", func(t *testing.T) {
+		l := tarLayer(t, file("var/lib/kubelet/config.yaml", "x"))
+		img := derive(t, b.img, l)
+		var logs bytes.Buffer
+		st := Stage(Options{Log: slog.New(slog.NewTextHandler(&logs, nil))})
+		out, err := st.Run(context.Background(), &builder.Built{Image: img, Base: builder.Base{Ref: "quay.io/fedora/fedora-coreos:stable", Image: b.img}, Pool: "worker"},
+			&builder.Published{Ref: "127.0.0.1:5000/pool@sha256:abc"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := out.(*Report)
+		if st.Name() != "preflight" || rep.Result != "passed" || rep.Warnings != 1 || rep.Image != "127.0.0.1:5000/pool@sha256:abc" || rep.Base != "quay.io/fedora/fedora-coreos:stable" {
+			t.Errorf("report %+v", rep)
+		}
+		if !strings.Contains(logs.String(), `level=WARN msg="preflight: var/ content only lands on the first deployment`) || !strings.Contains(logs.String(), "path=var/lib/kubelet/config.yaml") {
+			t.Errorf("log:\n%s", logs.String())
+		}
+	})
+	t.Run("errors fail the stage", func(t *testing.T) {
+		l := tarLayer(t, file("usr/etc/x", "x"))
+		img := derive(t, b.img, l)
+		out, err := Stage(Options{}).Run(context.Background(), &builder.Built{Image: img, Base: builder.Base{Ref: "base", Image: b.img}, Pool: "worker"}, nil)
+		want := fmt.Sprintf("1 error(s) in pool worker: content/etc-usretc /usr/etc/x (layer %s): usr/etc/ is where ostree keeps the image's /etc: never write it; put the file under etc/", mustDigest(t, l)[:19])
+		if err == nil || err.Error() != want {
+			t.Errorf("err %v\nwant %s", err, want)
+		}
+		if rep, ok := out.(*Report); !ok || rep.Errors != 1 {
+			t.Errorf("out %+v", out)
+		}
+	})
+	t.Run("require-base opened with the image's platform", func(t *testing.T) {
+		img := derive(t, b.img, cleanLayer(t))
+		var gotRef string
+		var gotPlat *v1.Platform
+		st := Stage(Options{RequireBase: "official", Open: func(_ context.Context, ref string, p *v1.Platform) (v1.Image, error) {
+			gotRef, gotPlat = ref, p
+			return newBase(t, 3, 9, fcosLabels).img, nil
+		}})
+		_, err := st.Run(context.Background(), &builder.Built{Image: img, Base: builder.Base{Ref: "base", Image: b.img}, Pool: "worker"}, nil)
+		if err == nil || !strings.HasPrefix(err.Error(), "1 error(s) in pool worker: base-layers-present: none of the 3 layers of official (--require-base)") {
+			t.Errorf("err %v", err)
+		}
+		if gotRef != "official" || gotPlat == nil || gotPlat.String() != "linux/amd64" {
+			t.Errorf("opened %q %v", gotRef, gotPlat)
+		}
+		st = Stage(Options{RequireBase: "gone", Open: func(context.Context, string, *v1.Platform) (v1.Image, error) { return nil, errors.New("not found") }})
+		if _, err := st.Run(context.Background(), &builder.Built{Image: img, Pool: "worker"}, nil); err == nil || err.Error() != "--require-base gone: not found" {
+			t.Errorf("err %v", err)
+		}
+	})
+	if b.reads.Load() != 0 {
+		t.Errorf("base blobs read")
+	}
+}
