@@ -1,0 +1,136 @@
+// Package cli_test runs the oslayer binary's keygen, trust and verify
+// commands: files, modes, exit codes and output.
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/test/fixtures"
+	"github.com/oslayer/oslayer/test/regtest"
+)
+
+func oslayerBin(t *testing.T) string {
+	t.Helper()
+	root, err := fixtures.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "oslayer")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/oslayer")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/oslayer: %v\n%s", err, out)
+	}
+	return bin
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func oslayer(t *testing.T, bin string, env []string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	r := result{stdout: o.String(), stderr: e.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("oslayer %v: %v", args, err)
+	}
+	return r
+}
+
+func TestKeygenTrustVerify(t *testing.T) {
+	bin := oslayerBin(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	keys := filepath.Join(dir, "keys")
+
+	// keygen: password from the environment; not on a terminal without it.
+	if r := oslayer(t, bin, nil, "keygen", "--output-dir", keys); r.code != 1 || !strings.Contains(r.stderr, "COSIGN_PASSWORD") {
+		t.Fatalf("keygen without COSIGN_PASSWORD off a terminal: %+v", r)
+	}
+	if r := oslayer(t, bin, []string{"COSIGN_PASSWORD=pw"}, "keygen", "--output-dir", keys); r.code != 0 {
+		t.Fatalf("keygen: %+v", r)
+	}
+	st, err := os.Stat(filepath.Join(keys, "cosign.key"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("cosign.key: %v %v", st, err)
+	}
+	if r := oslayer(t, bin, []string{"COSIGN_PASSWORD=pw"}, "keygen", "--output-dir", keys); r.code != 1 || !strings.Contains(r.stderr, "exists") {
+		t.Fatalf("keygen over an existing key: %+v", r)
+	}
+	if r := oslayer(t, bin, []string{"COSIGN_PASSWORD="}, "keygen", "--output-dir", filepath.Join(dir, "nopw")); r.code != 0 || !strings.Contains(r.stderr, "not protected by a password") {
+		t.Fatalf("keygen with an empty password: %+v", r)
+	}
+
+	// Sign an image with the generated key through the library stages.
+	reg := regtest.Start(t, regtest.Config{})
+	img, _ := random.Image(256, 1)
+	h, _ := img.Digest()
+	d, _ := name.NewDigest(reg.Host + "/pool@" + h.String())
+	if err := remote.Write(d, img); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sign.Stages(sign.KeyFile(filepath.Join(keys, "cosign.key"), sign.Password([]byte("pw")))) {
+		if _, err := s.Run(ctx, &builder.Built{Pool: "worker"}, &builder.Published{Ref: d.String(), Digest: &d}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pub := filepath.Join(keys, "cosign.pub")
+	r := oslayer(t, bin, nil, "verify", d.String(), "--key", pub)
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "OK "+d.String()) {
+		t.Fatalf("verify signed: %+v", r)
+	}
+	r = oslayer(t, bin, nil, "verify", d.String(), "--key", pub, "-o", "json")
+	var v sign.Verification
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || r.code != 0 || v.Signatures != 1 || v.Attestations != 1 {
+		t.Fatalf("verify -o json: %+v %v", r, err)
+	}
+	r = oslayer(t, bin, nil, "verify", d.String(), "--key", filepath.Join(dir, "nopw", "cosign.pub"))
+	if r.code != 1 || !strings.HasPrefix(r.stdout, "FAIL ") || !strings.Contains(r.stderr, "verification failed") {
+		t.Fatalf("verify with another key: %+v", r)
+	}
+	if r := oslayer(t, bin, nil, "verify", d.String()); r.code == 0 {
+		t.Fatalf("verify without --key: %+v", r)
+	}
+
+	// trust writes the files.
+	out := filepath.Join(dir, "trust")
+	r = oslayer(t, bin, nil, "trust", "--key", pub, "--repo", reg.Host+"/pool", "--output", out)
+	if r.code != 0 {
+		t.Fatalf("trust: %+v", r)
+	}
+	for _, f := range []string{"policy.json", "policy-fragment.json", "trust-osc.yaml", "99-oslayer-trust.yaml",
+		"registries.d/oslayer-" + strings.ReplaceAll(reg.Host, ":", "-") + "-pool.yaml"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Fatalf("trust did not write %s: %v\n%s", f, err, r.stdout)
+		}
+	}
+	if r := oslayer(t, bin, nil, "trust", "--key", pub, "--repo", reg.Host+"/pool:v1", "--output", out); r.code != 1 {
+		t.Fatalf("trust with a tag: %+v", r)
+	}
+}
