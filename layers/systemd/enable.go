@@ -121,9 +121,19 @@ func EnableLinks(u UnitFile, lookup Lookup) ([]Link, error) {
 		}
 		cur := queue[0]
 		queue = queue[1:]
-		e.apply(cur)
+		def, err := defaultInstance(cur)
+		if err != nil {
+			// systemctl cannot load the unit: for the unit being enabled
+			// nothing is created at all.
+			if n == 0 {
+				return nil, fmt.Errorf("enable %s: %w", cur.Name, err)
+			}
+			e.errs = append(e.errs, fmt.Errorf("enable %s (Also=): %w", cur.Name, err))
+			continue
+		}
+		e.apply(cur, def)
 		for _, a := range cur.Install.Also {
-			name, err := expand(a, cur.Name, cur.Install.DefaultInstance)
+			name, err := expand(a, cur.Name, def)
 			if err == nil && Classify(name) == Invalid {
 				err = fmt.Errorf("%q is not a valid unit name", name)
 			}
@@ -175,10 +185,36 @@ func (e *enabler) fail(u UnitFile, format string, args ...any) {
 	e.errs = append(e.errs, fmt.Errorf("enable %s: %s", u.Name, fmt.Sprintf(format, args...)))
 }
 
-func (e *enabler) apply(u UnitFile) {
+// defaultInstance resolves DefaultInstance= as systemctl 252 does when it
+// loads the unit: only for a template name (elsewhere it is ignored), each
+// value in order, specifiers expanded, an empty value resets, an invalid
+// one fails the unit.
+func defaultInstance(u UnitFile) (string, error) {
+	if Classify(u.Name) != Template {
+		return "", nil
+	}
+	vals := u.Install.defaults
+	if vals == nil && u.Install.DefaultInstance != "" {
+		vals = []string{u.Install.DefaultInstance} // an Install built by hand
+	}
+	cur := ""
+	for _, v := range vals {
+		x, err := expand(v, u.Name, cur)
+		if err != nil {
+			return "", fmt.Errorf("DefaultInstance=%s: %w", v, err)
+		}
+		if x != "" && !validInstance(x) {
+			return "", fmt.Errorf("invalid DefaultInstance= value %q", x)
+		}
+		cur = x
+	}
+	return cur, nil
+}
+
+func (e *enabler) apply(u UnitFile, def string) {
 	in := u.Install
 	for _, a := range in.Alias {
-		dst, err := expand(a, u.Name, in.DefaultInstance)
+		dst, err := expand(a, u.Name, def)
 		if err != nil {
 			e.fail(u, "Alias=%s: %v", a, err)
 			continue
@@ -193,16 +229,8 @@ func (e *enabler) apply(u UnitFile) {
 		}
 	}
 	name := u.Name
-	if Classify(name) == Template && in.DefaultInstance != "" {
-		inst, err := expand(in.DefaultInstance, u.Name, "")
-		if err == nil && !validInstance(inst) {
-			err = fmt.Errorf("invalid instance %q", inst)
-		}
-		if err != nil {
-			e.fail(u, "DefaultInstance=%s: %v", in.DefaultInstance, err)
-			return
-		}
-		name = withInstance(name, inst)
+	if def != "" {
+		name = withInstance(name, def)
 	}
 	for _, l := range []struct {
 		key, suffix string
@@ -213,7 +241,7 @@ func (e *enabler) apply(u UnitFile) {
 		{"UpheldBy", ".upholds", in.UpheldBy},
 	} {
 		for _, w := range l.list {
-			dst, err := expand(w, u.Name, in.DefaultInstance)
+			dst, err := expand(w, u.Name, def)
 			if err != nil {
 				e.fail(u, "%s=%s: %v", l.key, w, err)
 				continue

@@ -10,7 +10,12 @@ import (
 // (specifiers such as %i are resolved by EnableLinks).
 type Install struct {
 	WantedBy, RequiredBy, UpheldBy, Alias, Also []string
-	DefaultInstance                             string
+	// DefaultInstance is the last DefaultInstance= value.
+	DefaultInstance string
+
+	// defaults are all DefaultInstance= values in order: systemctl
+	// resolves and checks each one, and one invalid value fails the unit.
+	defaults []string
 }
 
 // Empty reports whether the section holds no installation config: then
@@ -150,6 +155,7 @@ func parseLine(in *Install, section *string, line string) error {
 		return nil
 	case "DefaultInstance":
 		in.DefaultInstance = value
+		in.defaults = append(in.defaults, value)
 		return nil
 	default:
 		return nil // unknown key: systemd warns and ignores it
