@@ -144,6 +144,21 @@ func TestReferrers(t *testing.T) {
 			t.Fatalf("sign %d: %d .sig layers, want 1", i, n)
 		}
 	}
+
+	// The referrer alone is enough for cosign's OCI 1.1 mode: delete the
+	// .sig tag's manifest and verify through the referrers only.
+	cosignBin := regtest.Require(t, "cosign")
+	_, sigManifest := attachedLayers(t, d, ".sig")
+	if err := remote.Delete(d.Context().Digest(sigManifest.String())); err != nil {
+		t.Fatal(err)
+	}
+	env := toolEnv(t)
+	if out, ok := run(t, env, cosignBin, "verify", "--key", key.pub, "--insecure-ignore-tlog", "--allow-http-registry", d.String()); ok {
+		t.Fatalf("cosign verify without the .sig tag and without OCI 1.1 mode succeeded:\n%s", out)
+	}
+	if out, ok := run(t, env, cosignBin, "verify", "--key", key.pub, "--insecure-ignore-tlog", "--allow-http-registry", "--experimental-oci11", d.String()); !ok {
+		t.Fatalf("cosign verify --experimental-oci11 of the referrer:\n%s", out)
+	}
 }
 
 // TestProvenance: the attestation names the builder, the base by digest,
