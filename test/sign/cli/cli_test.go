@@ -133,4 +133,38 @@ func TestKeygenTrustVerify(t *testing.T) {
 	if r := oslayer(t, bin, nil, "trust", "--key", pub, "--repo", reg.Host+"/pool:v1", "--output", out); r.code != 1 {
 		t.Fatalf("trust with a tag: %+v", r)
 	}
+
+	// oslayer build --sign-key: a wrong password file fails before anything
+	// is pushed and the tag does not exist; the right one signs and attests.
+	root, _ := fixtures.RepoRoot()
+	target := reg.Host + "/pools/worker:latest"
+	buildArgs := []string{"build", "--base", "oci:" + filepath.Join(root, "examples", "base"), "--pool", "worker",
+		"--osc", filepath.Join(root, "examples", "gardener", "worker-osc.yaml"), "--push", target,
+		"--sign-key", filepath.Join(keys, "cosign.key")}
+	pwFile := filepath.Join(dir, "pw")
+	os.WriteFile(pwFile, []byte("wrong\n"), 0o600)
+	r = oslayer(t, bin, nil, append(buildArgs, "--sign-key-password-file", pwFile)...)
+	if r.code == 0 || !strings.Contains(r.stderr, "sign: key ") || !strings.Contains(r.stderr, "wrong or missing password") {
+		t.Fatalf("build with a wrong key password: %+v", r)
+	}
+	tag, _ := name.NewTag(target)
+	if _, err := remote.Head(tag); err == nil {
+		t.Fatalf("%s exists after a failed signed build", target)
+	}
+	os.WriteFile(pwFile, []byte("pw\n"), 0o600)
+	r = oslayer(t, bin, nil, append(buildArgs, "--sign-key-password-file", pwFile)...)
+	if r.code != 0 {
+		t.Fatalf("signed build: %+v", r)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	built := lines[len(lines)-1]
+	r = oslayer(t, bin, nil, "verify", target, "--key", pub)
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "OK "+built) || !strings.Contains(r.stdout, "worker-osc.yaml") {
+		t.Fatalf("verify of the signed build %s: %+v", built, r)
+	}
+	// COSIGN_PASSWORD works too; rebuilding signs nothing new.
+	r = oslayer(t, bin, []string{"COSIGN_PASSWORD=pw"}, append(buildArgs, "-o", "json")...)
+	if r.code != 0 || !strings.Contains(r.stdout, `"existing": true`) {
+		t.Fatalf("rebuild with COSIGN_PASSWORD: %+v", r)
+	}
 }
