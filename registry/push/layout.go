@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -84,58 +85,31 @@ func (l *layoutPublisher) Write(ctx context.Context, b *builder.Built) (*builder
 	log := p.o.log.With("layout", p.dir, "digest", d.String())
 	log.Info("writing image to OCI layout", "blobs", len(srcs)+2, "bytes", total)
 
-	var (
-		mu               sync.Mutex
-		written, skipped int64
-		firstErr         error
-		wg               sync.WaitGroup
-		jobs             = p.reg.Jobs
-		sem              chan struct{}
-		ctxErr           = ctx.Err
-		recordErr        = func(err error) { mu.Lock(); defer mu.Unlock(); firstErr = errors.Join(firstErr, err) }
-		writeOne         func(s blobSource) error
-	)
+	w := &layoutWriter{dir: p.dir, log: log, prog: prog}
+	jobs := p.reg.Jobs
 	if jobs <= 0 {
 		jobs = 4
 	}
-	sem = make(chan struct{}, jobs)
-	writeOne = func(s blobSource) error {
-		if err := ctxErr(); err != nil {
-			return err
-		}
-		n, err := writeBlob(p.dir, s)
-		if err != nil {
-			return fmt.Errorf("%s: %w", s.what, err)
-		}
-		mu.Lock()
-		if n < 0 {
-			skipped += s.size
-			log.Debug("blob present", "digest", s.digest.String())
-		} else {
-			written += n
-			log.Debug("blob written", "digest", s.digest.String(), "bytes", n)
-		}
-		mu.Unlock()
-		prog.add(s.size)
-		return nil
-	}
-	for _, s := range srcs {
+	var (
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, jobs)
+		errs = make([]error, len(srcs))
+	)
+	for i, s := range srcs {
 		wg.Add(1)
 		sem <- struct{}{}
-		go func(s blobSource) {
+		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if err := writeOne(s); err != nil {
-				recordErr(err)
-			}
-		}(s)
+			errs[i] = w.write(ctx, s)
+		}()
 	}
 	wg.Wait()
-	if firstErr != nil {
+	if err := errors.Join(errs...); err != nil {
 		if prog != nil {
-			prog.finish(firstErr)
+			prog.finish(err)
 		}
-		return fail("write blobs", firstErr)
+		return fail("write blobs", err)
 	}
 	// The config, then the manifest last: a manifest blob in the layout
 	// means every blob it names is there.
@@ -143,7 +117,7 @@ func (l *layoutPublisher) Write(ctx context.Context, b *builder.Built) (*builder
 		{digest: m.Config.Digest, size: int64(len(rawConfig)), open: bytesOpener(rawConfig), what: "config " + m.Config.Digest.String()},
 		{digest: d, size: int64(len(rawManifest)), open: bytesOpener(rawManifest), what: "manifest " + d.String()},
 	} {
-		if err := writeOne(s); err != nil {
+		if err := w.write(ctx, s); err != nil {
 			if prog != nil {
 				prog.finish(err)
 			}
@@ -153,9 +127,63 @@ func (l *layoutPublisher) Write(ctx context.Context, b *builder.Built) (*builder
 	if prog != nil {
 		prog.finish(nil)
 	}
-	log.Info("image written to OCI layout", "written", written, "skipped", skipped)
-	return &builder.Published{Ref: registry.LayoutPrefix + p.dir + "@" + d.String(), Uploaded: written, Skipped: skipped}, nil
+	log.Info("image written to OCI layout", "written", w.written, "skipped", w.skipped)
+	return &builder.Published{Ref: registry.LayoutPrefix + p.dir + "@" + d.String(), Uploaded: w.written, Skipped: w.skipped}, nil
 }
+
+// layoutWriter writes blobs into a layout and counts them.
+type layoutWriter struct {
+	dir  string
+	log  *slog.Logger
+	prog *progress
+
+	mu               sync.Mutex
+	written, skipped int64
+}
+
+func (w *layoutWriter) write(ctx context.Context, s blobSource) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	open := s.open
+	s.open = func() (io.ReadCloser, error) {
+		rc, err := open()
+		if err != nil {
+			return nil, err
+		}
+		return &ctxReader{ctx: ctx, rc: rc}, nil
+	}
+	n, err := writeBlob(w.dir, s)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.what, err)
+	}
+	w.mu.Lock()
+	if n < 0 {
+		w.skipped += s.size
+		w.log.Debug("blob present", "digest", s.digest.String())
+	} else {
+		w.written += n
+		w.log.Debug("blob written", "digest", s.digest.String(), "bytes", n)
+	}
+	w.mu.Unlock()
+	w.prog.add(s.size)
+	return nil
+}
+
+// ctxReader stops a copy when its context ends.
+type ctxReader struct {
+	ctx context.Context
+	rc  io.ReadCloser
+}
+
+func (r *ctxReader) Read(b []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.rc.Read(b)
+}
+
+func (r *ctxReader) Close() error { return r.rc.Close() }
 
 func bytesOpener(b []byte) func() (io.ReadCloser, error) {
 	return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
