@@ -133,3 +133,40 @@ func TestBuildBaseFromOSImageURL(t *testing.T) {
 		t.Errorf("no base: %v", err)
 	}
 }
+
+// A controller builds many pools in one process on one resolved base.
+func TestBuildManyPoolsConcurrently(t *testing.T) {
+	ctx := context.Background()
+	base, err := ResolveBase(ctx, layoutBase(t, synthBase(t)), nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rendered(t) // shared, read-only
+	const n = 8
+	digests := make([]string, n)
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			pub := &fakePub{}
+			pool := "pool-" + string(rune('a'+i%4))
+			res, err := Build(ctx, Request{Render: layers.Request{Pool: pool}, Renderer: fixedRenderer(r, nil), BaseImage: base}, pub)
+			if err == nil {
+				digests[i] = res.Digest.String()
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		if digests[i] != digests[i%4] {
+			t.Errorf("pool %d: %s, same pool built %s", i, digests[i], digests[i%4])
+		}
+		if i > 0 && i < 4 && digests[i] == digests[0] {
+			t.Errorf("pools a and %c share digest %s", 'a'+i, digests[i])
+		}
+	}
+}
