@@ -276,6 +276,28 @@ func TestContent(t *testing.T) {
 		}
 		assertFindings(t, rep.Findings, want)
 	})
+	t.Run("symlinked and unknown top-level dirs", func(t *testing.T) {
+		l := tarLayer(t,
+			symlink("opt", "var/opt"),
+			dir("opt/"), file("opt/bin/kubelet", "x"),
+			file("usr/local/bin/tool", "x"),
+			file("root/.bashrc", "x"),
+			file("bin/helper", "x"),
+			symlink("lib", "usr/lib"),
+			file("data/blob", "x"),
+			dir("."),
+		)
+		rep := run(t, Target{Image: derive(t, b.img, l), Base: b.img}, only(c, Options{}))
+		want := []Finding{
+			cf(l, t, "var-symlinks", Warning, "opt", "/opt is a symlink to /var/opt on Fedora CoreOS and RHCOS: this entry replaces the link or only lands on the first deployment; ship it under usr/ (e.g. usr/lib/NAME, usr/bin) instead"),
+			cf(l, t, "var-symlinks", Warning, "opt/bin/kubelet", "/opt is a symlink to /var/opt on Fedora CoreOS and RHCOS: this entry replaces the link or only lands on the first deployment; ship it under usr/ (e.g. usr/lib/NAME, usr/bin) instead"),
+			cf(l, t, "var-symlinks", Warning, "usr/local/bin/tool", "/usr/local is a symlink to /var/usrlocal on Fedora CoreOS and RHCOS: this entry replaces the link or only lands on the first deployment; ship it under usr/ (e.g. usr/lib/NAME, usr/bin) instead"),
+			cf(l, t, "var-symlinks", Warning, "root/.bashrc", "/root is a symlink to /var/roothome on Fedora CoreOS and RHCOS: this entry replaces the link or only lands on the first deployment; ship it under usr/ (e.g. usr/lib/NAME, usr/bin) instead"),
+			cf(l, t, "usrmerge", Error, "bin/helper", "/bin is a symlink to /usr/bin: write the entry under usr/bin instead"),
+			cf(l, t, "toplevel", Warning, "data/blob", "top-level directory /data only survives on composefs bases; put the content under usr/"),
+		}
+		assertFindings(t, rep.Findings, want)
+	})
 	t.Run("kernel replaced", func(t *testing.T) {
 		l := tarLayer(t, file("usr/lib/modules/.wh.6.18.13-200.fc43.x86_64", ""), file("usr/lib/modules/6.19.0-100.fc43.x86_64/vmlinuz", "kernel"))
 		rep := run(t, Target{Image: derive(t, b.img, l), Base: b.img}, only(c, Options{}))

@@ -22,6 +22,17 @@ func (contentCheck) Name() string       { return "content" }
 func (contentCheck) Severity() Severity { return Error }
 func (contentCheck) Needs() Needs       { return NeedAdded }
 
+// varLinks are the top-level directories that are symlinks into /var (or
+// /run) on Fedora CoreOS and RHCOS.
+var varLinks = map[string]string{"opt": "var/opt", "root": "var/roothome", "home": "var/home", "srv": "var/srv", "mnt": "var/mnt", "media": "run/media"}
+
+// usrMerged are the top-level symlinks into /usr.
+var usrMerged = map[string]bool{"bin": true, "sbin": true, "lib": true, "lib64": true}
+
+// standardTop are the top-level directories a layer may name (content
+// rules for each follow).
+var standardTop = map[string]bool{"usr": true, "etc": true, "var": true, "boot": true, "run": true, "tmp": true, "proc": true, "sys": true, "dev": true, "sysroot": true}
+
 // underDir reports whether p is strictly below dir.
 func underDir(p, dir string) bool { return strings.HasPrefix(p, dir+"/") }
 
@@ -95,6 +106,21 @@ func (c contentCheck) Run(ctx context.Context, t *Target) ([]Finding, error) {
 			}
 			top, _, _ := strings.Cut(p, "/")
 			switch {
+			case p == "":
+			case varLinks[top] != "" || p == "usr/local" || underDir(p, "usr/local"):
+				if !(e.IsSymlink() && (p == top || p == "usr/local")) {
+					d, to := top, varLinks[top]
+					if top == "usr" {
+						d, to = "usr/local", "var/usrlocal"
+					}
+					add("var-symlinks", Warning, p, fmt.Sprintf("/%s is a symlink to /%s on Fedora CoreOS and RHCOS: this entry replaces the link or only lands on the first deployment; ship it under usr/ (e.g. usr/lib/NAME, usr/bin) instead", d, to))
+				}
+			case usrMerged[top]:
+				if !(e.IsSymlink() && p == top) {
+					add("usrmerge", Error, p, fmt.Sprintf("/%s is a symlink to /usr/%s: write the entry under usr/%s instead", top, top, top))
+				}
+			case !standardTop[top]:
+				add("toplevel", Warning, p, fmt.Sprintf("top-level directory /%s only survives on composefs bases; put the content under usr/", top))
 			case top == "sysroot":
 				add("sysroot", Error, p, "sysroot/ must never appear in a layer: it is the physical root of the node; remove it")
 			case top == "usr" && (p == "usr/etc" || underDir(p, "usr/etc")):

@@ -1,0 +1,75 @@
+package preflight_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/layers"
+	"github.com/oslayer/oslayer/preflight"
+	"github.com/oslayer/oslayer/test/fixtures"
+	"github.com/oslayer/oslayer/test/synth"
+)
+
+// stubImages serves Gardener imageRef files (binaries pulled from images)
+// without a registry.
+type stubImages struct{}
+
+func (stubImages) ReadFile(_ context.Context, image, path string) ([]byte, uint32, string, error) {
+	return []byte("\x7fELF stub of " + path), 0o755, image + "@sha256:" + strings.Repeat("0", 64), nil
+}
+
+// TestRenderedPools: the pools oslayer renders from the real fixtures pass
+// preflight on an FCOS-shaped base; the one real problem, the OpenShift pull
+// secret baked into /var/lib/kubelet/config.json, is reported until allowed.
+func TestRenderedPools(t *testing.T) {
+	base, err := synth.FCOSBase(0.001)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := base.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	assemble := func(req layers.Request) *builder.Built {
+		t.Helper()
+		r, err := layers.Render(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := builder.Assemble(context.Background(), builder.AssembleRequest{BaseImage: &builder.Base{Ref: "synth", Digest: d, Image: base}, Pool: "worker", Rendered: r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	stage := func(b *builder.Built, o preflight.Options) (*preflight.Report, error) {
+		out, err := preflight.Stage(o).Run(context.Background(), b, nil)
+		rep, _ := out.(*preflight.Report)
+		return rep, err
+	}
+
+	t.Run("gardener", func(t *testing.T) {
+		b := assemble(layers.Request{OSCs: []string{fixtures.Path(t, "gardener", "generated", "osc-worker-a-reconcile-full.yaml")}, Images: stubImages{}})
+		rep, err := stage(b, preflight.Options{})
+		if err != nil || rep.Errors != 0 || rep.Warnings != 0 || len(rep.Findings) != 0 || len(rep.AddedLayers) != len(b.Added) {
+			t.Fatalf("err %v, report %+v", err, rep)
+		}
+	})
+	t.Run("openshift", func(t *testing.T) {
+		b := assemble(layers.Request{MachineConfigs: []string{fixtures.Path(t, "mco", "aws", "worker")}, Pool: "worker"})
+		rep, err := stage(b, preflight.Options{})
+		if err == nil || rep == nil || rep.Errors != 1 || len(rep.Findings) != 1 {
+			t.Fatalf("err %v, report %+v", err, rep)
+		}
+		f := rep.Findings[0]
+		if f.Check != "secrets" || !strings.HasSuffix(f.Path, "var/lib/kubelet/config.json") || !strings.HasPrefix(f.Message, "holds registry credentials (auths for ") {
+			t.Fatalf("finding %+v", f)
+		}
+		rep, err = stage(b, preflight.Options{AllowSecrets: []string{"/" + f.Path}})
+		if err != nil || rep.Errors != 0 || rep.Infos != 1 {
+			t.Fatalf("with --allow-secret: err %v, report %+v", err, rep)
+		}
+	})
+}
