@@ -38,7 +38,8 @@ const (
 // Base is the resolved base image. Image is lazy: reading its layers' blobs
 // would download them, which builder never does.
 type Base struct {
-	// Ref is the reference the user gave (after mirror rewriting).
+	// Ref is the reference as the user gave it (before mirror rewriting, so
+	// a build through a mirror records the same base as one without).
 	Ref string `json:"ref"`
 	// Digest is the manifest digest the reference resolved to.
 	Digest v1.Hash `json:"digest"`
