@@ -77,7 +77,7 @@ func (l *layoutPublisher) Write(ctx context.Context, b *builder.Built) (*builder
 		srcs = append(srcs, blobSource{digest: desc.Digest, size: desc.Size, open: layer.Compressed, what: fmt.Sprintf("layer %d (%s)", i+1, desc.Digest)})
 		total += desc.Size
 	}
-	prog := newProgress(p.o, "write oci:"+p.dir+"@"+d.String(), total+int64(len(rawConfig)+len(rawManifest)))
+	prog := newProgress(p.o, "write oci:"+p.dir, total+int64(len(rawConfig)+len(rawManifest)))
 	if prog != nil {
 		close(prog.updates)
 		<-prog.done

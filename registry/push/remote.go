@@ -65,7 +65,7 @@ func (r *remotePublisher) Write(ctx context.Context, b *builder.Built) (*builder
 	}
 	ctr := newCounter(inner, dref.RegistryStr(), dref.RepositoryStr(), d, sizes)
 	opts := append(p.reg.RemoteOptions(ctx), remote.WithTransport(ctr))
-	prog := newProgress(p.o, "push "+dref.String(), total+int64(len(raw)))
+	prog := newProgress(p.o, "push "+dref.Context().Name(), total+int64(len(raw)))
 	if prog != nil {
 		opts = append(opts, remote.WithProgress(prog.updates))
 	}
