@@ -161,6 +161,33 @@ var enableCases = []enableCase{
 		},
 	},
 	{
+		// Also= is expanded while parsing: %i is the default instance known
+		// at that line ("" here, so h@.service with its own default).
+		name: "also-specifier-order",
+		files: map[string]string{
+			"etc/systemd/system/g@.service":     svc + "[Install]\nAlso=h@%i.service\nWantedBy=m.target\nDefaultInstance=one\nAlso=h@%i.service\n",
+			"usr/lib/systemd/system/h@.service": svc + "[Install]\nWantedBy=hh.target\nDefaultInstance=k\n",
+		},
+		enable: "g@.service",
+		want: []Link{
+			l("/etc/systemd/system/hh.target.wants/h@k.service", "/usr/lib/systemd/system/h@.service"),
+			l("/etc/systemd/system/hh.target.wants/h@one.service", "/usr/lib/systemd/system/h@.service"),
+			l("/etc/systemd/system/m.target.wants/g@one.service", "/etc/systemd/system/g@.service"),
+		},
+	},
+	{
+		name:    "invalid-default-instance-fails-the-unit",
+		files:   map[string]string{"etc/systemd/system/g@.service": svc + "[Install]\nWantedBy=m.target\nDefaultInstance=bad/x\nDefaultInstance=ok\n"},
+		enable:  "g@.service",
+		wantErr: true,
+	},
+	{
+		name:   "default-instance-ignored-for-plain-units",
+		files:  map[string]string{"etc/systemd/system/g.service": svc + "[Install]\nWantedBy=x-%i.target\nDefaultInstance=bad/x\n"},
+		enable: "g.service",
+		want:   []Link{l("/etc/systemd/system/x-.target.wants/g.service", "/etc/systemd/system/g.service")},
+	},
+	{
 		name:    "bad-aliases",
 		files:   map[string]string{"etc/systemd/system/p.service": svc + "[Install]\nAlias=pt@.service p.service p.socket good.service\nWantedBy=multi-user.target\n"},
 		enable:  "p.service",

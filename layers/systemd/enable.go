@@ -121,7 +121,7 @@ func EnableLinks(u UnitFile, lookup Lookup) ([]Link, error) {
 		}
 		cur := queue[0]
 		queue = queue[1:]
-		def, err := defaultInstance(cur)
+		steps, err := defaultInstance(cur)
 		if err != nil {
 			// systemctl cannot load the unit: for the unit being enabled
 			// nothing is created at all.
@@ -131,9 +131,14 @@ func EnableLinks(u UnitFile, lookup Lookup) ([]Link, error) {
 			e.errs = append(e.errs, fmt.Errorf("enable %s (Also=): %w", cur.Name, err))
 			continue
 		}
+		def := steps[len(steps)-1]
 		e.apply(cur, def)
-		for _, a := range cur.Install.Also {
-			name, err := expand(a, cur.Name, def)
+		for i, a := range cur.Install.Also {
+			alsoDef := def
+			if i < len(cur.Install.alsoAt) && cur.Install.alsoAt[i] < len(steps) {
+				alsoDef = steps[cur.Install.alsoAt[i]]
+			}
+			name, err := expand(a, cur.Name, alsoDef)
 			if err == nil && Classify(name) == Invalid {
 				err = fmt.Errorf("%q is not a valid unit name", name)
 			}
@@ -189,26 +194,31 @@ func (e *enabler) fail(u UnitFile, format string, args ...any) {
 // loads the unit: only for a template name (elsewhere it is ignored), each
 // value in order, specifiers expanded, an empty value resets, an invalid
 // one fails the unit.
-func defaultInstance(u UnitFile) (string, error) {
-	if Classify(u.Name) != Template {
-		return "", nil
-	}
+//
+// steps[k] is the default instance after the first k values; the last one
+// is the unit's.
+func defaultInstance(u UnitFile) (steps []string, err error) {
 	vals := u.Install.defaults
 	if vals == nil && u.Install.DefaultInstance != "" {
 		vals = []string{u.Install.DefaultInstance} // an Install built by hand
 	}
+	steps = make([]string, len(vals)+1)
+	if Classify(u.Name) != Template {
+		return steps, nil
+	}
 	cur := ""
-	for _, v := range vals {
+	for i, v := range vals {
 		x, err := expand(v, u.Name, cur)
 		if err != nil {
-			return "", fmt.Errorf("DefaultInstance=%s: %w", v, err)
+			return nil, fmt.Errorf("DefaultInstance=%s: %w", v, err)
 		}
 		if x != "" && !validInstance(x) {
-			return "", fmt.Errorf("invalid DefaultInstance= value %q", x)
+			return nil, fmt.Errorf("invalid DefaultInstance= value %q", x)
 		}
 		cur = x
+		steps[i+1] = cur
 	}
-	return cur, nil
+	return steps, nil
 }
 
 func (e *enabler) apply(u UnitFile, def string) {

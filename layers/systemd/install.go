@@ -16,6 +16,10 @@ type Install struct {
 	// defaults are all DefaultInstance= values in order: systemctl
 	// resolves and checks each one, and one invalid value fails the unit.
 	defaults []string
+	// alsoAt[i] is how many DefaultInstance= values precede Also[i]:
+	// systemctl expands Also= specifiers while it parses, so %i there is
+	// the default instance known at that line.
+	alsoAt []int
 }
 
 // Empty reports whether the section holds no installation config: then
@@ -152,6 +156,9 @@ func parseLine(in *Install, section *string, line string) error {
 			return fmt.Errorf("%s=: %w", key, err)
 		}
 		in.Also = append(in.Also, words...)
+		for range words {
+			in.alsoAt = append(in.alsoAt, len(in.defaults))
+		}
 		return nil
 	case "DefaultInstance":
 		in.DefaultInstance = value

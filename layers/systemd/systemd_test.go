@@ -49,7 +49,7 @@ func TestParseInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Install{WantedBy: []string{"a.target", "b.target", "c.target"}, RequiredBy: []string{"r.target"}, UpheldBy: []string{"u.target"},
-		Alias: []string{"x.service"}, Also: []string{"y.service", "z.socket"}, DefaultInstance: "two", defaults: []string{"one", "two"}}
+		Alias: []string{"x.service"}, Also: []string{"y.service", "z.socket"}, DefaultInstance: "two", defaults: []string{"one", "two"}, alsoAt: []int{0, 0}}
 	if !reflect.DeepEqual(in, want) {
 		t.Errorf("got %+v\nwant %+v", in, want)
 	}
