@@ -5,11 +5,15 @@ import (
 	"context"
 	"crypto"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	ggcrstatic "github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	cremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
 	"github.com/sigstore/cosign/v2/pkg/oci"
 	"github.com/sigstore/cosign/v2/pkg/oci/empty"
@@ -170,28 +174,68 @@ func (s *Signer) Sign(ctx context.Context, d name.Digest) (*SignResult, error) {
 	return res, nil
 }
 
-// writeReferrer writes sig alone as an OCI 1.1 referrer of d. Writing the
-// same signature again yields the same manifest, so it does not pile up.
+// SignatureArtifactType is the artifactType of a signature referrer, as
+// cosign's OCI 1.1 mode writes and reads it.
+const SignatureArtifactType = "application/vnd.dev.cosign.artifact.sig.v1+json"
+
+// writeReferrer writes sig alone as an OCI 1.1 referrer of d, in the shape
+// `cosign sign --registry-referrers-mode=oci-1-1` writes (config media
+// type and artifactType SignatureArtifactType). On registries without the
+// referrers API go-containerregistry maintains the referrers tag schema
+// ("sha256-HEX" index). Writing the same signature again yields the same
+// manifest, so referrers do not pile up.
 func (s *Signer) writeReferrer(ctx context.Context, d name.Digest, sig oci.Signature) error {
 	sigs, err := mutate.AppendSignatures(empty.Signatures(), false, sig)
 	if err != nil {
 		return err
 	}
-	se := only{SignedEntity: ociremote.SignedUnknown(d, s.ociOpts(ctx)...), sigs: sigs}
-	if err := ociremote.WriteSignaturesExperimentalOCI(d, se, s.ociOpts(ctx)...); err != nil {
-		return fmt.Errorf("writing signature referrer of %s: %w", d, err)
+	ro := s.o.remoteOpts(ctx)
+	subject, err := remote.Head(d, ro...)
+	if err != nil {
+		return fmt.Errorf("signature referrer of %s: %w", d, err)
 	}
+	if err := remote.WriteLayer(d.Repository, sig, ro...); err != nil {
+		return fmt.Errorf("signature referrer of %s: %w", d, err)
+	}
+	cfg, err := sigs.RawConfigFile()
+	if err != nil {
+		return err
+	}
+	if err := remote.WriteLayer(d.Repository, ggcrstatic.NewLayer(cfg, SignatureArtifactType), ro...); err != nil {
+		return fmt.Errorf("signature referrer of %s: %w", d, err)
+	}
+	m, err := sigs.Manifest()
+	if err != nil {
+		return err
+	}
+	rm := *m
+	rm.MediaType = types.OCIManifestSchema1
+	rm.Config.MediaType = SignatureArtifactType
+	rm.ArtifactType = SignatureArtifactType
+	rm.Subject = &v1.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size}
+	raw, err := json.Marshal(rm)
+	if err != nil {
+		return err
+	}
+	h, _, err := v1.SHA256(bytes.NewReader(raw))
+	if err != nil {
+		return err
+	}
+	target := d.Repository.Digest(h.String())
+	if err := remote.Put(target, rawManifest{raw, types.OCIManifestSchema1}, ro...); err != nil {
+		return fmt.Errorf("writing signature referrer %s of %s: %w", target, d, err)
+	}
+	s.o.log.InfoContext(ctx, "signature referrer written", "ref", d.String(), "referrer", target.String())
 	return nil
 }
 
-// only is an entity whose signatures and attestations are exactly sigs.
-type only struct {
-	oci.SignedEntity
-	sigs oci.Signatures
+type rawManifest struct {
+	b  []byte
+	mt types.MediaType
 }
 
-func (o only) Signatures() (oci.Signatures, error)   { return o.sigs, nil }
-func (o only) Attestations() (oci.Signatures, error) { return o.sigs, nil }
+func (r rawManifest) RawManifest() ([]byte, error)        { return r.b, nil }
+func (r rawManifest) MediaType() (types.MediaType, error) { return r.mt, nil }
 
 func count(s oci.Signatures) int {
 	l, err := s.Get()
