@@ -468,3 +468,27 @@ func TestPruneTouchesOnlyWhatItOwns(t *testing.T) {
 		t.Errorf("state after prune: %q (%v)", b, err)
 	}
 }
+
+// TestPruneUnitVerifies checks the generated unit with systemd-analyze
+// (no warnings) and that its static enablement link resolves in the image.
+func TestPruneUnitVerifies(t *testing.T) {
+	bin := regtest.Require(t, "systemd-analyze")
+	img := image(t, []item{{Entry{Path: "/var/lib/x", Mode: 0o644}, "x\n"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "verify", "--root="+img, PruneUnit).CombinedOutput()
+	if err != nil || len(out) != 0 {
+		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
+	}
+	wants := filepath.Join(img, PruneWantsPath)
+	target, err := os.Readlink(wants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(filepath.Dir(wants), target)); err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("%s -> %s does not resolve to the unit: %v", PruneWantsPath, target, err)
+	}
+	if fi, err := os.Stat(filepath.Join(img, PruneScript)); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("prune script: %v %v", fi, err)
+	}
+}
