@@ -316,8 +316,14 @@ func TestNodeEmulation(t *testing.T) {
 	emptyDir := item{Entry{Path: "/var/lib/emptydir", Kind: Dir, Mode: 0o700}, ""}
 	link := item{Entry{Path: "/var/lib/kubelet/kubeconfig", Kind: Symlink, Target: "/etc/kubernetes/kubeconfig"}, ""}
 
-	itemsA := []item{kubeletA, ca, health, script, dropped, adminKeeps, dir, emptyDir, link}
-	itemsB := []item{kubeletB, ca, health, script, added, dir}
+	// Kind changes: a file in A is a directory in B and the reverse.
+	fileToDirA := item{Entry{Path: "/var/lib/f2d", Mode: 0o644}, "file in A\n"}
+	fileToDirB := item{Entry{Path: "/var/lib/f2d", Kind: Dir, Mode: 0o711}, ""}
+	dirToFileA := item{Entry{Path: "/usr/local/d2f", Kind: Dir, Mode: 0o755}, ""}
+	dirToFileB := item{Entry{Path: "/usr/local/d2f", Mode: 0o755}, "#!/bin/sh\n"}
+
+	itemsA := []item{kubeletA, ca, health, script, dropped, adminKeeps, dir, emptyDir, link, fileToDirA, dirToFileA}
+	itemsB := []item{kubeletB, ca, health, script, added, dir, fileToDirB, dirToFileB}
 	imgA, imgB := image(t, itemsA), image(t, itemsB)
 
 	root := t.TempDir()
