@@ -1,8 +1,10 @@
 package push_test
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -39,6 +41,16 @@ func TestAuthSourcesAgainstHtpasswdRegistry(t *testing.T) {
 	host := px.Host
 	basic := remote.WithAuth(&authn.Basic{Username: user, Password: pass})
 	img := mkImage(t, nil, mkLayers(t, "auth", 2, 1500)...)
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	t.Cleanup(func() {
+		if strings.Contains(logs.String(), pass) || strings.Contains(logs.String(), b64(user+":"+pass)) {
+			t.Errorf("the logs contain the password")
+		}
+		if !strings.Contains(logs.String(), "tag moved") {
+			t.Errorf("nothing logged")
+		}
+	})
 	b := built(t, img)
 
 	// isolate: no credentials from the host; DOCKER_CONFIG is an empty dir.
@@ -103,7 +115,7 @@ data:
 				t.Fatal(err)
 			}
 			target := host + "/auth/" + tc.name + ":v1"
-			p, err := push.New(target, &registry.Options{Keychain: kc, Retry: fastRetry})
+			p, err := push.New(target, &registry.Options{Keychain: kc, Retry: fastRetry}, push.WithLogger(logger))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,7 +135,7 @@ data:
 	wrong := func(t *testing.T, kc authn.Keychain, leak string) {
 		t.Helper()
 		target := host + "/auth/denied:v1"
-		p, err := push.New(target, &registry.Options{Keychain: kc, Retry: fastRetry})
+		p, err := push.New(target, &registry.Options{Keychain: kc, Retry: fastRetry}, push.WithLogger(logger))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package push
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -20,6 +21,7 @@ type counter struct {
 	host     string
 	manifest v1.Hash
 	sizes    map[v1.Hash]int64
+	log      *slog.Logger
 
 	mu sync.Mutex
 	// uploaded: request body bytes of PATCH and PUT (and POST to the
@@ -37,8 +39,8 @@ type counter struct {
 	seen           map[v1.Hash]bool
 }
 
-func newCounter(inner http.RoundTripper, host, repo string, manifest v1.Hash, sizes map[v1.Hash]int64) *counter {
-	return &counter{inner: inner, host: host, prefix: "/v2/" + repo + "/", manifest: manifest, sizes: sizes, seen: map[v1.Hash]bool{}}
+func newCounter(inner http.RoundTripper, host, repo string, manifest v1.Hash, sizes map[v1.Hash]int64, log *slog.Logger) *counter {
+	return &counter{inner: inner, host: host, prefix: "/v2/" + repo + "/", manifest: manifest, sizes: sizes, log: log, seen: map[v1.Hash]bool{}}
 }
 
 type countingBody struct {
@@ -107,6 +109,7 @@ func (c *counter) RoundTrip(req *http.Request) (*http.Response, error) {
 		if h, err := v1.NewHash(strings.TrimPrefix(rest, "blobs/")); err == nil && !c.seen[h] {
 			c.seen[h] = true
 			c.skipped += c.sizes[h]
+			c.log.Debug("blob already in the target", "digest", h.String(), "bytes", c.sizes[h])
 		}
 	case req.Method == http.MethodHead && rest == "manifests/"+c.manifest.String() && resp.StatusCode == http.StatusOK:
 		c.manifestExists = true
@@ -115,12 +118,14 @@ func (c *counter) RoundTrip(req *http.Request) (*http.Response, error) {
 		if h, err := v1.NewHash(q.Get("mount")); err == nil && !c.seen[h] {
 			c.seen[h] = true
 			c.mounted += c.sizes[h]
+			c.log.Debug("blob mounted", "digest", h.String(), "from", q.Get("from"), "bytes", c.sizes[h])
 		}
 	case req.Method == http.MethodPut && strings.HasPrefix(rest, "blobs/uploads/") && resp.StatusCode == http.StatusCreated:
 		c.blobPuts++
 		q, _ := url.ParseQuery(req.URL.RawQuery)
 		if h, err := v1.NewHash(q.Get("digest")); err == nil {
 			c.seen[h] = true
+			c.log.Debug("blob uploaded", "digest", h.String(), "bytes", c.sizes[h])
 		}
 	}
 	return resp, nil

@@ -63,13 +63,13 @@ func (r *remotePublisher) Write(ctx context.Context, b *builder.Built) (*builder
 	if inner == nil {
 		inner = remote.DefaultTransport
 	}
-	ctr := newCounter(inner, dref.RegistryStr(), dref.RepositoryStr(), d, sizes)
+	log := p.o.log.With("target", dref.String())
+	ctr := newCounter(inner, dref.RegistryStr(), dref.RepositoryStr(), d, sizes, log)
 	opts := append(p.reg.RemoteOptions(ctx), remote.WithTransport(ctr))
 	prog := newProgress(p.o, "push "+dref.Context().Name(), total+int64(len(raw)))
 	if prog != nil {
 		opts = append(opts, remote.WithProgress(prog.updates))
 	}
-	log := p.o.log.With("target", dref.String())
 	log.Info("writing image by digest", "blobs", len(sizes), "bytes", total)
 	err = remote.Write(dref, b.Image, opts...)
 	up, skipped, mounted, puts, existed := ctr.stats()

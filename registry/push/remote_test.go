@@ -2,6 +2,7 @@ package push_test
 
 import (
 	"bytes"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -32,8 +33,9 @@ func TestRemoteMountsBaseWritesByDigestCommitMovesTag(t *testing.T) {
 	img := mkImage(t, base, added...)
 	b := built(t, img)
 
-	var prog bytes.Buffer
-	p, err := push.New(px.Host+"/pools/worker:v1", reg, push.WithProgress(&prog))
+	var prog, logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	p, err := push.New(px.Host+"/pools/worker:v1", reg, push.WithProgress(&prog), push.WithLogger(logger))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,6 +70,12 @@ func TestRemoteMountsBaseWritesByDigestCommitMovesTag(t *testing.T) {
 	}
 	if want := px.Host + "/pools/worker@" + b.Digest.String(); pub.Ref != want || pub.Digest == nil || pub.Digest.String() != want {
 		t.Errorf("Published.Ref = %q (Digest %v), want %q", pub.Ref, pub.Digest, want)
+	}
+	if got := strings.Count(logs.String(), "blob mounted"); got != nBase {
+		t.Errorf("logged %d mounts, want %d:\n%s", got, nBase, logs.String())
+	}
+	if got := strings.Count(logs.String(), "blob uploaded"); got != len(added)+1 {
+		t.Errorf("logged %d uploads, want %d:\n%s", got, len(added)+1, logs.String())
 	}
 	if s := prog.String(); !strings.Contains(s, "100%") || strings.Contains(s, "\r") {
 		t.Errorf("plain progress should reach 100%% without \\r:\n%q", s)
