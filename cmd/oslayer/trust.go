@@ -13,7 +13,7 @@ import (
 )
 
 func newTrustCmd(g *globals) *cobra.Command {
-	var key, repo, out string
+	var key, repo, out, basePolicy string
 	var o sign.TrustOptions
 	cmd := &cobra.Command{
 		Use:   "trust --key cosign.pub --repo REG/REPO --output DIR",
@@ -23,7 +23,8 @@ the key, for "rpm-ostree rebase ostree-image-signed:docker://REG/REPO@sha256:...
 
   policy.json                  full /etc/containers/policy.json: sigstoreSigned
                                (keyPath, matchRepository) for REG/REPO,
-                               insecureAcceptAnything for everything else
+                               everything else as in --base-policy (default:
+                               insecureAcceptAnything, as on Fedora CoreOS)
   policy-fragment.json         only the REG/REPO entry, to merge into an
                                existing policy
   registries.d/oslayer-*.yaml  use-sigstore-attachments: true for REG/REPO
@@ -42,6 +43,11 @@ Feed trust-osc.yaml (--osc) or 99-oslayer-trust.yaml (--machineconfig) to
 			pub, err := os.ReadFile(key)
 			if err != nil {
 				return fmt.Errorf("trust: --key: %w", err)
+			}
+			if basePolicy != "" {
+				if o.BasePolicy, err = os.ReadFile(basePolicy); err != nil {
+					return fmt.Errorf("trust: --base-policy: %w", err)
+				}
 			}
 			b, err := sign.Trust(repo, pub, o)
 			if err != nil {
@@ -77,6 +83,7 @@ Feed trust-osc.yaml (--osc) or 99-oslayer-trust.yaml (--machineconfig) to
 	fs.StringVar(&out, "output", "", "directory to write the files to")
 	fs.StringVar(&o.NodeKeyPath, "node-key-path", "", "where the public key lives on the node (default /etc/pki/containers/oslayer-HASH.pub)")
 	fs.StringVar(&o.Pool, "pool", "worker", "MachineConfig role label (machineconfiguration.openshift.io/role)")
+	fs.StringVar(&basePolicy, "base-policy", "", "the nodes' current policy.json to add REG/REPO to (default: the stock Fedora CoreOS policy, accept anything else)")
 	fs.StringVar(&o.OSCType, "osc-type", "coreos", "OperatingSystemConfig spec.type")
 	return cmd
 }

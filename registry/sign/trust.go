@@ -1,6 +1,7 @@
 package sign
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -34,6 +35,11 @@ type TrustOptions struct {
 	Pool string
 	// OSCType is the OperatingSystemConfig spec.type (default "coreos").
 	OSCType string
+	// BasePolicy is the node's existing policy.json to add the repository
+	// to (e.g. RHCOS's, which carries GPG requirements for Red Hat
+	// registries). Empty means the stock Fedora CoreOS policy: accept
+	// anything by default.
+	BasePolicy []byte
 }
 
 // TrustFile is one file Trust produces.
@@ -120,18 +126,11 @@ func Trust(repo string, pub []byte, o TrustOptions) (*TrustBundle, error) {
 		o.OSCType = "coreos"
 	}
 	req := []PolicyRequirement{{Type: "sigstoreSigned", KeyPath: o.NodeKeyPath, SignedIdentity: &SignedIdentity{Type: "matchRepository"}}}
-	full := Policy{
-		Default: []PolicyRequirement{{Type: "insecureAcceptAnything"}},
-		Transports: map[string]map[string][]PolicyRequirement{
-			"docker":        {scope: req},
-			"docker-daemon": {"": {{Type: "insecureAcceptAnything"}}},
-		},
-	}
-	frag := Policy{Transports: map[string]map[string][]PolicyRequirement{"docker": {scope: req}}}
-	fullJSON, err := json.MarshalIndent(full, "", "  ")
+	fullJSON, err := mergePolicy(o.BasePolicy, scope, req)
 	if err != nil {
 		return nil, err
 	}
+	frag := Policy{Transports: map[string]map[string][]PolicyRequirement{"docker": {scope: req}}}
 	fragJSON, err := json.MarshalIndent(frag, "", "  ")
 	if err != nil {
 		return nil, err
@@ -163,6 +162,50 @@ func Trust(repo string, pub []byte, o TrustOptions) (*TrustBundle, error) {
 		TrustFile{Path: TrustMachineConfig, Mode: 0o644, Content: mc},
 	)
 	return &TrustBundle{Repository: scope, Files: files}, nil
+}
+
+// mergePolicy sets transports.docker[scope] = req in base (a policy.json;
+// empty means the stock Fedora CoreOS one) and keeps everything else as
+// it was, including requirement fields this package does not model.
+func mergePolicy(base []byte, scope string, req []PolicyRequirement) ([]byte, error) {
+	if len(bytes.TrimSpace(base)) == 0 {
+		base = []byte(`{"default":[{"type":"insecureAcceptAnything"}],"transports":{"docker-daemon":{"":[{"type":"insecureAcceptAnything"}]}}}`)
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(base, &doc); err != nil {
+		return nil, fmt.Errorf("base policy: %v", err)
+	}
+	if _, ok := doc["default"]; !ok {
+		return nil, fmt.Errorf("base policy: no \"default\" requirement (containers-policy.json needs one)")
+	}
+	transports := map[string]map[string]json.RawMessage{}
+	if raw, ok := doc["transports"]; ok {
+		if err := json.Unmarshal(raw, &transports); err != nil {
+			return nil, fmt.Errorf("base policy: transports: %v", err)
+		}
+	}
+	if transports["docker"] == nil {
+		transports["docker"] = map[string]json.RawMessage{}
+	}
+	r, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	transports["docker"][scope] = r
+	t, err := json.Marshal(transports)
+	if err != nil {
+		return nil, err
+	}
+	doc["transports"] = t
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, out, "", "  "); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // fileSlug makes a repository usable as a file name.

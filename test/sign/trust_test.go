@@ -173,6 +173,50 @@ func TestTrustOptionsAndErrors(t *testing.T) {
 	}
 }
 
+// TestTrustBasePolicy: the repository is added to an existing policy
+// (RHCOS-like, with GPG requirements for Red Hat registries) without
+// touching the rest; a broken base policy is refused.
+func TestTrustBasePolicy(t *testing.T) {
+	key := newKey(t, testPassword)
+	base := []byte(`{
+  "default": [{"type": "insecureAcceptAnything"}],
+  "transports": {
+    "docker": {
+      "registry.redhat.io": [{"type": "signedBy", "keyType": "GPGKeys", "keyPath": "/etc/pki/rpm-gpg/RPM-GPG-KEY-redhat-release"}],
+      "reg.example/pool": [{"type": "reject"}]
+    },
+    "docker-daemon": {"": [{"type": "insecureAcceptAnything"}]}
+  }
+}`)
+	b, err := sign.Trust("reg.example/pool", key.pem, sign.TrustOptions{BasePolicy: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	for _, f := range b.Files {
+		if f.Path == "policy.json" {
+			if err := json.Unmarshal(f.Content, &got); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var want map[string]any
+	if err := json.Unmarshal(base, &want); err != nil {
+		t.Fatal(err)
+	}
+	want["transports"].(map[string]any)["docker"].(map[string]any)["reg.example/pool"] = []any{map[string]any{
+		"type": "sigstoreSigned", "keyPath": b.Files[2].NodePath, "signedIdentity": map[string]any{"type": "matchRepository"},
+	}}
+	if mustJSON(t, got) != mustJSON(t, want) {
+		t.Fatalf("merged policy\n%s\nwant\n%s", mustJSON(t, got), mustJSON(t, want))
+	}
+	for _, bad := range []string{`{`, `{"transports":{}}`, `{"default":[],"transports":[]}`} {
+		if _, err := sign.Trust("reg.example/pool", key.pem, sign.TrustOptions{BasePolicy: []byte(bad)}); err == nil || !strings.Contains(err.Error(), "base policy") {
+			t.Errorf("base policy %s: err %v", bad, err)
+		}
+	}
+}
+
 // TestTrustPolicyScope: the full policy enforces only the signed
 // repository; other repositories keep the node's default (accept).
 func TestTrustPolicyScope(t *testing.T) {
