@@ -111,7 +111,7 @@ const maxAlso = 1024
 // should ignore the links.
 //
 // The oracle tests compare EnableLinks with systemctl 252 on every unit of
-// the fixtures, on hand-written edge cases and on 300 generated ones.
+// the fixtures, on hand-written edge cases and on 150 generated ones.
 func EnableLinks(u UnitFile, lookup Lookup) ([]Link, error) {
 	if Classify(u.Name) == Invalid {
 		return nil, fmt.Errorf("enable: %q is not a valid unit name", u.Name)

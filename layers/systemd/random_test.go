@@ -66,7 +66,7 @@ func randomCase(r *rand.Rand) enableCase {
 // EnableLinks refuses on purpose, are left out.
 func TestOracleRandom(t *testing.T) {
 	bin := regtest.Require(t, "systemctl")
-	n := 300
+	n := 150
 	if testing.Short() {
 		n = 50
 	}
