@@ -266,4 +266,14 @@ func TestFixtureUnitsDecode(t *testing.T) {
 	if g == 0 || m == 0 {
 		t.Fatalf("units: %d from gardener, %d from mco", g, m)
 	}
+	t.Logf("distinct units (name, content): %d first seen in gardener fixtures, %d in mco fixtures", g, m)
+	var ext int
+	for _, u := range units {
+		if strings.Contains(u.source, "extensionUnits") {
+			ext++
+		}
+	}
+	if ext == 0 {
+		t.Error("no unit from status.extensionUnits")
+	}
 }
