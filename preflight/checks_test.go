@@ -262,7 +262,7 @@ func TestContent(t *testing.T) {
 			cf(l, t, "api-base-directories", Error, "proc/x", "proc/ is an API filesystem: content under it is dropped; remove it from the layer"),
 			cf(l, t, "var-tmpfiles", Warning, "var/lib/kubelet/config.yaml", "var/ content only lands on the first deployment and is never updated; ship it under usr/ and create it with a usr/lib/tmpfiles.d rule (L+ or C)"),
 			cf(l, t, "var-log", Warning, "var/log/dnf.log", "var/log content only lands on the first deployment and mixes with the node's logs; remove it"),
-			cf(l, t, "utf8", Error, "usr/share/caf\uFFFD", `name "usr/share/caf\xe9" is not valid UTF-8: ostree refuses it; rename the file`),
+			cf(l, t, "utf8", Error, "usr/share/caf\uFFFD", `name "usr/share/caf\xe9" (or its link target) is not valid UTF-8: ostree refuses it; rename the file`),
 			cf(l, t, "special-files", Error, "usr/share/fifo", "FIFO entries are refused by ostree: only directories, regular files and symlinks; remove it"),
 			cf(l, t, "special-files", Error, "usr/share/dev0", "character device entries are refused by ostree: only directories, regular files and symlinks; remove it"),
 			cf(l, t, "hardlinks", Error, "usr/bin/kubectl", `hard link to "usr/bin/kubelet", which is not an earlier entry of this layer: ostree cannot import it; copy the file or use a symlink`),

@@ -100,8 +100,8 @@ func (c contentCheck) Run(ctx context.Context, t *Target) ([]Finding, error) {
 				}
 				continue
 			}
-			if !validUTF8(e.Name) || !validUTF8(e.Linkname) {
-				add("utf8", Error, strings.ToValidUTF8(p, "\uFFFD"), fmt.Sprintf("name %q is not valid UTF-8: ostree refuses it; rename the file", e.Name))
+			if e.RawName != "" {
+				add("utf8", Error, strings.ToValidUTF8(p, "\uFFFD"), fmt.Sprintf("name %q (or its link target) is not valid UTF-8: ostree refuses it; rename the file", e.RawName))
 				continue
 			}
 			top, _, _ := strings.Cut(p, "/")

@@ -122,21 +122,25 @@ type Target struct {
 	Require    v1.Image
 	RequireRef string
 
-	// Filled by Run before the checks run.
-	Manifest     *v1.Manifest      `json:"-"`
-	MediaType    types.MediaType   `json:"-"`
-	Config       *v1.ConfigFile    `json:"-"`
-	BaseManifest *v1.Manifest      `json:"-"`
-	BaseConfig   *v1.ConfigFile    `json:"-"`
-	ReqManifest  *v1.Manifest      `json:"-"`
-	ReqConfig    *v1.ConfigFile    `json:"-"`
-	FirstAdded   int               `json:"-"` // index of the first added layer; -1 unknown
-	Added        []*LayerContent   `json:"-"`
-	Options      *Options          `json:"-"`
-	Labels       map[string]string `json:"-"`
+	// Filled by Run before the checks run: manifests and configs of the
+	// candidate, the base and the required base; the index of the first
+	// added layer (-1: unknown) and the scanned added layers; the options;
+	// the candidate's labels (never nil).
+	Manifest     *v1.Manifest
+	MediaType    types.MediaType
+	Config       *v1.ConfigFile
+	BaseManifest *v1.Manifest
+	BaseConfig   *v1.ConfigFile
+	ReqManifest  *v1.Manifest
+	ReqConfig    *v1.ConfigFile
+	FirstAdded   int
+	Added        []*LayerContent
+	Options      *Options
+	Labels       map[string]string
 }
 
-// baseImage returns the image used as "the base" for comparisons.
+// base returns the manifest, config and name of "the base" for
+// comparisons: Base, else Require.
 func (t *Target) base() (*v1.Manifest, *v1.ConfigFile, string) {
 	if t.BaseManifest != nil {
 		return t.BaseManifest, t.BaseConfig, t.BaseRef

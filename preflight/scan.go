@@ -45,8 +45,9 @@ type Entry struct {
 	// Path is the clean path without leading "/" (for a whiteout: the
 	// path it removes).
 	Path string
-	// Name is the name as stored in the tar (kept for messages on non-UTF-8 names).
-	Name     string
+	// RawName is the name as stored in the tar when it (or the link
+	// target) is not valid UTF-8; empty otherwise.
+	RawName  string
 	Type     byte
 	Mode     int64
 	UID, GID int
@@ -191,7 +192,10 @@ func scanTar(ctx context.Context, r io.Reader, lc *LayerContent, buf []byte, kep
 			return fmt.Errorf("reading tar: %w", err)
 		}
 		p := cleanPath(h.Name)
-		e := Entry{Path: p, Name: h.Name, Type: h.Typeflag, Mode: h.Mode, UID: h.Uid, GID: h.Gid, Size: h.Size, Linkname: h.Linkname}
+		e := Entry{Path: p, Type: h.Typeflag, Mode: h.Mode, UID: h.Uid, GID: h.Gid, Size: h.Size, Linkname: h.Linkname}
+		if !utf8.ValidString(h.Name) || !utf8.ValidString(h.Linkname) {
+			e.RawName = h.Name
+		}
 		base := path.Base(p)
 		switch {
 		case base == ".wh..wh..opq":
@@ -230,6 +234,3 @@ func scanTar(ctx context.Context, r io.Reader, lc *LayerContent, buf []byte, kep
 		}
 	}
 }
-
-// validUTF8 reports whether an entry's stored name is valid UTF-8.
-func validUTF8(s string) bool { return utf8.ValidString(s) }
