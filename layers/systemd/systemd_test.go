@@ -212,3 +212,19 @@ func FuzzParseInstall(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkEnableLinks(b *testing.B) {
+	in, err := ParseInstall("[Install]\nWantedBy=multi-user.target kubelet-dependencies.target\nRequiredBy=x.target\nAlias=y.service\nAlso=z.service\n")
+	if err != nil {
+		b.Fatal(err)
+	}
+	u := UnitFile{Name: "a.service", Path: "/etc/systemd/system/a.service", Install: in}
+	z := UnitFile{Name: "z.service", Path: "/usr/lib/systemd/system/z.service", Install: Install{WantedBy: []string{"multi-user.target"}}}
+	look := MapLookup(u, z)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := EnableLinks(u, look); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -182,3 +182,16 @@ func TestNewPlanEmpty(t *testing.T) {
 		t.Fatalf("empty plan: %d files, %d store entries", len(p.Files), len(p.Store))
 	}
 }
+
+func BenchmarkNewPlan(b *testing.B) {
+	var entries []Entry
+	for i := range 1000 {
+		entries = append(entries, Entry{Path: "/var/lib/bench/d" + string(rune('a'+i%26)) + "/f" + strings.Repeat("x", i%7) + string(rune('0'+i%10)) + "-" + string(rune('a'+i/26%26)) + string(rune('a'+i/676)), Mode: 0o644})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := NewPlan(entries); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
