@@ -92,16 +92,22 @@ func ResolveBase(ctx context.Context, ref string, reg *registry.Options, arch st
 	return &Base{Ref: ref, Digest: res.Digest, Pinned: res.Pinned, Image: img}, nil
 }
 
-// trimRef keeps an error from repeating "image REF: " when we prefix the ref.
+// trimRef keeps an error from repeating "image REF: " under our own
+// "base REF: " prefix. The wrapped error stays reachable with errors.Is.
 func trimRef(err error, ref string) error {
-	s := err.Error()
-	for _, p := range []string{"image " + ref + ": "} {
-		if strings.HasPrefix(s, p) {
-			return fmt.Errorf("%s", strings.TrimPrefix(s, p))
-		}
+	if p := "image " + ref + ": "; strings.HasPrefix(err.Error(), p) {
+		return &trimmed{msg: strings.TrimPrefix(err.Error(), p), err: err}
 	}
 	return err
 }
+
+type trimmed struct {
+	msg string
+	err error
+}
+
+func (t *trimmed) Error() string { return t.msg }
+func (t *trimmed) Unwrap() error { return t.err }
 
 // Assemble appends the rendered layers onto the base and returns the image.
 // It reads only the base's manifest and config: no base layer blob is

@@ -2,6 +2,7 @@ package builder
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -67,7 +68,7 @@ func TestResolveBaseIndex(t *testing.T) {
 		}
 	}
 	_, err := ResolveBase(ctx, base, &registry.Options{}, "s390x")
-	if err == nil || !strings.Contains(err.Error(), "s390x") || !strings.Contains(err.Error(), base) {
+	if err == nil || !strings.Contains(err.Error(), "s390x") || !strings.Contains(err.Error(), base) || !errors.Is(err, registry.ErrNoPlatform) {
 		t.Errorf("s390x: %v", err)
 	}
 	amdCfg, _ := amd.ConfigName()

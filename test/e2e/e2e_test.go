@@ -72,8 +72,15 @@ func exampleOSC(t *testing.T) string {
 	return filepath.Join(repoRoot(t), "examples", "gardener", "worker-osc.yaml")
 }
 
+// big reports whether OSLAYER_E2E_SCALE asks for a bigger base.
+func big() bool { return os.Getenv("OSLAYER_E2E_SCALE") != "" }
+
 func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	d := 2 * time.Minute
+	if big() {
+		d = 30 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -88,8 +95,10 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	reg := regtest.Start(t, regtest.Config{})
+	reg := regtest.Start(t, regtest.Config{Filesystem: big()})
 	proxy := regtest.NewProxy(t, reg.Host)
+	start := time.Now()
+	defer func() { t.Logf("synthetic base pushed in %v", time.Since(start).Round(time.Millisecond)) }()
 	if _, err := synth.Push(ctxT(t), synthBase(t), reg.Host+"/fcos/base:stable"); err != nil {
 		t.Fatal(err)
 	}
