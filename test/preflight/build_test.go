@@ -1,0 +1,93 @@
+package preflight_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/oslayer/oslayer/preflight"
+	"github.com/oslayer/oslayer/test/regtest"
+	"github.com/oslayer/oslayer/test/synth"
+)
+
+const keyOSC = `apiVersion: extensions.gardener.cloud/v1alpha1
+kind: OperatingSystemConfig
+metadata:
+  name: osc-worker
+  namespace: shoot--dev--example
+spec:
+  type: coreos
+  purpose: reconcile
+  files:
+  - path: /etc/ssl/private/node.key
+    permissions: 384
+    content:
+      inline:
+        data: "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBogus\n-----END EC PRIVATE KEY-----\n"
+  units:
+  - name: hello.service
+    content: |
+      [Unit]
+      Description=hello
+      [Service]
+      ExecStart=/usr/bin/true
+      [Install]
+      WantedBy=multi-user.target
+`
+
+// TestBuildStage: inside `oslayer build`, a preflight error fails the build
+// and the tag does not move; once allowed, the build tags the image and its
+// JSON result carries the preflight report.
+func TestBuildStage(t *testing.T) {
+	reg := regtest.Start(t, regtest.Config{})
+	base, err := synth.FCOSBase(0.001)
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseRef := push(t, base, reg.Host+"/fcos/coreos:stable")
+	osc := filepath.Join(t.TempDir(), "osc.yaml")
+	if err := os.WriteFile(osc, []byte(keyOSC), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	target := reg.Host + "/pool/worker:latest"
+	args := []string{"build", "--base", baseRef, "--pool", "worker", "--osc", osc, "--push", target, "-o", "json"}
+
+	_, stderr, code := cli(t, args...)
+	if code == 0 || !strings.Contains(stderr, "preflight: 1 error(s) in ") || !strings.Contains(stderr, "secrets /etc/ssl/private/node.key") {
+		t.Fatalf("build with a private key: exit %d\n%s", code, stderr)
+	}
+	tag, err := name.ParseReference(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := remote.Head(tag); err == nil {
+		t.Fatalf("tag %s exists after a failed preflight", target)
+	}
+
+	out, stderr, code := cli(t, append(args, "--allow-secret", "/etc/ssl/private/node.key")...)
+	if code != 0 {
+		t.Fatalf("build with --allow-secret: exit %d\n%s", code, stderr)
+	}
+	var res struct {
+		Tagged bool `json:"tagged"`
+		Stages struct {
+			Preflight preflight.Report `json:"preflight"`
+		} `json:"stages"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("build result: %v\n%s", err, out)
+	}
+	rep := res.Stages.Preflight
+	if !res.Tagged || rep.Result != "passed" || rep.Errors != 0 || rep.Infos != 1 || len(rep.Findings) != 1 ||
+		rep.Findings[0].Message != "holds a PEM private key, allowed by --allow-secret /etc/ssl/private/node.key" {
+		t.Errorf("result tagged=%v preflight %+v\n%s", res.Tagged, rep, out)
+	}
+	if _, err := remote.Head(tag); err != nil {
+		t.Errorf("tag %s after a passing build: %v", target, err)
+	}
+}
