@@ -124,7 +124,7 @@ func (p *placer) classify(o model.Origin, np string) (placeClass, bool) {
 	case "var", "opt":
 		return viaVar, true
 	}
-	if slices.Contains(p.req.AllowTopLevel, top) {
+	if slices.ContainsFunc(p.req.AllowTopLevel, func(a string) bool { return strings.Trim(a, "/") == top }) {
 		if len(parts) == 1 {
 			p.errorf(o, np, "the top-level directory itself cannot be changed by a layer")
 			return 0, false

@@ -298,7 +298,7 @@ func renderToDir(req Request, cfg *model.Config, dir string) error {
 
 func TestAllowTopLevel(t *testing.T) {
 	cfg := &model.Config{Files: []model.File{{Path: "/srv/data/x", Mode: 0o644, Origin: org("f")}}}
-	res, err := RenderConfig(context.Background(), Request{AllowTopLevel: []string{"srv"}}, cfg)
+	res, err := RenderConfig(context.Background(), Request{AllowTopLevel: []string{"/srv"}}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
