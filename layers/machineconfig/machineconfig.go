@@ -50,6 +50,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/coreos/go-semver/semver"
+	"github.com/coreos/vcontext/report"
 	ign "github.com/coreos/ignition/v2/config"
 	ignexp "github.com/coreos/ignition/v2/config/v3_6_experimental"
 	igntypes "github.com/coreos/ignition/v2/config/v3_6_experimental/types"
@@ -286,10 +287,13 @@ func merge(ctx context.Context, cfg *model.Config, docs []doc, pool string) (*mo
 		if mc.Spec.BaseOSExtensionsContainerImage != "" {
 			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: ignored: extensions are installed by a package stage, not from an extensions container", origin("spec.baseOSExtensionsContainerImage")))
 		}
-		ic, ok, err := parseIgnition(mc.Spec.Config.Raw)
+		ic, ok, warns, err := parseIgnition(mc.Spec.Config.Raw)
 		if err != nil {
 			errs = append(errs, model.Errorf(origin("spec.config"), "", "%v", err))
 			continue
+		}
+		for _, w := range warns {
+			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: Ignition: %s", origin("spec.config"), w))
 		}
 		if !ok {
 			continue
@@ -316,10 +320,12 @@ func merge(ctx context.Context, cfg *model.Config, docs []doc, pool string) (*mo
 }
 
 // parseIgnition parses spec.config. ok is false when there is no config.
-func parseIgnition(raw []byte) (igntypes.Config, bool, error) {
+// warns are the non-fatal entries of Ignition's validation report (such as
+// unused keys).
+func parseIgnition(raw []byte) (cfg igntypes.Config, ok bool, warns []string, err error) {
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 || bytes.Equal(t, []byte("null")) || bytes.Equal(t, []byte("{}")) {
-		return igntypes.Config{}, false, nil
+		return igntypes.Config{}, false, nil, nil
 	}
 	var stub struct {
 		Ignition struct {
@@ -327,26 +333,31 @@ func parseIgnition(raw []byte) (igntypes.Config, bool, error) {
 		} `json:"ignition"`
 	}
 	if err := json.Unmarshal(t, &stub); err != nil {
-		return igntypes.Config{}, false, fmt.Errorf("invalid Ignition config: %v", err)
+		return igntypes.Config{}, false, nil, fmt.Errorf("invalid Ignition config: %v", err)
 	}
 	if stub.Ignition.Version == nil {
-		return igntypes.Config{}, false, errors.New("invalid Ignition config: ignition.version is missing")
+		return igntypes.Config{}, false, nil, errors.New("invalid Ignition config: ignition.version is missing")
 	}
 	v, err := semver.NewVersion(*stub.Ignition.Version)
 	if err != nil {
-		return igntypes.Config{}, false, fmt.Errorf("invalid Ignition version %q: %v", *stub.Ignition.Version, err)
+		return igntypes.Config{}, false, nil, fmt.Errorf("invalid Ignition version %q: %v", *stub.Ignition.Version, err)
 	}
 	if v.Major != 3 || v.Minor > 5 {
-		return igntypes.Config{}, false, fmt.Errorf("unsupported Ignition version %s (spec 3.0 to 3.5 is supported)", *stub.Ignition.Version)
+		return igntypes.Config{}, false, nil, fmt.Errorf("unsupported Ignition version %s (spec 3.0 to 3.5 is supported)", *stub.Ignition.Version)
 	}
 	c, rpt, err := ign.Parse(t)
 	if err != nil {
 		if r := strings.TrimSpace(rpt.String()); r != "" {
-			return igntypes.Config{}, false, fmt.Errorf("invalid Ignition config: %v: %s", err, r)
+			return igntypes.Config{}, false, nil, fmt.Errorf("invalid Ignition config: %v: %s", err, r)
 		}
-		return igntypes.Config{}, false, fmt.Errorf("invalid Ignition config: %v", err)
+		return igntypes.Config{}, false, nil, fmt.Errorf("invalid Ignition config: %v", err)
 	}
-	return c, true, nil
+	for _, e := range rpt.Entries {
+		if e.Kind != report.Error {
+			warns = append(warns, e.String())
+		}
+	}
+	return c, true, warns, nil
 }
 
 // recordOrigins notes, for every item of one MachineConfig's Ignition

@@ -476,6 +476,11 @@ func TestTemplateSemantics(t *testing.T) {
 	if len(c.Files) != 1 || string(c.Files[0].Data) != "[Journal]\nStorage=persistent\n" {
 		t.Errorf("base64 data URL with media type: %+v", c.Files)
 	}
+	// Unused keys (Ignition 2.x "filesystem") are Ignition warnings, kept.
+	if len(c.Warnings) != 2 || !strings.HasPrefix(c.Warnings[0], "change-worker-jrnl-configuration.yaml (MachineConfig test-mc) spec.config: Ignition: warning at $.networkd") ||
+		!strings.Contains(c.Warnings[1], "warning at $.storage.files.0.filesystem, line 1 col 248: unused key filesystem") {
+		t.Errorf("warnings = %q", c.Warnings)
+	}
 	c = load("set-64k-pages-kernel.yaml")
 	if c.KernelType != "64k-pages" {
 		t.Errorf("kernelType %q", c.KernelType)
