@@ -43,7 +43,7 @@ func attachedLayers(t *testing.T, d name.Digest, suffix string) (int, v1.Hash) {
 func TestResignDedupe(t *testing.T) {
 	ctx := context.Background()
 	r := regtest.Start(t, regtest.Config{})
-	key := newKey(t, testPassword)
+	key := sharedKey(t, 0)
 	d := pushRandom(t, r.Host, "pool")
 	kf := sign.KeyFile(key.priv, sign.Password([]byte(testPassword)))
 
@@ -88,7 +88,7 @@ func TestResignDedupe(t *testing.T) {
 	}
 
 	// A second key adds its own signature next to the first.
-	other := newKey(t, testPassword)
+	other := sharedKey(t, 1)
 	if _, err := runStages(ctx, sign.Stages(sign.KeyFile(other.priv, sign.Password([]byte(testPassword))))[:1], fakeBuild(t, d), d); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestResignDedupe(t *testing.T) {
 func TestReferrers(t *testing.T) {
 	ctx := context.Background()
 	r := regtest.Start(t, regtest.Config{})
-	key := newKey(t, testPassword)
+	key := sharedKey(t, 0)
 	d := pushRandom(t, r.Host, "pool")
 	kf := sign.KeyFile(key.priv, sign.Password([]byte(testPassword)))
 	for i := 0; i < 2; i++ {
@@ -167,7 +167,7 @@ func TestReferrers(t *testing.T) {
 func TestProvenance(t *testing.T) {
 	ctx := context.Background()
 	r := regtest.Start(t, regtest.Config{})
-	key := newKey(t, testPassword)
+	key := sharedKey(t, 0)
 	d := pushRandom(t, r.Host, "pool")
 	b := fakeBuild(t, d)
 	if _, err := runStages(ctx, sign.Stages(sign.KeyFile(key.priv, sign.Password([]byte(testPassword))), sign.WithVersion("v1.2.3")), b, d); err != nil {

@@ -59,6 +59,54 @@ func newKey(t *testing.T, pw string) keyFiles {
 	return k
 }
 
+// Key generation and decryption use scrypt, which is slow on purpose: the
+// package generates two keys once and shares them between tests (each test
+// has its own registry).
+var (
+	keysMu  sync.Mutex
+	keysDir string
+	keys    = map[int]keyFiles{}
+)
+
+// sharedKey returns the package's key number slot (0 or 1), encrypted with
+// testPassword.
+func sharedKey(t *testing.T, slot int) keyFiles {
+	t.Helper()
+	keysMu.Lock()
+	defer keysMu.Unlock()
+	if k, ok := keys[slot]; ok {
+		return k
+	}
+	kp, err := sign.GenerateKeyPair([]byte(testPassword))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(keysDir, strconv.Itoa(slot))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	k := keyFiles{priv: filepath.Join(dir, "cosign.key"), pub: filepath.Join(dir, "cosign.pub"), pem: kp.Public}
+	if err := os.WriteFile(k.priv, kp.Private, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(k.pub, kp.Public, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	keys[slot] = k
+	return k
+}
+
+func TestMain(m *testing.M) {
+	d, err := os.MkdirTemp("", "oslayer-sign-keys-")
+	if err != nil {
+		panic(err)
+	}
+	keysDir = d
+	code := m.Run()
+	os.RemoveAll(d)
+	os.Exit(code)
+}
+
 // pushRandom pushes a random single-arch image to host/repo by digest and
 // returns the digested reference.
 func pushRandom(t *testing.T, host, repo string) name.Digest {

@@ -67,7 +67,7 @@ func TestStageErrors(t *testing.T) {
 	ctx := context.Background()
 	r := regtest.Start(t, regtest.Config{})
 	proxy := regtest.NewProxy(t, r.Host)
-	key := newKey(t, testPassword)
+	key := sharedKey(t, 0)
 	dir := t.TempDir()
 	garbage := filepath.Join(dir, "garbage.key")
 	if err := os.WriteFile(garbage, []byte("not a key\n"), 0o600); err != nil {
@@ -154,7 +154,7 @@ func TestStageErrors(t *testing.T) {
 // TestLayoutRefused: an image written to an OCI layout has no registry
 // digest to sign; the stage says so.
 func TestLayoutRefused(t *testing.T) {
-	key := newKey(t, testPassword)
+	key := sharedKey(t, 0)
 	st := sign.Stages(sign.KeyFile(key.priv, sign.Password([]byte(testPassword))))
 	_, err := st[0].Run(context.Background(), &builder.Built{}, &builder.Published{Ref: "oci:/tmp/x@sha256:" + strings.Repeat("0", 64)})
 	if err == nil || !strings.HasPrefix(err.Error(), "sign: oci:/tmp/x@") {
@@ -168,7 +168,7 @@ func TestLayoutRefused(t *testing.T) {
 func TestSecretKey(t *testing.T) {
 	ctx := context.Background()
 	r := regtest.Start(t, regtest.Config{})
-	key := newKey(t, testPassword)
+	key := sharedKey(t, 0)
 	privPEM, err := os.ReadFile(key.priv)
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ import (
 // MachineConfig that oslayer's own input decoders accept.
 func TestTrustFiles(t *testing.T) {
 	ctx := context.Background()
-	key := newKey(t, testPassword)
+	key := sharedKey(t, 0)
 	b, err := sign.Trust("127.0.0.1:5000/pools/worker", key.pem, sign.TrustOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func TestTrustFiles(t *testing.T) {
 }
 
 func TestTrustOptionsAndErrors(t *testing.T) {
-	key := newKey(t, testPassword)
+	key := sharedKey(t, 0)
 	b, err := sign.Trust("docker.io/library/pool", key.pem, sign.TrustOptions{NodeKeyPath: "/etc/pki/containers/pool.pub", Pool: "infra"})
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +177,7 @@ func TestTrustOptionsAndErrors(t *testing.T) {
 // (RHCOS-like, with GPG requirements for Red Hat registries) without
 // touching the rest; a broken base policy is refused.
 func TestTrustBasePolicy(t *testing.T) {
-	key := newKey(t, testPassword)
+	key := sharedKey(t, 0)
 	base := []byte(`{
   "default": [{"type": "insecureAcceptAnything"}],
   "transports": {
@@ -222,7 +222,7 @@ func TestTrustBasePolicy(t *testing.T) {
 func TestTrustPolicyScope(t *testing.T) {
 	skopeoBin := regtest.Require(t, "skopeo")
 	r := regtest.Start(t, regtest.Config{})
-	key := newKey(t, testPassword)
+	key := sharedKey(t, 0)
 	policy, regd, _ := writeTrust(t, r.Host+"/pool", key.pub)
 	env := toolEnv(t)
 	other := pushRandom(t, r.Host, "other")

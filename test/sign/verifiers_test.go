@@ -31,8 +31,8 @@ func TestVerifiersAgree(t *testing.T) {
 	ctx := context.Background()
 	r := regtest.Start(t, regtest.Config{})
 	tp := newTamperProxy(t, r.Host)
-	key := newKey(t, testPassword)
-	other := newKey(t, testPassword)
+	key := sharedKey(t, 0)
+	other := sharedKey(t, 1)
 	pub, err := sign.LoadPublicKey(ctx, key.pub)
 	if err != nil {
 		t.Fatal(err)
