@@ -235,6 +235,59 @@ var enableCases = []enableCase{
 		wantErr: true,
 	},
 	{
+		// Drop-ins are read after the unit, by file name across the unit
+		// directories (/etc hides /usr/lib for the same name); only
+		// ".conf"; no type-level ("service.d") drop-ins for [Install].
+		name: "dropins",
+		files: map[string]string{
+			"etc/systemd/system/a.service":               svc + "[Install]\nWantedBy=x.target\n",
+			"etc/systemd/system/a.service.d/10.conf":     "[Install]\nWantedBy=\n",
+			"usr/lib/systemd/system/a.service.d/05.conf": "[Install]\nWantedBy=early.target\n",
+			"usr/lib/systemd/system/a.service.d/20.conf": "[Install]\nWantedBy=z.target\nAlias=b.service\n",
+			"usr/lib/systemd/system/a.service.d/30.conf": "[Install]\nWantedBy=usr30.target\n",
+			"etc/systemd/system/a.service.d/30.conf":     "[Install]\nWantedBy=etc30.target\n",
+			"etc/systemd/system/a.service.d/40.txt":      "[Install]\nWantedBy=txt.target\n",
+			"etc/systemd/system/service.d/50.conf":       "[Install]\nWantedBy=typelevel.target\n",
+		},
+		enable: "a.service",
+		want: []Link{
+			l("/etc/systemd/system/b.service", "/etc/systemd/system/a.service"),
+			l("/etc/systemd/system/etc30.target.wants/a.service", "/etc/systemd/system/a.service"),
+			l("/etc/systemd/system/z.target.wants/a.service", "/etc/systemd/system/a.service"),
+		},
+	},
+	{
+		name: "dropins-prefix-not-read",
+		files: map[string]string{
+			"etc/systemd/system/p-q.service":         svc,
+			"etc/systemd/system/p-.service.d/1.conf": "[Install]\nWantedBy=prefix.target\n",
+		},
+		enable: "p-q.service",
+	},
+	{
+		name: "dropins-template-and-instance",
+		files: map[string]string{
+			"usr/lib/systemd/system/t@.service":          svc,
+			"etc/systemd/system/t@.service.d/1.conf":     "[Install]\nWantedBy=tmpl.target\n",
+			"etc/systemd/system/t@i.service.d/2.conf":    "[Install]\nWantedBy=inst.target\n",
+			"usr/lib/systemd/system/t@.service.d/2.conf": "[Install]\nWantedBy=hidden.target\n",
+		},
+		enable: "t@i.service",
+		want: []Link{
+			l("/etc/systemd/system/inst.target.wants/t@i.service", "/usr/lib/systemd/system/t@.service"),
+			l("/etc/systemd/system/tmpl.target.wants/t@i.service", "/usr/lib/systemd/system/t@.service"),
+		},
+	},
+	{
+		name: "dropin-malformed",
+		files: map[string]string{
+			"etc/systemd/system/a.service":          svc + "[Install]\nWantedBy=x.target\n",
+			"etc/systemd/system/a.service.d/1.conf": "[Install\n",
+		},
+		enable:  "a.service",
+		wantErr: true,
+	},
+	{
 		name:    "bad-section-header",
 		files:   map[string]string{"etc/systemd/system/m.service": "[Install]\nWantedBy=a.target\n[Install\n"},
 		enable:  "m.service",

@@ -33,7 +33,10 @@ const maxUnitSize = 4 << 20
 // systemctl does: the first of UnitDirs that has it; a symlink there is an
 // alias and is followed (absolute targets resolve inside fsys) to the real
 // unit, whose name and path are returned; an instance name with no file of
-// its own resolves to its template's file. ok is false when the unit is not
+// its own resolves to its template's file. The unit's ".conf" drop-ins
+// (NAME.d/ in every unit directory, and the template's for an instance)
+// are read after it, as systemctl does for [Install] (see
+// ParseInstallDropIns). ok is false when the unit is not
 // found, masked, or its file cannot be read or parsed (LoadFromFS says why).
 func FindInFS(fsys fs.FS, name string) (UnitFile, bool) {
 	u, err := LoadFromFS(fsys, name)
@@ -51,10 +54,10 @@ func LoadFromFS(fsys fs.FS, name string) (UnitFile, error) {
 	if Classify(name) == Invalid {
 		return UnitFile{}, fmt.Errorf("%q is not a valid unit name", name)
 	}
-	u, err := load(fsys, name)
+	u, text, err := load(fsys, name)
 	if errors.Is(err, ErrNotFound) {
 		if t, ok := TemplateOf(name); ok {
-			u, err = load(fsys, t)
+			u, text, err = load(fsys, t)
 			if err == nil {
 				u.Name = withInstance(u.Name, instanceOf(name))
 			}
@@ -63,10 +66,108 @@ func LoadFromFS(fsys fs.FS, name string) (UnitFile, error) {
 	if errors.Is(err, ErrNotFound) {
 		return UnitFile{}, fmt.Errorf("%s: %w in %s", name, ErrNotFound, strings.Join(UnitDirs, ", "))
 	}
-	return u, err
+	if err != nil {
+		return UnitFile{}, err
+	}
+	names := []string{u.Name}
+	if t, ok := TemplateOf(u.Name); ok {
+		names = append(names, t)
+	}
+	dropins, err := loadDropIns(fsys, names)
+	if err != nil {
+		return UnitFile{}, err
+	}
+	u.Install, err = ParseInstallDropIns(text, dropins)
+	if err != nil {
+		return UnitFile{}, fmt.Errorf("%s: %w", u.Path, err)
+	}
+	return u, nil
 }
 
-func load(fsys fs.FS, name string) (UnitFile, error) {
+// loadDropIns reads the ".conf" drop-ins of names (a unit and, for an
+// instance, its template) from every unit directory, as systemctl does for
+// [Install]: a file name seen in a directory of higher precedence hides the
+// same name elsewhere, and a drop-in linked to /dev/null masks it.
+func loadDropIns(fsys fs.FS, names []string) ([]DropIn, error) {
+	seen := map[string]bool{}
+	var ds []DropIn
+	for _, dir := range UnitDirs {
+		for _, n := range names {
+			d := dir + "/" + n + ".d"
+			entries, err := fs.ReadDir(fsys, rel(d))
+			if err != nil {
+				continue
+			}
+			for _, e := range entries {
+				fn := e.Name()
+				if !strings.HasSuffix(fn, ".conf") || seen[fn] {
+					continue
+				}
+				seen[fn] = true
+				p, err := resolve(fsys, d+"/"+fn)
+				if errors.Is(err, ErrMasked) {
+					continue
+				}
+				if err != nil {
+					return nil, err
+				}
+				data, err := readUnit(fsys, p)
+				if err != nil {
+					return nil, err
+				}
+				ds = append(ds, DropIn{Name: fn, Text: string(data)})
+			}
+		}
+	}
+	return ds, nil
+}
+
+// resolve follows symlinks from node path p inside fsys (absolute targets
+// resolve against its root); a link to /dev/null is ErrMasked.
+func resolve(fsys fs.FS, p string) (string, error) {
+	for range maxSymlinks {
+		fi, err := lstat(fsys, p)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", p, err)
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			return p, nil
+		}
+		t, err := fs.ReadLink(fsys, rel(p))
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", p, err)
+		}
+		if !path.IsAbs(t) {
+			t = path.Join(path.Dir(p), t)
+		}
+		p = path.Clean(t)
+		if p == "/dev/null" {
+			return "", fmt.Errorf("%s: %w", p, ErrMasked)
+		}
+	}
+	return "", fmt.Errorf("%s: too many levels of symbolic links", p)
+}
+
+// readUnit reads a regular file of at most maxUnitSize bytes.
+func readUnit(fsys fs.FS, p string) ([]byte, error) {
+	fi, err := fs.Stat(fsys, rel(p))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", p)
+	}
+	if fi.Size() > maxUnitSize {
+		return nil, fmt.Errorf("%s: larger than %d bytes", p, maxUnitSize)
+	}
+	data, err := fs.ReadFile(fsys, rel(p))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return data, nil
+}
+
+func load(fsys fs.FS, name string) (UnitFile, string, error) {
 	for _, dir := range UnitDirs {
 		p := dir + "/" + name
 		if _, err := lstat(fsys, p); err != nil {
@@ -74,46 +175,36 @@ func load(fsys fs.FS, name string) (UnitFile, error) {
 		}
 		return follow(fsys, name, p)
 	}
-	return UnitFile{}, ErrNotFound
+	return UnitFile{}, "", ErrNotFound
 }
 
-// follow resolves symlinks from p (a node path) and reads the unit file.
-func follow(fsys fs.FS, name, p string) (UnitFile, error) {
+// follow resolves symlinks from p (a node path) and reads the unit file; a
+// symlink to another unit name is an alias and the unit is its target.
+func follow(fsys fs.FS, name, p string) (UnitFile, string, error) {
 	for range maxSymlinks {
 		fi, err := lstat(fsys, p)
 		if err != nil {
-			return UnitFile{}, fmt.Errorf("%s: %w", p, err)
+			return UnitFile{}, "", fmt.Errorf("%s: %w", p, err)
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
-			if !fi.Mode().IsRegular() {
-				return UnitFile{}, fmt.Errorf("%s: not a regular file", p)
-			}
-			if fi.Size() > maxUnitSize {
-				return UnitFile{}, fmt.Errorf("%s: larger than %d bytes", p, maxUnitSize)
-			}
-			data, err := fs.ReadFile(fsys, rel(p))
+			data, err := readUnit(fsys, p)
 			if err != nil {
-				return UnitFile{}, fmt.Errorf("%s: %w", p, err)
+				return UnitFile{}, "", err
 			}
-			in, err := ParseInstall(string(data))
-			if err != nil {
-				return UnitFile{}, fmt.Errorf("%s: %w", p, err)
-			}
-			return UnitFile{Name: name, Path: p, Install: in}, nil
+			return UnitFile{Name: name, Path: p}, string(data), nil
 		}
 		t, err := fs.ReadLink(fsys, rel(p))
 		if err != nil {
-			return UnitFile{}, fmt.Errorf("%s: %w", p, err)
+			return UnitFile{}, "", fmt.Errorf("%s: %w", p, err)
 		}
 		if !path.IsAbs(t) {
 			t = path.Join(path.Dir(p), t)
 		}
 		t = path.Clean(t)
 		if t == "/dev/null" {
-			return UnitFile{}, fmt.Errorf("%s: %w", name, ErrMasked)
+			return UnitFile{}, "", fmt.Errorf("%s: %w", name, ErrMasked)
 		}
-		// A symlink to another unit name is an alias: the unit is the
-		// target. An instance linked to its template keeps its name.
+		// An instance linked to its template keeps its name.
 		base := path.Base(t)
 		switch {
 		case base == name:
@@ -126,7 +217,7 @@ func follow(fsys fs.FS, name, p string) (UnitFile, error) {
 		}
 		p = t
 	}
-	return UnitFile{}, fmt.Errorf("%s: too many levels of symbolic links", p)
+	return UnitFile{}, "", fmt.Errorf("%s: too many levels of symbolic links", p)
 }
 
 func rel(p string) string {

@@ -2,6 +2,7 @@ package systemd
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"unicode/utf8"
 )
@@ -48,9 +49,47 @@ const maxLine = 1 << 20
 // a NUL byte, a logical line longer than 1 MiB.
 func ParseInstall(text string) (Install, error) {
 	var in Install
+	if err := parseInto(&in, text); err != nil {
+		return Install{}, err
+	}
+	return in, nil
+}
+
+// DropIn is a unit drop-in file: NAME.d/Name with its text.
+type DropIn struct {
+	Name, Text string
+}
+
+// ParseInstallDropIns parses a unit file and its drop-ins the way
+// systemctl 252 reads [Install] for enabling: the unit file first, then the
+// drop-ins whose name ends in ".conf", in lexical order of name, into the
+// same section (so "WantedBy=" in a drop-in resets what the unit file
+// said). Other drop-in names are ignored, as systemd does. Errors name the
+// drop-in.
+func ParseInstallDropIns(text string, dropins []DropIn) (Install, error) {
+	var in Install
+	if err := parseInto(&in, text); err != nil {
+		return Install{}, err
+	}
+	ds := make([]DropIn, 0, len(dropins))
+	for _, d := range dropins {
+		if strings.HasSuffix(d.Name, ".conf") {
+			ds = append(ds, d)
+		}
+	}
+	sort.SliceStable(ds, func(i, j int) bool { return ds[i].Name < ds[j].Name })
+	for _, d := range ds {
+		if err := parseInto(&in, d.Text); err != nil {
+			return Install{}, fmt.Errorf("drop-in %s: %w", d.Name, err)
+		}
+	}
+	return in, nil
+}
+
+func parseInto(in *Install, text string) error {
 	text = strings.TrimPrefix(text, "\uFEFF")
 	if strings.IndexByte(text, 0) >= 0 {
-		return in, fmt.Errorf("unit file contains a NUL byte")
+		return fmt.Errorf("unit file contains a NUL byte")
 	}
 	lines := strings.Split(text, "\n")
 	section := ""
@@ -69,13 +108,13 @@ func ParseInstall(text string) (Install, error) {
 			}
 			cont.WriteString(raw)
 			if cont.Len() > maxLine {
-				return in, fmt.Errorf("line %d: line too long", contStart)
+				return fmt.Errorf("line %d: line too long", contStart)
 			}
 			line = cont.String()
 		} else {
 			contStart = lineNo
 			if len(raw) > maxLine {
-				return in, fmt.Errorf("line %d: line too long", lineNo)
+				return fmt.Errorf("line %d: line too long", lineNo)
 			}
 		}
 		if endsEscaped(line) {
@@ -91,16 +130,16 @@ func ParseInstall(text string) (Install, error) {
 			continue
 		}
 		inCont = false
-		if err := parseLine(&in, &section, line); err != nil {
-			return Install{}, fmt.Errorf("line %d: %w", contStart, err)
+		if err := parseLine(in, &section, line); err != nil {
+			return fmt.Errorf("line %d: %w", contStart, err)
 		}
 	}
 	if inCont {
-		if err := parseLine(&in, &section, cont.String()); err != nil {
-			return Install{}, fmt.Errorf("line %d: %w", contStart, err)
+		if err := parseLine(in, &section, cont.String()); err != nil {
+			return fmt.Errorf("line %d: %w", contStart, err)
 		}
 	}
-	return in, nil
+	return nil
 }
 
 // endsEscaped reports whether s ends in an unescaped backslash.

@@ -124,6 +124,10 @@ func TestOracleCases(t *testing.T) {
 // fixtureUnit is a unit with content found in a fixture.
 type fixtureUnit struct {
 	name, content, source string
+	// stub: the unit has no content in the fixture (it ships with the OS);
+	// the test writes a stub unit under its drop-ins.
+	stub    bool
+	dropins []DropIn
 }
 
 // collectUnits walks decoded YAML/JSON and records every object that looks
@@ -133,10 +137,28 @@ func collectUnits(v any, source, field string, add func(fixtureUnit)) {
 	switch x := v.(type) {
 	case map[string]any:
 		if name, ok := x["name"].(string); ok && Classify(name) != Invalid {
+			u := fixtureUnit{name: name, source: source + " " + field, stub: true, content: "[Service]\nExecStart=/bin/true\n"}
 			for _, k := range []string{"content", "contents"} {
 				if c, ok := x[k].(string); ok {
-					add(fixtureUnit{name: name, content: c, source: source + " " + field})
+					u.content, u.stub = c, false
 				}
+			}
+			for _, k := range []string{"dropIns", "dropins"} {
+				list, _ := x[k].([]any)
+				for _, d := range list {
+					dm, _ := d.(map[string]any)
+					dn, _ := dm["name"].(string)
+					dc, ok := dm["content"].(string)
+					if !ok {
+						dc, ok = dm["contents"].(string)
+					}
+					if dn != "" && ok && !strings.Contains(dn, "/") {
+						u.dropins = append(u.dropins, DropIn{Name: dn, Text: dc})
+					}
+				}
+			}
+			if !u.stub || len(u.dropins) > 0 {
+				add(u)
 			}
 		}
 		if data, ok := x["data"].(map[string]any); ok {
@@ -177,7 +199,11 @@ func fixtureUnits(t *testing.T) []fixtureUnit {
 	var units []fixtureUnit
 	seen := map[[32]byte]bool{}
 	add := func(u fixtureUnit) {
-		k := sha256.Sum256([]byte(u.name + "\x00" + u.content))
+		key := u.name + "\x00" + u.content
+		for _, d := range u.dropins {
+			key += "\x00" + d.Name + "\x00" + d.Text
+		}
+		k := sha256.Sum256([]byte(key))
 		if seen[k] {
 			return
 		}
@@ -205,23 +231,30 @@ func fixtureUnits(t *testing.T) []fixtureUnit {
 	return units
 }
 
-// TestOracleFixtures enables every unit with content found in the
-// Gardener and MachineConfig fixtures with the real systemctl and with
-// EnableLinks, and requires the same links.
+// TestOracleFixtures enables every unit found in the Gardener and
+// MachineConfig fixtures (with its drop-ins; a stub unit file when the
+// fixture only has drop-ins) with the real systemctl and with
+// ParseInstallDropIns + EnableLinks, and requires the same links.
 func TestOracleFixtures(t *testing.T) {
 	bin := regtest.Require(t, "systemctl")
 	units := fixtureUnits(t)
-	// The fixtures hold 52 distinct units (name, content); fewer means the
-	// extraction broke.
-	if len(units) < 50 {
+	// The fixtures hold 81 distinct units (name, content, drop-ins); fewer
+	// means the extraction broke.
+	if len(units) < 75 {
 		t.Fatalf("found only %d units in the fixtures", len(units))
 	}
-	var withInstall, links int
+	var withInstall, links, dropins int
 	for _, u := range units {
-		in, perr := ParseInstall(u.content)
+		in, perr := ParseInstallDropIns(u.content, u.dropins)
 		dir := t.TempDir()
 		unitPath := SystemDir + "/" + u.name
 		files := map[string]string{strings.TrimPrefix(unitPath, "/"): u.content}
+		for _, d := range u.dropins {
+			files[strings.TrimPrefix(unitPath, "/")+".d/"+d.Name] = d.Text
+		}
+		if len(u.dropins) > 0 {
+			dropins++
+		}
 		for _, a := range in.Also {
 			if Classify(a) != Invalid && a != u.name {
 				files["etc/systemd/system/"+a] = "[Unit]\nDescription=stub\n"
@@ -247,7 +280,7 @@ func TestOracleFixtures(t *testing.T) {
 		}
 		links += len(got)
 	}
-	t.Logf("%d distinct units from the fixtures, %d with [Install], %d links, all equal to systemctl's", len(units), withInstall, links)
+	t.Logf("%d distinct units from the fixtures (%d with drop-ins), %d with [Install], %d links, all equal to systemctl's", len(units), dropins, withInstall, links)
 }
 
 // TestFixtureUnitsDecode makes sure the oracle above has material: the
