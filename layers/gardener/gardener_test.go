@@ -638,3 +638,63 @@ func TestMultiPathConflict(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestJSONAndStringData: the same OSC as JSON, and wrapped in a Secret's
+// stringData, decodes to the same items.
+func TestJSONAndStringData(t *testing.T) {
+	p := fixtures.Path(t, "gardener", "generated", "osc.yaml-worker-a-resolved")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	opts := gardener.Options{Images: &fakeImages{}}
+	want, err := gardener.Decode(ctx, "osc.yaml", data, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromJSON, err := gardener.Decode(ctx, "osc.yaml", j, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec, err := yaml.Marshal(map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s", "namespace": "kube-system"}, "stringData": map[string]string{"osc.yaml": string(data)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromSecret, err := gardener.Decode(ctx, "osc.yaml", sec, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strip := func(c *model.Config) string {
+		var b strings.Builder
+		for _, f := range c.Files {
+			fmt.Fprintf(&b, "%s %o %x %s|", f.Path, f.Mode, f.Data, strings.TrimPrefix(f.Origin.Field, "data[osc.yaml]."))
+		}
+		for _, u := range c.Units {
+			fmt.Fprintf(&b, "%s %t %d|", u.Name, *u.Enabled, len(u.DropIns))
+		}
+		return b.String()
+	}
+	if strip(fromJSON) != strip(want) || strip(fromSecret) != strip(want) {
+		t.Error("JSON or stringData Secret decode differently")
+	}
+	if fromSecret.Inputs[0].Kind != "Secret" || fromSecret.Inputs[0].Name != "kube-system/s" {
+		t.Errorf("inputs %+v", fromSecret.Inputs)
+	}
+}
+
+// BenchmarkLoad measures decoding the largest Gardener fixture (the
+// node-agent Secret) with a fake image reader.
+func BenchmarkLoad(b *testing.B) {
+	p := fixtures.Path(b, "gardener", "generated", "secret-osc-worker-a-unresolved.yaml")
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := gardener.Load(ctx, []string{p}, gardener.Options{Images: &fakeImages{}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

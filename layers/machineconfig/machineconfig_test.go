@@ -667,3 +667,27 @@ items:
 		t.Errorf("warnings %v inputs %v", cfg.Warnings, cfg.Inputs)
 	}
 }
+
+func TestNULAndUTF8Paths(t *testing.T) {
+	for _, c := range []struct{ file, want string }{
+		{`{path: "/etc/a\0b"}`, `spec.config.storage.files[0]: path "/etc/a\x00b" contains a NUL byte`},
+		{`{path: "/etc/../x"}`, `spec.config: invalid Ignition config`},
+		{`{path: /etc/x, contents: {source: "data:,a"}}` + "\n      links:\n      - {path: /etc/l, target: \"/a\\0b\"}", `spec.config.storage.links[0]: /etc/l: link target "/a\x00b": not valid UTF-8 or contains NUL`},
+	} {
+		_, err := machineconfig.Decode(context.Background(), "bad.yaml", []byte(fileMC(c.file)), "")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", c.file, err, c.want)
+		}
+	}
+}
+
+// BenchmarkLoadRendered measures decoding the largest MachineConfig fixture.
+func BenchmarkLoadRendered(b *testing.B) {
+	p := fixtures.Path(b, "mco", "baremetal", "rendered-master.yaml")
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := machineconfig.Load(ctx, []string{p}, ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
