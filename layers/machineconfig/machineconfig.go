@@ -50,10 +50,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/coreos/go-semver/semver"
-	"github.com/coreos/vcontext/report"
 	ign "github.com/coreos/ignition/v2/config"
 	ignexp "github.com/coreos/ignition/v2/config/v3_6_experimental"
 	igntypes "github.com/coreos/ignition/v2/config/v3_6_experimental/types"
+	"github.com/coreos/vcontext/report"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	"github.com/oslayer/oslayer/layers/model"
