@@ -325,3 +325,24 @@ func BenchmarkRender(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRenderConfig is BenchmarkRender without decoding: placement,
+// tree, tar, gzip, manifest and report only.
+func BenchmarkRenderConfig(b *testing.B) {
+	dir := fixtures.Dir(b)
+	for _, c := range []fixtureCase{
+		{name: "gardener-reconcile-full", oscs: []string{"gardener/generated/osc-worker-a-reconcile-full.yaml"}},
+		{name: "mco-aws-worker", mcs: []string{"mco/aws/worker"}, pool: "worker"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			req := c.request(b, dir, &fakeImages{size: 1 << 20})
+			cfg := load(b, req)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := RenderConfig(context.Background(), req, cfg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
