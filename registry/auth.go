@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -79,6 +80,11 @@ func SecretKeychain(path string) (authn.Keychain, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--auth-secret: %w", err)
 	}
+	return parseSecret(b, path)
+}
+
+// parseSecret parses the Secret manifest(s) in b, read from path.
+func parseSecret(b []byte, path string) (authn.Keychain, error) {
 	docs := splitYAMLDocs(b)
 	var kcs []authn.Keychain
 	var seen []string
@@ -107,7 +113,7 @@ func SecretKeychain(path string) (authn.Keychain, error) {
 			return nil, fmt.Errorf("--auth-secret %s: %s", where, jsonErr(err))
 		}
 		if sec.Kind != "Secret" {
-			seen = append(seen, fmt.Sprintf("kind %q", sec.Kind))
+			seen = append(seen, "kind "+safeQuote(sec.Kind))
 			continue
 		}
 		var key string
@@ -118,7 +124,7 @@ func SecretKeychain(path string) (authn.Keychain, error) {
 		case "kubernetes.io/dockercfg":
 			key, legacy = ".dockercfg", true
 		default:
-			seen = append(seen, fmt.Sprintf("Secret %q of type %q", sec.Metadata.Name, sec.Type))
+			seen = append(seen, fmt.Sprintf("Secret %s of type %s", safeQuote(sec.Metadata.Name), safeQuote(sec.Type)))
 			continue
 		}
 		var raw []byte
@@ -132,7 +138,7 @@ func SecretKeychain(path string) (authn.Keychain, error) {
 				return nil, fmt.Errorf("--auth-secret %s: %s is not valid base64", where, field)
 			}
 		} else {
-			return nil, fmt.Errorf("--auth-secret %s: Secret %q of type %s has no data.%s or stringData.%s", where, sec.Metadata.Name, sec.Type, key, key)
+			return nil, fmt.Errorf("--auth-secret %s: Secret %s of type %s has no data.%s or stringData.%s", where, safeQuote(sec.Metadata.Name), sec.Type, key, key)
 		}
 		kc, err := parseDockerConfig(raw, "--auth-secret "+where, field, !legacy)
 		if err != nil {
@@ -148,6 +154,21 @@ func SecretKeychain(path string) (authn.Keychain, error) {
 		return nil, fmt.Errorf("--auth-secret %s: no Secret of type kubernetes.io/dockerconfigjson (or kubernetes.io/dockercfg) found (found %s)", path, found)
 	}
 	return authn.NewMultiKeychain(kcs...), nil
+}
+
+// safeQuote quotes a Kubernetes name, kind or type for an error message;
+// anything that does not look like one (and so might be a credential pasted
+// in the wrong place) is not repeated.
+func safeQuote(s string) string {
+	if len(s) > 253 {
+		return "(a long value)"
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-._/", r)) {
+			return "(a value with unexpected characters)"
+		}
+	}
+	return strconv.Quote(s)
 }
 
 // splitYAMLDocs splits a multi-document YAML stream on "---" lines.

@@ -165,6 +165,11 @@ func ParseTarget(target string) (name.Tag, error) {
 	if !ok {
 		return bad("give a tag, not a digest")
 	}
+	// The lenient parse checks the repository before adding an implicit
+	// "library/"; check the full name as it will be pushed.
+	if _, err := name.NewTag(t.Name(), name.StrictValidation); err != nil {
+		return bad(err.Error())
+	}
 	return t, nil
 }
 
