@@ -1,11 +1,13 @@
 package machineconfig_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/vincent-petithory/dataurl"
 	"sigs.k8s.io/yaml"
 
 	"github.com/oslayer/oslayer/layers/machineconfig"
@@ -75,5 +77,46 @@ func FuzzDecodeDataURL(f *testing.F) {
 		if err == nil && len(out) > limit {
 			t.Fatalf("output %d bytes over the limit", len(out))
 		}
+		// Differential: where Ignition's own data URL parser accepts the
+		// input, both must produce the same bytes (what Ignition would
+		// write on a node is what the image holds).
+		if du, ierr := dataurl.DecodeString(s); ierr == nil && err == nil && !bytes.Equal(du.Data, out) {
+			t.Fatalf("%q: Ignition decodes %q, we decode %q", s, du.Data, out)
+		}
 	})
+}
+
+// TestDataURLsMatchIgnition: every data URL of the MachineConfig fixtures
+// decodes to the same bytes as with the parser Ignition uses.
+func TestDataURLsMatchIgnition(t *testing.T) {
+	files, _ := filepath.Glob(fixtures.Path(t, "mco", "*", "*", "*.yaml"))
+	n := 0
+	for _, p := range files {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := yaml.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		for _, fl := range list(m["spec"], "config", "storage", "files") {
+			src := str(fl.(map[string]any)["contents"], "source")
+			if src == "" {
+				continue
+			}
+			n++
+			du, err := dataurl.DecodeString(src)
+			if err != nil {
+				t.Fatalf("%s: Ignition's parser: %v", p, err)
+			}
+			got, err := machineconfig.DecodeDataURL(src, 1<<26)
+			if err != nil || !bytes.Equal(got, du.Data) {
+				t.Errorf("%s: %.60q: got %d bytes (%v), want %d", p, src, len(got), err, len(du.Data))
+			}
+		}
+	}
+	if n < 100 {
+		t.Errorf("only %d data URLs checked", n)
+	}
 }
