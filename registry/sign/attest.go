@@ -172,15 +172,42 @@ type AttestResult struct {
 	Replaced int `json:"replaced"`
 	// Attestations counts the attestation layers afterwards.
 	Attestations int `json:"attestations"`
+	// Existing is true when the same statement, signed by the same key, was
+	// already attached: nothing was written.
+	Existing bool `json:"existing"`
 }
 
 // Attest DSSE-signs st and attaches it to d the way `cosign attest` does
-// (the "sha256-HEX.att" tag). Earlier attestations of the same predicate
-// type are replaced, so rebuilding does not pile them up; others are kept.
+// (the "sha256-HEX.att" tag). When the same statement signed by the same
+// key is already attached nothing is written (a rebuild with unchanged
+// inputs uploads nothing); otherwise earlier attestations of the same
+// predicate type are replaced, so they never pile up, and others are kept.
 func (s *Signer) Attest(ctx context.Context, d name.Digest, st *Statement) (*AttestResult, error) {
 	pl, err := json.Marshal(st)
 	if err != nil {
 		return nil, fmt.Errorf("encoding statement for %s: %w", d, err)
+	}
+	oo := s.ociOpts(ctx)
+	at, err := ociremote.AttestationTag(d, oo...)
+	if err != nil {
+		return nil, err
+	}
+	res := &AttestResult{Ref: d.String(), AttestationTag: at.String(), PredicateType: st.PredicateType}
+	se := ociremote.SignedUnknown(d, oo...)
+	existing, err := se.Attestations()
+	if err != nil {
+		return nil, fmt.Errorf("reading existing attestations %s: %w", at, err)
+	}
+	l, err := existing.Get()
+	if err != nil {
+		return nil, fmt.Errorf("reading existing attestations %s: %w", at, err)
+	}
+	for _, a := range l {
+		if s.sameAttestation(a, pl) {
+			res.Existing, res.Attestations = true, len(l)
+			s.o.log.InfoContext(ctx, "attestation already present", "ref", d.String(), "tag", at.String())
+			return res, nil
+		}
 	}
 	env, err := dsse.WrapSigner(s.sv, ctypes.IntotoPayloadType).SignMessage(bytes.NewReader(pl), sigopts.WithContext(ctx))
 	if err != nil {
@@ -192,13 +219,6 @@ func (s *Signer) Attest(ctx context.Context, d name.Digest, st *Statement) (*Att
 	if err != nil {
 		return nil, err
 	}
-	oo := s.ociOpts(ctx)
-	at, err := ociremote.AttestationTag(d, oo...)
-	if err != nil {
-		return nil, err
-	}
-	res := &AttestResult{Ref: d.String(), AttestationTag: at.String(), PredicateType: st.PredicateType}
-	se := ociremote.SignedUnknown(d, oo...)
 	ro := &replaceOp{predicateType: st.PredicateType}
 	nse, err := mutate.AttachAttestationToEntity(se, att, mutate.WithReplaceOp(ro))
 	if err != nil {
@@ -219,6 +239,26 @@ func (s *Signer) Attest(ctx context.Context, d name.Digest, st *Statement) (*Att
 	res.Attestations = count(atts)
 	s.o.log.InfoContext(ctx, "attested", "ref", d.String(), "tag", at.String(), "replaced", ro.replaced)
 	return res, nil
+}
+
+// sameAttestation reports whether a is a DSSE envelope of exactly payload
+// with a valid signature by s's key.
+func (s *Signer) sameAttestation(a oci.Signature, payload []byte) bool {
+	env, err := a.Payload()
+	if err != nil {
+		return false
+	}
+	var e struct {
+		PayloadType string `json:"payloadType"`
+		Payload     string `json:"payload"`
+	}
+	if err := json.Unmarshal(env, &e); err != nil || e.PayloadType != ctypes.IntotoPayloadType {
+		return false
+	}
+	if p, err := base64.StdEncoding.DecodeString(e.Payload); err != nil || !bytes.Equal(p, payload) {
+		return false
+	}
+	return dsse.WrapVerifier(s.sv).VerifySignature(bytes.NewReader(env), nil) == nil
 }
 
 // replaceOp keeps every existing attestation except those of predicateType.

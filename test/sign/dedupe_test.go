@@ -70,21 +70,30 @@ func TestResignDedupe(t *testing.T) {
 			t.Fatalf("re-sign %d: result %+v, want Existing with 1 signature", i, sr)
 		}
 		ar := out[1].(*sign.AttestResult)
-		if ar.Replaced != 1 || ar.Attestations != 1 {
-			t.Fatalf("re-attest %d: result %+v, want 1 replaced, 1 left", i, ar)
+		if !ar.Existing || ar.Replaced != 0 || ar.Attestations != 1 {
+			t.Fatalf("re-attest %d: result %+v, want Existing with 1 attestation", i, ar)
 		}
 		n, h := attachedLayers(t, d, ".sig")
 		if n != 1 || h != sigH {
 			t.Fatalf("re-sign %d: %d signature layers (manifest %s, was %s); want 1, unchanged", i, n, h, sigH)
 		}
 		n, h = attachedLayers(t, d, ".att")
-		if n != 1 {
-			t.Fatalf("re-attest %d: %d attestation layers, want 1", i, n)
+		if n != 1 || h != attH {
+			t.Fatalf("re-attest %d: %d attestation layers (manifest %s, was %s); want 1, unchanged", i, n, h, attH)
 		}
-		if h == attH {
-			// DSSE signatures are randomized: the replacement is a new layer.
-			t.Logf("attestation manifest unchanged")
-		}
+	}
+
+	// A different statement for the same digest (another oslayer version)
+	// replaces the provenance instead of adding a second one.
+	out, err := runStages(ctx, sign.Stages(kf, sign.WithVersion("v9")), fakeBuild(t, d), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ar := out[1].(*sign.AttestResult); ar.Existing || ar.Replaced != 1 || ar.Attestations != 1 {
+		t.Fatalf("new statement: result %+v, want 1 replaced, 1 left", ar)
+	}
+	if n, h := attachedLayers(t, d, ".att"); n != 1 || h == attH {
+		t.Fatalf("new statement: %d attestation layers, manifest %s (was %s); want 1, changed", n, h, attH)
 	}
 
 	// A second key adds its own signature next to the first.

@@ -166,8 +166,8 @@ func TestBuildSignedImage(t *testing.T) {
 		t.Fatalf("provenance names %d layers, build added %d", got, len(res.Layers))
 	}
 
-	// Rebuilding with unchanged inputs gives the same digest and re-signs
-	// nothing.
+	// Rebuilding with unchanged inputs gives the same digest and signs and
+	// attests nothing new.
 	res2, err := build(t, r.Host+"/fcos/base:stable", r.Host+"/pools/worker:latest", good...)
 	if err != nil {
 		t.Fatal(err)
@@ -177,5 +177,8 @@ func TestBuildSignedImage(t *testing.T) {
 	}
 	if sr := res2.Stages["sign"].(*sign.SignResult); !sr.Existing || sr.Signatures != 1 {
 		t.Fatalf("rebuild sign result %+v", sr)
+	}
+	if ar := res2.Stages["attest"].(*sign.AttestResult); !ar.Existing || ar.Attestations != 1 {
+		t.Fatalf("rebuild attest result %+v", ar)
 	}
 }
