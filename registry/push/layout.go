@@ -345,29 +345,53 @@ func (l *layoutPublisher) Commit(ctx context.Context, b *builder.Built, pub *bui
 	if err != nil {
 		return fail("read index.json", err)
 	}
-	var idx v1.IndexManifest
-	if err := json.Unmarshal(ib, &idx); err != nil {
-		return fail("read index.json", err)
+	// Only "manifests" changes: other fields of index.json and of the
+	// entries kept are preserved byte for byte.
+	var idx map[string]json.RawMessage
+	if err := json.Unmarshal(ib, &idx); err != nil || idx == nil {
+		return fail("read index.json", fmt.Errorf("not a JSON object"))
 	}
-	if idx.SchemaVersion == 0 {
-		idx.SchemaVersion = 2
+	var entries []json.RawMessage
+	if m, ok := idx["manifests"]; ok && string(m) != "null" {
+		if err := json.Unmarshal(m, &entries); err != nil {
+			return fail("read index.json", fmt.Errorf("manifests: not an array"))
+		}
 	}
-	kept := make([]v1.Descriptor, 0, len(idx.Manifests)+1)
+	kept := make([]json.RawMessage, 0, len(entries)+1)
 	var replaced []string
-	for _, m := range idx.Manifests {
-		if m.Annotations[RefNameAnnotation] == p.layoutTag {
-			replaced = append(replaced, m.Digest.String())
+	for i, e := range entries {
+		var desc struct {
+			Digest      string            `json:"digest"`
+			Annotations map[string]string `json:"annotations"`
+		}
+		if err := json.Unmarshal(e, &desc); err != nil {
+			return fail("read index.json", fmt.Errorf("manifests[%d]: not a descriptor", i))
+		}
+		if desc.Annotations[RefNameAnnotation] == p.layoutTag {
+			replaced = append(replaced, desc.Digest)
 			continue
 		}
-		kept = append(kept, m)
+		kept = append(kept, e)
 	}
-	kept = append(kept, v1.Descriptor{
+	entry, err := json.Marshal(v1.Descriptor{
 		MediaType:   mt,
 		Digest:      d,
 		Size:        int64(len(raw)),
 		Annotations: map[string]string{RefNameAnnotation: p.layoutTag},
 	})
-	idx.Manifests = kept
+	if err != nil {
+		return fail("write index.json", err)
+	}
+	kept = append(kept, entry)
+	if idx["manifests"], err = json.Marshal(kept); err != nil {
+		return fail("write index.json", err)
+	}
+	if _, ok := idx["schemaVersion"]; !ok {
+		idx["schemaVersion"] = json.RawMessage("2")
+	}
+	if _, ok := idx["mediaType"]; !ok {
+		idx["mediaType"] = json.RawMessage(`"` + string(types.OCIImageIndex) + `"`)
+	}
 	out, err := json.Marshal(idx)
 	if err != nil {
 		return fail("write index.json", err)

@@ -2,6 +2,7 @@ package push_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -281,4 +282,50 @@ func TestLayoutFromRegistryBase(t *testing.T) {
 		t.Fatalf("default tag entry: %+v", e)
 	}
 	umociUnpack(t, dir+":"+push.DefaultTag, filepath.Join(t.TempDir(), "bundle"))
+}
+
+// Concurrent commits of different tags to one layout keep every entry,
+// and fields of index.json that oslayer does not manage survive.
+func TestLayoutConcurrentCommits(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "oci-layout"), `{"imageLayoutVersion":"1.0.0"}`, 0o644)
+	write(t, filepath.Join(dir, "index.json"), `{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[],"annotations":{"org.example.keep":"yes"}}`, 0o644)
+	const n = 12
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			img := mkImage(t, nil, mkLayer(t, fmt.Sprintf("c%d", i), 300+i))
+			b := built(t, img)
+			p, err := push.New(fmt.Sprintf("oci:%s:pool-%d", dir, i), nil)
+			if err != nil {
+				errs <- err
+				return
+			}
+			pub, err := p.Write(ctx, b)
+			if err == nil {
+				err = p.Commit(ctx, b, pub)
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	idx := readIndex(t, dir)
+	if len(idx.Manifests) != n {
+		t.Fatalf("index.json has %d entries after %d concurrent commits", len(idx.Manifests), n)
+	}
+	for i := 0; i < n; i++ {
+		if len(tagged(idx, fmt.Sprintf("pool-%d", i))) != 1 {
+			t.Errorf("tag pool-%d missing", i)
+		}
+	}
+	if idx.Annotations["org.example.keep"] != "yes" {
+		t.Errorf("index.json lost its annotations: %v", idx.Annotations)
+	}
 }
