@@ -39,6 +39,10 @@ type Request struct {
 	Flags map[string]string
 	// Logger receives progress and warnings; nil discards them.
 	Logger *slog.Logger
+	// NoBaseUnits stops Build from reading the systemd units of a base in a
+	// local OCI layout (BaseUnits) for the renderer. Registry bases are
+	// never read.
+	NoBaseUnits bool
 }
 
 // Result is what a build produced, ready for JSON output.
@@ -106,13 +110,37 @@ func Build(ctx context.Context, req Request, pub Publisher, stages ...Stage) (*R
 		log.Debug("build step done", "pool", res.Pool, "step", name, "seconds", res.Phases[len(res.Phases)-1].Seconds)
 		return nil
 	}
+	// A base given up front is resolved first: a bad base fails before
+	// anything else, and the units of a local (OCI layout) base feed the
+	// renderer.
+	base := req.BaseImage
+	if base == nil && req.Base != "" {
+		if err := phase("base", func() (err error) {
+			base, err = ResolveBase(ctx, req.Base, req.Registry, req.Arch)
+			return err
+		}); err != nil {
+			return res, errors.Unwrap(err) // ResolveBase names the base already
+		}
+	}
+	rreq := req.Render
+	if base != nil && rreq.Base == nil && registry.IsLayout(base.Ref) && !req.NoBaseUnits {
+		units, err := BaseUnits(ctx, base.Image, DefaultBaseUnitsMax)
+		switch {
+		case err == nil:
+			rreq.Base = units
+		case errors.Is(err, ErrBaseTooLarge):
+			log.Info("not reading the units of a large local base", "base", base.Ref, "reason", err.Error())
+		default:
+			return res, fmt.Errorf("base %s: units: %w", base.Ref, err)
+		}
+	}
 	render := req.Renderer
 	if render == nil {
 		render = layers.Render
 	}
 	var r *layers.Result
 	if err := phase("render", func() (err error) {
-		r, err = render(ctx, req.Render)
+		r, err = render(ctx, rreq)
 		if err == nil && r == nil {
 			err = errors.New("renderer returned nothing")
 		}
@@ -125,7 +153,7 @@ func Build(ctx context.Context, req Request, pub Publisher, stages ...Stage) (*R
 	var b *Built
 	if err := phase("assemble", func() (err error) {
 		areq := AssembleRequest{
-			Base: req.Base, BaseImage: req.BaseImage, Registry: req.Registry, Arch: req.Arch,
+			Base: req.Base, BaseImage: base, Registry: req.Registry, Arch: req.Arch,
 			Pool: req.Render.Pool, Rendered: r, Epoch: req.Render.Epoch, Version: req.Version,
 			Flags: req.Flags, Logger: log,
 		}

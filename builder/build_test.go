@@ -71,7 +71,7 @@ func TestBuildOrderAndResult(t *testing.T) {
 	for _, p := range res.Phases {
 		names = append(names, p.Name)
 	}
-	if strings.Join(names, ",") != "render,assemble,push,preflight,sign,tag" {
+	if strings.Join(names, ",") != "base,render,assemble,push,preflight,sign,tag" {
 		t.Errorf("phases %v", names)
 	}
 	if res.Stages["preflight"] == nil || res.Stages["sign"] == nil {
@@ -89,7 +89,7 @@ func TestBuildStopsBeforeTag(t *testing.T) {
 		base                             string
 	}{
 		{name: "render", renderErr: errors.New("bad OSC"), wantErr: "render: bad OSC", wantCalls: ""},
-		{name: "base", base: "oci:/nonexistent/base", wantErr: "assemble: base oci:/nonexistent/base", wantCalls: ""},
+		{name: "base", base: "oci:/nonexistent/base", wantErr: "base oci:/nonexistent/base", wantCalls: ""},
 		{name: "push", failOn: "write", wantErr: "push: registry said 500", wantCalls: "write"},
 		{name: "preflight", stageErr: errors.New("no kernel"), wantErr: "preflight: no kernel", wantCalls: "write,preflight"},
 	} {

@@ -129,10 +129,25 @@ func tryBuild(t *testing.T, base, target string, stages ...builder.Stage) (*buil
 	}, pub, stages...)
 }
 
-// renderExample renders the example OSC the way build does.
+// renderExample renders the example OSC the way build does onto a
+// registry base.
 func renderExample(t *testing.T) *layers.Result {
 	t.Helper()
-	r, err := layers.Render(ctxT(t), layers.Request{OSCs: []string{exampleOSC(t)}, Pool: "worker"})
+	return renderFor(t, layers.Request{OSCs: []string{exampleOSC(t)}, Pool: "worker"}, nil)
+}
+
+// renderFor renders rreq the way build does; a local (OCI layout) base's
+// units feed the renderer.
+func renderFor(t *testing.T, rreq layers.Request, layoutBase v1.Image) *layers.Result {
+	t.Helper()
+	if layoutBase != nil {
+		units, err := builder.BaseUnits(ctxT(t), layoutBase, builder.DefaultBaseUnitsMax)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rreq.Base = units
+	}
+	r, err := layers.Render(ctxT(t), rreq)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,9 +389,18 @@ func TestBuildFromLayoutBase(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	res := build(t, "oci:"+examples, "oci:"+out)
 	checkImage(t, "oci:"+out+":latest", res, base)
-	rootfs := checkUnpacked(t, out, "latest", renderExample(t))
+	rootfs := checkUnpacked(t, out, "latest", renderFor(t, layers.Request{OSCs: []string{exampleOSC(t)}, Pool: "worker"}, base))
 	if _, err := os.Stat(filepath.Join(rootfs, "usr/lib/systemd/system/containerd.service")); err != nil {
 		t.Errorf("base unit missing: %v", err)
+	}
+	// Enablement followed the base's own [Install] sections: containerd has
+	// WantedBy=multi-user.target, systemd-sysctl.service none (static).
+	wants := filepath.Join(rootfs, "etc/systemd/system/multi-user.target.wants")
+	if l, err := os.Readlink(filepath.Join(wants, "containerd.service")); err != nil || l != "/usr/lib/systemd/system/containerd.service" {
+		t.Errorf("containerd.service link %q %v", l, err)
+	}
+	if _, err := os.Lstat(filepath.Join(wants, "systemd-sysctl.service")); !os.IsNotExist(err) {
+		t.Errorf("static systemd-sysctl.service was linked: %v", err)
 	}
 	// And from the layout base into a registry.
 	reg := regtest.Start(t, regtest.Config{})
@@ -496,11 +520,11 @@ func TestBuildOpenShiftExample(t *testing.T) {
 	if len(res.Inputs) != 2 {
 		t.Errorf("inputs %+v, want the two worker MachineConfigs", res.Inputs)
 	}
-	r, err := layers.Render(ctxT(t), rreq)
+	baseImg, _, err := (&registry.Options{}).Image(ctxT(t), examples, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rootfs := checkUnpacked(t, out, "worker", r)
+	rootfs := checkUnpacked(t, out, "worker", renderFor(t, rreq, baseImg))
 	if _, err := os.Stat(filepath.Join(rootfs, "etc/motd")); !os.IsNotExist(err) {
 		t.Errorf("the master MachineConfig was applied: %v", err)
 	}
