@@ -43,6 +43,9 @@ asked) and only then moves the tag. Any failure leaves the tag where it was.
 The base is a registry reference or an OCI layout (oci:DIR[:TAG]); a tag is
 resolved to a digest once and recorded (pin a digest for reproducible
 builds). Without --base, a MachineConfig pool's osImageURL is the base.
+Units the OS ships are enabled following their own [Install] sections when
+the base is an OCI layout (its files are local); for a registry base, whose
+layers are never downloaded, the documented fallback applies.
 The same inputs give the same image digest; a rebuild with unchanged inputs
 uploads nothing.
 
