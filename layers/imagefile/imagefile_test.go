@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
@@ -230,5 +231,26 @@ func TestReadFileErrors(t *testing.T) {
 	cancel()
 	if _, _, _, err := imagefile.New(&registry.Options{Keychain: authn.NewMultiKeychain()}).ReadFile(cctx, ref, "/kubelet"); err == nil || !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
+	}
+}
+
+// TestReadFileFromLayout reads from an OCI image layout ("oci:DIR:TAG").
+func TestReadFileFromLayout(t *testing.T) {
+	dir := t.TempDir()
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := testImage(t)
+	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": "v1"})); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	data, mode, pinned, err := imagefile.New(nil).ReadFile(context.Background(), "oci:"+dir+":v1", "/bin/otelcol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(data) != "otelcol" || mode != 0o750 || pinned != "oci:"+dir+"@"+d.String() {
+		t.Errorf("got %q %04o %s", data, mode, pinned)
 	}
 }

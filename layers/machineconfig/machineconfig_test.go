@@ -691,3 +691,43 @@ func BenchmarkLoadRendered(b *testing.B) {
 		}
 	}
 }
+
+// TestDirectoryWalk: a directory is walked recursively in lexical order;
+// only *.yaml, *.yml and *.json files are read.
+func TestDirectoryWalk(t *testing.T) {
+	dir := t.TempDir()
+	write := func(rel, s string) {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk := func(name string) string { return strings.Replace(mcHead, "50-bad", name, 1) }
+	write("README.md", "not yaml: [")
+	write("a/10.yml", mk("10-a"))
+	j, err := yaml.YAMLToJSON([]byte(mk("20-b")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("b/c/20.json", string(j))
+	write("z.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+	write("notes.txt", "ignored")
+	cfg, err := machineconfig.Load(context.Background(), []string{dir}, "worker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, in := range cfg.Inputs {
+		rel, _ := filepath.Rel(dir, in.Path)
+		got = append(got, rel+":"+in.Name)
+	}
+	if strings.Join(got, ",") != "a/10.yml:10-a,b/c/20.json:20-b" {
+		t.Errorf("inputs %v", got)
+	}
+	if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], `z.yaml: ignored: kind "ConfigMap"`) {
+		t.Errorf("warnings %v", cfg.Warnings)
+	}
+}
