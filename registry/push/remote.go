@@ -70,6 +70,15 @@ func (r *remotePublisher) Write(ctx context.Context, b *builder.Built) (*builder
 	if prog != nil {
 		opts = append(opts, remote.WithProgress(prog.updates))
 	}
+	// Check the options first: go-containerregistry closes the progress
+	// channel only once they are valid.
+	if _, err := remote.NewPusher(opts...); err != nil {
+		if prog != nil {
+			close(prog.updates)
+			<-prog.done
+		}
+		return nil, fmt.Errorf("push %s: %w", p.target, err)
+	}
 	log.Info("writing image by digest", "blobs", len(sizes), "bytes", total)
 	err = remote.Write(dref, b.Image, opts...)
 	up, skipped, mounted, puts, existed := ctr.stats()
