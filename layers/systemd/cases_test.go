@@ -288,6 +288,59 @@ var enableCases = []enableCase{
 		wantErr: true,
 	},
 	{
+		// Linked units: files outside the unit directories.
+		name: "linked-from-etc",
+		files: map[string]string{
+			"opt/z.service":                svc + "[Install]\nWantedBy=m.target\n",
+			"etc/systemd/system/e.service": "->/opt/z.service",
+		},
+		enable: "e.service",
+		want: []Link{
+			l("/etc/systemd/system/e.service", "/opt/z.service"), // exists already
+			l("/etc/systemd/system/m.target.wants/e.service", "/opt/z.service"),
+		},
+	},
+	{
+		name: "linked-from-usr-lib",
+		files: map[string]string{
+			"opt/z.service":                    svc + "[Install]\nWantedBy=m.target\nAlias=za.service\n",
+			"usr/lib/systemd/system/f.service": "->/opt/z.service",
+		},
+		enable: "f.service",
+		want: []Link{
+			l("/etc/systemd/system/f.service", "/opt/z.service"),
+			l("/etc/systemd/system/m.target.wants/f.service", "/opt/z.service"),
+			l("/etc/systemd/system/za.service", "/opt/z.service"),
+		},
+	},
+	{
+		name: "linked-no-install",
+		files: map[string]string{
+			"opt/n.service":                    svc,
+			"usr/lib/systemd/system/n.service": "->/opt/n.service",
+		},
+		enable: "n.service",
+		want:   []Link{l("/etc/systemd/system/n.service", "/opt/n.service")},
+	},
+	{
+		name: "etc-symlink-into-search-path-refused",
+		files: map[string]string{
+			"etc/systemd/system/k.service": svc + "[Install]\nWantedBy=m.target\n",
+			"etc/systemd/system/b.service": "->k.service",
+		},
+		enable:  "b.service",
+		wantErr: true,
+	},
+	{
+		name: "etc-symlink-to-usr-lib-same-name-refused",
+		files: map[string]string{
+			"usr/lib/systemd/system/w.service": svc + "[Install]\nWantedBy=m.target\n",
+			"etc/systemd/system/w.service":     "->/usr/lib/systemd/system/w.service",
+		},
+		enable:  "w.service",
+		wantErr: true,
+	},
+	{
 		name:    "bad-section-header",
 		files:   map[string]string{"etc/systemd/system/m.service": "[Install]\nWantedBy=a.target\n[Install\n"},
 		enable:  "m.service",

@@ -91,6 +91,8 @@ const maxAlso = 1024
 //     instance; a template without DefaultInstance= is linked only into
 //     template or instance targets ("x@.target.wants/foo@.service"); a plain
 //     target is an error, as systemctl reports it.
+//   - A linked unit, whose Path is not directly in one of UnitDirs, gets
+//     SystemDir/NAME -> Path (systemctl links it into the search path).
 //   - Also=: each named unit, found with lookup, is enabled the same way,
 //     recursively and once each. An Also= unit that lookup does not know is
 //     skipped, as systemctl does ("Failed to enable auxiliary unit ...,
@@ -231,6 +233,11 @@ func defaultInstance(u UnitFile) (steps []string, err error) {
 
 func (e *enabler) apply(u UnitFile, def string) {
 	in := u.Install
+	// A linked unit (its file is outside the unit directories) is linked
+	// into SystemDir under its name.
+	if !inSearchPath(u.Path) {
+		e.add(u, SystemDir+"/"+u.Name)
+	}
 	for _, a := range in.Alias {
 		dst, err := expand(a, u.Name, def)
 		if err != nil {

@@ -17,10 +17,14 @@ var UnitDirs = []string{
 	"/lib/systemd/system",
 }
 
-// ErrNotFound and ErrMasked are returned (wrapped) by LoadFromFS.
+// ErrNotFound, ErrMasked and ErrLinked are returned (wrapped) by
+// LoadFromFS.
 var (
 	ErrNotFound = errors.New("unit not found")
-	ErrMasked   = errors.New("unit is masked")
+	// ErrLinked is a symlink in /etc/systemd/system to another unit file
+	// of the search path: systemctl refuses to enable it.
+	ErrLinked = errors.New("refusing to operate on linked unit file")
+	ErrMasked = errors.New("unit is masked")
 )
 
 // maxSymlinks bounds symlink following (systemd's UNIT_FILE_FOLLOW_SYMLINK_MAX).
@@ -30,9 +34,12 @@ const maxSymlinks = 64
 const maxUnitSize = 4 << 20
 
 // FindInFS finds unit name in a root tree (fsys is rooted at "/") the way
-// systemctl does: the first of UnitDirs that has it; a symlink there is an
-// alias and is followed (absolute targets resolve inside fsys) to the real
-// unit, whose name and path are returned; an instance name with no file of
+// systemctl 252 does: the first of UnitDirs that has it; symlinks resolve
+// inside fsys (absolute targets against its root); a symlink to a unit file
+// of another unit directory is an alias, followed to the real unit, whose
+// name and path are returned (in /etc/systemd/system such a symlink is
+// refused: ErrLinked); a symlink to a file outside the unit directories is
+// a linked unit that keeps its name; an instance name with no file of
 // its own resolves to its template's file. The unit's ".conf" drop-ins
 // (NAME.d/ in every unit directory, and the template's for an instance)
 // are read after it, as systemctl does for [Install] (see
@@ -173,14 +180,48 @@ func load(fsys fs.FS, name string) (UnitFile, string, error) {
 		if _, err := lstat(fsys, p); err != nil {
 			continue
 		}
-		return follow(fsys, name, p)
+		return follow(fsys, name, dir, p)
 	}
 	return UnitFile{}, "", ErrNotFound
 }
 
-// follow resolves symlinks from p (a node path) and reads the unit file; a
-// symlink to another unit name is an alias and the unit is its target.
-func follow(fsys fs.FS, name, p string) (UnitFile, string, error) {
+// inSearchPath reports whether node path p is directly in a unit directory.
+func inSearchPath(p string) bool {
+	d := path.Dir(p)
+	for _, u := range UnitDirs {
+		if d == u {
+			return true
+		}
+	}
+	return false
+}
+
+// follow resolves symlinks from p (a node path in unit directory dir) and
+// reads the unit file, with systemctl 252's rules: a symlink to a file
+// outside the unit directories is a linked unit (it keeps its name, its
+// path is the target); in /etc/systemd/system a symlink to another unit
+// file of the search path is refused (ErrLinked); elsewhere it is an alias
+// and the unit is its target.
+func follow(fsys fs.FS, name, dir, p string) (UnitFile, string, error) {
+	if fi, err := lstat(fsys, p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		final, err := resolve(fsys, p)
+		if err != nil {
+			if errors.Is(err, ErrMasked) {
+				return UnitFile{}, "", fmt.Errorf("%s: %w", name, ErrMasked)
+			}
+			return UnitFile{}, "", err
+		}
+		switch {
+		case !inSearchPath(final):
+			data, err := readUnit(fsys, final)
+			if err != nil {
+				return UnitFile{}, "", err
+			}
+			return UnitFile{Name: name, Path: final}, string(data), nil
+		case dir == SystemDir:
+			return UnitFile{}, "", fmt.Errorf("%s: %w %s", name, ErrLinked, p)
+		}
+	}
 	for range maxSymlinks {
 		fi, err := lstat(fsys, p)
 		if err != nil {
