@@ -70,6 +70,10 @@ func TestBuildSignedImage(t *testing.T) {
 	cosignBin := regtest.Require(t, "cosign")
 	skopeoBin := regtest.Require(t, "skopeo")
 	r := regtest.Start(t, regtest.Config{})
+	// The pool image goes through a counting proxy: its host is part of the
+	// signed identity, so every build and check uses it.
+	proxy := regtest.NewProxy(t, r.Host)
+	target := proxy.Host + "/pools/worker:latest"
 	base, err := synth.FCOSBase(0.0002)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +92,7 @@ func TestBuildSignedImage(t *testing.T) {
 
 	// A wrong password: the build fails at "sign" and the tag never appears.
 	bad := sign.Stages(sign.KeyFile(priv, sign.Password([]byte("wrong"))), sign.WithVersion("test"))
-	res, err := build(t, r.Host+"/fcos/base:stable", r.Host+"/pools/worker:latest", bad...)
+	res, err := build(t, r.Host+"/fcos/base:stable", target, bad...)
 	if err == nil || !strings.HasPrefix(err.Error(), "sign: ") || !strings.Contains(err.Error(), "wrong or missing password") {
 		t.Fatalf("build with a wrong key password: err %v", err)
 	}
@@ -96,7 +100,7 @@ func TestBuildSignedImage(t *testing.T) {
 	if res == nil || res.Tagged {
 		t.Fatalf("tagged after a failed sign stage: %+v", res)
 	}
-	tag, err := name.NewTag(r.Host + "/pools/worker:latest")
+	tag, err := name.NewTag(target)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +111,7 @@ func TestBuildSignedImage(t *testing.T) {
 	}
 
 	good := sign.Stages(sign.KeyFile(priv, sign.Password([]byte(password))), sign.WithVersion("test"))
-	res, err = build(t, r.Host+"/fcos/base:stable", r.Host+"/pools/worker:latest", good...)
+	res, err = build(t, r.Host+"/fcos/base:stable", target, good...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +129,7 @@ func TestBuildSignedImage(t *testing.T) {
 	if out, ok := tool(t, env, cosignBin, "verify-attestation", "--key", pubPath, "--insecure-ignore-tlog", "--allow-http-registry", "--type", "slsaprovenance1", img); !ok {
 		t.Fatalf("cosign verify-attestation %s:\n%s", img, out)
 	}
-	tb, err := sign.Trust(r.Host+"/pools/worker", kp.Public, sign.TrustOptions{NodeKeyPath: pubPath})
+	tb, err := sign.Trust(proxy.Host+"/pools/worker", kp.Public, sign.TrustOptions{NodeKeyPath: pubPath})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +148,7 @@ func TestBuildSignedImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The tag too: verify resolves it to the signed digest.
-	v, err := sign.Verify(ctxT(t), r.Host+"/pools/worker:latest", pv)
+	v, err := sign.Verify(ctxT(t), target, pv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,12 +172,19 @@ func TestBuildSignedImage(t *testing.T) {
 
 	// Rebuilding with unchanged inputs gives the same digest and signs and
 	// attests nothing new.
-	res2, err := build(t, r.Host+"/fcos/base:stable", r.Host+"/pools/worker:latest", good...)
+	proxy.Reset()
+	res2, err := build(t, r.Host+"/fcos/base:stable", target, good...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res2.Image != img {
 		t.Fatalf("rebuild gave %s, first build %s", res2.Image, img)
+	}
+	for _, q := range proxy.Requests() {
+		if (q.Method == http.MethodPut || q.Method == http.MethodPost || q.Method == http.MethodPatch) &&
+			(strings.Contains(q.Path, "/blobs/") || strings.Contains(q.Path, "sha256-")) {
+			t.Fatalf("rebuild with signing wrote %s %s:\n%s", q.Method, q.Path, proxy.Dump())
+		}
 	}
 	if sr := res2.Stages["sign"].(*sign.SignResult); !sr.Existing || sr.Signatures != 1 {
 		t.Fatalf("rebuild sign result %+v", sr)
