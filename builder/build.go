@@ -124,14 +124,19 @@ func Build(ctx context.Context, req Request, pub Publisher, stages ...Stage) (*R
 	}
 	rreq := req.Render
 	if base != nil && rreq.Base == nil && registry.IsLayout(base.Ref) && !req.NoBaseUnits {
-		units, err := BaseUnits(ctx, base.Image, DefaultBaseUnitsMax)
-		switch {
-		case err == nil:
-			rreq.Base = units
-		case errors.Is(err, ErrBaseTooLarge):
-			log.Info("not reading the units of a large local base", "base", base.Ref, "reason", err.Error())
-		default:
-			return res, fmt.Errorf("base %s: units: %w", base.Ref, err)
+		if err := phase("base-units", func() error {
+			units, err := BaseUnits(ctx, base.Image, DefaultBaseUnitsMax)
+			switch {
+			case err == nil:
+				rreq.Base = units
+			case errors.Is(err, ErrBaseTooLarge):
+				log.Info("not reading the units of a large local base", "base", base.Ref, "reason", err.Error())
+			default:
+				return fmt.Errorf("base %s: %w", base.Ref, err)
+			}
+			return nil
+		}); err != nil {
+			return res, err
 		}
 	}
 	render := req.Renderer
