@@ -61,10 +61,11 @@ func WithRegistry(r *registry.Options) Option { return func(o *options) { o.reg 
 // WithLogger sets the logger (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
-// WithReferrers also writes the signature and attestation as OCI 1.1
-// referrers (with the referrers tag schema fallback on registries without
-// the referrers API). The classic ".sig"/".att" tags are always written:
-// they are what containers/image reads.
+// WithReferrers also writes the signature as an OCI 1.1 referrer (with the
+// referrers tag schema fallback on registries without the referrers API),
+// readable by `cosign verify --experimental-oci11`. The classic ".sig" and
+// ".att" tags are always written: they are what containers/image reads.
+// The attestation is not written as a referrer.
 func WithReferrers(on bool) Option { return func(o *options) { o.referrers = on } }
 
 // WithVersion sets the oslayer version recorded as the builder version.
