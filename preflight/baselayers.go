@@ -79,7 +79,39 @@ func comparePrefix(t *Target, bm *v1.Manifest, bc *v1.ConfigFile, ref, flag stri
 	}
 	var layerFindings []Finding
 	add := func(f Finding) { layerFindings = append(layerFindings, f) }
-	shifted := false // a missing or extra layer explains later index shifts
+	// Candidate layers that are not base layers but sit among them
+	// (before the last base layer present), and are not a replacement of
+	// the base layer at the same index, were inserted.
+	maxPos := -1
+	for _, l := range bl {
+		if j, ok := inCand[l.Digest]; ok {
+			maxPos = max(maxPos, j)
+		}
+	}
+	inserted := map[int]bool{}
+	for k := 0; k < maxPos; k++ {
+		if isIn(inBase, cl[k].Digest) {
+			continue
+		}
+		if k < len(bl) && !isIn(inCand, bl[k].Digest) {
+			continue // a replacement, reported below
+		}
+		inserted[k] = true
+	}
+	insertedBefore := func(j int) bool {
+		for k := range inserted {
+			if k < j {
+				return true
+			}
+		}
+		return false
+	}
+	for k := 0; k < maxPos; k++ {
+		if inserted[k] {
+			layerFindings = append(layerFindings, Finding{Layer: cl[k].Digest.String(), Message: fmt.Sprintf("image layer %d (%s) is not a layer of %s but sits among its layers: the base layers must come first, unbroken", k, short(cl[k].Digest), ref)})
+		}
+	}
+	shifted := false // a missing layer explains later index shifts
 	last := -1
 	for i, l := range bl {
 		j, ok := inCand[l.Digest]
@@ -93,7 +125,7 @@ func comparePrefix(t *Target, bm *v1.Manifest, bc *v1.ConfigFile, ref, flag stri
 		case !ok:
 			add(Finding{Layer: l.Digest.String(), Message: fmt.Sprintf("base layer %d of %s (%s, diff_id %s) is missing from the image", i, ref, short(l.Digest), short(diffAt(bd, i)))})
 			shifted = true
-		case j != i && (!shifted || j < last):
+		case j != i && (!(shifted || insertedBefore(j)) || j < last):
 			add(Finding{Layer: l.Digest.String(), Message: fmt.Sprintf("base layer %d of %s (%s) moved to index %d of the image", i, ref, short(l.Digest), j)})
 		default:
 			if bdi := diffAt(bd, i); bdi != diffAt(cd, j) {

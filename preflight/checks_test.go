@@ -53,6 +53,8 @@ func TestBaseLayersPresent(t *testing.T) {
 			{Check: c.Name(), Severity: Error, Layer: d(3), Message: fmt.Sprintf("base layer 3 of base (%s) moved to index 2 of the image", sh(3))}}},
 		{"replaced", rebuild(L[0], L[1], other, L[3], L[4], L[5]), []Finding{{Check: c.Name(), Severity: Error, Layer: mustDigest(t, other),
 			Message: fmt.Sprintf("base layer 2 of base (%s) was replaced: the image has %s at index 2", sh(2), mustDigest(t, other)[:19])}}},
+		{"inserted", rebuild(L[0], L[1], other, L[2], L[3], L[4], L[5]), []Finding{{Check: c.Name(), Severity: Error, Layer: mustDigest(t, other),
+			Message: fmt.Sprintf("image layer 2 (%s) is not a layer of base but sits among its layers: the base layers must come first, unbroken", mustDigest(t, other)[:19])}}},
 		{"rebuilt base", derive(t, newBase(t, 6, 2, fcosLabels).img, added), []Finding{{Check: c.Name(), Severity: Error,
 			Message: "none of the 6 layers of base (--base) are in the image: it was built from a different or rebuilt base; rebuild it FROM base"}}},
 		{"truncated", rebuild(L[0], L[1]), []Finding{

@@ -140,6 +140,8 @@ func TestCustomerBase(t *testing.T) {
 			fmt.Sprintf("base layer 2 of %s (%s) moved to index 1 of the image", offRef, short(digestOf(t, o[2])))}},
 		{"replaced", []v1.Layer{c[0], foreign, c[2], c[3], c[4], c[5]}, []string{
 			fmt.Sprintf("base layer 1 of %s (%s) was replaced: the image has %s at index 1", offRef, short(digestOf(t, o[1])), short(digestOf(t, foreign)))}},
+		{"inserted", []v1.Layer{c[0], c[1], foreign, c[2], c[3], c[4], c[5]}, []string{
+			fmt.Sprintf("image layer 2 (%s) is not a layer of %s but sits among its layers: the base layers must come first, unbroken", short(digestOf(t, foreign)), offRef)}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
