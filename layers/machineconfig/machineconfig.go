@@ -28,7 +28,9 @@
 // ignored. Not representable, reported as model.Runtime: files with
 // "append", passwd users and groups (SSH keys live under /var/home), fips,
 // storage disks/raid/filesystems/luks, Ignition kernelArguments. Remote
-// content (http, https, s3, gs, tftp, arn URLs) is an error.
+// content (http, https, s3, gs, tftp, arn URLs) is an error. A
+// verification.hash is checked against the decompressed content, as Ignition
+// does.
 package machineconfig
 
 import (
@@ -36,6 +38,7 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -579,7 +582,6 @@ func contents(r igntypes.Resource) ([]byte, error) {
 	}
 	switch comp {
 	case "":
-		return data, nil
 	case "gzip":
 		zr, err := gzip.NewReader(bytes.NewReader(data))
 		if err != nil {
@@ -592,10 +594,41 @@ func contents(r igntypes.Resource) ([]byte, error) {
 		if len(out) > model.MaxContentSize {
 			return nil, fmt.Errorf("gzip content exceeds the limit of %d bytes", model.MaxContentSize)
 		}
-		return out, nil
+		data = out
 	default:
 		return nil, fmt.Errorf("unsupported compression %q (want gzip)", comp)
 	}
+	if err := verify(r.Verification, data); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// verify checks verification.hash ("sha256-HEX" or "sha512-HEX"), which
+// Ignition defines over the decompressed content.
+func verify(v igntypes.Verification, data []byte) error {
+	if v.Hash == nil || *v.Hash == "" {
+		return nil
+	}
+	typ, want, ok := strings.Cut(*v.Hash, "-")
+	if !ok {
+		return fmt.Errorf("verification.hash %q: want TYPE-HEX", *v.Hash)
+	}
+	var got []byte
+	switch typ {
+	case "sha256":
+		s := sha256.Sum256(data)
+		got = s[:]
+	case "sha512":
+		s := sha512.Sum512(data)
+		got = s[:]
+	default:
+		return fmt.Errorf("verification.hash %q: unsupported hash type %q", *v.Hash, typ)
+	}
+	if !strings.EqualFold(hex.EncodeToString(got), want) {
+		return fmt.Errorf("verification.hash mismatch: content has %s-%x, want %s", typ, got, *v.Hash)
+	}
+	return nil
 }
 
 func truncate(s string) string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
 	"os"
@@ -521,6 +522,7 @@ func TestHostileInputs(t *testing.T) {
 		{"invalid percent escape", fileMC(`{path: /etc/x, contents: {source: "data:,%zz"}}`), `spec.config: invalid Ignition config: config is not valid: error at $.storage.files.0.contents.source, line 1 col 75: rfc2396: invalid char 0x25 in unescape sequence`},
 		{"data URL without comma", fileMC(`{path: /etc/x, contents: {source: "data:text/plain"}}`), `error at $.storage.files.0.contents.source, line 1 col 75: incomplete media type`},
 		{"gzip bomb", fileMC(`{path: /etc/x, contents: {compression: gzip, source: "data:;base64,` + bomb + `"}}`), o + `/etc/x: contents: gzip content exceeds the limit of 67108864 bytes`},
+		{"hash mismatch", fileMC(`{path: /etc/x, contents: {source: "data:,hello", verification: {hash: "sha256-0000000000000000000000000000000000000000000000000000000000000000"}}}`), o + `/etc/x: contents: verification.hash mismatch: content has sha256-2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824, want sha256-0000`},
 		{"not gzip", fileMC(`{path: /etc/x, contents: {compression: gzip, source: "data:,plain"}}`), o + `/etc/x: contents: compression gzip: unexpected EOF`},
 		{"user name", fileMC(`{path: /etc/x, user: {name: core}}`), o + `/etc/x: user "core": uid/gid must be numeric`},
 		{"group name", fileMC(`{path: /etc/x, group: {name: wheel}}`), o + `/etc/x: group "wheel": uid/gid must be numeric`},
@@ -556,7 +558,7 @@ func TestItems(t *testing.T) {
       - {path: /etc/empty}
       - {path: /etc/emptysrc, contents: {source: ""}}
       - {path: /etc/b64, mode: 384, user: {id: 1000}, group: {name: root}, overwrite: false, contents: {source: "data:text/plain;charset=utf-8;base64,aGVsbG8="}}
-      - {path: /etc/gz, contents: {compression: gzip, source: "data:;base64,` + gz(t, []byte("zipped")) + `"}}
+      - {path: /etc/gz, contents: {compression: gzip, source: "data:;base64,` + gz(t, []byte("zipped")) + `", verification: {hash: "sha256-` + fmt.Sprintf("%x", sha256.Sum256([]byte("zipped"))) + `"}}}
       - {path: /etc/app, append: [{source: "data:,more"}]}
       directories:
       - {path: /var/lib/d}
