@@ -6,7 +6,13 @@
 // Build runs the whole pipeline as one library call (a controller can run it
 // many times in one process):
 //
-//	assemble → publish by digest → stages (preflight, sign, attest) → move tag
+//	resolve base → render → assemble → publish by digest →
+//	    stages (preflight, sign, attest) → move tag
+//
+// Only the base's manifest and config are read. The one exception is a
+// base in a local OCI layout: its systemd unit directories are read from
+// its layer files (BaseUnits) so the renderer enables units the OS ships
+// following their own [Install] sections; a registry base is never read.
 //
 // The later stages live in packages that come after builder in the pipeline
 // (preflight, registry/push, registry/sign); builder only defines the
