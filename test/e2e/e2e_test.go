@@ -333,6 +333,7 @@ func TestBuildOntoRegistryBase(t *testing.T) {
 	// Rebuild: same digest, nothing uploaded.
 	e.proxy.Reset()
 	again := build(t, e.base, target)
+	t.Logf("rebuild: %d uploads, %d B uploaded, phases %+v", e.proxy.Uploads(), again.BytesUploaded, again.Phases)
 	if again.Digest != res.Digest {
 		t.Errorf("rebuild digest %s, first %s", again.Digest, res.Digest)
 	}
