@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"sort"
 	"strings"
 	"testing"
 
@@ -26,6 +27,29 @@ func randomCase(r *rand.Rand) enableCase {
 		"usr/lib/systemd/system/h@.service": svc + "[Install]\nWantedBy=hh.target hi@.target\nDefaultInstance=k\nAlso=h.service\n",
 		"etc/systemd/system/g-also.service": svc + "[Install]\nRequiredBy=ga.target\nUpheldBy=up.target\n",
 	}
+	section := func(lines int) string {
+		var b strings.Builder
+		b.WriteString("[Install]\n")
+		for range lines {
+			switch r.IntN(7) {
+			case 0:
+				fmt.Fprintf(&b, "WantedBy=%s\n", pick(targets))
+			case 1:
+				fmt.Fprintf(&b, "RequiredBy=%s\n", pick(targets))
+			case 2:
+				fmt.Fprintf(&b, "Alias=%s\n", pick(aliases))
+			case 3:
+				fmt.Fprintf(&b, "Also=%s\n", pick(also))
+			case 4:
+				fmt.Fprintf(&b, "DefaultInstance=%s\n", pick(defaults))
+			case 5:
+				fmt.Fprintf(&b, "WantedBy=%s %s\n", pick(targets), pick(targets))
+			case 6:
+				fmt.Fprintf(&b, "UpheldBy=%s\n", pick(targets))
+			}
+		}
+		return b.String()
+	}
 	var b strings.Builder
 	b.WriteString(svc + "[Install]\n")
 	for range r.IntN(6) + 1 {
@@ -47,16 +71,27 @@ func randomCase(r *rand.Rand) enableCase {
 		}
 	}
 	c := enableCase{files: files}
+	unit := "g.service"
 	switch r.IntN(3) {
 	case 0:
-		files["etc/systemd/system/g.service"] = b.String()
 		c.enable = "g.service"
 	case 1:
-		files["etc/systemd/system/g@.service"] = b.String()
-		c.enable = "g@.service"
+		unit, c.enable = "g@.service", "g@.service"
 	case 2:
-		files["etc/systemd/system/g@.service"] = b.String()
-		c.enable = "g@i.service"
+		unit, c.enable = "g@.service", "g@i.service"
+	}
+	files["etc/systemd/system/"+unit] = b.String()
+	// Sometimes drop-ins, in both directories, some with the same name.
+	if r.IntN(3) == 0 {
+		for range r.IntN(3) + 1 {
+			dir := pick([]string{"etc/systemd/system/", "usr/lib/systemd/system/"})
+			name := pick([]string{"10.conf", "20.conf", "05.conf", "x.txt"})
+			owner := unit
+			if c.enable == "g@i.service" && r.IntN(2) == 0 {
+				owner = "g@i.service"
+			}
+			files[dir+owner+".d/"+name] = section(r.IntN(3) + 1)
+		}
 	}
 	return c
 }
@@ -77,7 +112,7 @@ func TestOracleRandom(t *testing.T) {
 		writeTree(t, dir, c.files)
 		got, err := ours252(dir, c.enable)
 		want, out, failed := systemctlEnable(t, bin, dir, c.enable)
-		unit := c.files["etc/systemd/system/"+strings.Replace(c.enable, "@i.", "@.", 1)]
+		unit := dumpTree(c.files)
 		if failed != (err != nil) {
 			t.Errorf("case %d: enable %s\n%s\nsystemctl failed=%v, EnableLinks err=%v\n%s", i, c.enable, unit, failed, err, out)
 			continue
@@ -106,4 +141,20 @@ func ours252(dir, name string) ([]Link, error) {
 		u, ok := look(n)
 		return strip(u), ok
 	})
+}
+
+func dumpTree(files map[string]string) string {
+	var names []string
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		if strings.HasPrefix(n, "etc/systemd/system/h.service") || strings.HasPrefix(n, "usr/lib/systemd/system/h@") || strings.HasPrefix(n, "etc/systemd/system/g-also") {
+			continue
+		}
+		fmt.Fprintf(&b, "--- %s\n%s", n, files[n])
+	}
+	return b.String()
 }
