@@ -133,28 +133,28 @@ func Scan(ctx context.Context, t *Target, lim ScanLimits) ([]*LayerContent, erro
 	if t.FirstAdded < 0 {
 		return nil, nil
 	}
-	layers, err := t.Image.Layers()
-	if err != nil {
-		return nil, fmt.Errorf("preflight: %s: layers: %w", orDefault(t.Ref, "candidate image"), err)
-	}
 	var kept int64
 	entries := 0
 	var out []*LayerContent
 	buf := make([]byte, lim.SniffBytes)
-	for i := t.FirstAdded; i < len(layers); i++ {
+	// Layers are looked up by digest, one at a time: base layers are never
+	// even opened.
+	for i := t.FirstAdded; i < len(t.Manifest.Layers); i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		lc := &LayerContent{Index: i, Files: map[string]File{}}
-		if i < len(t.Manifest.Layers) {
-			d := t.Manifest.Layers[i]
-			lc.Digest, lc.Size, lc.MediaType = d.Digest, d.Size, d.MediaType
-		}
+		d := t.Manifest.Layers[i]
+		lc.Digest, lc.Size, lc.MediaType = d.Digest, d.Size, d.MediaType
 		if i < len(t.Config.RootFS.DiffIDs) {
 			lc.DiffID = t.Config.RootFS.DiffIDs[i]
 		}
 		where := fmt.Sprintf("%s layer %d (%s)", orDefault(t.Ref, "candidate image"), i, lc.Digest)
-		rc, err := layers[i].Uncompressed()
+		layer, err := t.Image.LayerByDigest(lc.Digest)
+		if err != nil {
+			return nil, fmt.Errorf("preflight: %s: %w", where, err)
+		}
+		rc, err := layer.Uncompressed()
 		if err != nil {
 			return nil, fmt.Errorf("preflight: %s: %w", where, err)
 		}
