@@ -498,3 +498,31 @@ func TestPruneUnitVerifies(t *testing.T) {
 		t.Fatalf("prune script: %v %v", fi, err)
 	}
 }
+
+// TestOSTmpfilesLinesKept runs every tmpfiles.d file of an image that also
+// has OS lines for parents of our entries (/var/tmp with aging, /var/log):
+// the OS lines still apply and nothing is reported as a duplicate.
+func TestOSTmpfilesLinesKept(t *testing.T) {
+	tmpfiles := regtest.Require(t, "systemd-tmpfiles")
+	items := []item{
+		{Entry{Path: "/var/tmp/cache/x", Mode: 0o644}, "x\n"},
+		{Entry{Path: "/var/log/custom", Kind: Dir, Mode: 0o750}, ""},
+	}
+	img := image(t, items)
+	writeFile(t, filepath.Join(img, "usr/lib/tmpfiles.d/tmp.conf"), []byte("q /var/tmp 1777 root root 30d\n"), 0o644, 0, 0)
+	writeFile(t, filepath.Join(img, "usr/lib/tmpfiles.d/var.conf"), []byte("d /var/log 0755 - - -\n"), 0o644, 0, 0)
+	root := t.TempDir()
+	mkdirs(t, filepath.Join(root, "var"))
+	deploy(t, img, root)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, tmpfiles, "--root="+root, "--create").CombinedOutput()
+	if err != nil || len(out) != 0 {
+		t.Fatalf("systemd-tmpfiles: %v\n%s", err, out)
+	}
+	fi, err := os.Stat(filepath.Join(root, "var/tmp"))
+	if err != nil || fi.Mode()&(fs.ModePerm|fs.ModeSticky) != 0o777|fs.ModeSticky {
+		t.Fatalf("/var/tmp: %v %v (the OS line must apply)", fi.Mode(), err)
+	}
+	checkOwned(t, root, items)
+}

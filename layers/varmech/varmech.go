@@ -10,9 +10,12 @@
 //   - a tmpfiles.d file (TmpfilesPath) with one "L+ NODEPATH - - - - STORE"
 //     line per file: a symlink into /usr, so content, mode and owner follow
 //     the image on every deployment and rollback; "L+" lines for configured
-//     symlinks; "d" lines with mode and owner for configured directories;
-//     and "d NODEPATH - - - -" for every other parent directory (created
-//     0755 root when missing, an existing directory is left as it is);
+//     symlinks; "d" lines with mode and owner for configured directories.
+//     Other parent directories get no line: systemd-tmpfiles creates
+//     missing ones 0755 root and leaves existing ones alone, and a line of
+//     ours for a directory the OS also has a line for (/var/tmp, /var/log)
+//     would hide the OS's line, as tmpfiles keeps only the first line per
+//     path;
 //   - removal of what the configuration dropped: the image lists the paths
 //     it owns (ListPath); a oneshot unit (PruneUnit, statically enabled in
 //     sysinit.target.wants, ordered before systemd-tmpfiles-setup.service)
