@@ -312,3 +312,22 @@ func TestFixtureUnitsDecode(t *testing.T) {
 		t.Error("no unit from status.extensionUnits")
 	}
 }
+
+// TestOracleMask compares MaskLink with `systemctl --root mask`.
+func TestOracleMask(t *testing.T) {
+	bin := regtest.Require(t, "systemctl")
+	for _, name := range []string{"rpm-ostreed-automatic.timer", "getty@tty1.service", "absent.service"} {
+		dir := t.TempDir()
+		writeTree(t, dir, map[string]string{"usr/lib/systemd/system/rpm-ostreed-automatic.timer": "[Timer]\nOnCalendar=daily\n"})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := exec.CommandContext(ctx, bin, "--root="+dir, "mask", name).CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Fatalf("systemctl mask %s: %v\n%s", name, err, out)
+		}
+		got := treeLinks(t, dir)
+		if want := []Link{MaskLink(name)}; !equalLinks(got, want) {
+			t.Errorf("mask %s: systemctl %v, MaskLink %v", name, got, want)
+		}
+	}
+}
