@@ -342,6 +342,9 @@ func TestNodeEmulation(t *testing.T) {
 
 	// Image A.
 	deploy(t, imgA, root)
+	if target, err := os.Readlink(filepath.Join(root, PruneWantsPath)); err != nil || target != "../"+PruneUnit {
+		t.Fatalf("deployed enablement link: %q %v", target, err)
+	}
 	boot(t, tmpfiles, root)
 	checkOwned(t, root, itemsA)
 	checkUnrelated(t, root, others)
