@@ -300,6 +300,11 @@ func TestContent(t *testing.T) {
 		}
 		assertFindings(t, rep.Findings, want)
 	})
+	t.Run("sysusers", func(t *testing.T) {
+		l := tarLayer(t, file("etc/passwd", "root:x:0:0::/root:/bin/bash\nkube:x:1000:1000::/var/home/kube:/bin/bash\n"), file("usr/lib/sysusers.d/kube.conf", "u kube 1000\n"))
+		rep := run(t, Target{Image: derive(t, b.img, l), Base: b.img}, only(c, Options{}))
+		assertFindings(t, rep.Findings, []Finding{cf(l, t, "sysusers", Warning, "etc/passwd", "users and groups added by editing /etc/passwd or /etc/group do not merge with the node's own (ostree 3-way merge keeps the local file); declare them in usr/lib/sysusers.d/*.conf")})
+	})
 	t.Run("kernel replaced", func(t *testing.T) {
 		l := tarLayer(t, file("usr/lib/modules/.wh.6.18.13-200.fc43.x86_64", ""), file("usr/lib/modules/6.19.0-100.fc43.x86_64/vmlinuz", "kernel"))
 		rep := run(t, Target{Image: derive(t, b.img, l), Base: b.img}, only(c, Options{}))

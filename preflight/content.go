@@ -180,6 +180,9 @@ func (c contentCheck) Run(ctx context.Context, t *Target) ([]Finding, error) {
 					}
 				}
 			}
+			if (p == "etc/passwd" || p == "etc/group" || p == "etc/shadow" || p == "etc/gshadow") && e.IsReg() {
+				add("sysusers", Warning, p, "users and groups added by editing /etc/passwd or /etc/group do not merge with the node's own (ostree 3-way merge keeps the local file); declare them in usr/lib/sysusers.d/*.conf")
+			}
 			if (p == "etc/hostname" || p == "etc/resolv.conf") && e.IsReg() && e.Size == 0 {
 				add("buildah-injected", Warning, p, "empty file left by the build tool (buildah/podman inject it during RUN): remove it, it would hide the node's own")
 			}
