@@ -137,7 +137,8 @@ func boot(t *testing.T, tmpfiles, root string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	prune := exec.CommandContext(ctx, "sh", filepath.Join(root, PruneScript))
+	// Executed directly, as ExecStart= does: shebang and mode count.
+	prune := exec.CommandContext(ctx, filepath.Join(root, PruneScript))
 	prune.Env = append(os.Environ(), RootEnv+"="+root)
 	if out, err := prune.CombinedOutput(); err != nil {
 		t.Fatalf("prune: %v\n%s", err, out)
