@@ -68,7 +68,7 @@ func newPlan(entries []Entry) (*Plan, error) {
 	// a line of ours for, say, /var/tmp would hide the OS's own line for it
 	// ("q /var/tmp 1777 root root 30d": tmpfiles keeps the first line per
 	// path and ignores the others).
-	for np := range byPath {
+	for _, np := range sortedKeys(byPath) {
 		for d := path.Dir(np); d != "/var" && d != "/"; d = path.Dir(d) {
 			if pe, ok := byPath[d]; ok && pe.Kind != Dir {
 				return nil, fmt.Errorf("%s: conflicts with %s, which is a %s", orig[np], orig[d], pe.Kind)
