@@ -469,3 +469,18 @@ func TestRunner(t *testing.T) {
 		}
 	})
 }
+
+func TestScanLimits(t *testing.T) {
+	b := newBase(t, 2, 1, fcosLabels)
+	var ents []ent
+	for i := 0; i < 10; i++ {
+		ents = append(ents, file(fmt.Sprintf("usr/share/f%d", i), "x"))
+	}
+	l := tarLayer(t, ents...)
+	rep := run(t, Target{Image: derive(t, b.img, l), Base: b.img}, Options{Scan: ScanLimits{MaxEntries: 4}})
+	if rep.AddedLayers[0].Entries != 4 {
+		t.Errorf("entries %d, want 4", rep.AddedLayers[0].Entries)
+	}
+	assertFindings(t, findingsOf(rep, "preflight"), []Finding{{Check: "preflight", Severity: Warning, Rule: "scan-limits", Layer: mustDigest(t, l),
+		Message: "the layer has more entries or secret-like content than the scan keeps: some content checks saw only part of it"}})
+}

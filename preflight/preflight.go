@@ -293,6 +293,16 @@ func Run(ctx context.Context, t Target, opts Options) (*Report, error) {
 	}
 	for _, l := range tt.Added {
 		rep.AddedLayers = append(rep.AddedLayers, LayerSummary{Index: l.Index, Digest: l.Digest.String(), DiffID: l.DiffID.String(), Size: l.Size, MediaType: string(l.MediaType), Entries: len(l.Entries)})
+		log.Debug("preflight: scanned added layer", "image", ref, "index", l.Index, "digest", l.Digest.String(), "entries", len(l.Entries), "keptFiles", len(l.Files), "truncated", l.Truncated)
+		if l.Truncated {
+			runnerFindings = append(runnerFindings, Finding{Check: "preflight", Severity: Warning, Rule: "scan-limits", Layer: l.Digest.String(),
+				Message: "the layer has more entries or secret-like content than the scan keeps: some content checks saw only part of it"})
+		}
+	}
+	for i := range runnerFindings {
+		if opts.FatalWarnings && runnerFindings[i].Severity == Warning {
+			runnerFindings[i].Severity = Error
+		}
 	}
 	rep.Findings = append(rep.Findings, runnerFindings...)
 
@@ -338,6 +348,7 @@ func Run(ctx context.Context, t Target, opts Options) (*Report, error) {
 			}
 		}
 		cr.Findings = len(fs)
+		log.Debug("preflight: check done", "image", ref, "check", c.Name(), "status", cr.Status, "findings", len(fs))
 		rep.Findings = append(rep.Findings, fs...)
 		rep.Checks = append(rep.Checks, cr)
 	}
