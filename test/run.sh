@@ -29,7 +29,7 @@ grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r f; do
   pkg="./$(dirname "${f#./}")"
   for fn in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | cut -d' ' -f2); do
     echo "-- $pkg $fn"
-    go test -run '^$' -fuzz "^${fn}\$" -fuzztime "$FUZZTIME" "$pkg"
+    go test -run '^$' -fuzz "^${fn}\$" -fuzztime "$FUZZTIME" -fuzzminimizetime 3s "$pkg"
   done
 done
 echo "== all tests passed"
