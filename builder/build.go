@@ -72,6 +72,8 @@ type Result struct {
 	Warnings []string       `json:"warnings,omitempty"`
 	// Tagged is true once the tag moved (the build fully succeeded).
 	Tagged bool `json:"tagged"`
+	// Error is why the build stopped (empty on success).
+	Error string `json:"error,omitempty"`
 }
 
 // Phase is one step of a build and its wall time.
@@ -89,6 +91,14 @@ type Targeter interface{ Target() string }
 // leaves the tag where it was. The returned Result is filled as far as the
 // build got, also on error.
 func Build(ctx context.Context, req Request, pub Publisher, stages ...Stage) (*Result, error) {
+	res, err := build(ctx, req, pub, stages)
+	if err != nil {
+		res.Error = err.Error()
+	}
+	return res, err
+}
+
+func build(ctx context.Context, req Request, pub Publisher, stages []Stage) (*Result, error) {
 	log := req.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -107,7 +107,7 @@ func TestBuildStopsBeforeTag(t *testing.T) {
 			if got := strings.Join(pub.calls, ","); got != tc.wantCalls {
 				t.Errorf("calls %q, want %q", got, tc.wantCalls)
 			}
-			if res == nil || res.Tagged {
+			if res == nil || res.Tagged || res.Error != err.Error() {
 				t.Errorf("result %+v", res)
 			}
 		})

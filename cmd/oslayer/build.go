@@ -144,6 +144,10 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 		Logger:   g.log,
 	}, pub, stages...)
 	if err != nil {
+		if g.json() && res != nil {
+			// A machine reader learns which step failed and what was done.
+			_ = printJSON(stdout, res)
+		}
 		return err
 	}
 	if f.digestFile != "" {
@@ -152,13 +156,17 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 		}
 	}
 	if g.json() {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return printJSON(stdout, res)
 	}
 	summary(stderr, res)
 	_, err = fmt.Fprintln(stdout, res.Image)
 	return err
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // provenanceFlags are the options that change the output.

@@ -68,7 +68,7 @@ func cli(t *testing.T, args ...string) (string, string, int) {
 	cmd := exec.CommandContext(ctxT(t), oslayer(t), args...)
 	cmd.Dir = repoRoot(t)
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.Env = append(os.Environ(), "SOURCE_DATE_EPOCH=")
+	cmd.Env = os.Environ()
 	start := time.Now()
 	err := cmd.Run()
 	lastWall = time.Since(start)
@@ -95,6 +95,7 @@ func lastLine(s string) string {
 // -o json and --digest-file.
 func TestCLIExample(t *testing.T) {
 	regtest.Require(t, "skopeo")
+	t.Setenv("SOURCE_DATE_EPOCH", "") // empty means unset
 	out := filepath.Join(t.TempDir(), "out", "worker")
 	args := []string{"build", "--base", "oci:examples/base", "--pool", "worker",
 		"--osc", "examples/gardener/worker-osc.yaml", "--output", "oci:" + out + ":latest"}
@@ -133,6 +134,36 @@ func TestCLIExample(t *testing.T) {
 	}
 	if res.Stages["preflight"] == nil {
 		t.Errorf("no preflight in the result: %v", res.Stages)
+	}
+
+	// SOURCE_DATE_EPOCH moves every time stamp, hence the digest.
+	t.Setenv("SOURCE_DATE_EPOCH", "86400")
+	stdout, stderr, code = cli(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if epochRef := lastLine(stdout); epochRef == ref {
+		t.Errorf("SOURCE_DATE_EPOCH=86400 gave the same image %s", ref)
+	}
+	if c := run(t, "skopeo", "inspect", "--config", "oci:"+out+":latest"); !strings.Contains(c, `"created": "1970-01-02T00:00:00Z"`) {
+		t.Errorf("config created is not SOURCE_DATE_EPOCH:\n%.300s", c)
+	}
+}
+
+// -o json reports a failed build too: the step and what was done.
+func TestCLIJSONFailure(t *testing.T) {
+	out := "oci:" + filepath.Join(t.TempDir(), "out")
+	stdout, stderr, code := cli(t, "build", "--base", "oci:examples/base", "--pool", "worker",
+		"--osc", "examples/gardener/worker-osc.yaml", "--output", out, "--max-added-bytes", "10", "-o", "json")
+	if code == 0 {
+		t.Fatalf("a 10-byte budget passed:\n%s\n%s", stdout, stderr)
+	}
+	var res builder.Result
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("-o json on failure: %v\n%s", err, stdout)
+	}
+	if res.Tagged || !strings.HasPrefix(res.Error, "preflight: ") || res.Image == "" {
+		t.Errorf("result tagged=%v error=%q image=%q", res.Tagged, res.Error, res.Image)
 	}
 }
 
