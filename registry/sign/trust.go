@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"regexp"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -79,6 +80,9 @@ type SignedIdentity struct {
 	Type string `json:"type"`
 }
 
+// hostRE is a registry host: a DNS name, IPv4 or [IPv6], optional port.
+var hostRE = regexp.MustCompile(`^([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?$`)
+
 // PolicyScope returns the policy.json scope containers/image uses for repo
 // ("docker.io/library/x" for Docker Hub, "REG/REPO" otherwise).
 func PolicyScope(repo string) (string, error) {
@@ -90,6 +94,9 @@ func PolicyScope(repo string) (string, error) {
 		return "", fmt.Errorf("repository %q: %v (give REG/REPO without tag or digest)", repo, err)
 	}
 	reg := r.RegistryStr()
+	if !hostRE.MatchString(reg) {
+		return "", fmt.Errorf("repository %q: registry host %q is not a host name or address with an optional port", repo, reg)
+	}
 	if reg == name.DefaultRegistry {
 		reg = "docker.io"
 	}

@@ -164,6 +164,7 @@ func TestTrustOptionsAndErrors(t *testing.T) {
 		{"reg.example/pool@sha256:" + strings.Repeat("0", 64), key.pem, sign.TrustOptions{}, "without scheme, tag or digest"},
 		{"reg.example/pool:v1", key.pem, sign.TrustOptions{}, `repository "reg.example/pool:v1"`},
 		{"https://reg.example/pool", key.pem, sign.TrustOptions{}, "without scheme"},
+		{`0."/0`, key.pem, sign.TrustOptions{}, `registry host "0.\""`},
 		{"reg.example/pool", []byte("not a key"), sign.TrustOptions{}, "public key --key"},
 		{"reg.example/pool", key.pem, sign.TrustOptions{NodeKeyPath: "relative.pub"}, "must be absolute"},
 	} {
