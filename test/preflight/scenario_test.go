@@ -237,10 +237,10 @@ func TestCommand(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.AppendImage(img); err != nil {
+		if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": "v1"})); err != nil {
 			t.Fatal(err)
 		}
-		rep, code, stderr := preflightJSON(t, "oci:"+dir, "--require-base", offRef)
+		rep, code, stderr := preflightJSON(t, "oci:"+dir+":v1", "--require-base", offRef)
 		d, _ := img.Digest()
 		if code != 0 || rep.Result != "passed" || rep.Digest != d.String() || len(rep.AddedLayers) != 1 || rep.AddedLayers[0].Digest != digestOf(t, added).String() {
 			t.Errorf("exit %d report %+v\n%s", code, rep, stderr)
