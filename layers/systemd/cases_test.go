@@ -279,6 +279,29 @@ var enableCases = []enableCase{
 		},
 	},
 	{
+		// The instance's drop-ins hide the template's of the same name, even
+		// from a directory of lower precedence.
+		name: "dropins-instance-hides-template",
+		files: map[string]string{
+			"etc/systemd/system/t@.service":                svc + "[Install]\nWantedBy=unit.target\n",
+			"etc/systemd/system/t@.service.d/20.conf":      "[Install]\nWantedBy=template.target\n",
+			"usr/lib/systemd/system/t@i.service.d/20.conf": "[Install]\nWantedBy=instance.target\n",
+		},
+		enable: "t@i.service",
+		want: []Link{
+			l("/etc/systemd/system/instance.target.wants/t@i.service", "/etc/systemd/system/t@.service"),
+			l("/etc/systemd/system/unit.target.wants/t@i.service", "/etc/systemd/system/t@.service"),
+		},
+	},
+	{
+		name: "also-invalid-fails-the-unit",
+		files: map[string]string{
+			"etc/systemd/system/a.service": svc + "[Install]\nWantedBy=m.target\nAlso=bad\n",
+		},
+		enable:  "a.service",
+		wantErr: true,
+	},
+	{
 		name: "dropin-malformed",
 		files: map[string]string{
 			"etc/systemd/system/a.service":          svc + "[Install]\nWantedBy=x.target\n",

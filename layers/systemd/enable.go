@@ -142,20 +142,18 @@ func EnableLinks(u UnitFile, lookup Lookup) ([]Link, error) {
 			continue
 		}
 		def := steps[len(steps)-1]
+		also, err := alsoNames(cur, steps)
+		if err != nil {
+			// An invalid Also= fails the unit's load, like DefaultInstance=.
+			if n == 0 {
+				return nil, fmt.Errorf("enable %s: %w", cur.Name, err)
+			}
+			e.errs = append(e.errs, fmt.Errorf("enable %s (Also=): %w", cur.Name, err))
+			continue
+		}
 		e.apply(cur, def)
-		for i, a := range cur.Install.Also {
-			alsoDef := def
-			if i < len(cur.Install.alsoAt) && cur.Install.alsoAt[i] < len(steps) {
-				alsoDef = steps[cur.Install.alsoAt[i]]
-			}
-			name, err := expand(a, cur.Name, alsoDef)
-			if err == nil && Classify(name) == Invalid {
-				err = fmt.Errorf("%q is not a valid unit name", name)
-			}
-			if err != nil {
-				e.errs = append(e.errs, fmt.Errorf("enable %s: Also=%s: %w", cur.Name, a, err))
-				continue
-			}
+		for _, name := range also {
+			a := name
 			if seen[name] {
 				continue
 			}
@@ -181,6 +179,27 @@ func EnableLinks(u UnitFile, lookup Lookup) ([]Link, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, errors.Join(e.errs...)
+}
+
+// alsoNames expands and checks a unit's Also= values; steps are its
+// default instances by line (see defaultInstance).
+func alsoNames(u UnitFile, steps []string) ([]string, error) {
+	var names []string
+	for i, a := range u.Install.Also {
+		def := steps[len(steps)-1]
+		if i < len(u.Install.alsoAt) && u.Install.alsoAt[i] < len(steps) {
+			def = steps[u.Install.alsoAt[i]]
+		}
+		name, err := expand(a, u.Name, def)
+		if err == nil && Classify(name) == Invalid {
+			err = fmt.Errorf("%q is not a valid unit name", name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("Also=%s: %w", a, err)
+		}
+		names = append(names, name)
+	}
+	return names, nil
 }
 
 type enabler struct {

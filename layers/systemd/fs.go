@@ -93,13 +93,14 @@ func LoadFromFS(fsys fs.FS, name string) (UnitFile, error) {
 
 // loadDropIns reads the ".conf" drop-ins of names (a unit and, for an
 // instance, its template) from every unit directory, as systemctl does for
-// [Install]: a file name seen in a directory of higher precedence hides the
-// same name elsewhere, and a drop-in linked to /dev/null masks it.
+// [Install]: a file name seen first hides the same name later, in the order
+// instance then template, each through the unit directories by precedence;
+// a drop-in linked to /dev/null masks the name.
 func loadDropIns(fsys fs.FS, names []string) ([]DropIn, error) {
 	seen := map[string]bool{}
 	var ds []DropIn
-	for _, dir := range UnitDirs {
-		for _, n := range names {
+	for _, n := range names {
+		for _, dir := range UnitDirs {
 			d := dir + "/" + n + ".d"
 			entries, err := fs.ReadDir(fsys, rel(d))
 			if err != nil {
