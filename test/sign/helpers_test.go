@@ -204,7 +204,30 @@ func runDir(t *testing.T, dir string, env []string, bin string, args ...string) 
 }
 
 // copyManifest copies the manifest at from to the tag to (same repository).
-func copyManifest(t *testing.T, from, to string) {
+func copyManifest(t *testing.T, from, to string) { t.Helper(); copyManifestTo(t, from, to) }
+
+// copyImage copies the image d to repo (blobs and manifest) and returns it
+// there; the digest does not change.
+func copyImage(t *testing.T, d name.Digest, repo string) name.Digest {
+	t.Helper()
+	img, err := remote.Image(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	to, err := name.NewDigest(repo + "@" + d.DigestStr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(to, img); err != nil {
+		t.Fatalf("copy %s to %s: %v", d, to, err)
+	}
+	return to
+}
+
+// copyManifestTo copies the manifest at from to the tag to, which may be
+// in another repository of the same registry (the manifest's blobs are
+// copied too).
+func copyManifestTo(t *testing.T, from, to string) {
 	t.Helper()
 	fr, err := name.ParseReference(from)
 	if err != nil {
@@ -217,6 +240,16 @@ func copyManifest(t *testing.T, from, to string) {
 	tr, err := name.NewTag(to)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if tr.Context() != fr.Context() {
+		img, err := desc.Image()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := remote.Write(tr, img); err != nil {
+			t.Fatalf("copy %s to %s: %v", from, to, err)
+		}
+		return
 	}
 	if err := remote.Put(tr, rawManifest{desc.Manifest, desc.MediaType}); err != nil {
 		t.Fatalf("put %s: %v", to, err)

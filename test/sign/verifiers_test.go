@@ -75,6 +75,13 @@ func TestVerifiersAgree(t *testing.T) {
 		copyManifest(t, r.Host+"/pool:"+tagOf(signed)+suffix, r.Host+"/pool:"+tagOf(copied)+suffix)
 	}
 
+	// The signed image and its signature copied as they are to another
+	// repository: the digest matches, the signed identity does not.
+	moved := copyImage(t, signed, r.Host+"/elsewhere")
+	for _, suffix := range []string{".sig", ".att"} {
+		copyManifestTo(t, r.Host+"/pool:"+tagOf(signed)+suffix, r.Host+"/elsewhere:"+tagOf(moved)+suffix)
+	}
+
 	// Signed through the proxy (so the signed identity is the proxy's
 	// repository), then the proxy serves a rewritten manifest for it.
 	tampered := pushRandom(t, tp.Host, "tampered")
@@ -93,6 +100,9 @@ func TestVerifiersAgree(t *testing.T) {
 		{"unsigned", unsigned, verdicts{}},
 		{"other-key", otherKey, verdicts{}},
 		{"copied-signature", copied, verdicts{}},
+		// cosign checks the digest only; the node's matchRepository and
+		// oslayer verify also check the repository the signature names.
+		{"other-repository", moved, verdicts{cosignSig: true, cosignAtt: true}},
 		// cosign never reads the image manifest when given a digest: it
 		// checks only the signature tag, so it still accepts. The node
 		// (skopeo) and oslayer verify read the manifest and refuse bytes
