@@ -270,10 +270,7 @@ func rel(p string) string {
 	return r
 }
 
-// lstat is fs.Lstat where the FS supports it, fs.Stat otherwise.
+// lstat is lstatFS for a node path.
 func lstat(fsys fs.FS, p string) (fs.FileInfo, error) {
-	if _, ok := fsys.(fs.ReadLinkFS); ok {
-		return fs.Lstat(fsys, rel(p))
-	}
-	return fs.Stat(fsys, rel(p))
+	return lstatFS(fsys, rel(p))
 }
