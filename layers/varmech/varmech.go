@@ -43,6 +43,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -180,7 +181,7 @@ func checkName(what, s string) error {
 		return fmt.Errorf("%s %q is not valid UTF-8", what, s)
 	}
 	for _, r := range s {
-		if r <= ' ' || r == 0x7f || r == '\\' || r == '"' || r == '\'' || (r >= 0x80 && r < 0xa0) {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || r == '\\' || r == '"' || r == '\'' {
 			return fmt.Errorf("%s %q contains whitespace, a control character, a quote or a backslash", what, s)
 		}
 	}

@@ -188,3 +188,62 @@ func BenchmarkNewPlan(b *testing.B) {
 		}
 	}
 }
+
+// FuzzNewPlan: whatever NewPlan accepts yields well-formed tmpfiles.d lines
+// (7 fields, or 6 for d) and list lines (2 or 3 tab-separated fields) that
+// name the canonical paths.
+func FuzzNewPlan(f *testing.F) {
+	f.Add("/var/lib/kubelet/config", "/opt/bin/x", "/usr/local/bin/y.sh", "../t", uint8(0))
+	f.Add("/var/a%b", "/var/a%b/c", "/var/x", "/etc/%n", uint8(5))
+	f.Fuzz(func(t *testing.T, a, b, c, target string, kinds uint8) {
+		var entries []Entry
+		for i, p := range []string{a, b, c} {
+			k := Kind((kinds >> (2 * i)) % 3)
+			e := Entry{Path: p, Kind: k, Mode: 0o644}
+			if k == Symlink {
+				e.Target, e.Mode = target, 0
+			}
+			entries = append(entries, e)
+		}
+		p, err := NewPlan(entries)
+		if err != nil {
+			return
+		}
+		var conf, list string
+		for _, g := range p.Files {
+			switch g.Path {
+			case TmpfilesPath:
+				conf = string(g.Data)
+			case ListPath:
+				list = string(g.Data)
+			}
+		}
+		n := 0
+		for _, line := range strings.Split(strings.TrimSuffix(conf, "\n"), "\n") {
+			if strings.HasPrefix(line, "#") {
+				continue
+			}
+			n++
+			fields := strings.Fields(line)
+			if len(fields) != 7 && !(fields[0] == "d" && len(fields) == 6) {
+				t.Fatalf("tmpfiles line %q", line)
+			}
+			if !strings.HasPrefix(fields[1], "/var/") {
+				t.Fatalf("tmpfiles path %q", fields[1])
+			}
+		}
+		m := 0
+		for _, line := range strings.Split(strings.TrimSuffix(list, "\n"), "\n") {
+			if strings.HasPrefix(line, "#") {
+				continue
+			}
+			m++
+			if f := strings.Split(line, "\t"); len(f) < 2 || len(f) > 3 || !strings.HasPrefix(f[1], "/var/") {
+				t.Fatalf("list line %q", line)
+			}
+		}
+		if n != len(entries) || m != len(entries) {
+			t.Fatalf("%d tmpfiles lines, %d list lines for %d entries", n, m, len(entries))
+		}
+	})
+}
