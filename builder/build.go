@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -115,6 +116,10 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage) (*Re
 		err := f()
 		res.Phases = append(res.Phases, Phase{Name: name, Seconds: time.Since(start).Seconds()})
 		if err != nil {
+			// Stages name themselves in their errors; name the step once.
+			if strings.HasPrefix(err.Error(), name+": ") {
+				return err
+			}
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		log.Debug("build step done", "pool", res.Pool, "step", name, "seconds", res.Phases[len(res.Phases)-1].Seconds)

@@ -87,11 +87,14 @@ func TestBuildStopsBeforeTag(t *testing.T) {
 		renderErr                        error
 		stageErr                         error
 		base                             string
+		exact                            bool
 	}{
 		{name: "render", renderErr: errors.New("bad OSC"), wantErr: "render: bad OSC", wantCalls: ""},
 		{name: "base", base: "oci:/nonexistent/base", wantErr: "base oci:/nonexistent/base", wantCalls: ""},
 		{name: "push", failOn: "write", wantErr: "push: registry said 500", wantCalls: "write"},
 		{name: "preflight", stageErr: errors.New("no kernel"), wantErr: "preflight: no kernel", wantCalls: "write,preflight"},
+		// A stage that already names itself is not named twice.
+		{name: "self-named", stageErr: errors.New("preflight: 2 errors"), wantErr: "preflight: 2 errors", wantCalls: "write,preflight", exact: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pub := &fakePub{failOn: tc.failOn}
@@ -103,6 +106,9 @@ func TestBuildStopsBeforeTag(t *testing.T) {
 				pub, &fakeStage{name: "preflight", pub: pub, err: tc.stageErr}, &fakeStage{name: "sign", pub: pub})
 			if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) {
 				t.Fatalf("error %v, want prefix %q", err, tc.wantErr)
+			}
+			if tc.exact && err.Error() != tc.wantErr {
+				t.Fatalf("error %q, want exactly %q", err, tc.wantErr)
 			}
 			if got := strings.Join(pub.calls, ","); got != tc.wantCalls {
 				t.Errorf("calls %q, want %q", got, tc.wantCalls)

@@ -198,7 +198,8 @@ func summary(w io.Writer, r *builder.Result) {
 	for _, l := range r.Layers {
 		fmt.Fprintf(w, "  layer  %s %7d B  %s\n", l.Digest, l.Size, l.Source)
 	}
-	fmt.Fprintf(w, "  bytes  uploaded %d, already there %d, mounted %d\n", r.BytesUploaded, r.BytesSkipped, r.BytesMounted)
+	// BytesSkipped includes the mounted bytes.
+	fmt.Fprintf(w, "  bytes  uploaded %d, already there %d, mounted %d\n", r.BytesUploaded, r.BytesSkipped-r.BytesMounted, r.BytesMounted)
 	var ph []string
 	var total float64
 	for _, p := range r.Phases {
