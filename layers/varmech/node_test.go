@@ -402,9 +402,22 @@ func TestNodeEmulation(t *testing.T) {
 // TestPruneTouchesOnlyWhatItOwns runs the prune script against a state list
 // with entries the script must refuse to act on.
 func TestPruneTouchesOnlyWhatItOwns(t *testing.T) {
-	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("no sh")
+	// The node's /bin/sh is bash on FCOS/RHCOS; dash is stricter POSIX.
+	ran := 0
+	for _, shell := range []string{"sh", "dash", "bash"} {
+		bin, err := exec.LookPath(shell)
+		if err != nil {
+			continue
+		}
+		ran++
+		t.Run(shell, func(t *testing.T) { pruneOnlyOwned(t, bin) })
 	}
+	if ran == 0 {
+		t.Skip("no shell")
+	}
+}
+
+func pruneOnlyOwned(t *testing.T, shell string) {
 	img := image(t, []item{{Entry{Path: "/var/lib/kept", Mode: 0o644}, "kept\n"}})
 	root := t.TempDir()
 	deploy(t, img, root)
@@ -453,7 +466,7 @@ func TestPruneTouchesOnlyWhatItOwns(t *testing.T) {
 	writeFile(t, filepath.Join(root, StatePath), []byte(state), 0o644, 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", filepath.Join(root, PruneScript))
+	cmd := exec.CommandContext(ctx, shell, filepath.Join(root, PruneScript))
 	cmd.Env = append(os.Environ(), RootEnv+"="+root)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
