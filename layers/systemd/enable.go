@@ -91,7 +91,7 @@ const maxAlso = 1024
 //     instance; a template without DefaultInstance= is linked only into
 //     template or instance targets ("x@.target.wants/foo@.service"); a plain
 //     target is an error, as systemctl reports it.
-//   - A linked unit, whose Path is not directly in one of UnitDirs, gets
+//   - A linked unit, whose Path is not directly in one of UnitDirs(), gets
 //     SystemDir/NAME -> Path (systemctl links it into the search path).
 //   - Also=: each named unit, found with lookup, is enabled the same way,
 //     recursively and once each. An Also= unit that lookup does not know is

@@ -8,14 +8,19 @@ import (
 	"strings"
 )
 
-// UnitDirs are the system unit directories searched in a tree, in systemd's
+// unitDirs are the system unit directories searched in a tree, in systemd's
 // order of precedence (runtime directories under /run are empty in an image).
-var UnitDirs = []string{
+var unitDirs = [...]string{
 	"/etc/systemd/system",
 	"/usr/local/lib/systemd/system",
 	"/usr/lib/systemd/system",
 	"/lib/systemd/system",
 }
+
+// UnitDirs returns the system unit directories FindInFS searches, in
+// systemd's order of precedence (runtime directories under /run are empty in
+// an image).
+func UnitDirs() []string { return append([]string(nil), unitDirs[:]...) }
 
 // ErrNotFound, ErrMasked and ErrLinked are returned (wrapped) by
 // LoadFromFS.
@@ -34,7 +39,7 @@ const maxSymlinks = 64
 const maxUnitSize = 4 << 20
 
 // FindInFS finds unit name in a root tree (fsys is rooted at "/") the way
-// systemctl 252 does: the first of UnitDirs that has it; symlinks resolve
+// systemctl 252 does: the first of UnitDirs() that has it; symlinks resolve
 // inside fsys (absolute targets against its root); a symlink to a unit file
 // of another unit directory is an alias, followed to the real unit, whose
 // name and path are returned (in /etc/systemd/system such a symlink is
@@ -71,7 +76,7 @@ func LoadFromFS(fsys fs.FS, name string) (UnitFile, error) {
 		}
 	}
 	if errors.Is(err, ErrNotFound) {
-		return UnitFile{}, fmt.Errorf("%s: %w in %s", name, ErrNotFound, strings.Join(UnitDirs, ", "))
+		return UnitFile{}, fmt.Errorf("%s: %w in %s", name, ErrNotFound, strings.Join(unitDirs[:], ", "))
 	}
 	if err != nil {
 		return UnitFile{}, err
@@ -100,7 +105,7 @@ func loadDropIns(fsys fs.FS, names []string) ([]DropIn, error) {
 	seen := map[string]bool{}
 	var ds []DropIn
 	for _, n := range names {
-		for _, dir := range UnitDirs {
+		for _, dir := range unitDirs {
 			d := dir + "/" + n + ".d"
 			entries, err := fs.ReadDir(fsys, rel(d))
 			if err != nil {
@@ -176,7 +181,7 @@ func readUnit(fsys fs.FS, p string) ([]byte, error) {
 }
 
 func load(fsys fs.FS, name string) (UnitFile, string, error) {
-	for _, dir := range UnitDirs {
+	for _, dir := range unitDirs {
 		p := dir + "/" + name
 		if _, err := lstat(fsys, p); err != nil {
 			continue
@@ -189,7 +194,7 @@ func load(fsys fs.FS, name string) (UnitFile, string, error) {
 // inSearchPath reports whether node path p is directly in a unit directory.
 func inSearchPath(p string) bool {
 	d := path.Dir(p)
-	for _, u := range UnitDirs {
+	for _, u := range unitDirs {
 		if d == u {
 			return true
 		}
