@@ -294,6 +294,19 @@ var enableCases = []enableCase{
 		},
 	},
 	{
+		name: "also-empty-does-not-reset",
+		files: map[string]string{
+			"etc/systemd/system/a.service": svc + "[Install]\nWantedBy=m.target\nAlso=h.service\nAlso=\nAlias=y.service\nAlias=\nAlias=x.service\n",
+			"etc/systemd/system/h.service": svc + "[Install]\nWantedBy=h.target\n",
+		},
+		enable: "a.service",
+		want: []Link{
+			l("/etc/systemd/system/h.target.wants/h.service", "/etc/systemd/system/h.service"),
+			l("/etc/systemd/system/m.target.wants/a.service", "/etc/systemd/system/a.service"),
+			l("/etc/systemd/system/x.service", "/etc/systemd/system/a.service"),
+		},
+	},
+	{
 		name: "also-invalid-fails-the-unit",
 		files: map[string]string{
 			"etc/systemd/system/a.service": svc + "[Install]\nWantedBy=m.target\nAlso=bad\n",
