@@ -5,11 +5,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
+	"testing/fstest"
 
 	"github.com/oslayer/oslayer/layers/model"
 	"github.com/oslayer/oslayer/layers/systemd"
@@ -361,45 +364,26 @@ func kindName(k varmech.Kind) string {
 }
 
 // placeUnits writes units and drop-ins and creates enablement or mask links.
+//
+// Enablement looks units up the way systemctl does in the image being
+// built: the configuration's units, drop-ins and other files (see
+// unitFS) over the base tree when there is one, so that an [Install]
+// section in a drop-in, instances of configured templates and Also= resolve
+// as on the node.
 func (p *placer) placeUnits(units []model.Unit) {
-	ours := map[string]systemd.UnitFile{}
-	for _, u := range units {
-		if u.Contents == nil {
-			continue
-		}
-		in, err := systemd.ParseInstall(*u.Contents)
-		if err != nil {
-			p.errorf(u.Origin, path.Join(UnitDir, u.Name), "unit %s: %v", u.Name, err)
-			continue
-		}
-		ours[u.Name] = systemd.UnitFile{Name: u.Name, Path: path.Join(UnitDir, u.Name), Install: in}
-	}
-	ourLookup := func(name string) (systemd.UnitFile, bool) {
-		if uf, ok := ours[name]; ok {
-			return uf, true
-		}
-		// An instance of a template this configuration writes.
-		if tmpl, ok := systemd.TemplateOf(name); ok {
-			if uf, ok := ours[tmpl]; ok {
-				uf.Name = name
-				return uf, true
-			}
-		}
-		return systemd.UnitFile{}, false
-	}
-	var baseLookup systemd.Lookup
-	if p.req.Base != nil {
-		baseLookup = systemd.FSLookup(p.req.Base)
-	}
-	lookup := systemd.Chain(ourLookup, baseLookup)
-	for _, u := range units {
+	reports := make([]*UnitReport, len(units))
+	for i, u := range units {
 		if err := model.ValidateUnitName(u.Name); err != nil {
 			p.errorf(u.Origin, "", "unit name: %v", err)
 			continue
 		}
-		ur := UnitReport{Name: u.Name, Source: u.Origin}
+		ur := &UnitReport{Name: u.Name, Source: u.Origin}
+		reports[i] = ur
 		unitPath := path.Join(UnitDir, u.Name)
 		if u.Contents != nil && !u.Mask {
+			if _, err := systemd.ParseInstall(*u.Contents); err != nil {
+				p.errorf(u.Origin, unitPath, "unit %s: %v", u.Name, err)
+			}
 			p.add(tree.Entry{Path: unitPath, Kind: tree.File, Mode: 0o644, Data: []byte(*u.Contents), Layer: LayerConfig},
 				Baked{Path: unitPath, Source: u.Origin})
 			ur.Written = true
@@ -414,54 +398,116 @@ func (p *placer) placeUnits(units []model.Unit) {
 				Baked{Path: dp, Source: d.Origin})
 			ur.DropIns = append(ur.DropIns, d.Name)
 		}
-		enableOrigin := u.Origin
-		switch {
-		case u.Mask:
+		if u.Mask {
 			if u.Contents != nil {
 				p.warns = append(p.warns, fmt.Sprintf("%s: unit %s is masked; its contents are not written", u.Origin, u.Name))
 			}
 			l := systemd.MaskLink(u.Name)
 			p.add(tree.Entry{Path: l.Path, Kind: tree.Symlink, Mode: 0o777, Target: l.Target, Layer: LayerConfig},
-				Baked{Path: l.Path, Source: enableOrigin, Generated: true})
+				Baked{Path: l.Path, Source: u.Origin, Generated: true})
 			ur.Enablement = "masked"
 			ur.Links = append(ur.Links, l.Path+" -> "+l.Target)
-		case u.Enabled != nil && *u.Enabled:
-			ur.Enablement = "enabled"
-			uf, ok := ourLookup(u.Name)
-			ur.InstallFrom = "unit"
-			if !ok && baseLookup != nil {
-				uf, ok = baseLookup(u.Name)
-				ur.InstallFrom = "base"
-			}
-			if !ok {
-				uf = systemd.UnitFile{Name: u.Name, Path: path.Join("/usr/lib/systemd/system", u.Name), Install: systemd.Install{WantedBy: []string{FallbackWantedBy}}}
-				ur.InstallFrom = "fallback"
-				why := "the base image tree is not available"
-				if p.req.Base != nil {
-					why = "the base image does not ship it"
-				}
-				p.warns = append(p.warns, fmt.Sprintf("%s: unit %s has no contents and %s: enabled with WantedBy=%s", u.Origin, u.Name, why, FallbackWantedBy))
-			}
-			if uf.Install.Empty() {
-				p.warns = append(p.warns, fmt.Sprintf("%s: unit %s is enabled but has no [Install] section: systemctl enable creates no links", u.Origin, u.Name))
-			}
-			links, err := systemd.EnableLinks(uf, lookup)
-			if err != nil {
-				p.errorf(u.Origin, unitPath, "enable %s: %v", u.Name, err)
-				continue
-			}
-			for _, l := range links {
-				p.add(tree.Entry{Path: l.Path, Kind: tree.Symlink, Mode: 0o777, Target: l.Target, Layer: LayerConfig},
-					Baked{Path: l.Path, Source: enableOrigin, Generated: true})
-				ur.Links = append(ur.Links, l.Path+" -> "+l.Target)
-			}
-		case u.Enabled != nil:
-			ur.Enablement = "disabled"
-			if u.Contents == nil {
-				p.warns = append(p.warns, fmt.Sprintf("%s: unit %s is disabled: oslayer creates no enablement links, but cannot remove links the base image has", u.Origin, u.Name))
-			}
 		}
-		p.units = append(p.units, ur)
+	}
+	cfgFS := p.unitFS()
+	var fsys fs.FS = cfgFS
+	if p.req.Base != nil {
+		fsys = systemd.Overlay(cfgFS, p.req.Base)
+	}
+	for i, u := range units {
+		if ur := reports[i]; ur != nil && !u.Mask && u.Enabled != nil {
+			p.enable(u, ur, fsys, cfgFS)
+		}
+	}
+	for _, ur := range reports {
+		if ur != nil {
+			p.units = append(p.units, *ur)
+		}
+	}
+}
+
+// unitFS is the configuration's part of the image as far as systemctl
+// looks at it: every regular file and symlink placed so far (units,
+// drop-ins, mask links, and files the configuration writes into unit
+// directories), rooted at "/".
+func (p *placer) unitFS() fstest.MapFS {
+	m := fstest.MapFS{}
+	for _, e := range p.tree.Entries() {
+		switch e.Kind {
+		case tree.File:
+			m[e.Path[1:]] = &fstest.MapFile{Data: e.Data, Mode: fs.FileMode(e.Mode) & fs.ModePerm}
+		case tree.Symlink:
+			m[e.Path[1:]] = &fstest.MapFile{Data: []byte(e.Target), Mode: fs.ModeSymlink | 0o777}
+		}
+	}
+	return m
+}
+
+// fallbackInstall is the [Install] section assumed for a unit that neither
+// the configuration nor the base tree has.
+const fallbackInstall = "[Install]\nWantedBy=" + FallbackWantedBy + "\n"
+
+// enable creates the links `systemctl enable` (u.Enabled true) creates for
+// u, looking units up in fsys (cfgFS over the base).
+func (p *placer) enable(u model.Unit, ur *UnitReport, fsys fs.FS, cfgFS fs.FS) {
+	unitPath := path.Join(UnitDir, u.Name)
+	if !*u.Enabled {
+		ur.Enablement = "disabled"
+		if u.Contents == nil {
+			p.warns = append(p.warns, fmt.Sprintf("%s: unit %s is disabled: oslayer creates no enablement links, but cannot remove links the base image has", u.Origin, u.Name))
+		}
+		return
+	}
+	ur.Enablement = "enabled"
+	uf, err := systemd.LoadFromFS(fsys, u.Name)
+	switch {
+	case err == nil:
+		ur.InstallFrom = "base"
+		if _, err := fs.Lstat(cfgFS, strings.TrimPrefix(uf.Path, "/")); err == nil {
+			ur.InstallFrom = "unit"
+		}
+	case errors.Is(err, systemd.ErrNotFound):
+		// Shipped by the OS, but the base tree is not available or does
+		// not have it: assume WantedBy=multi-user.target, plus what the
+		// configured drop-ins say.
+		ur.InstallFrom = "fallback"
+		dropins := make([]systemd.DropIn, 0, len(u.DropIns))
+		for _, d := range u.DropIns {
+			dropins = append(dropins, systemd.DropIn{Name: d.Name, Text: d.Contents})
+		}
+		in, err := systemd.ParseInstallDropIns(fallbackInstall, dropins)
+		if err != nil {
+			p.errorf(u.Origin, unitPath, "enable %s: %v", u.Name, err)
+			return
+		}
+		uf = systemd.UnitFile{Name: u.Name, Path: path.Join("/usr/lib/systemd/system", u.Name), Install: in}
+		why := "the base image tree is not available"
+		if p.req.Base != nil {
+			why = "the base image does not ship it"
+		}
+		also := ""
+		if plain, _ := systemd.ParseInstall(fallbackInstall); !reflect.DeepEqual(plain, in) {
+			also = " and the [Install] lines of its drop-ins"
+		}
+		p.warns = append(p.warns, fmt.Sprintf("%s: unit %s has no contents and %s: enabled with WantedBy=%s%s", u.Origin, u.Name, why, FallbackWantedBy, also))
+	default:
+		p.errorf(u.Origin, unitPath, "enable %s: %v", u.Name, err)
+		return
+	}
+	if uf.Install.Empty() {
+		p.warns = append(p.warns, fmt.Sprintf("%s: unit %s is enabled but has no [Install] section: systemctl enable creates no links", u.Origin, u.Name))
+	}
+	links, err := systemd.EnableLinks(uf, systemd.FSLookup(fsys))
+	if err != nil {
+		// systemctl enable fails too (after creating the valid links):
+		// the node agent would report the unit as failed.
+		p.errorf(u.Origin, unitPath, "enable %s: %v", u.Name, err)
+		return
+	}
+	for _, l := range links {
+		p.add(tree.Entry{Path: l.Path, Kind: tree.Symlink, Mode: 0o777, Target: l.Target, Layer: LayerConfig},
+			Baked{Path: l.Path, Source: u.Origin, Generated: true})
+		ur.Links = append(ur.Links, l.Path+" -> "+l.Target)
 	}
 }
 
