@@ -6,7 +6,9 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 	"testing/fstest"
 
 	"github.com/oslayer/oslayer/layers/model"
+	"github.com/oslayer/oslayer/layers/systemd"
 	"github.com/oslayer/oslayer/layers/tree"
 	"github.com/oslayer/oslayer/layers/varmech"
 )
@@ -485,5 +488,160 @@ func TestInputsDigest(t *testing.T) {
 	}
 	if d := digest(Request{}, func(c *model.Config) { c.Inputs[0].Path = "/elsewhere/pool.yaml" }); d != base {
 		t.Error("the document's path changes the inputs digest")
+	}
+}
+
+// TestUnitEnableError: a template without DefaultInstance= enabled into a
+// plain target fails `systemctl enable` too: a render error that names the
+// document, the field and the unit, and no result.
+func TestUnitEnableError(t *testing.T) {
+	cfg := &model.Config{Units: []model.Unit{
+		{Name: "ok.service", Contents: ptr("[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"), Enabled: ptr(true), Origin: org("spec.config.systemd.units[0]")},
+		{Name: "agent@.service", Contents: ptr("[Service]\nExecStart=/bin/agent %i\n[Install]\nWantedBy=multi-user.target\n"), Enabled: ptr(true), Origin: org("spec.config.systemd.units[1]")},
+	}}
+	res, err := RenderConfig(context.Background(), Request{}, cfg)
+	if err == nil {
+		t.Fatalf("no error; tree:\n%s", listing(res.tree))
+	}
+	var me *model.Error
+	if !errors.As(err, &me) {
+		t.Fatalf("error %v (%T) is not a *model.Error", err, err)
+	}
+	if me.Origin.Document != "in/pool.yaml" || me.Origin.Field != "spec.config.systemd.units[1]" || me.Path != UnitDir+"/agent@.service" {
+		t.Errorf("error names %+v at %q", me.Origin, me.Path)
+	}
+	for _, want := range []string{"in/pool.yaml", "spec.config.systemd.units[1]", "enable agent@.service:", "multi-user.target"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "ok.service") {
+		t.Errorf("error blames the valid unit: %v", err)
+	}
+	if res != nil {
+		t.Error("a result was returned with the error")
+	}
+}
+
+// TestUnitEnableMaskedInBase: the base masks the unit the configuration
+// enables; systemctl refuses ("Unit file ... is masked"), so does render.
+func TestUnitEnableMaskedInBase(t *testing.T) {
+	base := fstest.MapFS{
+		"usr/lib/systemd/system/chronyd.service": {Data: []byte("[Install]\nWantedBy=multi-user.target\n")},
+		"etc/systemd/system/chronyd.service":     {Data: []byte("/dev/null"), Mode: fs.ModeSymlink | 0o777},
+	}
+	cfg := &model.Config{Units: []model.Unit{{Name: "chronyd.service", Enabled: ptr(true), Origin: org("spec.units[0]")}}}
+	_, err := RenderConfig(context.Background(), Request{Base: base}, cfg)
+	if err == nil || !strings.Contains(err.Error(), "spec.units[0]") || !strings.Contains(err.Error(), "enable chronyd.service") || !strings.Contains(err.Error(), systemd.ErrMasked.Error()) {
+		t.Fatalf("err = %v, want a masked-unit error naming spec.units[0]", err)
+	}
+}
+
+// TestUnitInstallFromDropIns: [Install] in a configured drop-in, in a base
+// drop-in, of a configured template for an instance, and Also= of an
+// instance: each resolves the way systemctl does.
+func TestUnitInstallFromDropIns(t *testing.T) {
+	base := fstest.MapFS{
+		"usr/lib/systemd/system/kubelet.service":             {Data: []byte("[Service]\nExecStart=/usr/bin/kubelet\n")},
+		"usr/lib/systemd/system/kubelet.service.d/10-i.conf": {Data: []byte("[Install]\nWantedBy=multi-user.target\n")},
+		"usr/lib/systemd/system/crio.service":                {Data: []byte("[Service]\nExecStart=/usr/bin/crio\n[Install]\nWantedBy=multi-user.target\n")},
+	}
+	cfg := &model.Config{Units: []model.Unit{
+		// Configured unit without [Install]; a configured drop-in adds it.
+		{Name: "node-setup.service", Contents: ptr("[Service]\nType=oneshot\nExecStart=/bin/true\n"), Enabled: ptr(true), Origin: org("spec.units[0]"),
+			DropIns: []model.DropIn{
+				{Name: "20-install.conf", Contents: "[Install]\nWantedBy=basic.target\nAlso=agent@eth0.service\n", Origin: org("spec.units[0].dropins[0]")},
+				{Name: "10-install.conf", Contents: "[Install]\nWantedBy=network.target\n", Origin: org("spec.units[0].dropins[1]")},
+			}},
+		// A template and one of its instances enabled.
+		{Name: "agent@.service", Contents: ptr("[Service]\nExecStart=/bin/agent %i\n[Install]\nWantedBy=agents.target\nAlias=helper@.service\n"), Origin: org("spec.units[1]")},
+		{Name: "agent@lo.service", Enabled: ptr(true), Origin: org("spec.units[2]")},
+		// Base unit whose [Install] is in the base's drop-in.
+		{Name: "kubelet.service", Enabled: ptr(true), Origin: org("spec.units[3]")},
+		// Base unit; a configured drop-in adds a WantedBy=.
+		{Name: "crio.service", Enabled: ptr(true), Origin: org("spec.units[4]"),
+			DropIns: []model.DropIn{{Name: "50-install.conf", Contents: "[Install]\nRequiredBy=kubelet.service\n", Origin: org("spec.units[4].dropins[0]")}}},
+	}}
+	res, err := RenderConfig(context.Background(), Request{Base: base}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const etc, usr = UnitDir + "/", "/usr/lib/systemd/system/"
+	want := map[string][]string{
+		"node-setup.service": {
+			etc + "agents.target.wants/agent@eth0.service -> " + etc + "agent@.service",
+			etc + "basic.target.wants/node-setup.service -> " + etc + "node-setup.service",
+			etc + "helper@eth0.service -> " + etc + "agent@.service",
+			etc + "network.target.wants/node-setup.service -> " + etc + "node-setup.service",
+		},
+		"agent@.service": nil,
+		"agent@lo.service": {
+			etc + "agents.target.wants/agent@lo.service -> " + etc + "agent@.service",
+			etc + "helper@lo.service -> " + etc + "agent@.service",
+		},
+		"kubelet.service": {etc + "multi-user.target.wants/kubelet.service -> " + usr + "kubelet.service"},
+		"crio.service": {
+			etc + "kubelet.service.requires/crio.service -> " + usr + "crio.service",
+			etc + "multi-user.target.wants/crio.service -> " + usr + "crio.service",
+		},
+	}
+	wantFrom := map[string]string{"node-setup.service": "unit", "agent@lo.service": "unit", "kubelet.service": "base", "crio.service": "base"}
+	for _, u := range res.Report.Units {
+		if !slices.Equal(u.Links, want[u.Name]) {
+			t.Errorf("%s links:\n got %q\nwant %q", u.Name, u.Links, want[u.Name])
+		}
+		if u.InstallFrom != wantFrom[u.Name] {
+			t.Errorf("%s installFrom %q, want %q", u.Name, u.InstallFrom, wantFrom[u.Name])
+		}
+		for _, l := range u.Links {
+			p, target, _ := strings.Cut(l, " -> ")
+			if e, ok := res.tree.Get(p); !ok || e.Kind != tree.Symlink || e.Target != target {
+				t.Errorf("tree lacks %s: %+v", l, e)
+			}
+		}
+	}
+	if len(res.Report.Units) != len(want) {
+		t.Errorf("%d units reported", len(res.Report.Units))
+	}
+	if len(res.Report.Warnings) != 0 {
+		t.Errorf("warnings %q", res.Report.Warnings)
+	}
+}
+
+// TestUnitFallbackWithDropIn: no base tree, a unit without contents whose
+// configured drop-in has [Install]: the documented fallback plus the
+// drop-in's lines, and the warning says so.
+func TestUnitFallbackWithDropIn(t *testing.T) {
+	cfg := &model.Config{Units: []model.Unit{
+		{Name: "containerd.service", Enabled: ptr(true), Origin: org("spec.units[0]"),
+			DropIns: []model.DropIn{{Name: "10-install.conf", Contents: "[Install]\nWantedBy=kubelet.service\n", Origin: org("spec.units[0].dropins[0]")}}},
+		{Name: "chronyd.service", Enabled: ptr(true), Origin: org("spec.units[1]"),
+			DropIns: []model.DropIn{{Name: "10-env.conf", Contents: "[Service]\nEnvironment=A=1\n", Origin: org("spec.units[1].dropins[0]")}}},
+	}}
+	res, err := RenderConfig(context.Background(), Request{}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const etc, usr = UnitDir + "/", "/usr/lib/systemd/system/"
+	if got, want := res.Report.Units[0].Links, []string{
+		etc + "kubelet.service.wants/containerd.service -> " + usr + "containerd.service",
+		etc + "multi-user.target.wants/containerd.service -> " + usr + "containerd.service",
+	}; !slices.Equal(got, want) {
+		t.Errorf("containerd links %q, want %q", got, want)
+	}
+	if got, want := res.Report.Units[1].Links, []string{etc + "multi-user.target.wants/chronyd.service -> " + usr + "chronyd.service"}; !slices.Equal(got, want) {
+		t.Errorf("chronyd links %q, want %q", got, want)
+	}
+	want := []string{
+		"in/pool.yaml (MachineConfig 99-test) spec.units[0]: unit containerd.service has no contents and the base image tree is not available: enabled with WantedBy=multi-user.target and the [Install] lines of its drop-ins",
+		"in/pool.yaml (MachineConfig 99-test) spec.units[1]: unit chronyd.service has no contents and the base image tree is not available: enabled with WantedBy=multi-user.target",
+	}
+	if !slices.Equal(res.Report.Warnings, want) {
+		t.Errorf("warnings:\n%s", strings.Join(res.Report.Warnings, "\n"))
+	}
+	for _, u := range res.Report.Units {
+		if u.InstallFrom != "fallback" {
+			t.Errorf("%s installFrom %q", u.Name, u.InstallFrom)
+		}
 	}
 }
