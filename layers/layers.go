@@ -23,9 +23,17 @@
 //   - Units go to /etc/systemd/system/NAME (0644), drop-ins to
 //     /etc/systemd/system/NAME.d/DROPIN (0644). Enabled units get exactly
 //     the links `systemctl --root enable` creates (layers/systemd); masked
-//     units a link to /dev/null. A unit without contents (shipped by the OS)
-//     takes its [Install] section from Request.Base when set, else
-//     WantedBy=multi-user.target, and the report says so.
+//     units a link to /dev/null. Units are looked up as systemctl does in
+//     the image being built: the configuration's files (units, drop-ins,
+//     mask links, files in unit directories) over Request.Base when set, so
+//     an [Install] section in a drop-in (the configuration's or the
+//     base's), instances of configured templates and Also= resolve as on
+//     the node. A unit found in neither (shipped by the OS, base tree not
+//     given or without it) gets WantedBy=multi-user.target plus the [Install] lines of its
+//     configured drop-ins, and the report says so. A unit that cannot be
+//     loaded (masked, linked, unreadable) or enabled (e.g. a template
+//     without DefaultInstance= wanted by a plain target) is an error naming
+//     the document, the field and the unit, as systemctl fails there too.
 //   - Kernel arguments go to /usr/lib/bootc/kargs.d/10-oslayer.toml and to
 //     Result.KernelArgs; extensions and kernelType to Result.Packages.
 //
@@ -78,8 +86,9 @@ type Request struct {
 	AllowTopLevel []string
 	// Images reads imageRef files. Nil makes any imageRef an error.
 	Images model.ImageFiles
-	// Base, if set, is the base image's root tree; it is used to read the
-	// [Install] section of units the OS ships.
+	// Base, if set, is the base image's root tree; enablement reads the
+	// units the OS ships and their drop-ins from it. It should implement
+	// fs.ReadLinkFS (os.DirFS does) so that symlinks resolve in the tree.
 	Base fs.FS
 	// Epoch is the mtime of every tar entry. Zero means DefaultEpoch, or
 	// SOURCE_DATE_EPOCH when the caller read it from the environment.

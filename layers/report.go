@@ -65,8 +65,10 @@ type UnitReport struct {
 	Enablement string `json:"enablement,omitempty"`
 	// Links are the enablement links created ("PATH -> TARGET").
 	Links []string `json:"links,omitempty"`
-	// InstallFrom says where the [Install] section came from: "unit",
-	// "base", or "fallback" (WantedBy=multi-user.target).
+	// InstallFrom says where the enabled unit's file came from: "unit"
+	// (the configuration writes it, or the template of the instance),
+	// "base" (Request.Base ships it), or "fallback" (found nowhere:
+	// WantedBy=multi-user.target). Drop-ins of either add to its [Install].
 	InstallFrom string       `json:"installFrom,omitempty"`
 	Source      model.Origin `json:"source"`
 }
