@@ -491,7 +491,8 @@ func (p *placer) enable(u model.Unit, ur *UnitReport, fsys fs.FS, cfgFS fs.FS) {
 		}
 		p.warns = append(p.warns, fmt.Sprintf("%s: unit %s has no contents and %s: enabled with WantedBy=%s%s", u.Origin, u.Name, why, FallbackWantedBy, also))
 	default:
-		p.errorf(u.Origin, unitPath, "enable %s: %v", u.Name, err)
+		// Masked, linked, unreadable: systemctl enable fails too.
+		p.errorf(u.Origin, unitPath, "cannot enable: %v", err)
 		return
 	}
 	if uf.Install.Empty() {
@@ -500,8 +501,9 @@ func (p *placer) enable(u model.Unit, ur *UnitReport, fsys fs.FS, cfgFS fs.FS) {
 	links, err := systemd.EnableLinks(uf, systemd.FSLookup(fsys))
 	if err != nil {
 		// systemctl enable fails too (after creating the valid links):
-		// the node agent would report the unit as failed.
-		p.errorf(u.Origin, unitPath, "enable %s: %v", u.Name, err)
+		// the node agent would report the unit as failed. The errors
+		// name the unit ("enable NAME: ...").
+		p.errorf(u.Origin, unitPath, "%s", strings.ReplaceAll(err.Error(), "\n", "; "))
 		return
 	}
 	for _, l := range links {

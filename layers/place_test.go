@@ -510,6 +510,10 @@ func TestUnitEnableError(t *testing.T) {
 	if me.Origin.Document != "in/pool.yaml" || me.Origin.Field != "spec.config.systemd.units[1]" || me.Path != UnitDir+"/agent@.service" {
 		t.Errorf("error names %+v at %q", me.Origin, me.Path)
 	}
+	want := "in/pool.yaml (MachineConfig 99-test) spec.config.systemd.units[1]: /etc/systemd/system/agent@.service: enable agent@.service: WantedBy=multi-user.target: "
+	if !strings.HasPrefix(err.Error(), want) || strings.Count(err.Error(), "enable ") != 1 {
+		t.Errorf("error %q, want it to start with %q and name the unit once", err, want)
+	}
 	for _, want := range []string{"in/pool.yaml", "spec.config.systemd.units[1]", "enable agent@.service:", "multi-user.target"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
@@ -532,7 +536,7 @@ func TestUnitEnableMaskedInBase(t *testing.T) {
 	}
 	cfg := &model.Config{Units: []model.Unit{{Name: "chronyd.service", Enabled: ptr(true), Origin: org("spec.units[0]")}}}
 	_, err := RenderConfig(context.Background(), Request{Base: base}, cfg)
-	if err == nil || !strings.Contains(err.Error(), "spec.units[0]") || !strings.Contains(err.Error(), "enable chronyd.service") || !strings.Contains(err.Error(), systemd.ErrMasked.Error()) {
+	if err == nil || !strings.Contains(err.Error(), "spec.units[0]") || !strings.Contains(err.Error(), "cannot enable: chronyd.service: "+systemd.ErrMasked.Error()) {
 		t.Fatalf("err = %v, want a masked-unit error naming spec.units[0]", err)
 	}
 }
