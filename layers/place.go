@@ -372,6 +372,7 @@ func kindName(k varmech.Kind) string {
 // as on the node.
 func (p *placer) placeUnits(units []model.Unit) {
 	reports := make([]*UnitReport, len(units))
+	bad := make([]bool, len(units)) // contents that do not parse: not enabled
 	for i, u := range units {
 		if err := model.ValidateUnitName(u.Name); err != nil {
 			p.errorf(u.Origin, "", "unit name: %v", err)
@@ -383,6 +384,7 @@ func (p *placer) placeUnits(units []model.Unit) {
 		if u.Contents != nil && !u.Mask {
 			if _, err := systemd.ParseInstall(*u.Contents); err != nil {
 				p.errorf(u.Origin, unitPath, "unit %s: %v", u.Name, err)
+				bad[i] = true
 			}
 			p.add(tree.Entry{Path: unitPath, Kind: tree.File, Mode: 0o644, Data: []byte(*u.Contents), Layer: LayerConfig},
 				Baked{Path: unitPath, Source: u.Origin})
@@ -415,7 +417,7 @@ func (p *placer) placeUnits(units []model.Unit) {
 		fsys = systemd.Overlay(cfgFS, p.req.Base)
 	}
 	for i, u := range units {
-		if ur := reports[i]; ur != nil && !u.Mask && u.Enabled != nil {
+		if ur := reports[i]; ur != nil && !bad[i] && !u.Mask && u.Enabled != nil {
 			p.enable(u, ur, fsys, cfgFS)
 		}
 	}

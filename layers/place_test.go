@@ -649,3 +649,19 @@ func TestUnitFallbackWithDropIn(t *testing.T) {
 		}
 	}
 }
+
+// TestUnitInstallParseError: an [Install] section that does not parse is
+// one error naming the unit's source (not a second one from enabling it).
+func TestUnitInstallParseError(t *testing.T) {
+	cfg := &model.Config{Units: []model.Unit{
+		{Name: "bad.service", Contents: ptr("[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=\"multi-user.target\n"), Enabled: ptr(true), Origin: org("spec.units[0]")},
+	}}
+	res, err := RenderConfig(context.Background(), Request{}, cfg)
+	if err == nil || res != nil {
+		t.Fatalf("err = %v", err)
+	}
+	want := "in/pool.yaml (MachineConfig 99-test) spec.units[0]: /etc/systemd/system/bad.service: unit bad.service: "
+	if !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("err = %q, want one error starting with %q", err, want)
+	}
+}
