@@ -396,6 +396,10 @@ func (p *placer) placeUnits(units []model.Unit) {
 				continue
 			}
 			dp := path.Join(UnitDir, u.Name+".d", d.Name)
+			if _, err := systemd.ParseInstallDropIns("", []systemd.DropIn{{Name: d.Name, Text: d.Contents}}); err != nil {
+				p.errorf(d.Origin, dp, "unit %s: %v", u.Name, err)
+				bad[i] = true
+			}
 			p.add(tree.Entry{Path: dp, Kind: tree.File, Mode: 0o644, Data: []byte(d.Contents), Layer: LayerConfig},
 				Baked{Path: dp, Source: d.Origin})
 			ur.DropIns = append(ur.DropIns, d.Name)

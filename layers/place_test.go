@@ -665,3 +665,20 @@ func TestUnitInstallParseError(t *testing.T) {
 		t.Errorf("err = %q, want one error starting with %q", err, want)
 	}
 }
+
+// TestUnitDropInInstallParseError: a drop-in whose [Install] does not parse
+// is one error naming the drop-in's source.
+func TestUnitDropInInstallParseError(t *testing.T) {
+	cfg := &model.Config{Units: []model.Unit{
+		{Name: "crio.service", Enabled: ptr(true), Origin: org("spec.units[0]"),
+			DropIns: []model.DropIn{{Name: "10-i.conf", Contents: "[Install]\nWantedBy='kubelet.service\n", Origin: org("spec.units[0].dropins[0]")}}},
+	}}
+	res, err := RenderConfig(context.Background(), Request{}, cfg)
+	if err == nil || res != nil {
+		t.Fatalf("err = %v", err)
+	}
+	want := "in/pool.yaml (MachineConfig 99-test) spec.units[0].dropins[0]: /etc/systemd/system/crio.service.d/10-i.conf: unit crio.service: "
+	if !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("err = %q, want one error starting with %q", err, want)
+	}
+}
