@@ -108,6 +108,12 @@ func (r *remotePublisher) Commit(ctx context.Context, b *builder.Built, pub *bui
 	if pub.Digest == nil || pub.Digest.DigestStr() != d.String() || pub.Digest.Context().String() != p.tag.Context().String() {
 		return fmt.Errorf("push %s: commit of %s, which this publisher did not write", p.target, pub.Ref)
 	}
+	// A tag that already names the digest is left alone: an unchanged
+	// rebuild sends nothing at all.
+	if desc, herr := remote.Head(*p.tag, p.reg.RemoteOptions(ctx)...); herr == nil && desc.Digest == d {
+		p.o.log.Info("tag already current", "tag", p.tag.String(), "digest", d.String())
+		return nil
+	}
 	err = remote.Tag(*p.tag, b.Image, p.reg.RemoteOptions(ctx)...)
 	if err != nil {
 		return fmt.Errorf("push %s: move tag %s to %s: %w", p.target, p.tag.TagStr(), d, explain(err, p.tag))

@@ -173,8 +173,16 @@ func TestRemoteRepushUploadsNothing(t *testing.T) {
 	if up, _ := px.Bytes(); up != 0 {
 		t.Errorf("%d request body bytes on a rebuild, want 0", up)
 	}
+	// The tag already names the digest: moving it is a no-op that sends nothing.
+	px.Reset()
 	if err := p2.Commit(ctx, b, pub2); err != nil {
 		t.Fatal(err)
+	}
+	if got := count(px.Requests(), http.MethodPut, "/v2/"); got != 0 {
+		t.Errorf("%d PUT requests committing an unchanged tag, want 0:\n%s", got, px.Dump())
+	}
+	if up, _ := px.Bytes(); up != 0 {
+		t.Errorf("%d request body bytes committing an unchanged tag, want 0", up)
 	}
 }
 
