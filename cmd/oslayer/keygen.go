@@ -18,7 +18,9 @@ func newKeygenCmd(g *globals) *cobra.Command {
 	var dir string
 	var force bool
 	cmd := &cobra.Command{
-		Use:   "keygen",
+		Use: "keygen",
+		Example: `  # Write keys/cosign.key and keys/cosign.pub
+  COSIGN_PASSWORD=s3cret oslayer keygen --output-dir keys`,
 		Short: "Generate a cosign key pair (cosign.key, cosign.pub) for signing pool images",
 		Long: `keygen writes cosign.key (encrypted, mode 0600) and cosign.pub, in the
 format of "cosign generate-key-pair". The password comes from

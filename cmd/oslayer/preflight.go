@@ -22,7 +22,17 @@ func newPreflightCmd(g *globals) *cobra.Command {
 		platform *v1.Platform
 	)
 	cmd := &cobra.Command{
-		Use:   "preflight IMAGE",
+		Use: "preflight IMAGE",
+		Example: `  # An image pushed to a registry, against the base it was built on
+  oslayer preflight registry.example.com/os/worker@sha256:... \
+      --base quay.io/fedora/fedora-coreos:stable
+
+  # A customer base built with podman must derive from the official image
+  oslayer preflight registry.example.com/custom/fcos:latest \
+      --require-base quay.io/fedora/fedora-coreos:stable --expect-version 43
+
+  # An OCI layout, machine-readable, warnings fatal
+  oslayer preflight oci:out/worker:latest -o json --fatal-warnings`,
 		Short: "Check an OS image before it is published (exit 0 passed, 1 errors found, 2 could not run)",
 		Long: `preflight checks an image built on an ostree-native base (by oslayer or
 elsewhere, e.g. a customer base built with podman) before nodes rebase onto it:

@@ -16,7 +16,13 @@ func newTrustCmd(g *globals) *cobra.Command {
 	var key, repo, out, basePolicy string
 	var o sign.TrustOptions
 	cmd := &cobra.Command{
-		Use:   "trust --key cosign.pub --repo REG/REPO --output DIR",
+		Use: "trust --key cosign.pub --repo REG/REPO --output DIR",
+		Example: `  # Node trust files for a repository, plus ready oslayer inputs
+  oslayer trust --key keys/cosign.pub --repo registry.example.com/os/worker --output trust/
+
+  # Keep an existing policy (e.g. RHCOS's GPG entries) and add the repository to it
+  oslayer trust --key keys/cosign.pub --repo registry.example.com/os/worker \
+      --base-policy /etc/containers/policy.json --output trust/`,
 		Short: "Write the node trust policy that enforces the image signature (policy.json, registries.d, key, as OSC and MachineConfig too)",
 		Long: `trust writes what a node needs to accept only images of REG/REPO signed by
 the key, for "rpm-ostree rebase ostree-image-signed:docker://REG/REPO@sha256:...":

@@ -17,7 +17,12 @@ func newVerifyCmd(g *globals) *cobra.Command {
 	var key string
 	var rf registryFlags
 	cmd := &cobra.Command{
-		Use:   "verify IMAGE --key cosign.pub",
+		Use: "verify IMAGE --key cosign.pub",
+		Example: `  # Check the signature and provenance of a pool image
+  oslayer verify registry.example.com/os/worker@sha256:... --key keys/cosign.pub
+
+  # The same as JSON (inputs, base, layers named by the attestation)
+  oslayer verify registry.example.com/os/worker:latest --key keys/cosign.pub -o json`,
 		Short: "Verify an image's cosign signature and SLSA provenance attestation; print the inputs it names",
 		Long: `verify checks IMAGE (REG/REPO@sha256:... or a tag) offline with a cosign
 public key, as a node's sigstoreSigned policy does: the manifest must hash to
