@@ -15,20 +15,12 @@ package systemd
 import (
 	"fmt"
 	"strings"
+
+	"github.com/oslayer/oslayer/layers/model"
 )
 
 // SystemDir is where enablement links and configured units live.
 const SystemDir = "/etc/systemd/system"
-
-// unitTypes are the unit type suffixes systemd knows.
-var unitTypes = map[string]bool{
-	"service": true, "socket": true, "device": true, "mount": true,
-	"automount": true, "swap": true, "target": true, "path": true,
-	"timer": true, "slice": true, "scope": true,
-}
-
-// unitNameMax is systemd's UNIT_NAME_MAX (256, including the NUL byte).
-const unitNameMax = 256
 
 // NameKind classifies a unit name.
 type NameKind int
@@ -56,53 +48,33 @@ func (k NameKind) String() string {
 	return "invalid"
 }
 
-func validChar(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-		strings.IndexByte(":-_.\\", c) >= 0
-}
-
 // Classify returns the kind of a unit name with systemd's rules
-// (unit_name_is_valid): at most 255 bytes, a known type suffix, characters
-// [a-zA-Z0-9:_.\-] and '@', a non-empty prefix before the first '@'.
+// (unit_name_is_valid, as model.ValidateUnitName checks them).
 func Classify(name string) NameKind {
-	if name == "" || len(name) >= unitNameMax {
+	if model.ValidateUnitName(name) != nil {
 		return Invalid
 	}
-	dot := strings.LastIndexByte(name, '.')
-	if dot <= 0 || !unitTypes[name[dot+1:]] {
-		return Invalid
-	}
-	at := -1
-	for i := 0; i < dot; i++ {
-		c := name[i]
-		if c == '@' {
-			if at < 0 {
-				at = i
-			}
-			continue
-		}
-		if !validChar(c) {
-			return Invalid
-		}
-	}
+	at := strings.IndexByte(name, '@')
 	switch {
-	case at == 0:
-		return Invalid
 	case at < 0:
 		return Plain
-	case at+1 == dot:
+	case at+1 == strings.LastIndexByte(name, '.'):
 		return Template
 	default:
 		return Instance
 	}
 }
 
-// ValidName returns an error naming name when it is not a valid unit name.
+// ValidName returns an error naming name and what is wrong with it when it
+// is not a valid unit name.
 func ValidName(name string) error {
-	if Classify(name) == Invalid {
-		return fmt.Errorf("%q is not a valid unit name", name)
-	}
-	return nil
+	return model.ValidateUnitName(name)
+}
+
+// validChar reports whether c may appear in a unit name (besides '@').
+func validChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		strings.IndexByte(":-_.\\", c) >= 0
 }
 
 // unitType returns the suffix after the last dot ("service").
