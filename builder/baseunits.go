@@ -12,20 +12,14 @@ import (
 	"testing/fstest"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/oslayer/oslayer/layers/systemd"
 )
 
 // DefaultBaseUnitsMax bounds the compressed bytes BaseUnits reads when
 // Build reads the units of a local base (64 MiB): a bigger base is not read
 // and shipped units are enabled with the renderer's documented fallback.
 const DefaultBaseUnitsMax = 64 << 20
-
-// unitDirs are the directories BaseUnits keeps (relative to the root).
-var unitDirs = []string{
-	"etc/systemd/system/",
-	"usr/local/lib/systemd/system/",
-	"usr/lib/systemd/system/",
-	"lib/systemd/system/",
-}
 
 // maxUnitFile bounds one unit file read from a base.
 const maxUnitFile = 4 << 20
@@ -70,8 +64,11 @@ func BaseUnits(ctx context.Context, img v1.Image, maxBytes int64) (fs.FS, error)
 	return tree, nil
 }
 
+// inUnitDir reports whether p (relative to the root) lies in one of the
+// unit directories systemd searches, the ones BaseUnits keeps.
 func inUnitDir(p string) bool {
-	for _, d := range unitDirs {
+	for _, d := range systemd.UnitDirs() {
+		d = strings.TrimPrefix(d, "/") + "/"
 		if strings.HasPrefix(p, d) && len(p) > len(d) {
 			return true
 		}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/oslayer/oslayer/layers/systemd"
 )
 
 // unitsCheck: every unit file and drop-in in the added layers parses as a
@@ -17,9 +19,6 @@ type unitsCheck struct{}
 func (unitsCheck) Name() string       { return "units" }
 func (unitsCheck) Severity() Severity { return Error }
 func (unitsCheck) Needs() Needs       { return NeedAdded }
-
-// unitDirs are where system units live in an image.
-var unitDirs = []string{"etc/systemd/system", "usr/lib/systemd/system"}
 
 var unitSuffixes = []string{".service", ".socket", ".target", ".timer", ".path", ".mount", ".automount", ".swap", ".slice", ".scope", ".device"}
 
@@ -34,8 +33,8 @@ func hasUnitSuffix(name string) bool {
 
 // unitRel returns p relative to a unit directory.
 func unitRel(p string) (string, bool) {
-	for _, d := range unitDirs {
-		if r, ok := strings.CutPrefix(p, d+"/"); ok {
+	for _, d := range systemd.UnitDirs() {
+		if r, ok := strings.CutPrefix(p, strings.TrimPrefix(d, "/")+"/"); ok {
 			return r, true
 		}
 	}
