@@ -12,7 +12,9 @@ import (
 // progress renders v1.Update values: on a terminal one line rewritten with
 // "\r" whenever the whole percentage changes; otherwise a plain line at
 // every 10% step. Total is known up front (all blobs and the manifest), so
-// skipped and mounted blobs count as done.
+// skipped and mounted blobs count as done. Bytes done are what
+// go-containerregistry last reported on updates plus what the caller added
+// itself (add: mounted blobs, layout writes).
 type progress struct {
 	w        io.Writer
 	label    string
@@ -24,6 +26,9 @@ type progress struct {
 	mu   sync.Mutex
 	last int // last percentage (terminal) or tenth (plain) printed
 	n    int64
+	// remote is the last Complete go-containerregistry reported; own is
+	// what add counted.
+	remote, own int64
 }
 
 func isTerminal(w io.Writer) bool {
@@ -36,8 +41,8 @@ func isTerminal(w io.Writer) bool {
 }
 
 // newProgress returns nil when o has no progress writer. The caller feeds
-// updates (go-containerregistry closes the channel when it is done) and
-// calls wait.
+// updates, closes the channel when it is done, waits on done and calls
+// finish.
 func newProgress(o options, label string, total int64) *progress {
 	if o.progress == nil {
 		return nil
@@ -54,16 +59,20 @@ func newProgress(o options, label string, total int64) *progress {
 			if u.Error != nil {
 				continue
 			}
-			p.set(u.Complete)
+			p.mu.Lock()
+			p.remote = u.Complete
+			p.mu.Unlock()
+			p.show()
 		}
 	}()
 	return p
 }
 
-// set records n bytes done and prints if a step was crossed.
-func (p *progress) set(n int64) {
+// show prints if a step was crossed.
+func (p *progress) show() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	n := p.remote + p.own
 	if n > p.total {
 		n = p.total
 	}
@@ -98,15 +107,26 @@ func (p *progress) set(n int64) {
 	fmt.Fprintf(p.w, "%s: %d%% (%s of %s)\n", p.label, step*10, human(n), human(p.total))
 }
 
-// add counts n more bytes (for writers that are not go-containerregistry).
+// add counts n more bytes done outside go-containerregistry.
 func (p *progress) add(n int64) {
 	if p == nil {
 		return
 	}
 	p.mu.Lock()
-	cur := p.n
+	p.own += n
 	p.mu.Unlock()
-	p.set(cur + n)
+	p.show()
+}
+
+// complete marks everything done.
+func (p *progress) complete() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.own = p.total - p.remote
+	p.mu.Unlock()
+	p.show()
 }
 
 func (p *progress) finish(err error) {

@@ -3,18 +3,28 @@
 //
 // A registry target "REG/REPO[:TAG]" (TAG defaults to "latest"):
 //
-//   - Write pushes the image by digest only (REG/REPO@sha256:...). Blobs
-//     the target repository already has are skipped (HEAD); base layers that
-//     live in another repository of the same registry are cross-repository
-//     mounted (they are remote layers of the base, so no byte of them is
-//     downloaded or uploaded); the rest are uploaded in parallel
-//     (registry.Options.Jobs), each retried with backoff on 5xx, 429 and
-//     broken connections (registry.Options.Retry). A base on ANOTHER
-//     registry cannot be mounted: its layers are streamed from the base
-//     registry to the target (downloaded once, never stored on disk).
-//     When the manifest already exists by digest nothing is sent at all.
+//   - Write pushes the image by digest only (REG/REPO@sha256:...). One
+//     authenticated transport serves the whole push (one ping of the
+//     registry, one token covering the target and the repositories blobs
+//     are mounted from). When the manifest already exists by digest nothing
+//     else is sent. Otherwise base layers that live in another repository
+//     of the same registry (remote layers of the base, so no byte of them
+//     is downloaded or uploaded) are cross-repository mounted with one
+//     request each, without checking the target first (a blob the target
+//     has is answered "mounted" too); a registry that refuses a mount gets
+//     the blob uploaded instead. The other blobs are checked (HEAD, skipped
+//     when present) and uploaded. Blobs go in parallel
+//     (registry.Options.Jobs), every request is retried with backoff on
+//     5xx, 429 and broken connections (registry.Options.Retry; an upload
+//     is retried as a whole). A base on ANOTHER registry cannot be mounted:
+//     its layers are streamed from the base registry to the target
+//     (downloaded once, never stored on disk). The manifest is put by
+//     digest last.
 //   - Commit moves TAG to the digest (one manifest PUT), the last step of a
-//     build: until then the tag stays where it was.
+//     build: until then the tag stays where it was. It reuses the
+//     transport of the Write that published the image; a tag that already
+//     names the digest is left alone (checked only when Write found the
+//     manifest already there), so an unchanged rebuild sends nothing.
 //
 // An OCI layout target "oci:DIR[:TAG]" (TAG defaults to "latest"):
 //
@@ -38,6 +48,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
@@ -59,6 +70,10 @@ type Publisher struct {
 	tag *name.Tag
 	// layout target.
 	dir, layoutTag string
+
+	mu sync.Mutex
+	// sessions Write kept for the Commit of what it published.
+	sessions map[*builder.Published]kept
 }
 
 var _ builder.Publisher = (*Publisher)(nil)

@@ -51,6 +51,9 @@ func (r *remotePublisher) Write(ctx context.Context, b *builder.Built) (*builder
 		return nil, fmt.Errorf("push %s: %w", p.target, err)
 	}
 	dref := p.tag.Context().Digest(d.String())
+	fail := func(step string, err error) (*builder.Published, error) {
+		return nil, fmt.Errorf("push %s: write image by digest %s: %s: %w", p.target, dref.DigestStr(), step, explain(err, dref))
+	}
 	sizes, total, err := blobSizes(b.Image)
 	if err != nil {
 		return nil, fmt.Errorf("push %s: read manifest: %w", p.target, err)
@@ -59,44 +62,69 @@ func (r *remotePublisher) Write(ctx context.Context, b *builder.Built) (*builder
 	if err != nil {
 		return nil, fmt.Errorf("push %s: read manifest: %w", p.target, err)
 	}
+	blobs, err := imageBlobs(b.Image)
+	if err != nil {
+		return nil, fmt.Errorf("push %s: read layers: %w", p.target, err)
+	}
+	repo := dref.Context()
+	log := p.o.log.With("target", dref.String())
 	inner := p.reg.Transport
 	if inner == nil {
 		inner = remote.DefaultTransport
 	}
-	log := p.o.log.With("target", dref.String())
 	ctr := newCounter(inner, dref.RegistryStr(), dref.RepositoryStr(), d, sizes, log)
-	opts := append(p.reg.RemoteOptions(ctx), remote.WithTransport(ctr))
-	prog := newProgress(p.o, "push "+dref.Context().Name(), total+int64(len(raw)))
-	if prog != nil {
-		opts = append(opts, remote.WithProgress(prog.updates))
+	s, err := p.connect(ctx, ctr, mountSources(repo, blobs))
+	if err != nil {
+		return fail("connect", err)
 	}
-	// Check the options first: go-containerregistry closes the progress
-	// channel only once they are valid.
-	if _, err := remote.NewPusher(opts...); err != nil {
+	prog := newProgress(p.o, "push "+repo.Name(), total+int64(len(raw)))
+	finish := func(err error) {
 		if prog != nil {
 			close(prog.updates)
 			<-prog.done
+			if err == nil {
+				prog.complete()
+			}
+			prog.finish(err)
 		}
-		return nil, fmt.Errorf("push %s: %w", p.target, err)
+	}
+
+	// An image already there by digest: send nothing more.
+	if desc, herr := remote.Head(dref, s.remoteOptions(ctx)...); herr == nil && desc.Digest == d {
+		finish(nil)
+		pub := &builder.Published{Ref: dref.String(), Digest: &dref, Skipped: total}
+		p.keep(pub, s, false)
+		log.Info("image written by digest", "uploaded", 0, "skipped", total, "mounted", 0, "blobUploads", 0, "manifestExisted", true)
+		return pub, nil
+	} else if herr != nil && !isStatus(herr, http.StatusNotFound, http.StatusForbidden) {
+		finish(herr)
+		return fail("check manifest", herr)
+	}
+
+	opts := s.remoteOptions(ctx)
+	if prog != nil {
+		opts = append(opts, remote.WithProgress(prog.updates))
+	}
+	pusher, err := remote.NewPusher(opts...)
+	if err != nil {
+		finish(err)
+		return fail("upload blobs", err)
 	}
 	log.Info("writing image by digest", "blobs", len(sizes), "bytes", total)
-	err = remote.Write(dref, b.Image, opts...)
-	up, skipped, mounted, puts, existed := ctr.stats()
-	if prog != nil {
-		<-prog.done
-		if existed && err == nil {
-			prog.set(prog.total)
-		}
-		prog.finish(err)
+	if err := s.writeBlobs(ctx, pusher, blobs, prog, log); err != nil {
+		finish(err)
+		return fail("upload blobs", err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("push %s: write image by digest %s: %w", p.target, dref.DigestStr(), explain(err, dref))
+	if err := pusher.Put(ctx, dref, b.Image); err != nil {
+		finish(err)
+		return fail("put manifest", err)
 	}
-	if existed {
-		skipped, mounted = total, 0
-	}
-	log.Info("image written by digest", "uploaded", up, "skipped", skipped, "mounted", mounted, "blobUploads", puts, "manifestExisted", existed)
-	return &builder.Published{Ref: dref.String(), Digest: &dref, Uploaded: up, Skipped: skipped, Mounted: mounted}, nil
+	finish(nil)
+	up, skipped, mounted, puts, _ := ctr.stats()
+	pub := &builder.Published{Ref: dref.String(), Digest: &dref, Uploaded: up, Skipped: skipped, Mounted: mounted}
+	p.keep(pub, s, true)
+	log.Info("image written by digest", "uploaded", up, "skipped", skipped, "mounted", mounted, "blobUploads", puts, "manifestExisted", false)
+	return pub, nil
 }
 
 func (r *remotePublisher) Commit(ctx context.Context, b *builder.Built, pub *builder.Published) error {
@@ -108,13 +136,22 @@ func (r *remotePublisher) Commit(ctx context.Context, b *builder.Built, pub *bui
 	if pub.Digest == nil || pub.Digest.DigestStr() != d.String() || pub.Digest.Context().String() != p.tag.Context().String() {
 		return fmt.Errorf("push %s: commit of %s, which this publisher did not write", p.target, pub.Ref)
 	}
-	// A tag that already names the digest is left alone: an unchanged
-	// rebuild sends nothing at all.
-	if desc, herr := remote.Head(*p.tag, p.reg.RemoteOptions(ctx)...); herr == nil && desc.Digest == d {
-		p.o.log.Info("tag already current", "tag", p.tag.String(), "digest", d.String())
-		return nil
+	s, uploaded := p.take(pub)
+	if s == nil {
+		if s, err = p.connect(ctx, p.reg.Transport, nil); err != nil {
+			return fmt.Errorf("push %s: move tag %s to %s: %w", p.target, p.tag.TagStr(), d, explain(err, p.tag))
+		}
 	}
-	err = remote.Tag(*p.tag, b.Image, p.reg.RemoteOptions(ctx)...)
+	// A tag that already names the digest is left alone: an unchanged
+	// rebuild sends nothing at all. When Write had to put the manifest, no
+	// tag can name it yet.
+	if !uploaded {
+		if desc, herr := remote.Head(*p.tag, s.remoteOptions(ctx)...); herr == nil && desc.Digest == d {
+			p.o.log.Info("tag already current", "tag", p.tag.String(), "digest", d.String())
+			return nil
+		}
+	}
+	err = remote.Put(*p.tag, b.Image, s.remoteOptions(ctx)...)
 	if err != nil {
 		return fmt.Errorf("push %s: move tag %s to %s: %w", p.target, p.tag.TagStr(), d, explain(err, p.tag))
 	}

@@ -1,0 +1,312 @@
+package push_test
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/registry/push"
+	"github.com/oslayer/oslayer/test/regtest"
+)
+
+// kind names what a request to the registry does.
+func kind(r regtest.Request, tag string) string {
+	switch {
+	case r.Path == "/v2/" || r.Path == "/v2":
+		return r.Method + " /v2/"
+	case strings.Contains(r.Path, "/manifests/sha256:"):
+		return r.Method + " manifest by digest"
+	case strings.HasSuffix(r.Path, "/manifests/"+tag):
+		return r.Method + " manifest by tag"
+	case r.Method == http.MethodPost && strings.Contains(r.Query, "mount="):
+		return fmt.Sprintf("POST mount %d", r.Status)
+	case r.Method == http.MethodPost && strings.HasSuffix(r.Path, "/blobs/uploads/"):
+		return "POST upload"
+	case strings.Contains(r.Path, "/blobs/uploads/"):
+		return r.Method + " upload"
+	case strings.Contains(r.Path, "/blobs/sha256:"):
+		return r.Method + " blob"
+	}
+	return r.Method + " " + r.Path
+}
+
+func kinds(reqs []regtest.Request, tag string) map[string]int {
+	m := map[string]int{}
+	for _, r := range reqs {
+		m[kind(r, tag)]++
+	}
+	return m
+}
+
+func showKinds(m map[string]int) string {
+	var ks []string
+	for k, n := range m {
+		ks = append(ks, fmt.Sprintf("%s: %d", k, n))
+	}
+	sort.Strings(ks)
+	return strings.Join(ks, "\n")
+}
+
+// A pool onto a 51-layer base in another repository of the registry, pushed
+// into a new repository: one ping, one manifest check, one mount request per
+// base layer (no HEAD before it), a check and an upload per new blob, the
+// manifest by digest, then Commit puts the tag without looking at it first
+// (Write had to put the manifest, so no tag could name it).
+func TestRemoteRequestsPerKind(t *testing.T) {
+	r := regtest.Start(t, regtest.Config{})
+	px := regtest.NewProxy(t, r.Host)
+	const nBase, nNew = 51, 2
+	baseLayers := mkLayers(t, "base", nBase, 2048)
+	pushPlain(t, px.Host+"/fcos/base:stable", mkImage(t, nil, baseLayers...))
+	reg := &registry.Options{Retry: fastRetry, Jobs: 4}
+	base, _, err := reg.Image(ctx, px.Host+"/fcos/base:stable", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := mkLayers(t, "pool", nNew, 3000)
+	img := mkImage(t, base, added...)
+	b := built(t, img)
+	p, err := push.New(px.Host+"/pools/worker:v1", reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px.Reset()
+	pub, err := p.Write(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Commit(ctx, b, pub); err != nil {
+		t.Fatal(err)
+	}
+	got := kinds(px.Requests(), "v1")
+	want := map[string]int{
+		"GET /v2/":                1,
+		"HEAD manifest by digest": 1,
+		"POST mount 201":          nBase,
+		"HEAD blob":               nNew + 1,
+		"POST upload":             nNew + 1,
+		"PATCH upload":            nNew + 1,
+		"PUT upload":              nNew + 1,
+		"PUT manifest by digest":  1,
+		"PUT manifest by tag":     1,
+	}
+	if showKinds(got) != showKinds(want) {
+		t.Errorf("requests per kind:\n%s\nwant:\n%s\nall:\n%s", showKinds(got), showKinds(want), px.Dump())
+	}
+	// No base blob is checked with a HEAD: the mount says it all.
+	for _, l := range baseLayers {
+		d, _ := l.Digest()
+		if n := count(px.Requests(), http.MethodHead, "/blobs/"+d.String()); n != 0 {
+			t.Errorf("HEAD of base blob %s (%d times)", d, n)
+		}
+	}
+	if px.BlobGets() != 0 {
+		t.Errorf("base blob downloads:\n%s", px.Dump())
+	}
+	if want := layersSize(t, baseLayers); pub.Mounted != want || pub.Skipped != want {
+		t.Errorf("Mounted=%d Skipped=%d, want both %d", pub.Mounted, pub.Skipped, want)
+	}
+	if want := layersSize(t, added) + configSize(t, img) + manifestSize(t, img); pub.Uploaded != want {
+		t.Errorf("Uploaded = %d, want %d", pub.Uploaded, want)
+	}
+	if got := tagDigest(t, px.Host+"/pools/worker:v1"); got != b.Digest.String() {
+		t.Fatalf("tag = %q, want %s", got, b.Digest)
+	}
+
+	// The unchanged rebuild with a fresh publisher: one ping, one manifest
+	// check, one tag check, nothing else.
+	p2, err := push.New(px.Host+"/pools/worker:v1", reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px.Reset()
+	pub2, err := p2.Write(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p2.Commit(ctx, b, pub2); err != nil {
+		t.Fatal(err)
+	}
+	got = kinds(px.Requests(), "v1")
+	want = map[string]int{"GET /v2/": 1, "HEAD manifest by digest": 1, "HEAD manifest by tag": 1}
+	if showKinds(got) != showKinds(want) {
+		t.Errorf("rebuild requests per kind:\n%s\nwant:\n%s", showKinds(got), showKinds(want))
+	}
+}
+
+// remounted wraps layers as remote layers of another repository, so a
+// push tries to mount them from there.
+func remounted(t *testing.T, from string, ls []v1.Layer) []v1.Layer {
+	t.Helper()
+	ref, err := name.ParseReference(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []v1.Layer
+	for _, l := range ls {
+		if ml, ok := l.(*remote.MountableLayer); ok {
+			l = ml.Layer
+		}
+		out = append(out, &remote.MountableLayer{Layer: l, Reference: ref})
+	}
+	return out
+}
+
+// A registry that refuses a mount (the source repository does not have the
+// blob: 202 and an upload session) gets the blob uploaded instead; the
+// session the refusal opened is deleted.
+func TestRemoteRefusedMountUploads(t *testing.T) {
+	r := regtest.Start(t, regtest.Config{})
+	px := regtest.NewProxy(t, r.Host)
+	baseLayers := mkLayers(t, "base", 4, 4096)
+	pushPlain(t, px.Host+"/fcos/base:stable", mkImage(t, nil, baseLayers...))
+	reg := &registry.Options{Retry: fastRetry, Jobs: 2}
+	base, _, err := reg.Image(ctx, px.Host+"/fcos/base:stable", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := base.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two layers claim to live in a repository that does not have them.
+	layers := append(append([]v1.Layer{}, ls[:2]...), remounted(t, px.Host+"/fcos/elsewhere:x", ls[2:])...)
+	added := mkLayers(t, "pool", 1, 1000)
+	img := mkImage(t, nil, append(layers, added...)...)
+	b := built(t, img)
+	p, err := push.New(px.Host+"/pools/worker:v1", reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px.Reset()
+	pub, err := p.Write(ctx, b)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, px.Dump())
+	}
+	got := kinds(px.Requests(), "v1")
+	if got["POST mount 201"] != 2 || got["POST mount 202"] != 2 || got["DELETE upload"] != 2 {
+		t.Errorf("mounts 201/202 and deleted sessions = %d/%d/%d, want 2/2/2:\n%s",
+			got["POST mount 201"], got["POST mount 202"], got["DELETE upload"], px.Dump())
+	}
+	// The refused blobs, the new layer and the config are uploaded; the
+	// refused ones are read from the base repository once each.
+	if got := px.Uploads(); got != 4 {
+		t.Errorf("uploads = %d, want 4:\n%s", got, px.Dump())
+	}
+	if got := px.BlobGets(); got != 2 {
+		t.Errorf("blob downloads = %d, want 2 (the refused mounts):\n%s", got, px.Dump())
+	}
+	if want := layersSize(t, baseLayers[:2]); pub.Mounted != want || pub.Skipped != want {
+		t.Errorf("Mounted=%d Skipped=%d, want both %d", pub.Mounted, pub.Skipped, want)
+	}
+	if want := layersSize(t, baseLayers[2:]) + layersSize(t, added) + configSize(t, img) + manifestSize(t, img); pub.Uploaded != want {
+		t.Errorf("Uploaded = %d, want %d", pub.Uploaded, want)
+	}
+	if err := p.Commit(ctx, b, pub); err != nil {
+		t.Fatal(err)
+	}
+	if got := tagDigest(t, px.Host+"/pools/worker:v1"); got != b.Digest.String() {
+		t.Fatalf("tag = %q, want %s", got, b.Digest)
+	}
+}
+
+// A 503 and a connection reset on mount requests are retried; every base
+// layer ends up mounted, none downloaded.
+func TestRemoteRetriesMount(t *testing.T) {
+	r := regtest.Start(t, regtest.Config{})
+	px := regtest.NewProxy(t, r.Host)
+	fp := regtest.NewFaultProxy(t, px.Host)
+	const nBase = 5
+	baseLayers := mkLayers(t, "base", nBase, 4096)
+	pushPlain(t, fp.Host+"/fcos/base:stable", mkImage(t, nil, baseLayers...))
+	reg := &registry.Options{Retry: fastRetry, Jobs: 2}
+	base, _, err := reg.Image(ctx, fp.Host+"/fcos/base:stable", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := mkImage(t, base, mkLayers(t, "pool", 1, 1000)...)
+	b := built(t, img)
+	var mounts atomic.Int32
+	fp.SetFault(func(r *http.Request) regtest.Fault {
+		if r.Method == http.MethodPost && r.URL.Query().Get("mount") != "" {
+			switch mounts.Add(1) {
+			case 1:
+				return regtest.Fault{Status: http.StatusServiceUnavailable}
+			case 2:
+				return regtest.Fault{Reset: true}
+			}
+		}
+		return regtest.Fault{}
+	})
+	p, err := push.New(fp.Host+"/pools/worker:v1", reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px.Reset()
+	pub, err := p.Write(ctx, b)
+	if err != nil {
+		t.Fatalf("push with failing mounts: %v\ninjected: %v", err, fp.Injected())
+	}
+	if inj := fp.Injected(); len(inj) != 2 {
+		t.Errorf("injected %d faults, want 2: %v", len(inj), inj)
+	}
+	if got := px.Mounts(); got != nBase {
+		t.Errorf("mounts = %d, want %d:\n%s", got, nBase, px.Dump())
+	}
+	if got := px.BlobGets(); got != 0 {
+		t.Errorf("blob downloads = %d, want 0:\n%s", got, px.Dump())
+	}
+	if want := layersSize(t, baseLayers); pub.Mounted != want {
+		t.Errorf("Mounted = %d, want %d", pub.Mounted, want)
+	}
+}
+
+// A mount that keeps failing fails the push and names the step and the
+// blob; nothing is put by digest.
+func TestRemoteMountPermanentFailure(t *testing.T) {
+	r := regtest.Start(t, regtest.Config{})
+	px := regtest.NewProxy(t, r.Host)
+	fp := regtest.NewFaultProxy(t, px.Host)
+	pushPlain(t, fp.Host+"/fcos/base:stable", mkImage(t, nil, mkLayers(t, "base", 2, 4096)...))
+	reg := &registry.Options{Retry: fastRetry, Jobs: 1}
+	base, _, err := reg.Image(ctx, fp.Host+"/fcos/base:stable", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := mkImage(t, base, mkLayers(t, "pool", 1, 1000)...)
+	b := built(t, img)
+	fp.SetFault(func(r *http.Request) regtest.Fault {
+		if r.Method == http.MethodPost && r.URL.Query().Get("mount") != "" {
+			return regtest.Fault{Status: http.StatusInternalServerError}
+		}
+		return regtest.Fault{}
+	})
+	p, err := push.New(fp.Host+"/pools/worker:v1", reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px.Reset()
+	_, err = p.Write(ctx, b)
+	if err == nil {
+		t.Fatal("push through a registry whose mounts always fail succeeded")
+	}
+	for _, want := range []string{"write image by digest", "mount layer 1 sha256:", "from fcos/base", "500", "POST"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	if inj := len(fp.Injected()); inj < fastRetry.Attempts || inj > 2*fastRetry.Attempts {
+		t.Errorf("%d attempts failed, want between %d and %d (bounded retries)", inj, fastRetry.Attempts, 2*fastRetry.Attempts)
+	}
+	if got := count(px.Requests(), http.MethodPut, "/manifests/"); got != 0 {
+		t.Errorf("manifest PUT after a failed mount:\n%s", px.Dump())
+	}
+}

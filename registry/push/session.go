@@ -1,0 +1,355 @@
+package push
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/registry"
+)
+
+// session is one authenticated transport to the target repository: a
+// single ping (and, for token registries, a single token covering push to
+// the target and pull from the repositories blobs are mounted from) serves
+// every request of a Write and of the Commit that follows it.
+//
+// The transport stack, outermost first: authentication, user agent,
+// retries of single requests (registry.Options.Retry; blob uploads are
+// retried as a whole by go-containerregistry), then the caller's inner
+// transport (the byte counter for a Write).
+type session struct {
+	repo  name.Repository
+	tr    http.RoundTripper // a transport.Wrapper: go-containerregistry adds nothing to it
+	retry registry.Retry
+	jobs  int
+}
+
+// connect pings the target registry once and authenticates for pushing to
+// the target repository and pulling from pulls.
+func (p *Publisher) connect(ctx context.Context, inner http.RoundTripper, pulls []name.Repository) (*session, error) {
+	if inner == nil {
+		inner = remote.DefaultTransport
+	}
+	kc := p.reg.Keychain
+	if kc == nil {
+		kc = authn.DefaultKeychain
+	}
+	repo := p.tag.Context()
+	auth, err := authn.Resolve(ctx, kc, repo)
+	if err != nil {
+		return nil, fmt.Errorf("credentials for %s: %w", repo.Name(), err)
+	}
+	rt := transport.NewRetry(inner,
+		transport.WithRetryBackoff(p.reg.Retry.Backoff()),
+		transport.WithRetryPredicate(registry.Retryable),
+		transport.WithRetryStatusCodes(registry.RetryStatusCodes...))
+	rt = transport.NewUserAgent(rt, p.reg.UserAgent)
+	scopes := []string{repo.Scope(transport.PushScope)}
+	for _, r := range pulls {
+		scopes = append(scopes, r.Scope(transport.PullScope))
+	}
+	tr, err := transport.NewWithContext(ctx, repo.Registry, auth, rt, scopes)
+	if err != nil {
+		return nil, err
+	}
+	jobs := p.reg.Jobs
+	if jobs <= 0 {
+		jobs = 4
+	}
+	return &session{repo: repo, tr: tr, retry: p.reg.Retry, jobs: jobs}, nil
+}
+
+// remoteOptions makes go-containerregistry use the session's transport
+// as it is (no second ping) with the configured retries of whole
+// operations.
+func (s *session) remoteOptions(ctx context.Context) []remote.Option {
+	return []remote.Option{
+		remote.WithContext(ctx),
+		remote.WithTransport(s.tr),
+		remote.WithJobs(s.jobs),
+		remote.WithRetryBackoff(s.retry.Backoff()),
+		remote.WithRetryStatusCodes(registry.RetryStatusCodes...),
+		remote.WithRetryPredicate(func(err error) bool { return ctx.Err() == nil && registry.Retryable(err) }),
+	}
+}
+
+// blob is one blob of an image: a layer or the config.
+type blob struct {
+	layer  v1.Layer
+	digest v1.Hash
+	size   int64
+	what   string
+}
+
+// imageBlobs lists the distinct layers of img, then its config.
+func imageBlobs(img v1.Image) ([]blob, error) {
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[v1.Hash]bool{}
+	var out []blob
+	add := func(l v1.Layer, what string) error {
+		d, err := l.Digest()
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if seen[d] {
+			return nil
+		}
+		seen[d] = true
+		n, err := l.Size()
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		out = append(out, blob{layer: l, digest: d, size: n, what: what})
+		return nil
+	}
+	for i, l := range layers {
+		if err := add(l, fmt.Sprintf("layer %d", i+1)); err != nil {
+			return nil, err
+		}
+	}
+	cl, err := partial.ConfigLayer(img)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if err := add(cl, "config"); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// mountFrom returns the repository l can be mounted from: another
+// repository of repo's registry that l is a remote layer of. Layers of
+// another registry, or of repo itself, are not mounted.
+func mountFrom(repo name.Repository, l v1.Layer) (*remote.MountableLayer, name.Repository, bool) {
+	ml, ok := l.(*remote.MountableLayer)
+	if !ok || ml.Reference == nil {
+		return nil, name.Repository{}, false
+	}
+	src := ml.Reference.Context()
+	if src.RegistryStr() != repo.RegistryStr() || src.RepositoryStr() == repo.RepositoryStr() {
+		return nil, name.Repository{}, false
+	}
+	if mt, err := l.MediaType(); err != nil || !mt.IsDistributable() {
+		return nil, name.Repository{}, false
+	}
+	return ml, src, true
+}
+
+// mountSources lists the repositories blobs will be mounted from.
+func mountSources(repo name.Repository, blobs []blob) []name.Repository {
+	seen := map[string]bool{}
+	var out []name.Repository
+	for _, b := range blobs {
+		if _, src, ok := mountFrom(repo, b.layer); ok && !seen[src.RepositoryStr()] {
+			seen[src.RepositoryStr()] = true
+			out = append(out, src)
+		}
+	}
+	return out
+}
+
+// writeBlobs writes every blob, at most s.jobs at once: blobs of another
+// repository of the registry are mounted with one request each, the rest
+// go through go-containerregistry (existence check, then upload). The
+// first failure cancels the others and is returned.
+func (s *session) writeBlobs(ctx context.Context, pusher *remote.Pusher, blobs []blob, prog *progress, log *slog.Logger) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		sem   = make(chan struct{}, s.jobs)
+	)
+	for _, b := range blobs {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := s.writeBlob(ctx, pusher, b, prog, log); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+					cancel()
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}
+
+func (s *session) writeBlob(ctx context.Context, pusher *remote.Pusher, b blob, prog *progress, log *slog.Logger) error {
+	l := b.layer
+	if ml, src, ok := mountFrom(s.repo, l); ok {
+		mounted, err := s.mount(ctx, b.digest, src, log)
+		if err != nil {
+			return fmt.Errorf("mount %s %s from %s: %w", b.what, b.digest, src.RepositoryStr(), err)
+		}
+		if mounted {
+			prog.add(b.size)
+			return nil
+		}
+		// Upload it instead, without a second mount attempt.
+		l = ml.Layer
+	}
+	if err := pusher.Upload(ctx, s.repo, l); err != nil {
+		return fmt.Errorf("upload %s %s: %w", b.what, b.digest, err)
+	}
+	return nil
+}
+
+// mount asks the registry to mount blob d from the repository src into
+// the target with a single request, without checking first whether the
+// target has it (a blob the target has is answered 201 as well). It
+// reports false when the registry refused (202 opens an upload session,
+// which is deleted; a client error other than 401 means the registry does
+// not mount): the caller uploads the blob instead.
+func (s *session) mount(ctx context.Context, d v1.Hash, src name.Repository, log *slog.Logger) (bool, error) {
+	u := url.URL{
+		Scheme:   s.repo.Scheme(),
+		Host:     s.repo.RegistryStr(),
+		Path:     fmt.Sprintf("/v2/%s/blobs/uploads/", s.repo.RepositoryStr()),
+		RawQuery: "mount=" + url.QueryEscape(d.String()) + "&from=" + url.QueryEscape(src.RepositoryStr()),
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), http.NoBody)
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.client().Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer drain(resp)
+	switch resp.StatusCode {
+	case http.StatusCreated:
+		return true, nil
+	case http.StatusAccepted:
+		log.Debug("mount refused, uploading instead", "digest", d.String(), "from", src.RepositoryStr())
+		s.cancelUpload(ctx, resp)
+		return false, nil
+	}
+	err = transport.CheckError(resp, http.StatusCreated, http.StatusAccepted)
+	var te *transport.Error
+	if errors.As(err, &te) && te.StatusCode >= 400 && te.StatusCode < 500 &&
+		te.StatusCode != http.StatusUnauthorized && !registry.Retryable(err) {
+		log.Debug("mount failed, uploading instead", "digest", d.String(), "from", src.RepositoryStr(), "error", err)
+		return false, nil
+	}
+	return false, err
+}
+
+// cancelUpload deletes the upload session a refused mount opened, so the
+// registry does not keep it until it expires. It is best effort: the
+// session is never used and expires anyway.
+func (s *session) cancelUpload(ctx context.Context, resp *http.Response) {
+	loc := resp.Header.Get("Location")
+	if loc == "" {
+		return
+	}
+	lu, err := url.Parse(loc)
+	if err != nil {
+		return
+	}
+	lu = resp.Request.URL.ResolveReference(lu)
+	if lu.Host != resp.Request.URL.Host {
+		return
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, lu.String(), http.NoBody)
+	if err != nil {
+		return
+	}
+	if r, err := s.client().Do(req); err == nil {
+		drain(r)
+	}
+}
+
+// client follows no redirects: every request here expects its answer from
+// the registry itself.
+func (s *session) client() *http.Client {
+	return &http.Client{Transport: s.tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func drain(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+}
+
+// isStatus reports whether err is a registry answer with one of codes.
+func isStatus(err error, codes ...int) bool {
+	var te *transport.Error
+	if !errors.As(err, &te) {
+		return false
+	}
+	for _, c := range codes {
+		if te.StatusCode == c {
+			return true
+		}
+	}
+	return false
+}
+
+// kept is a session Write keeps for the Commit of what it published.
+type kept struct {
+	s *session
+	// manifestPut: Write put the manifest, so no tag names it yet.
+	manifestPut bool
+}
+
+// maxKept bounds the sessions kept for Commits that may never come (a
+// later stage failed).
+const maxKept = 64
+
+func (p *Publisher) keep(pub *builder.Published, s *session, manifestPut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sessions == nil {
+		p.sessions = map[*builder.Published]kept{}
+	}
+	if len(p.sessions) >= maxKept {
+		for k := range p.sessions {
+			delete(p.sessions, k)
+			break
+		}
+	}
+	p.sessions[pub] = kept{s: s, manifestPut: manifestPut}
+}
+
+func (p *Publisher) take(pub *builder.Published) (*session, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k, ok := p.sessions[pub]
+	if !ok {
+		return nil, false
+	}
+	delete(p.sessions, pub)
+	return k.s, k.manifestPut
+}
