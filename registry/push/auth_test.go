@@ -132,6 +132,61 @@ data:
 		})
 	}
 
+	// The registry wants credentials for the mount requests too: base layers
+	// of another repository are mounted with the one authenticated
+	// transport of the push.
+	t.Run("mount-from-base", func(t *testing.T) {
+		const nBase = 4
+		baseLayers := mkLayers(t, "authbase", nBase, 2500)
+		pushPlain(t, host+"/fcos/base:stable", mkImage(t, nil, baseLayers...), basic)
+		af := write(t, filepath.Join(t.TempDir(), "auth.json"), fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, host, b64(user+":"+pass)), 0o600)
+		kc, err := registry.Keychain(af, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := &registry.Options{Keychain: kc, Retry: fastRetry}
+		base, _, err := reg.Image(ctx, host+"/fcos/base:stable", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img := mkImage(t, base, mkLayers(t, "authpool", 1, 1200)...)
+		b := built(t, img)
+		target := host + "/auth/mounted:v1"
+		p, err := push.New(target, reg, push.WithLogger(logger))
+		if err != nil {
+			t.Fatal(err)
+		}
+		px.Reset()
+		pub, err := p.Write(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Commit(ctx, b, pub); err != nil {
+			t.Fatal(err)
+		}
+		reqs := px.Requests()
+		if got := px.Mounts(); got != nBase {
+			t.Errorf("mounts = %d, want %d:\n%s", got, nBase, px.Dump())
+		}
+		if got := px.BlobGets(); got != 0 {
+			t.Errorf("base blob downloads = %d, want 0:\n%s", got, px.Dump())
+		}
+		if got := kinds(reqs, "v1")["GET /v2/"]; got != 1 {
+			t.Errorf("%d pings, want 1:\n%s", got, px.Dump())
+		}
+		for _, r := range reqs {
+			if r.Status == http.StatusUnauthorized && r.Path != "/v2/" {
+				t.Errorf("refused request: %s %s?%s", r.Method, r.Path, r.Query)
+			}
+		}
+		if want := layersSize(t, baseLayers); pub.Mounted != want {
+			t.Errorf("Mounted = %d, want %d", pub.Mounted, want)
+		}
+		if got := tagDigest(t, target, basic); got != b.Digest.String() {
+			t.Fatalf("tag = %q, want %s", got, b.Digest)
+		}
+	})
+
 	wrong := func(t *testing.T, kc authn.Keychain, leak string) {
 		t.Helper()
 		target := host + "/auth/denied:v1"
