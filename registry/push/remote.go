@@ -62,10 +62,6 @@ func (r *remotePublisher) Write(ctx context.Context, b *builder.Built) (*builder
 	if err != nil {
 		return nil, fmt.Errorf("push %s: read manifest: %w", p.target, err)
 	}
-	blobs, err := imageBlobs(b.Image)
-	if err != nil {
-		return nil, fmt.Errorf("push %s: read layers: %w", p.target, err)
-	}
 	repo := dref.Context()
 	log := p.o.log.With("target", dref.String())
 	inner := p.reg.Transport
@@ -73,7 +69,7 @@ func (r *remotePublisher) Write(ctx context.Context, b *builder.Built) (*builder
 		inner = remote.DefaultTransport
 	}
 	ctr := newCounter(inner, dref.RegistryStr(), dref.RepositoryStr(), d, sizes, log)
-	s, err := p.connect(ctx, ctr, mountSources(repo, blobs))
+	s, err := p.connect(ctx, ctr, p.mountHint(repo, b))
 	if err != nil {
 		return fail("connect", err)
 	}
@@ -101,6 +97,11 @@ func (r *remotePublisher) Write(ctx context.Context, b *builder.Built) (*builder
 		return fail("check manifest", herr)
 	}
 
+	blobs, err := imageBlobs(b.Image)
+	if err != nil {
+		finish(err)
+		return nil, fmt.Errorf("push %s: read layers: %w", p.target, err)
+	}
 	opts := s.remoteOptions(ctx)
 	if prog != nil {
 		opts = append(opts, remote.WithProgress(prog.updates))

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/oslayer/oslayer/builder"
 	"github.com/oslayer/oslayer/registry"
@@ -88,80 +89,80 @@ func (s *session) remoteOptions(ctx context.Context) []remote.Option {
 
 // blob is one blob of an image: a layer or the config.
 type blob struct {
-	layer  v1.Layer
+	layer v1.Layer
+	// digest, size and media type as the manifest lists them (asking a
+	// remote layer parses its image's manifest again every time).
 	digest v1.Hash
 	size   int64
+	mt     types.MediaType
 	what   string
 }
 
 // imageBlobs lists the distinct layers of img, then its config.
 func imageBlobs(img v1.Image) ([]blob, error) {
+	m, err := img.Manifest()
+	if err != nil {
+		return nil, err
+	}
 	layers, err := img.Layers()
 	if err != nil {
 		return nil, err
 	}
+	if len(layers) != len(m.Layers) {
+		return nil, fmt.Errorf("manifest lists %d layers, image has %d", len(m.Layers), len(layers))
+	}
 	seen := map[v1.Hash]bool{}
 	var out []blob
-	add := func(l v1.Layer, what string) error {
-		d, err := l.Digest()
+	for i, desc := range m.Layers {
+		if seen[desc.Digest] {
+			continue
+		}
+		seen[desc.Digest] = true
+		out = append(out, blob{layer: layers[i], digest: desc.Digest, size: desc.Size, mt: desc.MediaType, what: fmt.Sprintf("layer %d", i+1)})
+	}
+	if !seen[m.Config.Digest] {
+		cl, err := partial.ConfigLayer(img)
 		if err != nil {
-			return fmt.Errorf("%s: %w", what, err)
+			return nil, fmt.Errorf("config: %w", err)
 		}
-		if seen[d] {
-			return nil
-		}
-		seen[d] = true
-		n, err := l.Size()
-		if err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		out = append(out, blob{layer: l, digest: d, size: n, what: what})
-		return nil
-	}
-	for i, l := range layers {
-		if err := add(l, fmt.Sprintf("layer %d", i+1)); err != nil {
-			return nil, err
-		}
-	}
-	cl, err := partial.ConfigLayer(img)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	if err := add(cl, "config"); err != nil {
-		return nil, err
+		out = append(out, blob{layer: cl, digest: m.Config.Digest, size: m.Config.Size, mt: m.Config.MediaType, what: "config"})
 	}
 	return out, nil
 }
 
-// mountFrom returns the repository l can be mounted from: another
-// repository of repo's registry that l is a remote layer of. Layers of
+// mountFrom returns the repository b can be mounted from: another
+// repository of repo's registry that b is a remote layer of. Layers of
 // another registry, or of repo itself, are not mounted.
-func mountFrom(repo name.Repository, l v1.Layer) (*remote.MountableLayer, name.Repository, bool) {
-	ml, ok := l.(*remote.MountableLayer)
-	if !ok || ml.Reference == nil {
+func mountFrom(repo name.Repository, b blob) (*remote.MountableLayer, name.Repository, bool) {
+	ml, ok := b.layer.(*remote.MountableLayer)
+	if !ok || ml.Reference == nil || !b.mt.IsDistributable() {
 		return nil, name.Repository{}, false
 	}
 	src := ml.Reference.Context()
-	if src.RegistryStr() != repo.RegistryStr() || src.RepositoryStr() == repo.RepositoryStr() {
-		return nil, name.Repository{}, false
-	}
-	if mt, err := l.MediaType(); err != nil || !mt.IsDistributable() {
+	if !sameRegistryOtherRepo(repo, src) {
 		return nil, name.Repository{}, false
 	}
 	return ml, src, true
 }
 
-// mountSources lists the repositories blobs will be mounted from.
-func mountSources(repo name.Repository, blobs []blob) []name.Repository {
-	seen := map[string]bool{}
-	var out []name.Repository
-	for _, b := range blobs {
-		if _, src, ok := mountFrom(repo, b.layer); ok && !seen[src.RepositoryStr()] {
-			seen[src.RepositoryStr()] = true
-			out = append(out, src)
-		}
+func sameRegistryOtherRepo(repo, src name.Repository) bool {
+	return src.RegistryStr() == repo.RegistryStr() && src.RepositoryStr() != repo.RepositoryStr()
+}
+
+// mountHint returns the repository of b's base when it is another
+// repository of repo's registry: the one base layers will be mounted from.
+// It is only a hint for the token's scopes (a token registry that wants
+// another scope says so, and the transport asks for it), so it is
+// computed from the base reference rather than from every layer.
+func (p *Publisher) mountHint(repo name.Repository, b *builder.Built) []name.Repository {
+	if b.Base.Ref == "" || registry.IsLayout(b.Base.Ref) {
+		return nil
 	}
-	return out
+	ref, err := p.reg.ParseReference(b.Base.Ref)
+	if err != nil || !sameRegistryOtherRepo(repo, ref.Context()) {
+		return nil
+	}
+	return []name.Repository{ref.Context()}
 }
 
 // writeBlobs writes every blob, at most s.jobs at once: blobs of another
@@ -208,7 +209,7 @@ func (s *session) writeBlobs(ctx context.Context, pusher *remote.Pusher, blobs [
 
 func (s *session) writeBlob(ctx context.Context, pusher *remote.Pusher, b blob, prog *progress, log *slog.Logger) error {
 	l := b.layer
-	if ml, src, ok := mountFrom(s.repo, l); ok {
+	if ml, src, ok := mountFrom(s.repo, b); ok {
 		mounted, err := s.mount(ctx, b.digest, src, log)
 		if err != nil {
 			return fmt.Errorf("mount %s %s from %s: %w", b.what, b.digest, src.RepositoryStr(), err)
