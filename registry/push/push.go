@@ -11,8 +11,9 @@
 //     of the same registry (remote layers of the base, so no byte of them
 //     is downloaded or uploaded) are cross-repository mounted with one
 //     request each, without checking the target first (a blob the target
-//     has is answered "mounted" too); a registry that refuses a mount gets
-//     the blob uploaded instead. The other blobs are checked (HEAD, skipped
+//     has is answered "mounted" too); a blob whose mount the registry
+//     refuses, or that still fails after the retries, is uploaded instead
+//     (and the log says so). The other blobs are checked (HEAD, skipped
 //     when present) and uploaded. Blobs go in parallel
 //     (registry.Options.Jobs), every request is retried with backoff on
 //     5xx, 429 and broken connections (registry.Options.Retry; an upload

@@ -230,9 +230,12 @@ func (s *session) writeBlob(ctx context.Context, pusher *remote.Pusher, b blob, 
 // mount asks the registry to mount blob d from the repository src into
 // the target with a single request, without checking first whether the
 // target has it (a blob the target has is answered 201 as well). It
-// reports false when the registry refused (202 opens an upload session,
-// which is deleted; a client error other than 401 means the registry does
-// not mount): the caller uploads the blob instead.
+// reports false when the blob must be uploaded instead: the registry
+// refused (202 opens an upload session, which is deleted) or the mount
+// failed even after the retries (a mount is an optimization: registries
+// answer 401 or 404 when the source repository is not readable, and the
+// upload that follows says what is really wrong if anything is). Only a
+// cancelled push is an error.
 func (s *session) mount(ctx context.Context, d v1.Hash, src name.Repository, log *slog.Logger) (bool, error) {
 	u := url.URL{
 		Scheme:   s.repo.Scheme(),
@@ -246,26 +249,23 @@ func (s *session) mount(ctx context.Context, d v1.Hash, src name.Repository, log
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.client().Do(req)
-	if err != nil {
-		return false, err
+	if err == nil {
+		defer drain(resp)
+		switch resp.StatusCode {
+		case http.StatusCreated:
+			return true, nil
+		case http.StatusAccepted:
+			log.Debug("mount refused, uploading instead", "digest", d.String(), "from", src.RepositoryStr())
+			s.cancelUpload(ctx, resp)
+			return false, nil
+		}
+		err = transport.CheckError(resp, http.StatusCreated, http.StatusAccepted)
 	}
-	defer drain(resp)
-	switch resp.StatusCode {
-	case http.StatusCreated:
-		return true, nil
-	case http.StatusAccepted:
-		log.Debug("mount refused, uploading instead", "digest", d.String(), "from", src.RepositoryStr())
-		s.cancelUpload(ctx, resp)
-		return false, nil
+	if ctx.Err() != nil {
+		return false, ctx.Err()
 	}
-	err = transport.CheckError(resp, http.StatusCreated, http.StatusAccepted)
-	var te *transport.Error
-	if errors.As(err, &te) && te.StatusCode >= 400 && te.StatusCode < 500 &&
-		te.StatusCode != http.StatusUnauthorized && !registry.Retryable(err) {
-		log.Debug("mount failed, uploading instead", "digest", d.String(), "from", src.RepositoryStr(), "error", err)
-		return false, nil
-	}
-	return false, err
+	log.Warn("mount failed, uploading instead", "digest", d.String(), "from", src.RepositoryStr(), "error", err)
+	return false, nil
 }
 
 // cancelUpload deletes the upload session a refused mount opened, so the
