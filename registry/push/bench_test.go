@@ -24,12 +24,19 @@ func BenchmarkPush(b *testing.B) {
 		b.Fatal(err)
 	}
 
+	// n numbers the pools over every run of new-image (the benchmark
+	// function runs more than once), so each pushes a new image to a new
+	// repository.
+	n := 0
 	b.Run("new-image", func(b *testing.B) {
 		var mounted, uploaded int64
+		px.Reset()
 		for i := 0; i < b.N; i++ {
-			img := mkImage(b, base, mkLayers(b, fmt.Sprintf("pool%d", i), 2, 32<<10)...)
+			n++
+			img := mkImage(b, base, mkLayers(b, fmt.Sprintf("pool%d", n), 2, 32<<10)...)
 			bt := built(b, img)
-			p, err := push.New(px.Host+fmt.Sprintf("/pools/p%d:v1", i), reg)
+			bt.Base.Ref = px.Host + "/fcos/base:stable"
+			p, err := push.New(px.Host+fmt.Sprintf("/pools/p%d:v1", n), reg)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -44,6 +51,7 @@ func BenchmarkPush(b *testing.B) {
 		}
 		b.ReportMetric(float64(mounted), "B-mounted/op")
 		b.ReportMetric(float64(uploaded), "B-uploaded/op")
+		b.ReportMetric(float64(len(px.Requests()))/float64(b.N), "requests/op")
 	})
 
 	b.Run("unchanged", func(b *testing.B) {
@@ -61,6 +69,7 @@ func BenchmarkPush(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ResetTimer()
+		px.Reset()
 		var uploaded int64
 		for i := 0; i < b.N; i++ {
 			pub, err := p.Write(ctx, bt)
@@ -70,5 +79,6 @@ func BenchmarkPush(b *testing.B) {
 			uploaded += pub.Uploaded
 		}
 		b.ReportMetric(float64(uploaded)/float64(b.N), "B-uploaded/op")
+		b.ReportMetric(float64(len(px.Requests()))/float64(b.N), "requests/op")
 	})
 }
