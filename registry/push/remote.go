@@ -69,10 +69,6 @@ func (r *remotePublisher) Write(ctx context.Context, b *builder.Built) (*builder
 		inner = remote.DefaultTransport
 	}
 	ctr := newCounter(inner, dref.RegistryStr(), dref.RepositoryStr(), d, sizes, log)
-	s, err := p.connect(ctx, ctr, p.mountHint(repo, b))
-	if err != nil {
-		return fail("connect", err)
-	}
 	prog := newProgress(p.o, "push "+repo.Name(), total+int64(len(raw)))
 	finish := func(err error) {
 		if prog != nil {
@@ -83,6 +79,11 @@ func (r *remotePublisher) Write(ctx context.Context, b *builder.Built) (*builder
 			}
 			prog.finish(err)
 		}
+	}
+	s, err := p.connect(ctx, ctr, p.mountHint(repo, b))
+	if err != nil {
+		finish(err)
+		return fail("connect", err)
 	}
 
 	// An image already there by digest: send nothing more.

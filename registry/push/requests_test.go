@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"sort"
 	"strings"
@@ -329,5 +330,34 @@ func TestRemoteMountKeepsFailingUploads(t *testing.T) {
 	}
 	if got := tagDigest(t, r.Host+"/pools/worker:v1"); got != b.Digest.String() {
 		t.Fatalf("tag = %q, want %s", got, b.Digest)
+	}
+}
+
+// A registry that cannot be reached fails the push at its first step, named
+// in the error, and the progress says it failed.
+func TestRemoteUnreachableRegistry(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := l.Addr().String()
+	l.Close()
+	b := built(t, mkImage(t, nil, mkLayers(t, "l", 1, 100)...))
+	var prog bytes.Buffer
+	p, err := push.New(host+"/pools/worker:v1", &registry.Options{Retry: fastRetry}, push.WithProgress(&prog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Write(ctx, b)
+	if err == nil {
+		t.Fatal("push to a closed port succeeded")
+	}
+	for _, want := range []string{"push " + host + "/pools/worker:v1", "write image by digest " + b.Digest.String(), ": connect: ", "refused"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	if !strings.Contains(prog.String(), "failed") {
+		t.Errorf("progress does not say the push failed: %q", prog.String())
 	}
 }
