@@ -15,6 +15,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/oslayer/oslayer/builder"
 	"github.com/oslayer/oslayer/registry"
 	"github.com/oslayer/oslayer/registry/push"
 	"github.com/oslayer/oslayer/test/regtest"
@@ -359,5 +360,57 @@ func TestRemoteUnreachableRegistry(t *testing.T) {
 	}
 	if !strings.Contains(prog.String(), "failed") {
 		t.Errorf("progress does not say the push failed: %q", prog.String())
+	}
+}
+
+// One Publisher serves several builds at once: each Write keeps its own
+// transport for its own Commit.
+func TestRemoteConcurrentBuildsOnePublisher(t *testing.T) {
+	r := regtest.Start(t, regtest.Config{})
+	px := regtest.NewProxy(t, r.Host)
+	pushPlain(t, px.Host+"/fcos/base:stable", mkImage(t, nil, mkLayers(t, "base", 3, 1024)...))
+	reg := &registry.Options{Retry: fastRetry}
+	base, _, err := reg.Image(ctx, px.Host+"/fcos/base:stable", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := push.New(px.Host+"/pools/worker:v1", reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 4
+	var bs [n]*builder.Built
+	for i := range bs {
+		bs[i] = built(t, mkImage(t, base, mkLayers(t, fmt.Sprintf("pool%d", i), 1, 500)...))
+	}
+	px.Reset()
+	errs := make(chan error, n)
+	for i := range bs {
+		go func() {
+			pub, err := p.Write(ctx, bs[i])
+			if err == nil {
+				err = p.Commit(ctx, bs[i], pub)
+			}
+			errs <- err
+		}()
+	}
+	for range bs {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if got := kinds(px.Requests(), "v1"); got["GET /v2/"] != n || got["HEAD manifest by tag"] != 0 || got["PUT manifest by tag"] != n {
+		t.Errorf("pings, tag checks and tag puts = %d, %d, %d; want %d, 0, %d", got["GET /v2/"], got["HEAD manifest by tag"], got["PUT manifest by tag"], n, n)
+	}
+	tag := tagDigest(t, px.Host+"/pools/worker:v1")
+	found := false
+	for _, b := range bs {
+		if got := tagDigest(t, px.Host+"/pools/worker@"+b.Digest.String()); got != b.Digest.String() {
+			t.Errorf("manifest %s missing", b.Digest)
+		}
+		found = found || tag == b.Digest.String()
+	}
+	if !found {
+		t.Errorf("tag names %q, none of the built digests", tag)
 	}
 }
