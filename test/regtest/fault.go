@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"sync"
@@ -43,7 +42,7 @@ func NewFaultProxy(t testing.TB, upstream string) *FaultProxy {
 	}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	p := &FaultProxy{}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		f := p.fault
 		p.mu.Unlock()
@@ -76,15 +75,8 @@ func NewFaultProxy(t testing.TB, upstream string) *FaultProxy {
 		default:
 			rp.ServeHTTP(w, r)
 		}
-	}))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Listener = l
-	srv.Start()
-	t.Cleanup(srv.Close)
-	p.Host = l.Addr().String()
+	})
+	p.Host = serveLoopback(t, srv)
 	return p
 }
 

@@ -175,7 +175,7 @@ func NewProxy(t testing.TB, upstream string) *Proxy {
 	u, _ := url.Parse("http://" + upstream)
 	rp := httputil.NewSingleHostReverseProxy(u)
 	p := &Proxy{}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		fail := p.Fail
 		p.mu.Unlock()
@@ -197,7 +197,16 @@ func NewProxy(t testing.TB, upstream string) *Proxy {
 		p.up += body.n
 		p.down += sw.n
 		p.mu.Unlock()
-	}))
+	})
+	p.Host = serveLoopback(t, handler)
+	return p
+}
+
+// serveLoopback serves h on a random 127.0.0.1 port until the test ends and
+// returns "127.0.0.1:PORT".
+func serveLoopback(t testing.TB, h http.Handler) string {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -205,8 +214,7 @@ func NewProxy(t testing.TB, upstream string) *Proxy {
 	srv.Listener = l
 	srv.Start()
 	t.Cleanup(srv.Close)
-	p.Host = l.Addr().String()
-	return p
+	return l.Addr().String()
 }
 
 // SetFail installs (or with nil removes) a failure injector.
