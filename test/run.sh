@@ -4,6 +4,8 @@
 # fuzz target for a bounded time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Go and the tool cache need a home directory, even where none is set.
+export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 
 tools=$(bash test/setup.sh | tail -n 1)
 export PATH="$tools:$PATH"

@@ -4,6 +4,8 @@
 # clients (crane, cosign, and skopeo with sigstore verification, which
 # Debian's skopeo build leaves out). Go tools land in $OSLAYER_TOOLS/bin.
 set -euo pipefail
+# Go and the tool cache need a home directory, even where none is set.
+export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 
 OSLAYER_TOOLS=${OSLAYER_TOOLS:-$HOME/.cache/oslayer-tools}
 BUILD_TAGS="containers_image_openpgp exclude_graphdriver_btrfs exclude_graphdriver_devicemapper"
