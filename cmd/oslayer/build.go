@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -108,13 +106,9 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 		return err
 	}
 	reg.UserAgent = "oslayer/" + version
-	rreq := f.in.request(reg)
-	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
-			return fmt.Errorf("SOURCE_DATE_EPOCH %q: want seconds since 1970", s)
-		}
-		rreq.Epoch = time.Unix(n, 0).UTC()
+	rreq, err := f.in.request(reg)
+	if err != nil {
+		return err
 	}
 	pub, err := push.New(target, reg, push.WithProgress(stderr), push.WithLogger(g.log))
 	if err != nil {

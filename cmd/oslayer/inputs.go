@@ -46,16 +46,9 @@ func sourceDateEpoch() (time.Time, error) {
 	return time.Unix(n, 0).UTC(), nil
 }
 
-// request builds the layers.Request; reg reaches imageRef images. An
-// invalid SOURCE_DATE_EPOCH is ignored here (DefaultEpoch); use
-// requestChecked to reject it.
-func (f *inputFlags) request(reg *registry.Options) layers.Request {
-	r, _ := f.requestChecked(reg)
-	return r
-}
-
-// requestChecked is request that fails on an invalid SOURCE_DATE_EPOCH.
-func (f *inputFlags) requestChecked(reg *registry.Options) (layers.Request, error) {
+// request builds the layers.Request; reg reaches imageRef images. It fails
+// on an invalid SOURCE_DATE_EPOCH.
+func (f *inputFlags) request(reg *registry.Options) (layers.Request, error) {
 	epoch, err := sourceDateEpoch()
 	r := layers.Request{
 		OSCs:           f.oscs,

@@ -53,7 +53,7 @@ mtime (default 2000-01-01T00:00:00Z). Nothing is written on error.`,
 			if err != nil {
 				return err
 			}
-			req, err := in.requestChecked(ro)
+			req, err := in.request(ro)
 			if err != nil {
 				return err
 			}

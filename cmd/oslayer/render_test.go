@@ -132,6 +132,14 @@ spec:
 	if _, err := runCLI(t, "render", "--machineconfig", bad, "--output", filepath.Join(t.TempDir(), "o")); err == nil || !strings.Contains(err.Error(), "SOURCE_DATE_EPOCH") {
 		t.Errorf("bad SOURCE_DATE_EPOCH: %v", err)
 	}
+	// build reads it the same way, and writes nothing.
+	out := filepath.Join(t.TempDir(), "layout")
+	if _, err := runCLI(t, "build", "--pool", "worker", "--machineconfig", bad, "--base", "oci:"+out, "--output", "oci:"+out); err == nil || !strings.Contains(err.Error(), "SOURCE_DATE_EPOCH") {
+		t.Errorf("build with a bad SOURCE_DATE_EPOCH: %v", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("build with a bad SOURCE_DATE_EPOCH created %s", out)
+	}
 }
 
 // TestRenderCLIImageRef renders the real worker OSC whose imageRef files
