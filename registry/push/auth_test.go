@@ -115,20 +115,9 @@ data:
 				t.Fatal(err)
 			}
 			target := host + "/auth/" + tc.name + ":v1"
-			p, err := push.New(target, &registry.Options{Keychain: kc, Retry: fastRetry}, push.WithLogger(logger))
-			if err != nil {
-				t.Fatal(err)
-			}
-			pub, err := p.Write(ctx, b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := p.Commit(ctx, b, pub); err != nil {
-				t.Fatal(err)
-			}
-			if got := tagDigest(t, target, basic); got != b.Digest.String() {
-				t.Fatalf("tag = %q, want %s", got, b.Digest)
-			}
+			p := newPublisher(t, target, &registry.Options{Keychain: kc, Retry: fastRetry}, push.WithLogger(logger))
+			writeCommit(t, p, b)
+			wantTag(t, target, b, basic)
 		})
 	}
 
@@ -152,18 +141,9 @@ data:
 		img := mkImage(t, base, mkLayers(t, "authpool", 1, 1200)...)
 		b := built(t, img)
 		target := host + "/auth/mounted:v1"
-		p, err := push.New(target, reg, push.WithLogger(logger))
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := newPublisher(t, target, reg, push.WithLogger(logger))
 		px.Reset()
-		pub, err := p.Write(ctx, b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Commit(ctx, b, pub); err != nil {
-			t.Fatal(err)
-		}
+		pub := writeCommit(t, p, b)
 		reqs := px.Requests()
 		if got := px.Mounts(); got != nBase {
 			t.Errorf("mounts = %d, want %d:\n%s", got, nBase, px.Dump())
@@ -182,20 +162,15 @@ data:
 		if want := layersSize(t, baseLayers); pub.Mounted != want {
 			t.Errorf("Mounted = %d, want %d", pub.Mounted, want)
 		}
-		if got := tagDigest(t, target, basic); got != b.Digest.String() {
-			t.Fatalf("tag = %q, want %s", got, b.Digest)
-		}
+		wantTag(t, target, b, basic)
 	})
 
 	wrong := func(t *testing.T, kc authn.Keychain, leak string) {
 		t.Helper()
 		target := host + "/auth/denied:v1"
-		p, err := push.New(target, &registry.Options{Keychain: kc, Retry: fastRetry}, push.WithLogger(logger))
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := newPublisher(t, target, &registry.Options{Keychain: kc, Retry: fastRetry}, push.WithLogger(logger))
 		px.Reset()
-		_, err = p.Write(ctx, b)
+		_, err := p.Write(ctx, b)
 		if err == nil {
 			t.Fatal("push with wrong credentials succeeded")
 		}

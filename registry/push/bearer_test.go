@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/oslayer/oslayer/registry"
-	"github.com/oslayer/oslayer/registry/push"
 	"github.com/oslayer/oslayer/test/regtest"
 )
 
@@ -173,19 +172,10 @@ func TestRemoteTokenRegistryOneToken(t *testing.T) {
 			if tc.hint {
 				b.Base.Ref = baseRef
 			}
-			p, err := push.New(tr.Host+"/pools/"+tc.name+":v1", reg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := newPublisher(t, tr.Host+"/pools/"+tc.name+":v1", reg)
 			tr.reset()
 			px.Reset()
-			pub, err := p.Write(ctx, b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := p.Commit(ctx, b, pub); err != nil {
-				t.Fatal(err)
-			}
+			pub := writeCommit(t, p, b)
 			tokens, pings, refused := tr.counts()
 			if tokens != tc.wantTokens || pings != tc.wantPings || refused != tc.wantDeny {
 				t.Errorf("tokens/pings/refused = %d/%d/%d, want %d/%d/%d:\n%s", tokens, pings, refused,
@@ -200,9 +190,7 @@ func TestRemoteTokenRegistryOneToken(t *testing.T) {
 			if want := layersSize(t, baseLayers); pub.Mounted != want {
 				t.Errorf("Mounted = %d, want %d", pub.Mounted, want)
 			}
-			if got := tagDigest(t, px.Host+"/pools/"+tc.name+":v1"); got != b.Digest.String() {
-				t.Fatalf("tag = %q, want %s", got, b.Digest)
-			}
+			wantTag(t, px.Host+"/pools/"+tc.name+":v1", b)
 		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/oslayer/oslayer/registry"
-	"github.com/oslayer/oslayer/registry/push"
 	"github.com/oslayer/oslayer/test/regtest"
 )
 
@@ -17,12 +16,8 @@ import (
 func BenchmarkPush(b *testing.B) {
 	r := regtest.Start(b, regtest.Config{})
 	px := regtest.NewProxy(b, r.Host)
-	pushPlain(b, px.Host+"/fcos/base:stable", mkImage(b, nil, mkLayers(b, "base", 51, 16<<10)...))
 	reg := &registry.Options{Retry: fastRetry}
-	base, _, err := reg.Image(ctx, px.Host+"/fcos/base:stable", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	base := pushBase(b, reg, px.Host, mkLayers(b, "base", 51, 16<<10))
 
 	// n numbers the pools over every run of new-image (the benchmark
 	// function runs more than once), so each pushes a new image to a new
@@ -36,17 +31,8 @@ func BenchmarkPush(b *testing.B) {
 			img := mkImage(b, base, mkLayers(b, fmt.Sprintf("pool%d", n), 2, 32<<10)...)
 			bt := built(b, img)
 			bt.Base.Ref = px.Host + "/fcos/base:stable"
-			p, err := push.New(px.Host+fmt.Sprintf("/pools/p%d:v1", n), reg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			pub, err := p.Write(ctx, bt)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := p.Commit(ctx, bt, pub); err != nil {
-				b.Fatal(err)
-			}
+			p := newPublisher(b, px.Host+fmt.Sprintf("/pools/p%d:v1", n), reg)
+			pub := writeCommit(b, p, bt)
 			mounted, uploaded = pub.Mounted, pub.Uploaded
 		}
 		b.ReportMetric(float64(mounted), "B-mounted/op")
@@ -57,17 +43,8 @@ func BenchmarkPush(b *testing.B) {
 	b.Run("unchanged", func(b *testing.B) {
 		img := mkImage(b, base, mkLayers(b, "same", 2, 32<<10)...)
 		bt := built(b, img)
-		p, err := push.New(px.Host+"/pools/same:v1", reg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		pub, err := p.Write(ctx, bt)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := p.Commit(ctx, bt, pub); err != nil {
-			b.Fatal(err)
-		}
+		p := newPublisher(b, px.Host+"/pools/same:v1", reg)
+		writeCommit(b, p, bt)
 		b.ResetTimer()
 		px.Reset()
 		var uploaded int64

@@ -21,6 +21,7 @@ import (
 
 	"github.com/oslayer/oslayer/builder"
 	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/registry/push"
 	"github.com/oslayer/oslayer/test/regtest"
 )
 
@@ -112,6 +113,51 @@ func pushPlain(t testing.TB, ref string, img v1.Image, opts ...remote.Option) {
 	}
 	if err := remote.Write(r, img, opts...); err != nil {
 		t.Fatalf("set-up push %s: %v", ref, err)
+	}
+}
+
+// pushBase writes an image of layers to host/fcos/base:stable (test
+// set-up, with opts) and returns it as reg reads it back, so its layers
+// know the repository they can be mounted from.
+func pushBase(t testing.TB, reg *registry.Options, host string, layers []v1.Layer, opts ...remote.Option) v1.Image {
+	t.Helper()
+	pushPlain(t, host+"/fcos/base:stable", mkImage(t, nil, layers...), opts...)
+	base, _, err := reg.Image(ctx, host+"/fcos/base:stable", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base
+}
+
+// newPublisher returns push.New(target, reg, opts...) or fails the test.
+func newPublisher(t testing.TB, target string, reg *registry.Options, opts ...push.Option) *push.Publisher {
+	t.Helper()
+	p, err := push.New(target, reg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// writeCommit writes b through p and commits it, failing the test on
+// either error.
+func writeCommit(t testing.TB, p *push.Publisher, b *builder.Built) *builder.Published {
+	t.Helper()
+	pub, err := p.Write(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Commit(ctx, b, pub); err != nil {
+		t.Fatal(err)
+	}
+	return pub
+}
+
+// wantTag fails the test unless the tag ref names b's digest.
+func wantTag(t testing.TB, ref string, b *builder.Built, opts ...remote.Option) {
+	t.Helper()
+	if got := tagDigest(t, ref, opts...); got != b.Digest.String() {
+		t.Fatalf("tag = %q, want %s", got, b.Digest)
 	}
 }
 

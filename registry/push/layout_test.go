@@ -68,10 +68,7 @@ func TestLayoutWriteCommitReplaceTag(t *testing.T) {
 	layers := mkLayers(t, "lay", 3, 2048)
 	img := mkImage(t, nil, layers...)
 	b := built(t, img)
-	p, err := push.New("oci:"+dir+":worker", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newPublisher(t, "oci:"+dir+":worker", nil)
 	pub, err := p.Write(ctx, b)
 	if err != nil {
 		t.Fatal(err)
@@ -129,17 +126,8 @@ func TestLayoutWriteCommitReplaceTag(t *testing.T) {
 	if e := tagged(idx, "worker"); len(idx.Manifests) != 1 || len(e) != 1 || e[0].Digest != b2.Digest {
 		t.Fatalf("index.json after a new Commit: %+v", idx)
 	}
-	other, err := push.New("oci:"+dir+":other", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub4, err := other.Write(ctx, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := other.Commit(ctx, b, pub4); err != nil {
-		t.Fatal(err)
-	}
+	other := newPublisher(t, "oci:"+dir+":other", nil)
+	writeCommit(t, other, b)
 	idx = readIndex(t, dir)
 	if len(idx.Manifests) != 2 || len(tagged(idx, "worker")) != 1 || len(tagged(idx, "other")) != 1 {
 		t.Fatalf("two tags: %+v", idx)
@@ -180,11 +168,8 @@ func TestLayoutRefusesForeignDirectory(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := push.New("oci:"+dir+":x", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = p.Write(ctx, built(t, mkImage(t, nil, mkLayer(t, "a", 100))))
+	p := newPublisher(t, "oci:"+dir+":x", nil)
+	_, err := p.Write(ctx, built(t, mkImage(t, nil, mkLayer(t, "a", 100))))
 	if err == nil || !strings.Contains(err.Error(), "not an OCI layout") {
 		t.Fatalf("write into a foreign directory: %v", err)
 	}
@@ -200,18 +185,9 @@ func TestLayoutFromLayoutBase(t *testing.T) {
 	baseDir, outDir := filepath.Join(tmp, "base"), filepath.Join(tmp, "out")
 	baseLayers := mkLayers(t, "base", 3, 4096)
 	baseImg := mkImage(t, nil, baseLayers...)
-	bp, err := push.New("oci:"+baseDir+":stable", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bp := newPublisher(t, "oci:"+baseDir+":stable", nil)
 	bb := built(t, baseImg)
-	bpub, err := bp.Write(ctx, bb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bp.Commit(ctx, bb, bpub); err != nil {
-		t.Fatal(err)
-	}
+	writeCommit(t, bp, bb)
 	reg := &registry.Options{}
 	base, _, err := reg.Image(ctx, "oci:"+baseDir+":stable", nil)
 	if err != nil {
@@ -220,17 +196,8 @@ func TestLayoutFromLayoutBase(t *testing.T) {
 	added := mkLayer(t, "pool", 1234)
 	img := mkImage(t, base, added)
 	b := built(t, img)
-	p, err := push.New("oci:"+outDir+":pool", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := p.Write(ctx, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Commit(ctx, b, pub); err != nil {
-		t.Fatal(err)
-	}
+	p := newPublisher(t, "oci:"+outDir+":pool", nil)
+	writeCommit(t, p, b)
 	for _, l := range baseLayers {
 		d, _ := l.Digest()
 		want, _ := os.ReadFile(filepath.Join(baseDir, "blobs", "sha256", d.Hex))
@@ -254,19 +221,12 @@ func TestLayoutFromRegistryBase(t *testing.T) {
 	r := regtest.Start(t, regtest.Config{})
 	px := regtest.NewProxy(t, r.Host)
 	baseLayers := mkLayers(t, "base", 3, 4096)
-	pushPlain(t, px.Host+"/fcos/base:stable", mkImage(t, nil, baseLayers...))
 	reg := &registry.Options{Retry: fastRetry}
-	base, _, err := reg.Image(ctx, px.Host+"/fcos/base:stable", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := pushBase(t, reg, px.Host, baseLayers)
 	img := mkImage(t, base, mkLayer(t, "pool", 500))
 	b := built(t, img)
 	dir := filepath.Join(t.TempDir(), "out")
-	p, err := push.New("oci:"+dir, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newPublisher(t, "oci:"+dir, reg)
 	px.Reset()
 	pub, err := p.Write(ctx, b)
 	if err != nil {

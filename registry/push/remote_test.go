@@ -35,10 +35,7 @@ func TestRemoteMountsBaseWritesByDigestCommitMovesTag(t *testing.T) {
 
 	var prog, logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	p, err := push.New(px.Host+"/pools/worker:v1", reg, push.WithProgress(&prog), push.WithLogger(logger))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newPublisher(t, px.Host+"/pools/worker:v1", reg, push.WithProgress(&prog), push.WithLogger(logger))
 	px.Reset()
 	pub, err := p.Write(ctx, b)
 	if err != nil {
@@ -123,32 +120,16 @@ func TestRemoteRepushUploadsNothing(t *testing.T) {
 	r := regtest.Start(t, regtest.Config{})
 	px := regtest.NewProxy(t, r.Host)
 	baseLayers := mkLayers(t, "base", 4, 4096)
-	pushPlain(t, px.Host+"/fcos/base:stable", mkImage(t, nil, baseLayers...))
 	reg := &registry.Options{Retry: fastRetry}
-	base, _, err := reg.Image(ctx, px.Host+"/fcos/base:stable", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := pushBase(t, reg, px.Host, baseLayers)
 	added := mkLayers(t, "pool", 2, 2000)
 	img := mkImage(t, base, added...)
 	b := built(t, img)
-	p, err := push.New(px.Host+"/pools/worker:v1", reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := p.Write(ctx, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Commit(ctx, b, pub); err != nil {
-		t.Fatal(err)
-	}
+	p := newPublisher(t, px.Host+"/pools/worker:v1", reg)
+	writeCommit(t, p, b)
 
 	// Rebuild: a fresh publisher, the same image.
-	p2, err := push.New(px.Host+"/pools/worker:v1", reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p2 := newPublisher(t, px.Host+"/pools/worker:v1", reg)
 	px.Reset()
 	pub2, err := p2.Write(ctx, b)
 	if err != nil {
@@ -194,19 +175,12 @@ func TestRemoteBaseOnOtherRegistryIsStreamed(t *testing.T) {
 	p1 := regtest.NewProxy(t, r1.Host)
 	p2 := regtest.NewProxy(t, r2.Host)
 	baseLayers := mkLayers(t, "base", 3, 4096)
-	pushPlain(t, p1.Host+"/fcos/base:stable", mkImage(t, nil, baseLayers...))
 	reg := &registry.Options{Retry: fastRetry}
-	base, _, err := reg.Image(ctx, p1.Host+"/fcos/base:stable", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := pushBase(t, reg, p1.Host, baseLayers)
 	img := mkImage(t, base, mkLayers(t, "pool", 1, 1000)...)
 	b := built(t, img)
 	p1.Reset()
-	p, err := push.New(p2.Host+"/pools/worker:v1", reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newPublisher(t, p2.Host+"/pools/worker:v1", reg)
 	pub, err := p.Write(ctx, b)
 	if err != nil {
 		t.Fatal(err)
@@ -254,10 +228,7 @@ func TestRemoteRetriesTransientFailures(t *testing.T) {
 	img := mkImage(t, nil, layers...)
 	b := built(t, img)
 	reg := &registry.Options{Retry: fastRetry, Jobs: 2}
-	p, err := push.New(fp.Host+"/pools/worker:v1", reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newPublisher(t, fp.Host+"/pools/worker:v1", reg)
 	pub, err := p.Write(ctx, b)
 	if err != nil {
 		t.Fatalf("push with transient failures: %v\ninjected: %v", err, fp.Injected())
@@ -276,9 +247,7 @@ func TestRemoteRetriesTransientFailures(t *testing.T) {
 	if err := p.Commit(ctx, b, pub); err != nil {
 		t.Fatal(err)
 	}
-	if got := tagDigest(t, r.Host+"/pools/worker:v1"); got != b.Digest.String() {
-		t.Fatalf("tag = %q, want %s", got, b.Digest)
-	}
+	wantTag(t, r.Host+"/pools/worker:v1", b)
 }
 
 // A permanent 500 fails the push after the bounded retries, names the
@@ -297,11 +266,8 @@ func TestRemotePermanentFailure(t *testing.T) {
 	img := mkImage(t, nil, layers...)
 	b := built(t, img)
 	reg := &registry.Options{Retry: fastRetry, Jobs: 1}
-	p, err := push.New(fp.Host+"/pools/worker:v1", reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = p.Write(ctx, b)
+	p := newPublisher(t, fp.Host+"/pools/worker:v1", reg)
+	_, err := p.Write(ctx, b)
 	if err == nil {
 		t.Fatal("push through a registry that always fails succeeded")
 	}
@@ -331,10 +297,7 @@ func TestRemoteProgressTerminal(t *testing.T) {
 	img := mkImage(t, nil, mkLayers(t, "l", 2, 20000)...)
 	b := built(t, img)
 	var out bytes.Buffer
-	p, err := push.New(r.Host+"/pools/worker:v1", &registry.Options{Retry: fastRetry}, push.WithProgress(&out), push.WithTerminal(true))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newPublisher(t, r.Host+"/pools/worker:v1", &registry.Options{Retry: fastRetry}, push.WithProgress(&out), push.WithTerminal(true))
 	if _, err := p.Write(ctx, b); err != nil {
 		t.Fatal(err)
 	}

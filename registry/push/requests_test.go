@@ -69,27 +69,14 @@ func TestRemoteRequestsPerKind(t *testing.T) {
 	px := regtest.NewProxy(t, r.Host)
 	const nBase, nNew = 51, 2
 	baseLayers := mkLayers(t, "base", nBase, 2048)
-	pushPlain(t, px.Host+"/fcos/base:stable", mkImage(t, nil, baseLayers...))
 	reg := &registry.Options{Retry: fastRetry, Jobs: 4}
-	base, _, err := reg.Image(ctx, px.Host+"/fcos/base:stable", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := pushBase(t, reg, px.Host, baseLayers)
 	added := mkLayers(t, "pool", nNew, 3000)
 	img := mkImage(t, base, added...)
 	b := built(t, img)
-	p, err := push.New(px.Host+"/pools/worker:v1", reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newPublisher(t, px.Host+"/pools/worker:v1", reg)
 	px.Reset()
-	pub, err := p.Write(ctx, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Commit(ctx, b, pub); err != nil {
-		t.Fatal(err)
-	}
+	pub := writeCommit(t, p, b)
 	got := kinds(px.Requests(), "v1")
 	want := map[string]int{
 		"GET /v2/":                1,
@@ -121,24 +108,13 @@ func TestRemoteRequestsPerKind(t *testing.T) {
 	if want := layersSize(t, added) + configSize(t, img) + manifestSize(t, img); pub.Uploaded != want {
 		t.Errorf("Uploaded = %d, want %d", pub.Uploaded, want)
 	}
-	if got := tagDigest(t, px.Host+"/pools/worker:v1"); got != b.Digest.String() {
-		t.Fatalf("tag = %q, want %s", got, b.Digest)
-	}
+	wantTag(t, px.Host+"/pools/worker:v1", b)
 
 	// The unchanged rebuild with a fresh publisher: one ping, one manifest
 	// check, one tag check, nothing else.
-	p2, err := push.New(px.Host+"/pools/worker:v1", reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p2 := newPublisher(t, px.Host+"/pools/worker:v1", reg)
 	px.Reset()
-	pub2, err := p2.Write(ctx, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p2.Commit(ctx, b, pub2); err != nil {
-		t.Fatal(err)
-	}
+	writeCommit(t, p2, b)
 	got = kinds(px.Requests(), "v1")
 	want = map[string]int{"GET /v2/": 1, "HEAD manifest by digest": 1, "HEAD manifest by tag": 1}
 	if showKinds(got) != showKinds(want) {
@@ -171,12 +147,8 @@ func TestRemoteRefusedMountUploads(t *testing.T) {
 	r := regtest.Start(t, regtest.Config{})
 	px := regtest.NewProxy(t, r.Host)
 	baseLayers := mkLayers(t, "base", 4, 4096)
-	pushPlain(t, px.Host+"/fcos/base:stable", mkImage(t, nil, baseLayers...))
 	reg := &registry.Options{Retry: fastRetry, Jobs: 2}
-	base, _, err := reg.Image(ctx, px.Host+"/fcos/base:stable", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := pushBase(t, reg, px.Host, baseLayers)
 	ls, err := base.Layers()
 	if err != nil {
 		t.Fatal(err)
@@ -186,10 +158,7 @@ func TestRemoteRefusedMountUploads(t *testing.T) {
 	added := mkLayers(t, "pool", 1, 1000)
 	img := mkImage(t, nil, append(layers, added...)...)
 	b := built(t, img)
-	p, err := push.New(px.Host+"/pools/worker:v1", reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newPublisher(t, px.Host+"/pools/worker:v1", reg)
 	px.Reset()
 	pub, err := p.Write(ctx, b)
 	if err != nil {
@@ -217,9 +186,7 @@ func TestRemoteRefusedMountUploads(t *testing.T) {
 	if err := p.Commit(ctx, b, pub); err != nil {
 		t.Fatal(err)
 	}
-	if got := tagDigest(t, px.Host+"/pools/worker:v1"); got != b.Digest.String() {
-		t.Fatalf("tag = %q, want %s", got, b.Digest)
-	}
+	wantTag(t, px.Host+"/pools/worker:v1", b)
 }
 
 // A 503 and a connection reset on mount requests are retried; every base
@@ -230,12 +197,8 @@ func TestRemoteRetriesMount(t *testing.T) {
 	fp := regtest.NewFaultProxy(t, px.Host)
 	const nBase = 5
 	baseLayers := mkLayers(t, "base", nBase, 4096)
-	pushPlain(t, fp.Host+"/fcos/base:stable", mkImage(t, nil, baseLayers...))
 	reg := &registry.Options{Retry: fastRetry, Jobs: 2}
-	base, _, err := reg.Image(ctx, fp.Host+"/fcos/base:stable", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := pushBase(t, reg, fp.Host, baseLayers)
 	img := mkImage(t, base, mkLayers(t, "pool", 1, 1000)...)
 	b := built(t, img)
 	var mounts atomic.Int32
@@ -250,10 +213,7 @@ func TestRemoteRetriesMount(t *testing.T) {
 		}
 		return regtest.Fault{}
 	})
-	p, err := push.New(fp.Host+"/pools/worker:v1", reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newPublisher(t, fp.Host+"/pools/worker:v1", reg)
 	px.Reset()
 	pub, err := p.Write(ctx, b)
 	if err != nil {
@@ -282,12 +242,8 @@ func TestRemoteMountKeepsFailingUploads(t *testing.T) {
 	fp := regtest.NewFaultProxy(t, px.Host)
 	const nBase = 2
 	baseLayers := mkLayers(t, "base", nBase, 4096)
-	pushPlain(t, fp.Host+"/fcos/base:stable", mkImage(t, nil, baseLayers...))
 	reg := &registry.Options{Retry: fastRetry, Jobs: 1}
-	base, _, err := reg.Image(ctx, fp.Host+"/fcos/base:stable", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := pushBase(t, reg, fp.Host, baseLayers)
 	added := mkLayers(t, "pool", 1, 1000)
 	img := mkImage(t, base, added...)
 	b := built(t, img)
@@ -299,10 +255,7 @@ func TestRemoteMountKeepsFailingUploads(t *testing.T) {
 	})
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
-	p, err := push.New(fp.Host+"/pools/worker:v1", reg, push.WithLogger(logger))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newPublisher(t, fp.Host+"/pools/worker:v1", reg, push.WithLogger(logger))
 	px.Reset()
 	pub, err := p.Write(ctx, b)
 	if err != nil {
@@ -329,9 +282,7 @@ func TestRemoteMountKeepsFailingUploads(t *testing.T) {
 	if err := p.Commit(ctx, b, pub); err != nil {
 		t.Fatal(err)
 	}
-	if got := tagDigest(t, r.Host+"/pools/worker:v1"); got != b.Digest.String() {
-		t.Fatalf("tag = %q, want %s", got, b.Digest)
-	}
+	wantTag(t, r.Host+"/pools/worker:v1", b)
 }
 
 // A registry that cannot be reached fails the push at its first step, named
@@ -345,10 +296,7 @@ func TestRemoteUnreachableRegistry(t *testing.T) {
 	l.Close()
 	b := built(t, mkImage(t, nil, mkLayers(t, "l", 1, 100)...))
 	var prog bytes.Buffer
-	p, err := push.New(host+"/pools/worker:v1", &registry.Options{Retry: fastRetry}, push.WithProgress(&prog))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newPublisher(t, host+"/pools/worker:v1", &registry.Options{Retry: fastRetry}, push.WithProgress(&prog))
 	_, err = p.Write(ctx, b)
 	if err == nil {
 		t.Fatal("push to a closed port succeeded")
@@ -368,16 +316,9 @@ func TestRemoteUnreachableRegistry(t *testing.T) {
 func TestRemoteConcurrentBuildsOnePublisher(t *testing.T) {
 	r := regtest.Start(t, regtest.Config{})
 	px := regtest.NewProxy(t, r.Host)
-	pushPlain(t, px.Host+"/fcos/base:stable", mkImage(t, nil, mkLayers(t, "base", 3, 1024)...))
 	reg := &registry.Options{Retry: fastRetry}
-	base, _, err := reg.Image(ctx, px.Host+"/fcos/base:stable", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := push.New(px.Host+"/pools/worker:v1", reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := pushBase(t, reg, px.Host, mkLayers(t, "base", 3, 1024))
+	p := newPublisher(t, px.Host+"/pools/worker:v1", reg)
 	const n = 4
 	var bs [n]*builder.Built
 	for i := range bs {
