@@ -50,26 +50,8 @@ func randomCase(r *rand.Rand) enableCase {
 		}
 		return b.String()
 	}
-	var b strings.Builder
-	b.WriteString(svc + "[Install]\n")
-	for range r.IntN(6) + 1 {
-		switch r.IntN(7) {
-		case 6:
-			fmt.Fprintf(&b, "UpheldBy=%s\n", pick(targets))
-		case 0:
-			fmt.Fprintf(&b, "WantedBy=%s\n", pick(targets))
-		case 1:
-			fmt.Fprintf(&b, "RequiredBy=%s\n", pick(targets))
-		case 2:
-			fmt.Fprintf(&b, "Alias=%s\n", pick(aliases))
-		case 3:
-			fmt.Fprintf(&b, "Also=%s\n", pick(also))
-		case 4:
-			fmt.Fprintf(&b, "DefaultInstance=%s\n", pick(defaults))
-		case 5:
-			fmt.Fprintf(&b, "WantedBy=%s %s\n", pick(targets), pick(targets))
-		}
-	}
+	// The unit draws its section as the drop-ins do (same random sequence).
+	install := section(r.IntN(6) + 1)
 	c := enableCase{files: files}
 	unit := "g.service"
 	switch r.IntN(3) {
@@ -80,7 +62,7 @@ func randomCase(r *rand.Rand) enableCase {
 	case 2:
 		unit, c.enable = "g@.service", "g@i.service"
 	}
-	files["etc/systemd/system/"+unit] = b.String()
+	files["etc/systemd/system/"+unit] = svc + install
 	// Sometimes drop-ins, in both directories, some with the same name.
 	if r.IntN(3) == 0 {
 		for range r.IntN(3) + 1 {
