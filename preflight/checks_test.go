@@ -95,22 +95,14 @@ func diffShort(t testing.TB, l v1.Layer) string {
 
 func withLabels(t testing.TB, img v1.Image, set map[string]string, del ...string) v1.Image {
 	t.Helper()
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf = cf.DeepCopy()
-	for k, v := range set {
-		cf.Config.Labels[k] = v
-	}
-	for _, k := range del {
-		delete(cf.Config.Labels, k)
-	}
-	out, err := mutate.ConfigFile(img, cf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return withConfig(t, img, func(cf *v1.ConfigFile) {
+		for k, v := range set {
+			cf.Config.Labels[k] = v
+		}
+		for _, k := range del {
+			delete(cf.Config.Labels, k)
+		}
+	})
 }
 
 func TestBootable(t *testing.T) {
@@ -127,17 +119,7 @@ func TestBootable(t *testing.T) {
 
 func withArch(t testing.TB, img v1.Image, arch string) v1.Image {
 	t.Helper()
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf = cf.DeepCopy()
-	cf.Architecture = arch
-	out, err := mutate.ConfigFile(img, cf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return withConfig(t, img, func(cf *v1.ConfigFile) { cf.Architecture = arch })
 }
 
 func TestPlatform(t *testing.T) {
@@ -185,10 +167,7 @@ func TestFormat(t *testing.T) {
 	rep = run(t, Target{Image: mutate.MediaType(img, types.DockerManifestSchema1Signed)}, only(c, Options{}))
 	assertFindings(t, rep.Findings, []Finding{{Check: "format", Severity: Error, Message: "manifest is Docker schema1 (application/vnd.docker.distribution.manifest.v1+prettyjws): nodes cannot pull it; push it again as OCI (skopeo copy --format oci)"}})
 
-	cf, _ := img.ConfigFile()
-	cf = cf.DeepCopy()
-	cf.History = cf.History[:2]
-	trunc, _ := mutate.ConfigFile(img, cf)
+	trunc := withConfig(t, img, func(cf *v1.ConfigFile) { cf.History = cf.History[:2] })
 	rep = run(t, Target{Image: trunc}, only(c, Options{}))
 	assertFindings(t, rep.Findings, []Finding{{Check: "format", Severity: Error, Message: `config history has 2 non-empty entries for 4 layers: bootc refuses it ("Truncated history"); add a history entry for every layer`}})
 

@@ -121,16 +121,10 @@ func newBase(t testing.TB, n int, seed int64, labels map[string]string) *testBas
 		adds = append(adds, mutate.Addendum{Layer: g, History: v1.History{CreatedBy: fmt.Sprintf("ostree chunk %d", i)}})
 	}
 	img := b.assemble(t, labels, adds)
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
 	if n > 0 {
-		cf = cf.DeepCopy()
-		cf.Config.Labels[LabelFinalDiffID] = cf.RootFS.DiffIDs[n-1].String()
-		if img, err = mutate.ConfigFile(img, cf); err != nil {
-			t.Fatal(err)
-		}
+		img = withConfig(t, img, func(cf *v1.ConfigFile) {
+			cf.Config.Labels[LabelFinalDiffID] = cf.RootFS.DiffIDs[n-1].String()
+		})
 	}
 	b.img = img
 	return b
@@ -142,21 +136,30 @@ func (b *testBase) assemble(t testing.TB, labels map[string]string, adds []mutat
 	if err != nil {
 		t.Fatal(err)
 	}
+	img = withConfig(t, img, func(cf *v1.ConfigFile) {
+		cf.OS, cf.Architecture = "linux", "amd64"
+		cf.Config.Labels = map[string]string{}
+		for k, v := range labels {
+			cf.Config.Labels[k] = v
+		}
+	})
+	return mutate.ConfigMediaType(img, types.OCIConfigJSON)
+}
+
+// withConfig returns img with a copy of its config changed by edit.
+func withConfig(t testing.TB, img v1.Image, edit func(*v1.ConfigFile)) v1.Image {
+	t.Helper()
 	cf, err := img.ConfigFile()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", "amd64"
-	cf.Config.Labels = map[string]string{}
-	for k, v := range labels {
-		cf.Config.Labels[k] = v
-	}
-	img, err = mutate.ConfigFile(img, cf)
+	edit(cf)
+	out, err := mutate.ConfigFile(img, cf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	return out
 }
 
 // derive appends layers on top of img with a history entry each.
