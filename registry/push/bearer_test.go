@@ -146,8 +146,7 @@ func (tr *tokenRegistry) counts() (tokens, pings, refused int) {
 // token. Without that hint, the first mount is challenged and the token
 // refreshed once with the scope the registry asked for.
 func TestRemoteTokenRegistryOneToken(t *testing.T) {
-	r := regtest.Start(t, regtest.Config{})
-	px := regtest.NewProxy(t, r.Host)
+	_, px := startProxied(t)
 	tr := newTokenRegistry(t, px.Host)
 	const nBase = 5
 	baseLayers := mkLayers(t, "base", nBase, 2048)

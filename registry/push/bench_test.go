@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/oslayer/oslayer/registry"
-	"github.com/oslayer/oslayer/test/regtest"
 )
 
 // BenchmarkPush measures a pool push onto a 51-layer base in another
@@ -14,8 +13,7 @@ import (
 //
 //	go test -run '^$' -bench Push -benchtime 20x ./registry/push/
 func BenchmarkPush(b *testing.B) {
-	r := regtest.Start(b, regtest.Config{})
-	px := regtest.NewProxy(b, r.Host)
+	_, px := startProxied(b)
 	reg := &registry.Options{Retry: fastRetry}
 	base := pushBase(b, reg, px.Host, mkLayers(b, "base", 51, 16<<10))
 

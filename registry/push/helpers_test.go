@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -114,6 +115,19 @@ func pushPlain(t testing.TB, ref string, img v1.Image, opts ...remote.Option) {
 	if err := remote.Write(r, img, opts...); err != nil {
 		t.Fatalf("set-up push %s: %v", ref, err)
 	}
+}
+
+// startProxied starts a registry and a recording proxy in front of it.
+func startProxied(t testing.TB) (*regtest.Registry, *regtest.Proxy) {
+	t.Helper()
+	r := regtest.Start(t, regtest.Config{})
+	return r, regtest.NewProxy(t, r.Host)
+}
+
+// isMount reports whether r asks the registry to mount a blob from another
+// repository.
+func isMount(r *http.Request) bool {
+	return r.Method == http.MethodPost && r.URL.Query().Get("mount") != ""
 }
 
 // pushBase writes an image of layers to host/fcos/base:stable (test

@@ -218,8 +218,7 @@ func TestLayoutFromLayoutBase(t *testing.T) {
 // A registry base written to a layout: its layers must be downloaded,
 // each once.
 func TestLayoutFromRegistryBase(t *testing.T) {
-	r := regtest.Start(t, regtest.Config{})
-	px := regtest.NewProxy(t, r.Host)
+	_, px := startProxied(t)
 	baseLayers := mkLayers(t, "base", 3, 4096)
 	reg := &registry.Options{Retry: fastRetry}
 	base := pushBase(t, reg, px.Host, baseLayers)

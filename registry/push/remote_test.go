@@ -18,8 +18,7 @@ import (
 // uploaded, the manifest written by digest only, and the tag moves only on
 // Commit.
 func TestRemoteMountsBaseWritesByDigestCommitMovesTag(t *testing.T) {
-	r := regtest.Start(t, regtest.Config{})
-	px := regtest.NewProxy(t, r.Host)
+	_, px := startProxied(t)
 	const nBase = 6
 	baseLayers := mkLayers(t, "base", nBase, 8192)
 	pushPlain(t, px.Host+"/fcos/base:stable", mkImage(t, nil, baseLayers...))
@@ -117,8 +116,7 @@ func TestRemoteMountsBaseWritesByDigestCommitMovesTag(t *testing.T) {
 // Pushing the same image again sends nothing: the manifest exists by
 // digest, so no blob is checked, mounted or uploaded.
 func TestRemoteRepushUploadsNothing(t *testing.T) {
-	r := regtest.Start(t, regtest.Config{})
-	px := regtest.NewProxy(t, r.Host)
+	_, px := startProxied(t)
 	baseLayers := mkLayers(t, "base", 4, 4096)
 	reg := &registry.Options{Retry: fastRetry}
 	base := pushBase(t, reg, px.Host, baseLayers)
@@ -202,8 +200,7 @@ func TestRemoteBaseOnOtherRegistryIsStreamed(t *testing.T) {
 // 503, 429 and a connection reset on blob uploads, and a 503 on the
 // manifest PUT, are retried; the push succeeds and the image is intact.
 func TestRemoteRetriesTransientFailures(t *testing.T) {
-	r := regtest.Start(t, regtest.Config{})
-	px := regtest.NewProxy(t, r.Host)
+	r, px := startProxied(t)
 	fp := regtest.NewFaultProxy(t, px.Host)
 	var patches, manifests atomic.Int32
 	fp.SetFault(func(r *http.Request) regtest.Fault {
@@ -253,8 +250,7 @@ func TestRemoteRetriesTransientFailures(t *testing.T) {
 // A permanent 500 fails the push after the bounded retries, names the
 // step, and leaves neither the manifest nor the tag behind.
 func TestRemotePermanentFailure(t *testing.T) {
-	r := regtest.Start(t, regtest.Config{})
-	px := regtest.NewProxy(t, r.Host)
+	r, px := startProxied(t)
 	fp := regtest.NewFaultProxy(t, px.Host)
 	fp.SetFault(func(r *http.Request) regtest.Fault {
 		if r.Method == http.MethodPatch {

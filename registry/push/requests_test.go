@@ -65,8 +65,7 @@ func showKinds(m map[string]int) string {
 // manifest by digest, then Commit puts the tag without looking at it first
 // (Write had to put the manifest, so no tag could name it).
 func TestRemoteRequestsPerKind(t *testing.T) {
-	r := regtest.Start(t, regtest.Config{})
-	px := regtest.NewProxy(t, r.Host)
+	_, px := startProxied(t)
 	const nBase, nNew = 51, 2
 	baseLayers := mkLayers(t, "base", nBase, 2048)
 	reg := &registry.Options{Retry: fastRetry, Jobs: 4}
@@ -144,8 +143,7 @@ func remounted(t *testing.T, from string, ls []v1.Layer) []v1.Layer {
 // blob: 202 and an upload session) gets the blob uploaded instead; the
 // session the refusal opened is deleted.
 func TestRemoteRefusedMountUploads(t *testing.T) {
-	r := regtest.Start(t, regtest.Config{})
-	px := regtest.NewProxy(t, r.Host)
+	_, px := startProxied(t)
 	baseLayers := mkLayers(t, "base", 4, 4096)
 	reg := &registry.Options{Retry: fastRetry, Jobs: 2}
 	base := pushBase(t, reg, px.Host, baseLayers)
@@ -192,8 +190,7 @@ func TestRemoteRefusedMountUploads(t *testing.T) {
 // A 503 and a connection reset on mount requests are retried; every base
 // layer ends up mounted, none downloaded.
 func TestRemoteRetriesMount(t *testing.T) {
-	r := regtest.Start(t, regtest.Config{})
-	px := regtest.NewProxy(t, r.Host)
+	_, px := startProxied(t)
 	fp := regtest.NewFaultProxy(t, px.Host)
 	const nBase = 5
 	baseLayers := mkLayers(t, "base", nBase, 4096)
@@ -203,7 +200,7 @@ func TestRemoteRetriesMount(t *testing.T) {
 	b := built(t, img)
 	var mounts atomic.Int32
 	fp.SetFault(func(r *http.Request) regtest.Fault {
-		if r.Method == http.MethodPost && r.URL.Query().Get("mount") != "" {
+		if isMount(r) {
 			switch mounts.Add(1) {
 			case 1:
 				return regtest.Fault{Status: http.StatusServiceUnavailable}
@@ -237,8 +234,7 @@ func TestRemoteRetriesMount(t *testing.T) {
 // blob is uploaded instead, as go-containerregistry does, and the log says
 // so. The push succeeds.
 func TestRemoteMountKeepsFailingUploads(t *testing.T) {
-	r := regtest.Start(t, regtest.Config{})
-	px := regtest.NewProxy(t, r.Host)
+	r, px := startProxied(t)
 	fp := regtest.NewFaultProxy(t, px.Host)
 	const nBase = 2
 	baseLayers := mkLayers(t, "base", nBase, 4096)
@@ -248,7 +244,7 @@ func TestRemoteMountKeepsFailingUploads(t *testing.T) {
 	img := mkImage(t, base, added...)
 	b := built(t, img)
 	fp.SetFault(func(r *http.Request) regtest.Fault {
-		if r.Method == http.MethodPost && r.URL.Query().Get("mount") != "" {
+		if isMount(r) {
 			return regtest.Fault{Status: http.StatusInternalServerError}
 		}
 		return regtest.Fault{}
@@ -314,8 +310,7 @@ func TestRemoteUnreachableRegistry(t *testing.T) {
 // One Publisher serves several builds at once: each Write keeps its own
 // transport for its own Commit.
 func TestRemoteConcurrentBuildsOnePublisher(t *testing.T) {
-	r := regtest.Start(t, regtest.Config{})
-	px := regtest.NewProxy(t, r.Host)
+	_, px := startProxied(t)
 	reg := &registry.Options{Retry: fastRetry}
 	base := pushBase(t, reg, px.Host, mkLayers(t, "base", 3, 1024))
 	p := newPublisher(t, px.Host+"/pools/worker:v1", reg)
