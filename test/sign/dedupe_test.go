@@ -45,7 +45,7 @@ func TestResignDedupe(t *testing.T) {
 	r := regtest.Start(t, regtest.Config{})
 	key := sharedKey(t, 0)
 	d := pushRandom(t, r.Host, "pool")
-	kf := sign.KeyFile(key.priv, sign.Password([]byte(testPassword)))
+	kf := keyFile(key.priv)
 
 	out1, err := runStages(ctx, sign.Stages(kf), fakeBuild(t, d), d)
 	if err != nil {
@@ -98,20 +98,13 @@ func TestResignDedupe(t *testing.T) {
 
 	// A second key adds its own signature next to the first.
 	other := sharedKey(t, 1)
-	if _, err := runStages(ctx, sign.Stages(sign.KeyFile(other.priv, sign.Password([]byte(testPassword))))[:1], fakeBuild(t, d), d); err != nil {
+	if _, err := runStages(ctx, sign.Stages(keyFile(other.priv))[:1], fakeBuild(t, d), d); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := attachedLayers(t, d, ".sig"); n != 2 {
 		t.Fatalf("after signing with a second key: %d signature layers, want 2", n)
 	}
-	pub, err := sign.LoadPublicKey(ctx, key.pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := sign.Verify(ctx, d.String(), pub)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := verifyWith(t, ctx, key, d.String())
 	if v.Signatures != 1 || v.Attestations != 1 {
 		t.Fatalf("verify: %d signatures, %d attestations by the key; want 1 and 1", v.Signatures, v.Attestations)
 	}
@@ -126,7 +119,7 @@ func TestReferrers(t *testing.T) {
 	r := regtest.Start(t, regtest.Config{})
 	key := sharedKey(t, 0)
 	d := pushRandom(t, r.Host, "pool")
-	kf := sign.KeyFile(key.priv, sign.Password([]byte(testPassword)))
+	kf := keyFile(key.priv)
 	for i := 0; i < 2; i++ {
 		out, err := runStages(ctx, sign.Stages(kf, sign.WithReferrers(true), sign.WithRegistry(&registry.Options{})), fakeBuild(t, d), d)
 		if err != nil {
@@ -179,17 +172,10 @@ func TestProvenance(t *testing.T) {
 	key := sharedKey(t, 0)
 	d := pushRandom(t, r.Host, "pool")
 	b := fakeBuild(t, d)
-	if _, err := runStages(ctx, sign.Stages(sign.KeyFile(key.priv, sign.Password([]byte(testPassword))), sign.WithVersion("v1.2.3")), b, d); err != nil {
+	if _, err := runStages(ctx, sign.Stages(keyFile(key.priv), sign.WithVersion("v1.2.3")), b, d); err != nil {
 		t.Fatal(err)
 	}
-	pub, err := sign.LoadPublicKey(ctx, key.pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := sign.Verify(ctx, d.String(), pub)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := verifyWith(t, ctx, key, d.String())
 	want, err := sign.NewStatement(b, d, "v1.2.3")
 	if err != nil {
 		t.Fatal(err)

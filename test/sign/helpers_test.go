@@ -44,11 +44,17 @@ type keyFiles struct {
 // newKey writes a cosign key pair encrypted with pw into a temp dir.
 func newKey(t *testing.T, pw string) keyFiles {
 	t.Helper()
+	return writeKey(t, t.TempDir(), pw)
+}
+
+// writeKey generates a cosign key pair encrypted with pw and writes it
+// into dir as cosign.key and cosign.pub.
+func writeKey(t *testing.T, dir, pw string) keyFiles {
+	t.Helper()
 	kp, err := sign.GenerateKeyPair([]byte(pw))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	k := keyFiles{priv: filepath.Join(dir, "cosign.key"), pub: filepath.Join(dir, "cosign.pub"), pem: kp.Public}
 	if err := os.WriteFile(k.priv, kp.Private, 0o600); err != nil {
 		t.Fatal(err)
@@ -57,6 +63,26 @@ func newKey(t *testing.T, pw string) keyFiles {
 		t.Fatal(err)
 	}
 	return k
+}
+
+// keyFile signs with the private key at path, encrypted with testPassword.
+func keyFile(path string) sign.KeyFunc {
+	return sign.KeyFile(path, sign.Password([]byte(testPassword)))
+}
+
+// verifyWith loads k's public key and verifies ref with it, failing the
+// test on either error.
+func verifyWith(t *testing.T, ctx context.Context, k keyFiles, ref string) *sign.Verification {
+	t.Helper()
+	pub, err := sign.LoadPublicKey(ctx, k.pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := sign.Verify(ctx, ref, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // Key generation and decryption use scrypt, which is slow on purpose: the
@@ -77,21 +103,11 @@ func sharedKey(t *testing.T, slot int) keyFiles {
 	if k, ok := keys[slot]; ok {
 		return k
 	}
-	kp, err := sign.GenerateKeyPair([]byte(testPassword))
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := filepath.Join(keysDir, strconv.Itoa(slot))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	k := keyFiles{priv: filepath.Join(dir, "cosign.key"), pub: filepath.Join(dir, "cosign.pub"), pem: kp.Public}
-	if err := os.WriteFile(k.priv, kp.Private, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(k.pub, kp.Public, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	k := writeKey(t, dir, testPassword)
 	keys[slot] = k
 	return k
 }
@@ -156,7 +172,7 @@ func fakeBuild(t *testing.T, d name.Digest) *builder.Built {
 // signBoth runs the sign and attest stages for d with the key k.
 func signBoth(t *testing.T, ctx context.Context, k keyFiles, d name.Digest, opts ...sign.Option) {
 	t.Helper()
-	stages := sign.Stages(sign.KeyFile(k.priv, sign.Password([]byte(testPassword))), opts...)
+	stages := sign.Stages(keyFile(k.priv), opts...)
 	b := fakeBuild(t, d)
 	p := &builder.Published{Ref: d.String(), Digest: &d}
 	for _, s := range stages {

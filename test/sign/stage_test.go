@@ -103,15 +103,15 @@ func TestStageErrors(t *testing.T) {
 			[]string{"sign: key " + key.priv + ": key password file:", "no such file"}},
 		{"missing-key", sign.KeyFile(filepath.Join(dir, "absent.key"), sign.Password([]byte(testPassword))), r.Host, nil,
 			[]string{"sign: key " + filepath.Join(dir, "absent.key") + ":", "no such file"}},
-		{"key-is-directory", sign.KeyFile(dir, sign.Password([]byte(testPassword))), r.Host, nil,
+		{"key-is-directory", keyFile(dir), r.Host, nil,
 			[]string{"sign: key " + dir + ":", "is a directory"}},
-		{"garbage-key", sign.KeyFile(garbage, sign.Password([]byte(testPassword))), r.Host, nil,
+		{"garbage-key", keyFile(garbage), r.Host, nil,
 			[]string{"sign: key " + garbage + ": neither a PEM private key nor a Secret manifest"}},
-		{"not-a-secret", sign.KeyFile(notSecret, sign.Password([]byte(testPassword))), r.Host, nil,
+		{"not-a-secret", keyFile(notSecret), r.Host, nil,
 			[]string{"sign: key " + notSecret + `: neither a PEM private key nor a Secret manifest (kind "ConfigMap")`}},
-		{"secret-without-key", sign.KeyFile(emptySecret, sign.Password([]byte(testPassword))), r.Host, nil,
+		{"secret-without-key", keyFile(emptySecret), r.Host, nil,
 			[]string{"sign: key " + emptySecret + " (Secret ns/cosign): no cosign.key in data or stringData"}},
-		{"registry-refuses-signature", sign.KeyFile(key.priv, sign.Password([]byte(testPassword))), proxy.Host,
+		{"registry-refuses-signature", keyFile(key.priv), proxy.Host,
 			func(r *http.Request) int {
 				if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/manifests/sha256-") && strings.HasSuffix(r.URL.Path, ".sig") {
 					return http.StatusForbidden
@@ -155,7 +155,7 @@ func TestStageErrors(t *testing.T) {
 // digest to sign; the stage says so.
 func TestLayoutRefused(t *testing.T) {
 	key := sharedKey(t, 0)
-	st := sign.Stages(sign.KeyFile(key.priv, sign.Password([]byte(testPassword))))
+	st := sign.Stages(keyFile(key.priv))
 	_, err := st[0].Run(context.Background(), &builder.Built{}, &builder.Published{Ref: "oci:/tmp/x@sha256:" + strings.Repeat("0", 64)})
 	if err == nil || !strings.HasPrefix(err.Error(), "sign: oci:/tmp/x@") {
 		t.Fatalf("err = %v", err)
