@@ -181,24 +181,33 @@ func officialBase(t testing.TB, flavor string) v1.Image {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return withConfig(t, img, func(cf *v1.ConfigFile) {
+		cf.OS, cf.Architecture = "linux", "amd64"
+		cf.Created = v1.Time{Time: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}
+		cf.Config.Labels = map[string]string{
+			"containers.bootc":                 "1",
+			"ostree.bootable":                  "1",
+			"ostree.linux":                     kernel,
+			"ostree.final-diffid":              last.String(),
+			"org.opencontainers.image.version": version,
+		}
+	})
+}
+
+// withConfig returns img with a copy of its config changed by edit.
+func withConfig(t testing.TB, img v1.Image, edit func(*v1.ConfigFile)) v1.Image {
+	t.Helper()
 	cf, err := img.ConfigFile()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", "amd64"
-	cf.Created = v1.Time{Time: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}
-	cf.Config.Labels = map[string]string{
-		"containers.bootc":                 "1",
-		"ostree.bootable":                  "1",
-		"ostree.linux":                     kernel,
-		"ostree.final-diffid":              last.String(),
-		"org.opencontainers.image.version": version,
-	}
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
+	edit(cf)
+	out, err := mutate.ConfigFile(img, cf)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return img
+	return out
 }
 
 func push(t testing.TB, img v1.Image, ref string) string {

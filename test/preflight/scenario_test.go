@@ -63,16 +63,9 @@ func reassemble(t testing.TB, like v1.Image, layers []v1.Layer) v1.Image {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture, cf.Config = orig.OS, orig.Architecture, orig.Config
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
-		t.Fatal(err)
-	}
-	return img
+	return withConfig(t, img, func(cf *v1.ConfigFile) {
+		cf.OS, cf.Architecture, cf.Config = orig.OS, orig.Architecture, orig.Config
+	})
 }
 
 func messages(rep *preflight.Report, check string) []string {
