@@ -161,10 +161,16 @@ func writeCommit(t testing.TB, p *push.Publisher, b *builder.Built) *builder.Pub
 	if err != nil {
 		t.Fatal(err)
 	}
+	commit(t, p, b, pub)
+	return pub
+}
+
+// commit commits pub of b through p, failing the test on error.
+func commit(t testing.TB, p *push.Publisher, b *builder.Built, pub *builder.Published) {
+	t.Helper()
 	if err := p.Commit(ctx, b, pub); err != nil {
 		t.Fatal(err)
 	}
-	return pub
 }
 
 // wantTag fails the test unless the tag ref names b's digest.

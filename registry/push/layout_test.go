@@ -86,9 +86,7 @@ func TestLayoutWriteCommitReplaceTag(t *testing.T) {
 	if got := len(blobFiles(t, dir)); got != len(layers)+2 {
 		t.Fatalf("%d blobs, want %d", got, len(layers)+2)
 	}
-	if err := p.Commit(ctx, b, pub); err != nil {
-		t.Fatal(err)
-	}
+	commit(t, p, b, pub)
 	idx := readIndex(t, dir)
 	if e := tagged(idx, "worker"); len(idx.Manifests) != 1 || len(e) != 1 || e[0].Digest != b.Digest {
 		t.Fatalf("index.json after Commit: %+v", idx)
@@ -102,9 +100,7 @@ func TestLayoutWriteCommitReplaceTag(t *testing.T) {
 	if pub2.Uploaded != 0 || pub2.Skipped != wantBytes {
 		t.Errorf("rewrite: Uploaded=%d Skipped=%d, want 0 and %d", pub2.Uploaded, pub2.Skipped, wantBytes)
 	}
-	if err := p.Commit(ctx, b, pub2); err != nil {
-		t.Fatal(err)
-	}
+	commit(t, p, b, pub2)
 	if got := len(readIndex(t, dir).Manifests); got != 1 {
 		t.Fatalf("re-commit of the same digest: %d entries", got)
 	}
@@ -119,9 +115,7 @@ func TestLayoutWriteCommitReplaceTag(t *testing.T) {
 	if e := tagged(readIndex(t, dir), "worker"); len(e) != 1 || e[0].Digest != b.Digest {
 		t.Fatalf("Write moved the tag: %+v", e)
 	}
-	if err := p.Commit(ctx, b2, pub3); err != nil {
-		t.Fatal(err)
-	}
+	commit(t, p, b2, pub3)
 	idx = readIndex(t, dir)
 	if e := tagged(idx, "worker"); len(idx.Manifests) != 1 || len(e) != 1 || e[0].Digest != b2.Digest {
 		t.Fatalf("index.json after a new Commit: %+v", idx)
@@ -234,9 +228,7 @@ func TestLayoutFromRegistryBase(t *testing.T) {
 	if got := px.BlobGets(); got != len(baseLayers) {
 		t.Errorf("base blob downloads = %d, want %d", got, len(baseLayers))
 	}
-	if err := p.Commit(ctx, b, pub); err != nil {
-		t.Fatal(err)
-	}
+	commit(t, p, b, pub)
 	if e := tagged(readIndex(t, dir), push.DefaultTag); len(e) != 1 || e[0].Digest != b.Digest {
 		t.Fatalf("default tag entry: %+v", e)
 	}

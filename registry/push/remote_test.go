@@ -84,9 +84,7 @@ func TestRemoteMountsBaseWritesByDigestCommitMovesTag(t *testing.T) {
 	if got := tagDigest(t, px.Host+"/pools/worker:v1"); got != "" {
 		t.Fatalf("tag exists before Commit: %s", got)
 	}
-	if err := p.Commit(ctx, b, pub); err != nil {
-		t.Fatal(err)
-	}
+	commit(t, p, b, pub)
 	if got := tagDigest(t, px.Host+"/pools/worker:v1"); got != b.Digest.String() {
 		t.Fatalf("tag after Commit = %q, want %s", got, b.Digest)
 	}
@@ -105,9 +103,7 @@ func TestRemoteMountsBaseWritesByDigestCommitMovesTag(t *testing.T) {
 	if err := p.Commit(ctx, b2, pub); err == nil {
 		t.Fatal("Commit with a mismatched Published succeeded")
 	}
-	if err := p.Commit(ctx, b2, pub2); err != nil {
-		t.Fatal(err)
-	}
+	commit(t, p, b2, pub2)
 	if got := tagDigest(t, px.Host+"/pools/worker:v1"); got != b2.Digest.String() {
 		t.Fatalf("tag after second Commit = %q, want %s", got, b2.Digest)
 	}
@@ -154,9 +150,7 @@ func TestRemoteRepushUploadsNothing(t *testing.T) {
 	}
 	// The tag already names the digest: moving it is a no-op that sends nothing.
 	px.Reset()
-	if err := p2.Commit(ctx, b, pub2); err != nil {
-		t.Fatal(err)
-	}
+	commit(t, p2, b, pub2)
 	if got := count(px.Requests(), http.MethodPut, "/v2/"); got != 0 {
 		t.Errorf("%d PUT requests committing an unchanged tag, want 0:\n%s", got, px.Dump())
 	}
@@ -241,9 +235,7 @@ func TestRemoteRetriesTransientFailures(t *testing.T) {
 	if pub.Uploaded != wantUp {
 		t.Errorf("Uploaded = %d, want %d (failed attempts are not counted)", pub.Uploaded, wantUp)
 	}
-	if err := p.Commit(ctx, b, pub); err != nil {
-		t.Fatal(err)
-	}
+	commit(t, p, b, pub)
 	wantTag(t, r.Host+"/pools/worker:v1", b)
 }
 

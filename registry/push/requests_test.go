@@ -181,9 +181,7 @@ func TestRemoteRefusedMountUploads(t *testing.T) {
 	if want := layersSize(t, baseLayers[2:]) + layersSize(t, added) + configSize(t, img) + manifestSize(t, img); pub.Uploaded != want {
 		t.Errorf("Uploaded = %d, want %d", pub.Uploaded, want)
 	}
-	if err := p.Commit(ctx, b, pub); err != nil {
-		t.Fatal(err)
-	}
+	commit(t, p, b, pub)
 	wantTag(t, px.Host+"/pools/worker:v1", b)
 }
 
@@ -275,9 +273,7 @@ func TestRemoteMountKeepsFailingUploads(t *testing.T) {
 	if want := layersSize(t, baseLayers) + layersSize(t, added) + configSize(t, img) + manifestSize(t, img); pub.Uploaded != want {
 		t.Errorf("Uploaded = %d, want %d", pub.Uploaded, want)
 	}
-	if err := p.Commit(ctx, b, pub); err != nil {
-		t.Fatal(err)
-	}
+	commit(t, p, b, pub)
 	wantTag(t, r.Host+"/pools/worker:v1", b)
 }
 
