@@ -42,9 +42,7 @@ func attachedLayers(t *testing.T, d name.Digest, suffix string) (int, v1.Hash) {
 // provenance attestation layer, and the signature manifest is unchanged.
 func TestResignDedupe(t *testing.T) {
 	ctx := context.Background()
-	r := regtest.Start(t, regtest.Config{})
-	key := sharedKey(t, 0)
-	d := pushRandom(t, r.Host, "pool")
+	key, d := signable(t)
 	kf := keyFile(key.priv)
 
 	out1, err := runStages(ctx, sign.Stages(kf), fakeBuild(t, d), d)
@@ -116,9 +114,7 @@ func TestResignDedupe(t *testing.T) {
 // add a second referrer.
 func TestReferrers(t *testing.T) {
 	ctx := context.Background()
-	r := regtest.Start(t, regtest.Config{})
-	key := sharedKey(t, 0)
-	d := pushRandom(t, r.Host, "pool")
+	key, d := signable(t)
 	kf := keyFile(key.priv)
 	for i := 0; i < 2; i++ {
 		out, err := runStages(ctx, sign.Stages(kf, sign.WithReferrers(true), sign.WithRegistry(&registry.Options{})), fakeBuild(t, d), d)
@@ -168,9 +164,7 @@ func TestReferrers(t *testing.T) {
 // the produced layers; Verify returns the inputs.
 func TestProvenance(t *testing.T) {
 	ctx := context.Background()
-	r := regtest.Start(t, regtest.Config{})
-	key := sharedKey(t, 0)
-	d := pushRandom(t, r.Host, "pool")
+	key, d := signable(t)
 	b := fakeBuild(t, d)
 	if _, err := runStages(ctx, sign.Stages(keyFile(key.priv), sign.WithVersion("v1.2.3")), b, d); err != nil {
 		t.Fatal(err)

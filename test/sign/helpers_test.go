@@ -32,6 +32,7 @@ import (
 	"github.com/oslayer/oslayer/layers/model"
 	"github.com/oslayer/oslayer/registry"
 	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/test/regtest"
 )
 
 const testPassword = "correct horse"
@@ -146,6 +147,14 @@ func pushRandom(t *testing.T, host, repo string) name.Digest {
 }
 
 // fakeBuild is a build result naming real-looking inputs.
+// signable starts a registry of its own and pushes a random image to its
+// repository "pool"; it returns the shared key 0 and the image's digest.
+func signable(t *testing.T) (keyFiles, name.Digest) {
+	t.Helper()
+	r := regtest.Start(t, regtest.Config{})
+	return sharedKey(t, 0), pushRandom(t, r.Host, "pool")
+}
+
 func fakeBuild(t *testing.T, d name.Digest) *builder.Built {
 	t.Helper()
 	base, _ := v1.NewHash("sha256:" + strings.Repeat("ab", 32))
