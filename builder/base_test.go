@@ -16,27 +16,12 @@ import (
 
 	"github.com/oslayer/oslayer/registry"
 	"github.com/oslayer/oslayer/test/regtest"
+	"github.com/oslayer/oslayer/test/synth"
 )
-
-// withConfig returns img with a copy of its config changed by edit.
-func withConfig(t *testing.T, img v1.Image, edit func(*v1.ConfigFile)) v1.Image {
-	t.Helper()
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf = cf.DeepCopy()
-	edit(cf)
-	out, err := mutate.ConfigFile(img, cf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 func withArch(t *testing.T, img v1.Image, arch string) v1.Image {
 	t.Helper()
-	return withConfig(t, img, func(cf *v1.ConfigFile) { cf.Architecture = arch })
+	return synth.WithConfig(t, img, func(cf *v1.ConfigFile) { cf.Architecture = arch })
 }
 
 // blobGetsBut returns the blob downloads among reqs other than those of
@@ -107,7 +92,7 @@ func TestResolveBaseIndex(t *testing.T) {
 // A base without the bootable labels still builds, with a warning.
 func TestAssembleWarnsWithoutBootableLabel(t *testing.T) {
 	img := synthBase(t)
-	plain := withConfig(t, img, func(cf *v1.ConfigFile) {
+	plain := synth.WithConfig(t, img, func(cf *v1.ConfigFile) {
 		delete(cf.Config.Labels, "containers.bootc")
 		delete(cf.Config.Labels, "ostree.bootable")
 	})

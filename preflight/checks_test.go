@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/oslayer/oslayer/test/synth"
 )
 
 func cleanLayer(t testing.TB) v1.Layer {
@@ -95,7 +97,7 @@ func diffShort(t testing.TB, l v1.Layer) string {
 
 func withLabels(t testing.TB, img v1.Image, set map[string]string, del ...string) v1.Image {
 	t.Helper()
-	return withConfig(t, img, func(cf *v1.ConfigFile) {
+	return synth.WithConfig(t, img, func(cf *v1.ConfigFile) {
 		for k, v := range set {
 			cf.Config.Labels[k] = v
 		}
@@ -119,7 +121,7 @@ func TestBootable(t *testing.T) {
 
 func withArch(t testing.TB, img v1.Image, arch string) v1.Image {
 	t.Helper()
-	return withConfig(t, img, func(cf *v1.ConfigFile) { cf.Architecture = arch })
+	return synth.WithConfig(t, img, func(cf *v1.ConfigFile) { cf.Architecture = arch })
 }
 
 func TestPlatform(t *testing.T) {
@@ -167,7 +169,7 @@ func TestFormat(t *testing.T) {
 	rep = run(t, Target{Image: mutate.MediaType(img, types.DockerManifestSchema1Signed)}, only(c, Options{}))
 	assertFindings(t, rep.Findings, []Finding{{Check: "format", Severity: Error, Message: "manifest is Docker schema1 (application/vnd.docker.distribution.manifest.v1+prettyjws): nodes cannot pull it; push it again as OCI (skopeo copy --format oci)"}})
 
-	trunc := withConfig(t, img, func(cf *v1.ConfigFile) { cf.History = cf.History[:2] })
+	trunc := synth.WithConfig(t, img, func(cf *v1.ConfigFile) { cf.History = cf.History[:2] })
 	rep = run(t, Target{Image: trunc}, only(c, Options{}))
 	assertFindings(t, rep.Findings, []Finding{{Check: "format", Severity: Error, Message: `config history has 2 non-empty entries for 4 layers: bootc refuses it ("Truncated history"); add a history entry for every layer`}})
 

@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/oslayer/oslayer/test/synth"
 )
 
 // ent is one tar entry of a test layer.
@@ -122,7 +124,7 @@ func newBase(t testing.TB, n int, seed int64, labels map[string]string) *testBas
 	}
 	img := b.assemble(t, labels, adds)
 	if n > 0 {
-		img = withConfig(t, img, func(cf *v1.ConfigFile) {
+		img = synth.WithConfig(t, img, func(cf *v1.ConfigFile) {
 			cf.Config.Labels[LabelFinalDiffID] = cf.RootFS.DiffIDs[n-1].String()
 		})
 	}
@@ -136,7 +138,7 @@ func (b *testBase) assemble(t testing.TB, labels map[string]string, adds []mutat
 	if err != nil {
 		t.Fatal(err)
 	}
-	img = withConfig(t, img, func(cf *v1.ConfigFile) {
+	img = synth.WithConfig(t, img, func(cf *v1.ConfigFile) {
 		cf.OS, cf.Architecture = "linux", "amd64"
 		cf.Config.Labels = map[string]string{}
 		for k, v := range labels {
@@ -144,22 +146,6 @@ func (b *testBase) assemble(t testing.TB, labels map[string]string, adds []mutat
 		}
 	})
 	return mutate.ConfigMediaType(img, types.OCIConfigJSON)
-}
-
-// withConfig returns img with a copy of its config changed by edit.
-func withConfig(t testing.TB, img v1.Image, edit func(*v1.ConfigFile)) v1.Image {
-	t.Helper()
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf = cf.DeepCopy()
-	edit(cf)
-	out, err := mutate.ConfigFile(img, cf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // derive appends layers on top of img with a history entry each.

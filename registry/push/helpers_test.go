@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,13 +16,13 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/oslayer/oslayer/builder"
 	"github.com/oslayer/oslayer/registry"
 	"github.com/oslayer/oslayer/registry/push"
 	"github.com/oslayer/oslayer/test/regtest"
+	"github.com/oslayer/oslayer/test/synth"
 )
 
 // fastRetry keeps retry tests quick.
@@ -61,12 +60,7 @@ func mkLayer(t testing.TB, seed string, size int) v1.Layer {
 		t.Fatal(err)
 	}
 	b := buf.Bytes()
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil },
-		tarball.WithMediaType(types.OCILayer))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
+	return synth.TarLayer(t, b)
 }
 
 // mkImage builds an OCI image from layers (nil base: empty).

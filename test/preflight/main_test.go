@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,11 +22,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/oslayer/oslayer/preflight"
 	"github.com/oslayer/oslayer/test/fixtures"
+	"github.com/oslayer/oslayer/test/synth"
 )
 
 var (
@@ -131,12 +130,7 @@ func gzLayer(t testing.TB, ents []entry) v1.Layer {
 		t.Fatal(err)
 	}
 	data := b.Bytes()
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil },
-		tarball.WithMediaType(types.OCILayer))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
+	return synth.TarLayer(t, data)
 }
 
 const (
@@ -181,7 +175,7 @@ func officialBase(t testing.TB, flavor string) v1.Image {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return withConfig(t, img, func(cf *v1.ConfigFile) {
+	return synth.WithConfig(t, img, func(cf *v1.ConfigFile) {
 		cf.OS, cf.Architecture = "linux", "amd64"
 		cf.Created = v1.Time{Time: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}
 		cf.Config.Labels = map[string]string{
@@ -192,22 +186,6 @@ func officialBase(t testing.TB, flavor string) v1.Image {
 			"org.opencontainers.image.version": version,
 		}
 	})
-}
-
-// withConfig returns img with a copy of its config changed by edit.
-func withConfig(t testing.TB, img v1.Image, edit func(*v1.ConfigFile)) v1.Image {
-	t.Helper()
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf = cf.DeepCopy()
-	edit(cf)
-	out, err := mutate.ConfigFile(img, cf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func push(t testing.TB, img v1.Image, ref string) string {

@@ -63,7 +63,7 @@ func reassemble(t testing.TB, like v1.Image, layers []v1.Layer) v1.Image {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return withConfig(t, img, func(cf *v1.ConfigFile) {
+	return synth.WithConfig(t, img, func(cf *v1.ConfigFile) {
 		cf.OS, cf.Architecture, cf.Config = orig.OS, orig.Architecture, orig.Config
 	})
 }
