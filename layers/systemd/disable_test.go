@@ -262,3 +262,65 @@ func TestOracleDisable(t *testing.T) {
 		})
 	}
 }
+
+// presetTree is an FCOS-shaped tree for the preset oracle: vendor presets
+// ending in "disable *", a higher-precedence preset in /etc, a masked
+// vendor preset file, units enabled and not yet enabled, a template with
+// an instance rule, an alias, a masked unit and a unit written into /etc.
+func presetTree() map[string]string {
+	return map[string]string{
+		"usr/lib/systemd/system-preset/90-default.preset":         "# vendor\nenable zzsshd.service\nenable zzchronyd.service\nenable zzgetty@.service\nenable zzinst@.service a b\nenable zzsock.socket\n;comment\nbogus line\nenable zzplain.service x\n",
+		"usr/lib/systemd/system-preset/99-default-disable.preset": "disable *\n",
+		"usr/lib/systemd/system-preset/50-masked.preset":          "enable zzoff.service\n",
+		"etc/systemd/system-preset/50-masked.preset":              "->/dev/null",
+		"etc/systemd/system-preset/20-ignition.preset":            "disable zzchronyd.service\nenable zzcfg.service\nenable zzmasked.service\n",
+		usrUnits + "zzsshd.service":                               svc + "[Install]\nWantedBy=multi-user.target\nAlias=zzssh.service\n",
+		usrUnits + "zzchronyd.service":                            svc + "[Install]\nWantedBy=multi-user.target\n",
+		usrUnits + "zzoff.service":                                svc + "[Install]\nWantedBy=multi-user.target\n",
+		usrUnits + "zzgetty@.service":                             svc + "[Install]\nWantedBy=getty.target\nDefaultInstance=tty1\n",
+		usrUnits + "zzinst@.service":                              svc + "[Install]\nWantedBy=multi-user.target\n",
+		usrUnits + "zzsock.socket":                                "[Socket]\nListenStream=/run/zz\n[Install]\nWantedBy=sockets.target\nAlso=zzsockd.service\n",
+		usrUnits + "zzsockd.service":                              svc,
+		usrUnits + "zzplain.service":                              svc + "[Install]\nWantedBy=multi-user.target\n",
+		usrUnits + "zzmasked.service":                             svc + "[Install]\nWantedBy=multi-user.target\n",
+		usrUnits + "zzalias.service":                              "->zzsshd.service",
+		usrUnits + "zzstatic.service":                             svc,
+		etcUnits + "zzmasked.service":                             "->/dev/null",
+		etcUnits + "zzcfg.service":                                svc + "[Install]\nWantedBy=multi-user.target\nRequiredBy=zzcfg.target\n",
+		etcUnits + "zzown.service":                                svc + "[Install]\nWantedBy=multi-user.target\n",
+		etcUnits + "multi-user.target.wants/zzchronyd.service":    "->/usr/lib/systemd/system/zzchronyd.service",
+		etcUnits + "multi-user.target.wants/zzown.service":        "->/etc/systemd/system/zzown.service",
+		etcUnits + "multi-user.target.wants/zzsshd.service":       "->/usr/lib/systemd/system/zzsshd.service",
+		etcUnits + "zzold.target.wants/zzoff.service":             "->/usr/lib/systemd/system/zzoff.service",
+	}
+}
+
+// TestOraclePresetAll compares PresetAll with `systemctl --root preset-all`
+// in each preset mode.
+func TestOraclePresetAll(t *testing.T) {
+	bin := regtest.Require(t, "systemctl")
+	for _, m := range []struct {
+		name string
+		mode PresetMode
+	}{{"full", PresetFull}, {"enable-only", PresetEnableOnly}, {"disable-only", PresetDisableOnly}} {
+		t.Run(m.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeTree(t, dir, presetTree())
+			got, _ := PresetAll(os.DirFS(dir), m.mode)
+			before := treePaths(t, dir)
+			beforeLinks := treeLinks(t, dir)
+			out := systemctlIn(t, bin, dir, true, "preset-all", "--preset-mode="+m.name)
+			after := treePaths(t, dir)
+			if sys := removedPaths(before, after); !reflect.DeepEqual(got.Removed, sys) {
+				t.Errorf("removed differs from systemctl:\n ours      %+v\n systemctl %+v\n%s", got.Removed, sys, out)
+			}
+			sysLinks := withoutLinks(treeLinks(t, dir), beforeLinks)
+			if !equalLinks(got.Links, sysLinks) {
+				t.Errorf("created links differ from systemctl:\n ours      %v\n systemctl %v\n%s", got.Links, sysLinks, out)
+			}
+			if len(got.Links)+len(got.Removed.Links) == 0 {
+				t.Error("the case changes nothing")
+			}
+		})
+	}
+}

@@ -4,9 +4,15 @@
 // symlinks enabling creates (EnableLinks), following Also=, Alias=,
 // WantedBy=, RequiredBy=, UpheldBy=, templates with DefaultInstance= and
 // instances of templates. FindInFS reads units that a base OS tree ships.
+// DisableLinks returns what `systemctl disable` removes from a tree, and
+// PresetAll what `systemctl preset-all` changes (LoadPresets and
+// Presets.Query read the preset files), so that enablement after the
+// presets a first boot applies can be computed without running systemctl.
 //
-// The behaviour is checked against the real systemctl (systemd 252) by an
-// oracle test over every unit of the project's real-world fixtures. One
+// The behaviour is checked against the real systemctl (systemd 252) by
+// oracle tests: enable over every unit of the project's real-world
+// fixtures, disable and preset-all (each preset mode) over hand-written
+// trees. One
 // deliberate difference: UpheldBy= (an [Install] key of systemd 254 and
 // later, which systemctl 252 ignores with a warning) creates ".upholds"
 // links, which systemd's PID 1 honours since 249.
