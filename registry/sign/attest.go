@@ -180,8 +180,11 @@ type AttestResult struct {
 // Attest DSSE-signs st and attaches it to d the way `cosign attest` does
 // (the "sha256-HEX.att" tag). When the same statement signed by the same
 // key is already attached nothing is written (a rebuild with unchanged
-// inputs uploads nothing); otherwise earlier attestations of the same
-// predicate type are replaced, so they never pile up, and others are kept.
+// inputs uploads nothing); otherwise our own earlier attestations of the
+// same predicate type are replaced, so they never pile up, and every other
+// attestation (other predicate types, other signers) is kept. Like Sign it
+// reads the tag back after writing and merges again when another writer
+// replaced it meanwhile (at most MaxMergeAttempts writes).
 func (s *Signer) Attest(ctx context.Context, d name.Digest, st *Statement) (*AttestResult, error) {
 	pl, err := json.Marshal(st)
 	if err != nil {
@@ -193,52 +196,77 @@ func (s *Signer) Attest(ctx context.Context, d name.Digest, st *Statement) (*Att
 		return nil, err
 	}
 	res := &AttestResult{Ref: d.String(), AttestationTag: at.String(), PredicateType: st.PredicateType}
-	se := ociremote.SignedUnknown(d, oo...)
-	existing, err := se.Attestations()
-	if err != nil {
-		return nil, fmt.Errorf("reading existing attestations %s: %w", at, err)
-	}
-	l, err := existing.Get()
-	if err != nil {
-		return nil, fmt.Errorf("reading existing attestations %s: %w", at, err)
-	}
-	for _, a := range l {
-		if s.sameAttestation(a, pl) {
-			res.Existing, res.Attestations = true, len(l)
-			s.o.log.InfoContext(ctx, "attestation already present", "ref", d.String(), "tag", at.String())
-			return res, nil
+	var att oci.Signature
+	// Merge, never replace: as in Sign, read, add ours, write, read back,
+	// and merge again while another writer keeps replacing the tag.
+	for attempt := 0; ; attempt++ {
+		se := ociremote.SignedUnknown(d, oo...)
+		existing, err := se.Attestations()
+		if err != nil {
+			return nil, fmt.Errorf("reading attestations %s: %w", at, err)
 		}
+		l, err := existing.Get()
+		if err != nil {
+			return nil, fmt.Errorf("reading attestations %s: %w", at, err)
+		}
+		for _, a := range l {
+			if s.sameAttestation(a, pl) {
+				res.Existing, res.Attestations = attempt == 0, len(l)
+				if attempt == 0 {
+					s.o.log.InfoContext(ctx, "attestation already present", "ref", d.String(), "tag", at.String())
+				} else {
+					s.o.log.InfoContext(ctx, "attested", "ref", d.String(), "tag", at.String(), "replaced", res.Replaced, "writes", attempt)
+				}
+				return res, nil
+			}
+		}
+		if attempt == MaxMergeAttempts {
+			return nil, fmt.Errorf("attestation %s: our attestation is missing after %d writes: other writers keep replacing the tag", at, attempt)
+		}
+		if attempt > 0 {
+			s.o.log.WarnContext(ctx, "attestation tag was replaced by another writer; merging again", "tag", at.String(), "attempt", attempt+1)
+			if err := mergePause(ctx, attempt); err != nil {
+				return nil, fmt.Errorf("attestation %s: %w", at, err)
+			}
+		}
+		if att == nil {
+			env, err := dsse.WrapSigner(s.sv, ctypes.IntotoPayloadType).SignMessage(bytes.NewReader(pl), sigopts.WithContext(ctx))
+			if err != nil {
+				return nil, fmt.Errorf("signing statement for %s: %w", d, err)
+			}
+			if att, err = static.NewAttestation(env,
+				static.WithLayerMediaType(ctypes.DssePayloadType),
+				static.WithAnnotations(map[string]string{"predicateType": st.PredicateType})); err != nil {
+				return nil, err
+			}
+		}
+		ro := &replaceOp{predicateType: st.PredicateType, ours: s.ownAttestation}
+		nse, err := mutate.AttachAttestationToEntity(se, att, mutate.WithReplaceOp(ro))
+		if err != nil {
+			return nil, err
+		}
+		atts, err := nse.Attestations()
+		if err != nil {
+			return nil, fmt.Errorf("reading attestations %s: %w", at, err)
+		}
+		// Resolve the replacement now so errors name the tag.
+		if _, err := atts.Get(); err != nil {
+			return nil, fmt.Errorf("reading attestations %s: %w", at, err)
+		}
+		if err := ociremote.WriteAttestations(d.Repository, nse, oo...); err != nil {
+			return nil, fmt.Errorf("writing attestation %s: %w", at, err)
+		}
+		res.Replaced = ro.replaced
 	}
-	env, err := dsse.WrapSigner(s.sv, ctypes.IntotoPayloadType).SignMessage(bytes.NewReader(pl), sigopts.WithContext(ctx))
+}
+
+// ownAttestation reports whether a is a DSSE envelope signed by s's key.
+func (s *Signer) ownAttestation(a oci.Signature) bool {
+	env, err := a.Payload()
 	if err != nil {
-		return nil, fmt.Errorf("signing statement for %s: %w", d, err)
+		return false
 	}
-	att, err := static.NewAttestation(env,
-		static.WithLayerMediaType(ctypes.DssePayloadType),
-		static.WithAnnotations(map[string]string{"predicateType": st.PredicateType}))
-	if err != nil {
-		return nil, err
-	}
-	ro := &replaceOp{predicateType: st.PredicateType}
-	nse, err := mutate.AttachAttestationToEntity(se, att, mutate.WithReplaceOp(ro))
-	if err != nil {
-		return nil, err
-	}
-	atts, err := nse.Attestations()
-	if err != nil {
-		return nil, fmt.Errorf("reading existing attestations %s: %w", at, err)
-	}
-	// Resolve the replacement now so errors name the tag.
-	if _, err := atts.Get(); err != nil {
-		return nil, fmt.Errorf("reading existing attestations %s: %w", at, err)
-	}
-	if err := ociremote.WriteAttestations(d.Repository, nse, oo...); err != nil {
-		return nil, fmt.Errorf("writing attestation %s: %w", at, err)
-	}
-	res.Replaced = ro.replaced
-	res.Attestations = count(atts)
-	s.o.log.InfoContext(ctx, "attested", "ref", d.String(), "tag", at.String(), "replaced", ro.replaced)
-	return res, nil
+	return dsse.WrapVerifier(s.sv).VerifySignature(bytes.NewReader(env), nil) == nil
 }
 
 // sameAttestation reports whether a is a DSSE envelope of exactly payload
@@ -258,12 +286,15 @@ func (s *Signer) sameAttestation(a oci.Signature, payload []byte) bool {
 	if p, err := base64.StdEncoding.DecodeString(e.Payload); err != nil || !bytes.Equal(p, payload) {
 		return false
 	}
-	return dsse.WrapVerifier(s.sv).VerifySignature(bytes.NewReader(env), nil) == nil
+	return s.ownAttestation(a)
 }
 
-// replaceOp keeps every existing attestation except those of predicateType.
+// replaceOp keeps every existing attestation except our own earlier ones
+// of predicateType (ours reports whether our key signed one): other
+// signers' provenance survives.
 type replaceOp struct {
 	predicateType string
+	ours          func(oci.Signature) bool
 	replaced      int
 }
 
@@ -275,7 +306,7 @@ func (r *replaceOp) Replace(existing oci.Signatures, o oci.Signature) (oci.Signa
 	keep := []oci.Signature{o}
 	r.replaced = 0
 	for _, s := range l {
-		if pt, _ := attestationPredicateType(s); pt == r.predicateType {
+		if pt, _ := attestationPredicateType(s); pt == r.predicateType && r.ours(s) {
 			r.replaced++
 			continue
 		}

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -110,9 +112,13 @@ func Payload(d name.Digest) ([]byte, error) {
 	return payload.Cosign{Image: d}.MarshalJSON()
 }
 
-// Sign signs the manifest digest d and writes the classic cosign signature
-// ("sha256-HEX.sig" tag). A signature of d by the same key that is already
-// there is kept and nothing is written, so re-signing never piles up.
+// Sign signs the manifest digest d and adds the signature to the classic
+// cosign signature image ("sha256-HEX.sig" tag). Signatures already there,
+// by any key, are kept. A signature of d by the same key that is already
+// there is kept and nothing is written, so re-signing never piles up. After
+// writing, Sign reads the tag back and merges again (at most
+// MaxMergeAttempts writes) when another writer replaced it meanwhile: it
+// returns only once the tag holds a signature that our key verifies.
 func (s *Signer) Sign(ctx context.Context, d name.Digest) (*SignResult, error) {
 	pl, err := Payload(d)
 	if err != nil {
@@ -132,47 +138,75 @@ func (s *Signer) Sign(ctx context.Context, d name.Digest) (*SignResult, error) {
 		return nil, err
 	}
 	res := &SignResult{Ref: d.String(), SignatureTag: st.String()}
-
-	se := ociremote.SignedUnknown(d, oo...)
-	existing, err := se.Signatures()
-	if err != nil {
-		return nil, fmt.Errorf("reading existing signatures %s: %w", st, err)
-	}
 	dd := cremote.NewDupeDetector(s.sv)
-	dup, err := dd.Find(existing, sig)
-	if err != nil {
-		return nil, fmt.Errorf("reading existing signatures %s: %w", st, err)
-	}
-	if dup != nil {
-		res.Existing = true
-		res.Signatures = count(existing)
-		s.o.log.InfoContext(ctx, "signature already present", "ref", d.String(), "tag", st.String())
-		if s.o.referrers {
-			if err := s.writeReferrer(ctx, d, dup); err != nil {
-				return nil, err
-			}
-			res.Referrer = true
+
+	// Merge, never replace: read what the tag holds, add our signature,
+	// write, then read back. Another writer (a build signing the same
+	// digest with another key, `cosign sign`) may have replaced the tag
+	// between our read and our write; then our signature is missing from
+	// what we read back and we merge again, a bounded number of times.
+	for attempt := 0; ; attempt++ {
+		se := ociremote.SignedUnknown(d, oo...)
+		existing, err := se.Signatures()
+		if err != nil {
+			return nil, fmt.Errorf("reading signatures %s: %w", st, err)
 		}
-		return res, nil
-	}
-	nse, err := mutate.AttachSignatureToEntity(se, sig, mutate.WithDupeDetector(dd))
-	if err != nil {
-		return nil, err
-	}
-	if err := ociremote.WriteSignatures(d.Repository, nse, oo...); err != nil {
-		return nil, fmt.Errorf("writing signature %s: %w", st, err)
-	}
-	if sigs, err := nse.Signatures(); err == nil {
-		res.Signatures = count(sigs)
-	}
-	s.o.log.InfoContext(ctx, "signed", "ref", d.String(), "tag", st.String())
-	if s.o.referrers {
-		if err := s.writeReferrer(ctx, d, sig); err != nil {
+		dup, err := dd.Find(existing, sig)
+		if err != nil {
+			return nil, fmt.Errorf("reading signatures %s: %w", st, err)
+		}
+		if dup != nil {
+			res.Existing = attempt == 0
+			res.Signatures = count(existing)
+			if attempt == 0 {
+				s.o.log.InfoContext(ctx, "signature already present", "ref", d.String(), "tag", st.String())
+			} else {
+				s.o.log.InfoContext(ctx, "signed", "ref", d.String(), "tag", st.String(), "writes", attempt)
+			}
+			if s.o.referrers {
+				if err := s.writeReferrer(ctx, d, dup); err != nil {
+					return nil, err
+				}
+				res.Referrer = true
+			}
+			return res, nil
+		}
+		if attempt == MaxMergeAttempts {
+			return nil, fmt.Errorf("signature %s: our signature is missing after %d writes: other writers keep replacing the tag", st, attempt)
+		}
+		if attempt > 0 {
+			s.o.log.WarnContext(ctx, "signature tag was replaced by another writer; merging again", "tag", st.String(), "attempt", attempt+1)
+			if err := mergePause(ctx, attempt); err != nil {
+				return nil, fmt.Errorf("signature %s: %w", st, err)
+			}
+		}
+		nse, err := mutate.AttachSignatureToEntity(se, sig, mutate.WithDupeDetector(dd))
+		if err != nil {
 			return nil, err
 		}
-		res.Referrer = true
+		if err := ociremote.WriteSignatures(d.Repository, nse, oo...); err != nil {
+			return nil, fmt.Errorf("writing signature %s: %w", st, err)
+		}
 	}
-	return res, nil
+}
+
+// MaxMergeAttempts bounds how often Sign and Attest write a signature or
+// attestation tag that other writers keep replacing before giving up.
+const MaxMergeAttempts = 8
+
+// mergePause waits a little before merging again, longer after every
+// attempt and randomised, so two writers racing for one tag fall out of
+// step.
+func mergePause(ctx context.Context, attempt int) error {
+	d := time.Duration(attempt)*50*time.Millisecond + time.Duration(rand.Int64N(int64(100*time.Millisecond)))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // SignatureArtifactType is the artifactType of a signature referrer, as

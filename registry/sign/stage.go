@@ -2,9 +2,11 @@ package sign
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/oslayer/oslayer/builder"
@@ -26,6 +28,8 @@ func KeyFile(path string, pass PassFunc) KeyFunc {
 }
 
 // Stages returns the builder stages "sign" then "attest" for one key. The
+// attest stage ends with Confirm: the tag moves only once our key verifies
+// both on the registry. The
 // key is loaded by the sign stage (once), so a missing file or a wrong
 // password fails the build at "sign", after the image was written by
 // digest and before the tag moves. Every error starts with the stage name.
@@ -102,5 +106,43 @@ func (s *attestStage) Run(ctx context.Context, b *builder.Built, p *builder.Publ
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", StageAttest, err)
 	}
+	if err := sg.Confirm(ctx, *p.Digest, st); err != nil {
+		return nil, fmt.Errorf("%s: %w", StageAttest, err)
+	}
 	return r, nil
+}
+
+// confirmRounds bounds how often Confirm merges a signature or attestation
+// back after another writer dropped it.
+const confirmRounds = 3
+
+// Confirm verifies d on the registry with the signer's own key, as
+// `oslayer verify` does, and adds the signature (Sign) or the attestation
+// of st (Attest) again when another writer replaced the tag after they
+// were written. It fails when they still do not verify after a few
+// rounds: the tag must not move to an image its own key does not verify.
+func (s *Signer) Confirm(ctx context.Context, d name.Digest, st *Statement) error {
+	var last error
+	for round := 0; round < confirmRounds; round++ {
+		v, err := verify(ctx, d.String(), s.sv, s.o)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, ErrVerify) || v == nil {
+			return fmt.Errorf("verify %s with our key: %w", d, err)
+		}
+		last = err
+		s.o.log.WarnContext(ctx, "our signature or attestation was dropped by another writer; adding it again", "ref", d.String(), "error", err)
+		if v.Signatures == 0 {
+			if _, err := s.Sign(ctx, d); err != nil {
+				return err
+			}
+		}
+		if v.Attestations == 0 && st != nil {
+			if _, err := s.Attest(ctx, d, st); err != nil {
+				return err
+			}
+		}
+	}
+	return fmt.Errorf("verify %s with our key after %d rounds: %w", d, confirmRounds, last)
 }

@@ -62,7 +62,10 @@ var ErrVerify = errors.New("verification failed")
 // No transparency log or certificate is consulted. The Verification is
 // returned with an error wrapping ErrVerify when a check fails.
 func Verify(ctx context.Context, ref string, pub signature.Verifier, opts ...Option) (*Verification, error) {
-	o := makeOptions(opts)
+	return verify(ctx, ref, pub, makeOptions(opts))
+}
+
+func verify(ctx context.Context, ref string, pub signature.Verifier, o *options) (*Verification, error) {
 	// The registry verifies nothing: reading the manifest through
 	// go-containerregistry checks its bytes against a requested digest.
 	_, res, err := o.reg.Image(ctx, ref, nil)
