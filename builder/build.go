@@ -154,6 +154,9 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage) (*Re
 			return res, err
 		}
 	}
+	if base != nil && rreq.BaseName == "" {
+		rreq.BaseName = fmt.Sprintf("base %s (%s)", base.Ref, base.Digest)
+	}
 	render := req.Renderer
 	if render == nil {
 		render = layers.Render

@@ -74,8 +74,13 @@ type Request struct {
 	OSCs []string
 	// MachineConfigs are MachineConfig files or directories of them.
 	MachineConfigs []string
-	// Pool selects MachineConfigs labelled machineconfiguration.openshift.io/role=Pool.
+	// Pool selects MachineConfigs labelled machineconfiguration.openshift.io/role=Pool,
+	// or names the MachineConfigPool to use when MachineConfigPools holds several.
 	Pool string
+	// MachineConfigPools are files with MachineConfigPool objects; the pool
+	// (the only one, or the one named Pool) selects MachineConfigs by its
+	// spec.machineConfigSelector as the MCO does.
+	MachineConfigPools []string
 	// SecretsDir holds Secret manifests for Gardener secretRef files.
 	SecretsDir string
 	// BakeSecrets bakes secretRef content into the image (off by default:
@@ -90,6 +95,8 @@ type Request struct {
 	// units the OS ships and their drop-ins from it. It should implement
 	// fs.ReadLinkFS (os.DirFS does) so that symlinks resolve in the tree.
 	Base fs.FS
+	// BaseName names the base image in messages (its reference).
+	BaseName string
 	// Epoch is the mtime of every tar entry. Zero means DefaultEpoch, or
 	// SOURCE_DATE_EPOCH when the caller read it from the environment.
 	Epoch time.Time

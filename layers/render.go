@@ -33,7 +33,11 @@ func Render(ctx context.Context, req Request) (*Result, error) {
 		cfgs = append(cfgs, c)
 	}
 	if len(req.MachineConfigs) > 0 {
-		c, err := machineconfig.Load(ctx, req.MachineConfigs, req.Pool)
+		opts, err := req.machineConfigOptions()
+		if err != nil {
+			return nil, err
+		}
+		c, err := machineconfig.Load(ctx, req.MachineConfigs, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -47,6 +51,21 @@ func Render(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	return RenderConfig(ctx, req, cfg)
+}
+
+// machineConfigOptions selects the pool: by the MachineConfigPool in
+// req.MachineConfigPools (named req.Pool when there are several), else by
+// the role label req.Pool.
+func (req Request) machineConfigOptions() (machineconfig.Options, error) {
+	opts := machineconfig.Options{Pool: req.Pool}
+	if len(req.MachineConfigPools) > 0 {
+		var err error
+		if opts, err = machineconfig.LoadPool(req.MachineConfigPools, req.Pool); err != nil {
+			return opts, err
+		}
+	}
+	opts.Base, opts.BaseName = req.Base, req.BaseName
+	return opts, nil
 }
 
 // RenderConfig renders an already decoded and merged configuration (Render

@@ -74,9 +74,9 @@ func fixtureCases() []fixtureCase {
 		// The node-agent unit test's OSC has an extension file without content.
 		fixtureCase{name: "gardener-verbatim-nodeagent-secret", oscs: []string{v + "secret-nodeagent-secrets_test.yaml"}, wantErr: "content must have exactly one of inline, secretRef, imageRef"},
 		// MCO misc: the ssh-key MCs (passwd is runtime-delivered) and a
-		// spec 2.2 Ignition config.
+		// spec 2.2 Ignition config (converted as the MCO converts it).
 		fixtureCase{name: "mco-misc-99-worker-ssh", mcs: []string{"mco/misc/99_openshift-machineconfig_worker.yaml"}},
-		fixtureCase{name: "mco-misc-ignition-2.2", mcs: []string{"mco/misc/server-test-config.yaml"}, wantErr: "unsupported Ignition version 2.2.0"},
+		fixtureCase{name: "mco-misc-ignition-2.2", mcs: []string{"mco/misc/server-test-config.yaml"}},
 	)
 	return cs
 }
@@ -107,7 +107,11 @@ func load(t testing.TB, req Request) *model.Config {
 		cfgs = append(cfgs, c)
 	}
 	if len(req.MachineConfigs) > 0 {
-		c, err := machineconfig.Load(ctx, req.MachineConfigs, req.Pool)
+		opts, err := req.machineConfigOptions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := machineconfig.Load(ctx, req.MachineConfigs, opts)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 type inputFlags struct {
 	oscs          []string
 	mcs           []string
+	mcps          []string
 	pool          string
 	secretsDir    string
 	bakeSecrets   bool
@@ -26,7 +27,8 @@ type inputFlags struct {
 func (f *inputFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.oscs, "osc", nil, "Gardener OperatingSystemConfig, node-agent Secret manifest, or bare osc.yaml (repeatable)")
 	fs.StringArrayVar(&f.mcs, "machineconfig", nil, "MachineConfig file or directory of them (repeatable)")
-	fs.StringVar(&f.pool, "pool", "", "pool name; selects MachineConfigs labelled machineconfiguration.openshift.io/role=NAME")
+	fs.StringArrayVar(&f.mcps, "machineconfigpool", nil, "MachineConfigPool file; its machineConfigSelector selects the MachineConfigs (repeatable; --pool NAME picks one of several)")
+	fs.StringVar(&f.pool, "pool", "", "pool name; selects MachineConfigs labelled machineconfiguration.openshift.io/role=NAME (with --machineconfigpool: the pool of that name)")
 	fs.StringVar(&f.secretsDir, "secrets", "", "directory of Secret manifests for Gardener secretRef files")
 	fs.BoolVar(&f.bakeSecrets, "bake-secrets", false, "bake secretRef content into the image (default: report it as runtime-delivered)")
 	fs.StringArrayVar(&f.allowTopLevel, "allow-toplevel", nil, "allow content under this extra top-level directory (survives only on composefs bases; repeatable)")
@@ -51,13 +53,14 @@ func sourceDateEpoch() (time.Time, error) {
 func (f *inputFlags) request(reg *registry.Options) (layers.Request, error) {
 	epoch, err := sourceDateEpoch()
 	r := layers.Request{
-		OSCs:           f.oscs,
-		MachineConfigs: f.mcs,
-		Pool:           f.pool,
-		SecretsDir:     f.secretsDir,
-		BakeSecrets:    f.bakeSecrets,
-		AllowTopLevel:  f.allowTopLevel,
-		Epoch:          epoch,
+		OSCs:               f.oscs,
+		MachineConfigs:     f.mcs,
+		MachineConfigPools: f.mcps,
+		Pool:               f.pool,
+		SecretsDir:         f.secretsDir,
+		BakeSecrets:        f.bakeSecrets,
+		AllowTopLevel:      f.allowTopLevel,
+		Epoch:              epoch,
 	}
 	if reg != nil {
 		r.Images = imagefile.New(reg)

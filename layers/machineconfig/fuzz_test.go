@@ -24,7 +24,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add([]byte(fileMC(`{path: /etc/x, contents: {compression: gzip, source: "data:;base64,H4sIAAAAAAAA/w=="}}`)))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := machineconfig.Decode(context.Background(), "fuzz.yaml", data, "")
+		cfg, err := machineconfig.Decode(context.Background(), "fuzz.yaml", data, machineconfig.Options{})
 		if err != nil {
 			if cfg != nil {
 				t.Fatal("config and error")

@@ -5,24 +5,36 @@
 // Inputs are files or directories (walked recursively for *.yaml, *.yml and
 // *.json, in lexical order; other files are skipped). A file may hold several
 // YAML documents, and a List or MachineConfigList holds items. Documents of
-// another kind are ignored with a warning. With a pool, only MachineConfigs
-// labelled machineconfiguration.openshift.io/role=POOL are selected.
+// another kind are ignored with a warning. A pool is selected by the role
+// label (Options.Pool) or by a MachineConfigPool's spec.machineConfigSelector
+// (Options.MachineConfigPool, see LoadPool).
 //
-// Merging (as the MCO's MergeMachineConfigs): the selected MachineConfigs are
-// sorted by metadata.name and their Ignition configs merged in that order
-// with Ignition's own merge (a later config wins per file, directory or link
-// path and per unit name; unit fields and drop-ins merge by name).
-// kernelArguments accumulate in order without de-duplication (MCO keeps
-// repeats, they can be meaningful); extensions accumulate with exact repeats
-// dropped; kernelType and osImageURL: the last non-empty value wins, and
-// kernelType "default" means no kernel change (an empty KernelType).
+// Merging follows the MCO's MergeMachineConfigs
+// (openshift/machine-config-operator @ 7ff337a4ffac8e7562692181178ede61e4b2eec5,
+// pkg/controller/common/helpers.go): the selected MachineConfigs labelled
+// with the worker role come first, then the others, each group sorted by
+// metadata.name; their Ignition configs are merged in that order with
+// Ignition's own merge (a later config wins per file, directory or link
+// path and per unit name; unit fields and drop-ins merge by name), with the
+// MCO's fix that a later file without compression does not inherit an
+// earlier one's "gzip". kernelArguments accumulate in order without
+// de-duplication (MCO keeps repeats, they can be meaningful); extensions
+// accumulate with exact repeats dropped; kernelType is realtime or
+// 64k-pages when any MachineConfig sets it (the last one), "default" never
+// overrides; osImageURL: the last non-empty value wins.
 //
 // spec.config is parsed and validated with github.com/coreos/ignition/v2/config
-// (spec 3.0 to 3.5, translated to the newest); validation errors are
-// reported with the MachineConfig's name; spec 2.x is refused.
+// (spec 3.0 to 3.5, translated to the newest); spec 2.0 to 2.2 is parsed
+// and converted as the MCO converts it (see parseSpec2); validation errors
+// are reported with the MachineConfig's name.
+//
+// Owners: numeric ids are kept; user and group names resolve through the
+// base image's passwd and group files (Options.Base) as ignition-apply
+// resolves them in the image root; without a base tree only root and core
+// resolve, reported as assumed.
 //
 // Representation: files (data URLs, gzip compression, mode default 0644,
-// numeric user/group or "root"), directories (mode default 0755), links
+// user/group as above), directories (mode default 0755), links
 // (symbolic or hard) and units (contents, enabled, mask, drop-ins) become
 // model items. The "overwrite" flag has no meaning in an image and is
 // ignored. Not representable, reported as model.Runtime: files with
@@ -58,6 +70,8 @@ import (
 	igntypes "github.com/coreos/ignition/v2/config/v3_6_experimental/types"
 	"github.com/coreos/vcontext/report"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/oslayer/oslayer/layers/model"
 )
@@ -95,9 +109,31 @@ func (d doc) where() string {
 	return d.path
 }
 
-// Load reads MachineConfig files and directories at paths, selects those for
-// pool (all when pool is empty) and merges them as the MCO renders a pool.
-func Load(ctx context.Context, paths []string, pool string) (*model.Config, error) {
+// Options select the pool's MachineConfigs and resolve what the base
+// image knows.
+type Options struct {
+	// Pool selects MachineConfigs labelled RoleLabel=Pool, the shortcut for
+	// a pool whose machineConfigSelector is that one label. Empty (and no
+	// MachineConfigPool) selects every MachineConfig.
+	Pool string
+	// MachineConfigPool, when set, selects MachineConfigs with its
+	// spec.machineConfigSelector as the MCO does; Pool is then ignored.
+	MachineConfigPool *mcfgv1.MachineConfigPool
+	// PoolSource names where MachineConfigPool was read from, for messages.
+	PoolSource string
+	// Base is the base image's root tree; user and group names resolve
+	// through its passwd and group files. Nil: only the names of the
+	// Fedora CoreOS/RHCOS defaults resolve (reported as assumed).
+	Base fs.FS
+	// BaseName names the base in messages (default "the base image").
+	BaseName string
+
+	poolPath, poolDigest string // the pool document, for the inputs
+}
+
+// Load reads MachineConfig files and directories at paths, selects those of
+// the pool (see Options) and merges them as the MCO renders a pool.
+func Load(ctx context.Context, paths []string, opts Options) (*model.Config, error) {
 	cfg := &model.Config{}
 	var docs []doc
 	for _, p := range paths {
@@ -142,18 +178,18 @@ func Load(ctx context.Context, paths []string, pool string) (*model.Config, erro
 			cfg.Warnings = append(cfg.Warnings, warns...)
 		}
 	}
-	return merge(ctx, cfg, docs, pool)
+	return merge(ctx, cfg, docs, opts)
 }
 
 // Decode decodes the MachineConfigs in one file's bytes (named path in
 // errors and origins), selects pool and merges them: Load for one in-memory
 // input.
-func Decode(ctx context.Context, path string, data []byte, pool string) (*model.Config, error) {
+func Decode(ctx context.Context, path string, data []byte, opts Options) (*model.Config, error) {
 	ds, warns, err := decodeFile(path, data)
 	if err != nil {
 		return nil, err
 	}
-	return merge(ctx, &model.Config{Warnings: warns}, ds, pool)
+	return merge(ctx, &model.Config{Warnings: warns}, ds, opts)
 }
 
 func sha(b []byte) string {
@@ -228,12 +264,58 @@ func decodeMC(where string, d []byte) (mcfgv1.MachineConfig, error) {
 	return mc, nil
 }
 
-// merge selects the documents of pool and merges them by name.
-func merge(ctx context.Context, cfg *model.Config, docs []doc, pool string) (*model.Config, error) {
+// poolSelector returns the pool's selector and a description of it.
+// With a MachineConfigPool it is the pool's spec.machineConfigSelector,
+// which the MCO's render controller applies to every MachineConfig
+// (openshift/machine-config-operator @ 7ff337a4ffac8e7562692181178ede61e4b2eec5,
+// pkg/controller/render/render_controller.go getMachineConfigsForPool): a
+// nil or empty selector matches nothing there, so it is an error here.
+func poolSelector(opts Options) (labels.Selector, string, error) {
+	if p := opts.MachineConfigPool; p != nil {
+		where := fmt.Sprintf("MachineConfigPool %s", p.Name)
+		if opts.PoolSource != "" {
+			where = fmt.Sprintf("%s (MachineConfigPool %s)", opts.PoolSource, p.Name)
+		}
+		sel, err := metav1.LabelSelectorAsSelector(p.Spec.MachineConfigSelector)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s: spec.machineConfigSelector: %v", where, err)
+		}
+		if p.Spec.MachineConfigSelector == nil || sel.Empty() {
+			return nil, "", fmt.Errorf("%s: spec.machineConfigSelector is empty: the MCO selects no MachineConfig for such a pool", where)
+		}
+		return sel, fmt.Sprintf("selected by %s spec.machineConfigSelector %q", where, sel.String()), nil
+	}
+	if opts.Pool != "" {
+		return labels.SelectorFromSet(labels.Set{RoleLabel: opts.Pool}), fmt.Sprintf("labelled %s=%s", RoleLabel, opts.Pool), nil
+	}
+	return labels.Everything(), "", nil
+}
+
+// mcoOrder sorts MachineConfigs the way the MCO's MergeMachineConfigs does
+// (openshift/machine-config-operator @ 7ff337a4ffac8e7562692181178ede61e4b2eec5,
+// pkg/controller/common/helpers.go): those labelled with the worker role
+// first, by name, then all others by name, so that a custom pool's own
+// configs override the worker configs it inherits.
+func mcoOrder(sel []doc) {
+	worker := func(d doc) bool { return d.mc.Labels[RoleLabel] == "worker" }
+	sort.SliceStable(sel, func(i, j int) bool {
+		if wi, wj := worker(sel[i]), worker(sel[j]); wi != wj {
+			return wi
+		}
+		return sel[i].mc.Name < sel[j].mc.Name
+	})
+}
+
+// merge selects the documents of the pool and merges them as the MCO does.
+func merge(ctx context.Context, cfg *model.Config, docs []doc, opts Options) (*model.Config, error) {
+	selector, what, err := poolSelector(opts)
+	if err != nil {
+		return nil, err
+	}
 	var sel []doc
 	byName := map[string]doc{}
 	for _, d := range docs {
-		if pool != "" && d.mc.Labels[RoleLabel] != pool {
+		if !selector.Matches(labels.Set(d.mc.Labels)) {
 			continue
 		}
 		if prev, ok := byName[d.mc.Name]; ok {
@@ -250,13 +332,17 @@ func merge(ctx context.Context, cfg *model.Config, docs []doc, pool string) (*mo
 		if len(cfg.Warnings) > 0 {
 			ignored = " (" + strings.Join(cfg.Warnings, "; ") + ")"
 		}
-		if pool != "" {
-			return nil, fmt.Errorf("no MachineConfig labelled %s=%s among %d MachineConfig(s)%s", RoleLabel, pool, len(docs), ignored)
+		if what != "" {
+			return nil, fmt.Errorf("no MachineConfig %s among %d MachineConfig(s)%s", what, len(docs), ignored)
 		}
 		return nil, fmt.Errorf("no MachineConfig found in the inputs%s", ignored)
 	}
-	sort.SliceStable(sel, func(i, j int) bool { return sel[i].mc.Name < sel[j].mc.Name })
+	if opts.MachineConfigPool != nil {
+		cfg.Inputs = append(cfg.Inputs, opts.poolInput())
+	}
+	mcoOrder(sel)
 
+	own := newOwners(opts.Base, opts.BaseName)
 	var merged igntypes.Config
 	haveIgn := false
 	origins := map[string]model.Origin{}
@@ -278,8 +364,12 @@ func merge(ctx context.Context, cfg *model.Config, docs []doc, pool string) (*mo
 				cfg.Extensions = append(cfg.Extensions, e)
 			}
 		}
-		if mc.Spec.KernelType != "" {
-			cfg.KernelType = mc.Spec.KernelType
+		// The MCO: any MachineConfig setting realtime or 64k-pages sets the
+		// kernel type (the last such one); "default" never overrides it.
+		if k := mc.Spec.KernelType; k == "realtime" || k == "64k-pages" {
+			cfg.KernelType = k
+		} else if k != "" && k != "default" {
+			errs = append(errs, model.Errorf(origin("spec.kernelType"), "", "unknown kernelType %q (want default, realtime or 64k-pages)", k))
 		}
 		if mc.Spec.OSImageURL != "" {
 			cfg.OSImageURL = mc.Spec.OSImageURL
@@ -305,21 +395,47 @@ func merge(ctx context.Context, cfg *model.Config, docs []doc, pool string) (*mo
 		if !haveIgn {
 			merged, haveIgn = ic, true
 		} else {
-			merged = ignexp.Merge(merged, ic)
+			merged = mergeIgnition(merged, ic)
 		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	if cfg.KernelType == "default" {
-		cfg.KernelType = ""
-	}
 	if haveIgn {
-		if err := convert(cfg, merged, origins); err != nil {
+		if err := convert(cfg, merged, origins, own); err != nil {
 			return nil, err
 		}
 	}
+	for _, w := range own.warnings {
+		cfg.Warnings = append(cfg.Warnings, "MachineConfig owners: "+w)
+	}
 	return model.Merge(cfg)
+}
+
+// mergeIgnition merges a later config into the merged one with Ignition's
+// merge, with the MCO's compression fix
+// (openshift/machine-config-operator @ 7ff337a4ffac8e7562692181178ede61e4b2eec5,
+// pkg/controller/common/helpers.go MergeMachineConfigs and
+// ignitionMergeSetFilesDefaultCompression): Ignition merges a file's
+// compression and its source as separate fields, so a later plain file
+// would keep an earlier "gzip". Every file of the later config without a
+// compression gets "" (which overrides), and "" is turned back into none
+// after the merge.
+func mergeIgnition(merged, later igntypes.Config) igntypes.Config {
+	empty := ""
+	later.Storage.Files = slices.Clone(later.Storage.Files)
+	for i := range later.Storage.Files {
+		if c := &later.Storage.Files[i].Contents; c.Compression == nil {
+			c.Compression = &empty
+		}
+	}
+	out := ignexp.Merge(merged, later)
+	for i := range out.Storage.Files {
+		if c := &out.Storage.Files[i].Contents; c.Compression != nil && *c.Compression == "" {
+			c.Compression = nil
+		}
+	}
+	return out
 }
 
 // parseIgnition parses spec.config. ok is false when there is no config.
@@ -344,6 +460,10 @@ func parseIgnition(raw []byte) (cfg igntypes.Config, ok bool, warns []string, er
 	v, err := semver.NewVersion(*stub.Ignition.Version)
 	if err != nil {
 		return igntypes.Config{}, false, nil, fmt.Errorf("invalid Ignition version %q: %v", *stub.Ignition.Version, err)
+	}
+	if v.Major == 2 {
+		c, warns, err := parseSpec2(t)
+		return c, err == nil, warns, err
 	}
 	if v.Major != 3 || v.Minor > 5 {
 		return igntypes.Config{}, false, nil, fmt.Errorf("unsupported Ignition version %s (spec 3.0 to 3.5 is supported)", *stub.Ignition.Version)
@@ -408,7 +528,7 @@ func recordOrigins(c igntypes.Config, o map[string]model.Origin, origin func(str
 }
 
 // convert turns the merged Ignition config into model items.
-func convert(cfg *model.Config, c igntypes.Config, origins map[string]model.Origin) error {
+func convert(cfg *model.Config, c igntypes.Config, origins map[string]model.Origin, own *owners) error {
 	var errs []error
 	if o, ok := origins["ignconfig"]; ok && (len(c.Ignition.Config.Merge) > 0 || c.Ignition.Config.Replace.Source != nil) {
 		errs = append(errs, model.Errorf(o, "", "ignition.config merge/replace fetches other configs; not supported, inline them instead"))
@@ -428,7 +548,7 @@ func convert(cfg *model.Config, c igntypes.Config, origins map[string]model.Orig
 			errs = append(errs, model.Errorf(o, f.Path, "contents: %v", err))
 			continue
 		}
-		uid, gid, err := owner(f.User, f.Group)
+		uid, gid, err := own.resolve(f.User, f.Group)
 		if err != nil {
 			errs = append(errs, model.Errorf(o, f.Path, "%v", err))
 			continue
@@ -446,7 +566,7 @@ func convert(cfg *model.Config, c igntypes.Config, origins map[string]model.Orig
 			errs = append(errs, model.Errorf(o, "", "%v", err))
 			continue
 		}
-		uid, gid, err := owner(d.User, d.Group)
+		uid, gid, err := own.resolve(d.User, d.Group)
 		if err != nil {
 			errs = append(errs, model.Errorf(o, d.Path, "%v", err))
 			continue
@@ -480,7 +600,7 @@ func convert(cfg *model.Config, c igntypes.Config, origins map[string]model.Orig
 				continue
 			}
 		}
-		uid, gid, err := owner(l.User, l.Group)
+		uid, gid, err := own.resolve(l.User, l.Group)
 		if err != nil {
 			errs = append(errs, model.Errorf(o, l.Path, "%v", err))
 			continue
@@ -646,31 +766,4 @@ func modeOr(m *int, def uint32) (uint32, error) {
 		return 0, fmt.Errorf("mode %d (%#o) has bits outside 07777", *m, *m)
 	}
 	return uint32(*m), nil
-}
-
-// owner resolves Ignition user/group to numeric ids: an id, or the name
-// "root"; any other name needs the node's passwd database and is refused.
-func owner(u igntypes.NodeUser, g igntypes.NodeGroup) (int, int, error) {
-	uid, err := ident("user", u.ID, u.Name)
-	if err != nil {
-		return 0, 0, err
-	}
-	gid, err := ident("group", g.ID, g.Name)
-	if err != nil {
-		return 0, 0, err
-	}
-	return uid, gid, nil
-}
-
-func ident(what string, id *int, name *string) (int, error) {
-	if id != nil {
-		if *id < 0 {
-			return 0, fmt.Errorf("%s id %d is negative", what, *id)
-		}
-		return *id, nil
-	}
-	if name == nil || *name == "" || *name == "root" {
-		return 0, nil
-	}
-	return 0, fmt.Errorf("%s %q: uid/gid must be numeric (only the name \"root\" is resolved)", what, *name)
 }

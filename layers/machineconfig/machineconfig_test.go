@@ -191,7 +191,7 @@ func TestSingleFixtures(t *testing.T) {
 		for _, f := range append(files, rendered...) {
 			n++
 			t.Run(strings.TrimPrefix(f, fixtures.Dir(t)), func(t *testing.T) {
-				cfg, err := machineconfig.Load(ctx, []string{f}, "")
+				cfg, err := machineconfig.Load(ctx, []string{f}, machineconfig.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -220,7 +220,7 @@ func TestRoleSetsMatchRendered(t *testing.T) {
 				ssh := fixtures.Path(t, "mco", "misc", "99_openshift-machineconfig_"+role+".yaml")
 				// The platform directory holds both roles and the rendered
 				// configs: the pool selects.
-				set, err := machineconfig.Load(ctx, []string{fixtures.Path(t, "mco", p, role), ssh}, role)
+				set, err := machineconfig.Load(ctx, []string{fixtures.Path(t, "mco", p, role), ssh}, machineconfig.Options{Pool: role})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -234,7 +234,7 @@ func TestRoleSetsMatchRendered(t *testing.T) {
 				if len(set.Inputs) != 4 {
 					t.Errorf("inputs %+v", set.Inputs)
 				}
-				rendered, err := machineconfig.Load(ctx, []string{fixtures.Path(t, "mco", p, "rendered-"+role+".yaml")}, role)
+				rendered, err := machineconfig.Load(ctx, []string{fixtures.Path(t, "mco", p, "rendered-"+role+".yaml")}, machineconfig.Options{Pool: role})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -242,7 +242,7 @@ func TestRoleSetsMatchRendered(t *testing.T) {
 					t.Errorf("merged set differs from rendered-%s:\n%s\n---\n%s", role, a, b)
 				}
 				// Whole-platform directory with the pool gives the same.
-				all, err := machineconfig.Load(ctx, []string{fixtures.Path(t, "mco", p), ssh}, role)
+				all, err := machineconfig.Load(ctx, []string{fixtures.Path(t, "mco", p), ssh}, machineconfig.Options{Pool: role})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -289,7 +289,7 @@ func summary(c *model.Config) string {
 // TestKnownContent pins a few items of the aws worker pool: the 14 scripts
 // under /usr/local, modes and an enabled unit.
 func TestKnownContent(t *testing.T) {
-	cfg, err := machineconfig.Load(context.Background(), []string{fixtures.Path(t, "mco", "aws", "rendered-worker.yaml")}, "worker")
+	cfg, err := machineconfig.Load(context.Background(), []string{fixtures.Path(t, "mco", "aws", "rendered-worker.yaml")}, machineconfig.Options{Pool: "worker"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +329,7 @@ var misc = []struct{ name, err, why string }{
 	{"compressed_ign_config.json.gz", "not valid YAML/JSON", "gzip Ignition config, not a MachineConfig"},
 	{"ign_config.json", `ignored: kind ""`, "a bare Ignition config, not a MachineConfig"},
 	{"devex-sanitize/input-machineconfig.yaml", "(MachineConfig test-machine-config) spec.config: invalid Ignition config: ignition.version is missing", "sanitizer test input, not valid Ignition"},
-	{"server-test-config.yaml", "(MachineConfig test-config) spec.config: unsupported Ignition version 2.2.0", "Ignition spec 2.2.0"},
+	{"server-test-config.yaml", "", ""},
 }
 
 func TestMiscFixtures(t *testing.T) {
@@ -337,7 +337,7 @@ func TestMiscFixtures(t *testing.T) {
 	for _, m := range misc {
 		t.Run(m.name, func(t *testing.T) {
 			p := fixtures.Path(t, "mco", "misc", m.name)
-			cfg, err := machineconfig.Load(ctx, []string{p}, "")
+			cfg, err := machineconfig.Load(ctx, []string{p}, machineconfig.Options{})
 			if m.err != "" {
 				want := m.err
 				if strings.Contains(want, "%s") {
@@ -420,12 +420,12 @@ func TestExtendedPrivTemplates(t *testing.T) {
 				t.Fatal(err)
 			}
 			// As given, a Template is not a MachineConfig.
-			if _, err := machineconfig.Load(ctx, []string{f}, ""); err == nil || !strings.Contains(err.Error(), `ignored: kind "Template"`) {
+			if _, err := machineconfig.Load(ctx, []string{f}, machineconfig.Options{}); err == nil || !strings.Contains(err.Error(), `ignored: kind "Template"`) {
 				t.Errorf("template as input: %v", err)
 			}
 			doc := instantiate(t, data)
 			// Some templates hard-code their pool: select all.
-			cfg, err := machineconfig.Decode(ctx, "instance.yaml", doc, "")
+			cfg, err := machineconfig.Decode(ctx, "instance.yaml", doc, machineconfig.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -455,7 +455,7 @@ func TestTemplateSemantics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := machineconfig.Decode(ctx, name, instantiate(t, data), "worker")
+		cfg, err := machineconfig.Decode(ctx, name, instantiate(t, data), machineconfig.Options{Pool: "worker"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -524,11 +524,12 @@ func TestHostileInputs(t *testing.T) {
 		{"gzip bomb", fileMC(`{path: /etc/x, contents: {compression: gzip, source: "data:;base64,` + bomb + `"}}`), o + `/etc/x: contents: gzip content exceeds the limit of 67108864 bytes`},
 		{"hash mismatch", fileMC(`{path: /etc/x, contents: {source: "data:,hello", verification: {hash: "sha256-0000000000000000000000000000000000000000000000000000000000000000"}}}`), o + `/etc/x: contents: verification.hash mismatch: content has sha256-2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824, want sha256-0000`},
 		{"not gzip", fileMC(`{path: /etc/x, contents: {compression: gzip, source: "data:,plain"}}`), o + `/etc/x: contents: compression gzip: unexpected EOF`},
-		{"user name", fileMC(`{path: /etc/x, user: {name: core}}`), o + `/etc/x: user "core": uid/gid must be numeric`},
-		{"group name", fileMC(`{path: /etc/x, group: {name: wheel}}`), o + `/etc/x: group "wheel": uid/gid must be numeric`},
+		{"user name", fileMC(`{path: /etc/x, user: {name: bob}}`), o + `/etc/x: user.name "bob": no base image tree to resolve it through (build with --base); give a numeric id`},
+		{"group name", fileMC(`{path: /etc/x, group: {name: wheel}}`), o + `/etc/x: group.name "wheel": no base image tree to resolve it through (build with --base); give a numeric id`},
 		{"relative path", fileMC(`{path: etc/x}`), `bad.yaml (MachineConfig 50-bad) spec.config: invalid Ignition config: config is not valid: error at $.storage.files.0.path, line 1 col 61: path not absolute`},
 		{"dotdot path", fileMC(`{path: /etc/../x}`), `spec.config: invalid Ignition config`},
-		{"unsupported ignition", strings.Replace(mcHead, "3.4.0", "2.2.0", 1), `bad.yaml (MachineConfig 50-bad) spec.config: unsupported Ignition version 2.2.0`},
+		{"unsupported ignition", strings.Replace(mcHead, "3.4.0", "2.3.0", 1), `bad.yaml (MachineConfig 50-bad) spec.config: unsupported Ignition version: spec 2.x configs must be 2.0, 2.1 or 2.2`},
+		{"ignition 3.6", strings.Replace(mcHead, "3.4.0", "3.6.0-experimental", 1), `bad.yaml (MachineConfig 50-bad) spec.config: unsupported Ignition version 3.6.0-experimental`},
 		{"unknown MC field", mcHead + "  bogus: 1\n", `bad.yaml: MachineConfig: unknown field "spec.bogus"`},
 		{"invalid unit name", mcHead + "    systemd:\n      units:\n      - {name: foo, contents: x}\n", `bad.yaml (MachineConfig 50-bad) spec.config: invalid Ignition config: config is not valid: error at $.systemd.units.0.name, line 1 col 76: invalid systemd unit extension`},
 		{"drop-in for invalid unit", mcHead + "    systemd:\n      units:\n      - name: \"a b.service\"\n        dropins: [{name: x.conf, contents: \"y\"}]\n", `spec.config.systemd.units[0]: drop-ins for unit "a b.service": invalid unit name`},
@@ -538,7 +539,7 @@ func TestHostileInputs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := machineconfig.Decode(context.Background(), "bad.yaml", []byte(c.doc), "")
+			cfg, err := machineconfig.Decode(context.Background(), "bad.yaml", []byte(c.doc), machineconfig.Options{})
 			if err == nil {
 				t.Fatalf("no error; config %+v", cfg)
 			}
@@ -580,7 +581,7 @@ func TestItems(t *testing.T) {
   osImageURL: quay.io/x/y@sha256:0000000000000000000000000000000000000000000000000000000000000000
   fips: true
 `
-	cfg, err := machineconfig.Decode(context.Background(), "ok.yaml", []byte(doc), "worker")
+	cfg, err := machineconfig.Decode(context.Background(), "ok.yaml", []byte(doc), machineconfig.Options{Pool: "worker"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -623,7 +624,7 @@ func TestMergeOrder(t *testing.T) {
 `
 	}
 	stream := mk("99-z", "last", "z") + "---\n" + mk("10-a", "first", "a") + "---\n" + mk("50-m", "middle", "m")
-	cfg, err := machineconfig.Decode(context.Background(), "multi.yaml", []byte(stream), "worker")
+	cfg, err := machineconfig.Decode(context.Background(), "multi.yaml", []byte(stream), machineconfig.Options{Pool: "worker"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -641,12 +642,12 @@ func TestMergeOrder(t *testing.T) {
 		t.Errorf("inputs %+v", cfg.Inputs)
 	}
 	// Pool selection: none labelled "infra".
-	_, err = machineconfig.Decode(context.Background(), "multi.yaml", []byte(stream), "infra")
+	_, err = machineconfig.Decode(context.Background(), "multi.yaml", []byte(stream), machineconfig.Options{Pool: "infra"})
 	if err == nil || !strings.Contains(err.Error(), "no MachineConfig labelled machineconfiguration.openshift.io/role=infra among 3 MachineConfig(s)") {
 		t.Errorf("pool: %v", err)
 	}
 	// Same name twice with different content.
-	_, err = machineconfig.Decode(context.Background(), "dup.yaml", []byte(mk("10-a", "one", "a")+"---\n"+mk("10-a", "two", "a")), "")
+	_, err = machineconfig.Decode(context.Background(), "dup.yaml", []byte(mk("10-a", "one", "a")+"---\n"+mk("10-a", "two", "a")), machineconfig.Options{})
 	if err == nil || !strings.Contains(err.Error(), "MachineConfig 10-a is defined twice with different content: dup.yaml and dup.yaml (document 2)") {
 		t.Errorf("duplicate: %v", err)
 	}
@@ -661,7 +662,7 @@ items:
   metadata: {name: cm}
 - ` + strings.ReplaceAll(strings.TrimSuffix(mcHead, "\n"), "\n", "\n  ") + `
 `
-	cfg, err := machineconfig.Decode(context.Background(), "list.yaml", []byte(doc), "")
+	cfg, err := machineconfig.Decode(context.Background(), "list.yaml", []byte(doc), machineconfig.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -676,7 +677,7 @@ func TestNULAndUTF8Paths(t *testing.T) {
 		{`{path: "/etc/../x"}`, `spec.config: invalid Ignition config`},
 		{`{path: /etc/x, contents: {source: "data:,a"}}` + "\n      links:\n      - {path: /etc/l, target: \"/a\\0b\"}", `spec.config.storage.links[0]: /etc/l: link target "/a\x00b": not valid UTF-8 or contains NUL`},
 	} {
-		_, err := machineconfig.Decode(context.Background(), "bad.yaml", []byte(fileMC(c.file)), "")
+		_, err := machineconfig.Decode(context.Background(), "bad.yaml", []byte(fileMC(c.file)), machineconfig.Options{})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want %q", c.file, err, c.want)
 		}
@@ -688,7 +689,7 @@ func BenchmarkLoadRendered(b *testing.B) {
 	p := fixtures.Path(b, "mco", "baremetal", "rendered-master.yaml")
 	ctx := context.Background()
 	for b.Loop() {
-		if _, err := machineconfig.Load(ctx, []string{p}, ""); err != nil {
+		if _, err := machineconfig.Load(ctx, []string{p}, machineconfig.Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -717,7 +718,7 @@ func TestDirectoryWalk(t *testing.T) {
 	write("b/c/20.json", string(j))
 	write("z.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
 	write("notes.txt", "ignored")
-	cfg, err := machineconfig.Load(context.Background(), []string{dir}, "worker")
+	cfg, err := machineconfig.Load(context.Background(), []string{dir}, machineconfig.Options{Pool: "worker"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,7 @@ func TestTrustFiles(t *testing.T) {
 		t.Fatalf("gardener.Decode(trust-osc.yaml): %v\n%s", err, files["trust-osc.yaml"].Content)
 	}
 	checkConfig("trust-osc.yaml", osc)
-	mc, err := machineconfig.Decode(ctx, "99-oslayer-trust.yaml", files["99-oslayer-trust.yaml"].Content, "worker")
+	mc, err := machineconfig.Decode(ctx, "99-oslayer-trust.yaml", files["99-oslayer-trust.yaml"].Content, machineconfig.Options{Pool: "worker"})
 	if err != nil {
 		t.Fatalf("machineconfig.Decode(99-oslayer-trust.yaml): %v\n%s", err, files["99-oslayer-trust.yaml"].Content)
 	}
