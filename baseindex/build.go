@@ -1,0 +1,416 @@
+package baseindex
+
+import (
+	"archive/tar"
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"io"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// Options tune Build. The zero value is fine.
+type Options struct {
+	// Jobs is how many layers stream at once (0: 3). Layers are applied in
+	// order whatever the order they arrive in.
+	Jobs int
+	// Progress, if set, is called after each layer is applied with the
+	// layer's position (1-based), the layer count and the compressed bytes
+	// read so far.
+	Progress func(layer, layers int, bytesRead int64)
+}
+
+// Stats say what Build read.
+type Stats struct {
+	// BytesRead counts the compressed layer bytes read.
+	BytesRead int64
+	// Layers is the number of layers read.
+	Layers int
+}
+
+// ostreeStore is the ostree object store an ostree-ext tar stream carries
+// next to the checkout (sysroot/ostree/repo/objects, .../xattrs): its files
+// are the targets of the checkout's hardlinks, not part of the deployed
+// tree, so the index records the checkout only.
+var ostreeStore = []string{"sysroot/ostree/repo/objects/", "sysroot/ostree/repo/xattrs/"}
+
+func inOstreeStore(p string) bool {
+	for _, s := range ostreeStore {
+		if strings.HasPrefix(p, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Hardlink sources: an ostree-ext layer writes each file object, then the
+// checkout paths as hardlinks to it, so the content of a small file is
+// kept for the hardlinks that follow it. The window is bounded.
+const (
+	recentMaxFile  = 64 << 10
+	recentMaxBytes = 4 << 20
+	recentMaxFiles = 512
+)
+
+// Build reads every layer of img once and returns its index. Each layer's
+// compressed bytes are checked against the manifest's digest and its
+// uncompressed bytes against the config's diffID while they stream; a
+// mismatch is an error naming the layer. Nothing is written to disk.
+func Build(ctx context.Context, img v1.Image, opts Options) (*Index, Stats, error) {
+	var st Stats
+	base, err := img.Digest()
+	if err != nil {
+		return nil, st, fmt.Errorf("base index: %w", err)
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		return nil, st, fmt.Errorf("base index of %s: manifest: %w", base, err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, st, fmt.Errorf("base index of %s: config: %w", base, err)
+	}
+	if len(cf.RootFS.DiffIDs) != len(m.Layers) {
+		return nil, st, fmt.Errorf("base index of %s: manifest has %d layers but config rootfs.diff_ids has %d", base, len(m.Layers), len(cf.RootFS.DiffIDs))
+	}
+	ls, err := img.Layers()
+	if err != nil {
+		return nil, st, fmt.Errorf("base index of %s: layers: %w", base, err)
+	}
+	if len(ls) != len(m.Layers) {
+		return nil, st, fmt.Errorf("base index of %s: %d layers, manifest lists %d", base, len(ls), len(m.Layers))
+	}
+	jobs := opts.Jobs
+	if jobs <= 0 {
+		jobs = 3
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	// Workers read layers into change sets; the applier takes them in
+	// order. At most jobs change sets exist at once (a slot is freed when
+	// a change set is applied).
+	type result struct {
+		cs  *changeset
+		err error
+	}
+	n := len(ls)
+	results := make([]chan result, n)
+	for i := range results {
+		results[i] = make(chan result, 1)
+	}
+	slots := make(chan struct{}, jobs)
+	var read atomic.Int64
+	var wg sync.WaitGroup
+	go func() {
+		for i := range ls {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				for j := i; j < n; j++ {
+					results[j] <- result{err: ctx.Err()}
+				}
+				return
+			}
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				cs, err := readLayer(ls[i], m.Layers[i], cf.RootFS.DiffIDs[i], &read)
+				if err != nil {
+					err = fmt.Errorf("base index of %s: layer %d (%s): %w", base, i, m.Layers[i].Digest, err)
+				}
+				results[i] <- result{cs, err}
+			}(i)
+		}
+	}()
+	t := newTree()
+	var firstErr error
+	for i := range ls {
+		r := <-results[i]
+		<-slots
+		if firstErr != nil {
+			continue
+		}
+		if r.err == nil {
+			r.err = t.apply(r.cs)
+			if r.err != nil {
+				r.err = fmt.Errorf("base index of %s: layer %d (%s): %w", base, i, m.Layers[i].Digest, r.err)
+			}
+		}
+		if r.err != nil {
+			firstErr = r.err
+			cancel()
+			continue
+		}
+		if opts.Progress != nil {
+			opts.Progress(i+1, n, read.Load())
+		}
+	}
+	wg.Wait()
+	st.BytesRead, st.Layers = read.Load(), n
+	if firstErr != nil {
+		return nil, st, firstErr
+	}
+	ix := &Index{Version: FormatVersion, Base: base, Layers: make([]v1.Hash, n)}
+	for i, d := range m.Layers {
+		ix.Layers[i] = d.Digest
+	}
+	ix.Entries, ix.Kernels = t.finish()
+	if err := ix.seal(); err != nil {
+		return nil, st, err
+	}
+	return ix, st, nil
+}
+
+// changeset is one layer: its whiteouts and its entries in tar order.
+type changeset struct {
+	whiteouts []string // paths removed from lower layers
+	opaque    []string // directories whose lower children are removed
+	entries   []*Entry // Type "hardlink" (Link = target) resolves against the tree
+}
+
+const typeHardlink = "hardlink"
+
+// apply applies one layer onto the tree: whiteouts hide lower layers only,
+// then the layer's entries are added in order.
+func (t *tree) apply(cs *changeset) error {
+	for _, p := range cs.whiteouts {
+		t.removeTree(p)
+	}
+	for _, d := range cs.opaque {
+		t.removeChildren(d)
+	}
+	for _, e := range cs.entries {
+		if e.Type == typeHardlink {
+			src, ok := t.m[e.Link]
+			if !ok || src.Type == TypeDir {
+				return fmt.Errorf("%s: hardlink to %s, which the tree does not have as a file", e.Path, e.Link)
+			}
+			c := *src
+			c.Path, c.Content, c.Indexed = e.Path, nil, false
+			if ContentPath(e.Path) && src.Indexed {
+				c.Content, c.Indexed = src.Content, true
+			}
+			e = &c
+		}
+		t.put(e)
+	}
+	return nil
+}
+
+// readLayer streams one layer and returns its change set, verifying the
+// compressed digest and the diffID.
+func readLayer(l v1.Layer, desc v1.Descriptor, diffID v1.Hash, read *atomic.Int64) (*changeset, error) {
+	rc, err := l.Compressed()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	ch := newHasher(desc.Digest)
+	cr := &countingReader{r: io.TeeReader(rc, ch.h), n: read}
+	br := bufio.NewReaderSize(cr, 1<<16)
+	ur, closeU, err := decompress(br)
+	if err != nil {
+		return nil, err
+	}
+	defer closeU()
+	uh := newHasher(diffID)
+	cs, err := readTar(io.TeeReader(ur, uh.h))
+	if err != nil {
+		return nil, err
+	}
+	// The hashes must cover every byte: tar padding after the end marker,
+	// compressed bytes after the end of the stream.
+	if _, err := io.Copy(uh.h, ur); err != nil {
+		return nil, err
+	}
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		return nil, err
+	}
+	if desc.Size > 0 && cr.total != desc.Size {
+		return nil, fmt.Errorf("size %d, manifest says %d", cr.total, desc.Size)
+	}
+	if err := ch.check("digest"); err != nil {
+		return nil, err
+	}
+	if err := uh.check("diffID"); err != nil {
+		return nil, err
+	}
+	return cs, nil
+}
+
+type hasher struct {
+	want v1.Hash
+	h    hash.Hash
+}
+
+// newHasher hashes with sha256; check reports any other algorithm.
+func newHasher(want v1.Hash) *hasher { return &hasher{want: want, h: sha256.New()} }
+
+func (h *hasher) check(what string) error {
+	if h.want.Algorithm != "sha256" {
+		return fmt.Errorf("%s %s: unsupported digest algorithm", what, h.want)
+	}
+	got := hex.EncodeToString(h.h.Sum(nil))
+	if got != h.want.Hex {
+		return fmt.Errorf("%s mismatch: content is sha256:%s, expected %s", what, got, h.want)
+	}
+	return nil
+}
+
+type countingReader struct {
+	r     io.Reader
+	n     *atomic.Int64
+	total int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.total += int64(n)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// decompress sniffs gzip and zstd; anything else is read as a plain tar.
+func decompress(br *bufio.Reader) (io.Reader, func(), error) {
+	magic, _ := br.Peek(4)
+	switch {
+	case len(magic) >= 2 && magic[0] == 0x1f && magic[1] == 0x8b:
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, nil, err
+		}
+		zr.Multistream(true)
+		return zr, func() { zr.Close() }, nil
+	case len(magic) == 4 && magic[0] == 0x28 && magic[1] == 0xb5 && magic[2] == 0x2f && magic[3] == 0xfd:
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+		if err != nil {
+			return nil, nil, err
+		}
+		return zr, zr.Close, nil
+	}
+	return br, func() {}, nil
+}
+
+// recent keeps the content of the last small regular files of a layer,
+// for the hardlinks that follow them.
+type recent struct {
+	data  map[string][]byte
+	order []string
+	bytes int
+}
+
+func (r *recent) add(p string, b []byte) {
+	if r.data == nil {
+		r.data = map[string][]byte{}
+	}
+	if _, ok := r.data[p]; !ok {
+		r.order = append(r.order, p)
+	}
+	r.data[p] = b
+	r.bytes += len(b)
+	for (r.bytes > recentMaxBytes || len(r.order) > recentMaxFiles) && len(r.order) > 0 {
+		old := r.order[0]
+		r.order = r.order[1:]
+		r.bytes -= len(r.data[old])
+		delete(r.data, old)
+	}
+}
+
+// readTar reads one layer's tar stream into a change set.
+func readTar(r io.Reader) (*changeset, error) {
+	cs := &changeset{}
+	tr := tar.NewReader(r)
+	files := map[string]*Entry{} // regular files of this layer, for hardlinks
+	var rec recent
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return cs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		p := cleanRel(h.Name)
+		if p == "" {
+			continue
+		}
+		dir, name := path.Split(p)
+		dir = strings.TrimSuffix(dir, "/")
+		switch {
+		case name == ".wh..wh..opq":
+			cs.opaque = append(cs.opaque, dir)
+			continue
+		case strings.HasPrefix(name, ".wh."):
+			cs.whiteouts = append(cs.whiteouts, path.Join(dir, strings.TrimPrefix(name, ".wh.")))
+			continue
+		}
+		e := &Entry{Path: p, Mode: uint32(h.Mode) & 0o7777, UID: h.Uid, GID: h.Gid}
+		switch h.Typeflag {
+		case tar.TypeReg, tar.TypeRegA, tar.TypeGNUSparse:
+			e.Type, e.Size = TypeFile, h.Size
+			keep := h.Size <= recentMaxFile
+			if (ContentPath(p) && h.Size <= MaxContent) || keep {
+				data, err := io.ReadAll(tr)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", p, err)
+				}
+				if ContentPath(p) && h.Size <= MaxContent {
+					e.Content, e.Indexed = data, true
+				}
+				if keep {
+					rec.add(p, data)
+				}
+			}
+			files[p] = e
+		case tar.TypeDir:
+			e.Type = TypeDir
+		case tar.TypeSymlink:
+			e.Type, e.Link = TypeSymlink, h.Linkname
+		case tar.TypeLink:
+			target := cleanRel(h.Linkname)
+			src, ok := files[target]
+			if !ok {
+				// A file of a lower layer: resolved when applied.
+				e.Type, e.Link = typeHardlink, target
+				break
+			}
+			c := *src
+			c.Path, c.Content, c.Indexed = p, nil, false
+			if ContentPath(p) && src.Size <= MaxContent {
+				if src.Indexed {
+					c.Content, c.Indexed = src.Content, true
+				} else if data, ok := rec.data[target]; ok {
+					c.Content, c.Indexed = data, true
+				}
+			}
+			e = &c
+			files[p] = e
+		case tar.TypeChar:
+			e.Type = TypeChar
+		case tar.TypeBlock:
+			e.Type = TypeBlock
+		case tar.TypeFifo:
+			e.Type = TypeFifo
+		default:
+			// Extended headers are consumed by archive/tar; anything else
+			// (e.g. a Solaris-specific type) is not part of a root tree.
+			continue
+		}
+		if inOstreeStore(p) {
+			continue
+		}
+		cs.entries = append(cs.entries, e)
+	}
+}

@@ -1,0 +1,114 @@
+package baseindex
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// Source says where a resolved index came from.
+type Source string
+
+// Sources of an index.
+const (
+	SourceCache    Source = "cache"    // the disk cache
+	SourceRegistry Source = "registry" // the artifact in the repository
+	SourceBuilt    Source = "built"    // read from the base's layers now
+)
+
+// Resolver finds or makes the index of a base: the disk cache, then the
+// artifact in Repository, then Build (which reads the base's layers once);
+// an index found in the registry or built is stored in the disk cache. A
+// cached index that fails its checks is rebuilt (with a warning).
+type Resolver struct {
+	// Cache is the disk cache; nil means none.
+	Cache *Cache
+	// Repository holds the artifact (read here; written by Publish); nil
+	// means none.
+	Repository *name.Repository
+	// Remote are the options for reaching Repository.
+	Remote []remote.Option
+	// Build tunes Build.
+	Build Options
+	// Logger receives progress and warnings; nil discards them.
+	Logger *slog.Logger
+}
+
+// Resolved is an index and where it came from.
+type Resolved struct {
+	Index  *Index
+	Source Source
+	// Stats are Build's (zero unless Source is SourceBuilt).
+	Stats Stats
+	// Warnings are problems that did not stop the resolution (a corrupt
+	// cache file, an unreadable artifact, a cache that cannot be written).
+	Warnings []string
+}
+
+// Resolve returns the index of img (whose manifest digest is base).
+func (r *Resolver) Resolve(ctx context.Context, img v1.Image) (*Resolved, error) {
+	log := r.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	base, err := img.Digest()
+	if err != nil {
+		return nil, fmt.Errorf("base index: %w", err)
+	}
+	res := &Resolved{}
+	warn := func(msg string) {
+		res.Warnings = append(res.Warnings, msg)
+		log.Warn(msg, "base", base.String())
+	}
+	if r.Cache != nil {
+		ix, err := r.Cache.Load(base)
+		switch {
+		case err != nil:
+			warn(fmt.Sprintf("base index cache unusable, rebuilding it: %v", err))
+		case ix != nil:
+			res.Index, res.Source = ix, SourceCache
+			return res, nil
+		}
+	}
+	if r.Repository != nil {
+		ix, err := Fetch(ctx, *r.Repository, base, r.Remote...)
+		switch {
+		case err != nil:
+			warn(fmt.Sprintf("base index artifact unusable, rebuilding it: %v", err))
+		case ix != nil:
+			res.Index, res.Source = ix, SourceRegistry
+			r.store(ix, warn)
+			return res, nil
+		}
+	}
+	log.Info("reading the base once to index it", "base", base.String())
+	ix, st, err := Build(ctx, img, r.Build)
+	if err != nil {
+		return nil, err
+	}
+	res.Index, res.Source, res.Stats = ix, SourceBuilt, st
+	r.store(ix, warn)
+	return res, nil
+}
+
+func (r *Resolver) store(ix *Index, warn func(string)) {
+	if r.Cache == nil {
+		return
+	}
+	if err := r.Cache.Store(ix); err != nil {
+		warn(fmt.Sprintf("base index not cached: %v", err))
+	}
+}
+
+// Publish writes ix to Repository (see Publish); without a Repository it
+// does nothing.
+func (r *Resolver) Publish(ctx context.Context, ix *Index) error {
+	if r.Repository == nil {
+		return nil
+	}
+	return Publish(ctx, *r.Repository, ix, r.Remote...)
+}
