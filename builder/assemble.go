@@ -18,11 +18,11 @@ import (
 	"github.com/oslayer/oslayer/registry"
 )
 
-// OCI annotations recorded on the manifest of an assembled image.
-const (
-	AnnotationBaseDigest = "org.opencontainers.image.base.digest"
-	AnnotationBaseName   = "org.opencontainers.image.base.name"
-)
+// AnnotationBaseDigest is recorded on the manifest of an assembled image.
+// The base is recorded by digest only (no base name annotation or label): the
+// same base read from a registry, a mirror or an OCI layout gives one image
+// digest. The reference the user gave is in the build's provenance.
+const AnnotationBaseDigest = "org.opencontainers.image.base.digest"
 
 // AssembleRequest says what to assemble.
 type AssembleRequest struct {
@@ -265,7 +265,6 @@ func Assemble(ctx context.Context, req AssembleRequest) (*Built, error) {
 		LabelKernelArgs:   string(kj),
 		LabelVersion:      version,
 		LabelBaseDigest:   base.Digest.String(),
-		LabelBaseRef:      base.Ref,
 	}
 	rawOut, err := editConfig(rawCfg, labels, history, diffIDs, epoch)
 	if err != nil {
@@ -283,9 +282,6 @@ func Assemble(ctx context.Context, req AssembleRequest) (*Built, error) {
 	}
 	if manifestMT == types.OCIManifestSchema1 {
 		m.Annotations = map[string]string{AnnotationBaseDigest: base.Digest.String()}
-		if !registry.IsLayout(base.Ref) {
-			m.Annotations[AnnotationBaseName] = base.Ref
-		}
 	}
 	rawM, err := json.Marshal(m)
 	if err != nil {

@@ -155,11 +155,16 @@ func TestAssembleLayoutBase(t *testing.T) {
 	want := map[string]string{
 		LabelPool: "worker", LabelInputsDigest: r.InputsDigest, LabelVersion: "v0.1.0",
 		LabelKernelArgs: `["systemd.unified_cgroup_hierarchy=1","mitigations=auto"]`,
-		LabelBaseDigest: b.Base.Digest.String(), LabelBaseRef: ref,
+		LabelBaseDigest: b.Base.Digest.String(),
 	}
 	for k, v := range want {
 		if cf.Config.Labels[k] != v {
 			t.Errorf("label %s = %q, want %q", k, cf.Config.Labels[k], v)
+		}
+	}
+	for k, v := range cf.Config.Labels {
+		if strings.Contains(v, ref) {
+			t.Errorf("label %s = %q names the base's location %s", k, v, ref)
 		}
 	}
 	bd, _ := baseImg.Digest()

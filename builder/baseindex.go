@@ -1,134 +1,128 @@
 package builder
 
 import (
-	"archive/tar"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"path"
-	"strings"
-	"testing/fstest"
+	"log/slog"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/oslayer/oslayer/layers/systemd"
+	"github.com/oslayer/oslayer/baseindex"
+	"github.com/oslayer/oslayer/registry"
 )
 
-// DefaultBaseUnitsMax bounds the compressed bytes BaseUnits reads when
-// Build reads the units of a local base (64 MiB): a bigger base is not read
-// and shipped units are enabled with the renderer's documented fallback.
-const DefaultBaseUnitsMax = 64 << 20
+// Base index modes (Request.BaseIndex).
+const (
+	// BaseIndexAuto resolves the base's index (disk cache, the artifact in
+	// the target repository, else one read of the base's layers) and hands
+	// its tree to the renderer. The default.
+	BaseIndexAuto = "auto"
+	// BaseIndexOff never reads the base: the renderer enables units the
+	// OS ships with its documented fallback, and the result says so.
+	BaseIndexOff = "off"
+)
 
-// maxUnitFile bounds one unit file read from a base.
-const maxUnitFile = 4 << 20
+// IndexOptions say where a base index is looked for and kept.
+type IndexOptions struct {
+	// CacheDir is the disk cache (baseindex.Cache); "" means none.
+	CacheDir string
+	// Repository is a registry repository ("REG/REPO") whose artifact
+	// "sha256-<hex>.baseindex" is read before the base is, and where
+	// PublishIndex writes it; "" means none.
+	Repository string
+	// Registry reaches Repository; nil means the zero Options.
+	Registry *registry.Options
+	// Logger receives progress and warnings; nil discards them.
+	Logger *slog.Logger
+}
 
-// ErrBaseTooLarge is returned by BaseUnits when the base's layers exceed
-// the byte budget.
-var ErrBaseTooLarge = errors.New("base image larger than the budget for reading its units")
+// IndexInfo says which base index a build used.
+type IndexInfo struct {
+	// Digest is the index's own digest, Base the base manifest digest.
+	Digest string `json:"digest"`
+	Base   string `json:"base"`
+	// Source is "cache", "registry", "built" or "given" (resolved by the
+	// caller and shared).
+	Source string `json:"source"`
+	// BytesRead counts the compressed base layer bytes read (0 unless
+	// built).
+	BytesRead int64    `json:"bytesRead"`
+	Entries   int      `json:"entries"`
+	Kernels   []string `json:"kernels,omitempty"`
+	// Published is set when the build wrote the index's artifact.
+	Published string `json:"published,omitempty"`
+	// Warnings are problems that did not stop the resolution.
+	Warnings []string `json:"warnings,omitempty"`
+}
 
-// BaseUnits returns the systemd unit directories of img (regular files and
-// symlinks under etc/systemd/system, usr/lib/systemd/system, ...) as an
-// in-memory root tree, with the layers applied bottom to top (whiteouts
-// honoured). The renderer reads the [Install] sections of units the OS ships
-// from it. It reads every layer blob of img, so Build uses it only for
-// bases in a local OCI layout, where no byte crosses the network; maxBytes
-// bounds the compressed bytes read (ErrBaseTooLarge beyond).
-func BaseUnits(ctx context.Context, img v1.Image, maxBytes int64) (fs.FS, error) {
-	ls, err := img.Layers()
+func (o IndexOptions) resolver(ctx context.Context) (*baseindex.Resolver, error) {
+	reg := o.Registry
+	if reg == nil {
+		reg = &registry.Options{}
+	}
+	r := &baseindex.Resolver{Logger: o.Logger}
+	if o.CacheDir != "" {
+		r.Cache = &baseindex.Cache{Dir: o.CacheDir}
+	}
+	if o.Repository != "" {
+		var nopts []name.Option
+		if reg.IsInsecure(registryHost(o.Repository)) {
+			nopts = append(nopts, name.Insecure)
+		}
+		repo, err := name.NewRepository(o.Repository, nopts...)
+		if err != nil {
+			return nil, fmt.Errorf("base index repository %q: %w", o.Repository, err)
+		}
+		r.Repository = &repo
+		r.Remote = reg.RemoteOptions(ctx)
+	}
+	return r, nil
+}
+
+func registryHost(repo string) string {
+	for i, c := range repo {
+		if c == '/' {
+			return repo[:i]
+		}
+	}
+	return repo
+}
+
+// IndexBase resolves the index of base (a no-op when base.Index is set)
+// and records it on base, so that many builds on one base share it: a
+// fleet runner calls it once and passes base as Request.BaseImage.
+func IndexBase(ctx context.Context, base *Base, o IndexOptions) (*IndexInfo, error) {
+	if base.Index != nil {
+		return indexInfo(base.Index, "given", 0), nil
+	}
+	r, err := o.resolver(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var total int64
-	for _, l := range ls {
-		n, err := l.Size()
-		if err != nil {
-			return nil, err
-		}
-		total += n
+	res, err := r.Resolve(ctx, base.Image)
+	if err != nil {
+		return nil, fmt.Errorf("base %s: %w", base.Ref, err)
 	}
-	if total > maxBytes {
-		return nil, fmt.Errorf("%w: %d bytes, budget %d", ErrBaseTooLarge, total, maxBytes)
-	}
-	tree := fstest.MapFS{}
-	for i, l := range ls {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := applyLayer(tree, l); err != nil {
-			d, _ := l.Digest()
-			return nil, fmt.Errorf("base layer %d (%s): %w", i, d, err)
-		}
-	}
-	return tree, nil
+	base.Index = res.Index
+	info := indexInfo(res.Index, string(res.Source), res.Stats.BytesRead)
+	info.Warnings = res.Warnings
+	return info, nil
 }
 
-// inUnitDir reports whether p (relative to the root) lies in one of the
-// unit directories systemd searches, the ones BaseUnits keeps.
-func inUnitDir(p string) bool {
-	for _, d := range systemd.UnitDirs() {
-		d = strings.TrimPrefix(d, "/") + "/"
-		if strings.HasPrefix(p, d) && len(p) > len(d) {
-			return true
-		}
+// PublishIndex writes the index of base to o.Repository (nothing when
+// either is unset, or the repository has it already).
+func PublishIndex(ctx context.Context, base *Base, o IndexOptions) error {
+	if base.Index == nil || o.Repository == "" {
+		return nil
 	}
-	return false
-}
-
-func applyLayer(tree fstest.MapFS, l v1.Layer) error {
-	rc, err := l.Uncompressed()
+	r, err := o.resolver(ctx)
 	if err != nil {
 		return err
 	}
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		p := path.Clean(strings.TrimPrefix(strings.TrimPrefix(h.Name, "./"), "/"))
-		dir, base := path.Split(p)
-		if base == ".wh..wh..opq" {
-			for k := range tree {
-				if strings.HasPrefix(k, dir) {
-					delete(tree, k)
-				}
-			}
-			continue
-		}
-		if strings.HasPrefix(base, ".wh.") {
-			gone := dir + strings.TrimPrefix(base, ".wh.")
-			for k := range tree {
-				if k == gone || strings.HasPrefix(k, gone+"/") {
-					delete(tree, k)
-				}
-			}
-			continue
-		}
-		if !inUnitDir(p) {
-			continue
-		}
-		switch h.Typeflag {
-		case tar.TypeReg:
-			if h.Size > maxUnitFile {
-				delete(tree, p)
-				continue
-			}
-			data, err := io.ReadAll(io.LimitReader(tr, maxUnitFile))
-			if err != nil {
-				return err
-			}
-			tree[p] = &fstest.MapFile{Data: data, Mode: fs.FileMode(h.Mode).Perm(), ModTime: h.ModTime}
-		case tar.TypeSymlink:
-			tree[p] = &fstest.MapFile{Data: []byte(h.Linkname), Mode: fs.ModeSymlink | 0o777, ModTime: h.ModTime}
-		default:
-			// A later directory or other entry replaces a file of the same name.
-			delete(tree, p)
-		}
-	}
+	return r.Publish(ctx, base.Index)
+}
+
+func indexInfo(ix *baseindex.Index, source string, read int64) *IndexInfo {
+	return &IndexInfo{Digest: ix.Digest, Base: ix.Base.String(), Source: source, BytesRead: read,
+		Entries: len(ix.Entries), Kernels: ix.Kernels}
 }

@@ -1,141 +1,152 @@
 package builder
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
-	"errors"
-	"io"
 	"io/fs"
 	"path/filepath"
-	"sort"
+	"strings"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
+	"github.com/oslayer/oslayer/baseindex"
 	"github.com/oslayer/oslayer/layers"
 	"github.com/oslayer/oslayer/registry"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
 )
 
-type tentry struct {
-	name, link, data string
-	typ              byte
+// baseLayerGets counts the downloads of img's layer blobs in reqs.
+func baseLayerGets(t *testing.T, img v1.Image, reqs []regtest.Request) int {
+	t.Helper()
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range reqs {
+		for _, l := range m.Layers {
+			if r.Method == "GET" && strings.HasSuffix(r.Path, "/blobs/"+l.Digest.String()) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
-func tarLayer(t *testing.T, es ...tentry) v1.Layer {
-	t.Helper()
-	var b bytes.Buffer
-	tw := tar.NewWriter(&b)
-	for _, e := range es {
-		if err := tw.WriteHeader(&tar.Header{Name: e.name, Linkname: e.link, Typeflag: e.typ, Mode: 0o644, Size: int64(len(e.data))}); err != nil {
+// spyRenderer records the base tree each render gets.
+type spyRenderer struct{ bases []fs.FS }
+
+func (s *spyRenderer) render(t *testing.T) Renderer {
+	return func(ctx context.Context, req layers.Request) (*layers.Result, error) {
+		s.bases = append(s.bases, req.Base)
+		return rendered(t), nil
+	}
+}
+
+// The first build on a registry base reads every base layer once and
+// publishes the index next to the image; later builds on that base read no
+// base layer: from the artifact (a fresh cache), from the disk cache (no
+// repository), and with the index off.
+func TestBuildBaseIndexReadOnce(t *testing.T) {
+	ctx := context.Background()
+	reg := regtest.Start(t, regtest.Config{})
+	proxy := regtest.NewProxy(t, reg.Host)
+	img := synthBase(t)
+	if _, err := synth.Push(ctx, img, reg.Host+"/fcos/base:1"); err != nil {
+		t.Fatal(err)
+	}
+	bd, _ := img.Digest()
+	baseRef := proxy.Host + "/fcos/base@" + bd.String()
+	cache1, cache2 := t.TempDir(), t.TempDir()
+	repo := proxy.Host + "/pools/worker"
+	spy := &spyRenderer{}
+	for i, tc := range []struct {
+		name       string
+		index      string
+		opts       IndexOptions
+		wantSource string
+		wantGets   int
+	}{
+		{"first", "", IndexOptions{CacheDir: cache1, Repository: repo}, "built", 51},
+		{"artifact", "auto", IndexOptions{CacheDir: cache2, Repository: repo}, "registry", 0},
+		{"disk cache", "", IndexOptions{CacheDir: cache1}, "cache", 0},
+		{"off", "off", IndexOptions{CacheDir: t.TempDir(), Repository: repo}, "", 0},
+	} {
+		proxy.Reset()
+		res, err := Build(ctx, Request{Render: layers.Request{Pool: "worker"}, Renderer: spy.render(t), Base: baseRef,
+			Registry: &registry.Options{}, BaseIndex: tc.index, Index: tc.opts}, &fakePub{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := baseLayerGets(t, img, proxy.Requests()); got != tc.wantGets {
+			t.Errorf("%s: %d base layer downloads, want %d\n%s", tc.name, got, tc.wantGets, proxy.Dump())
+		}
+		if tc.wantSource == "" {
+			if res.BaseIndex != nil || spy.bases[i] != nil {
+				t.Errorf("%s: index %+v, renderer base %v", tc.name, res.BaseIndex, spy.bases[i])
+			}
+			if !strings.Contains(strings.Join(res.Warnings, "\n"), "base index off") {
+				t.Errorf("%s: warnings %q", tc.name, res.Warnings)
+			}
+			continue
+		}
+		if res.BaseIndex == nil || res.BaseIndex.Source != tc.wantSource || res.BaseIndex.Base != bd.String() {
+			t.Fatalf("%s: index %+v, want source %s", tc.name, res.BaseIndex, tc.wantSource)
+		}
+		b, err := fs.ReadFile(spy.bases[i], "usr/lib/systemd/system/containerd.service")
+		if err != nil || !bytes.Contains(b, []byte("WantedBy=multi-user.target")) {
+			t.Errorf("%s: renderer's base: containerd.service %q %v", tc.name, b, err)
+		}
+		if tc.name == "first" && (res.BaseIndex.Published == "" || res.BaseIndex.BytesRead == 0) {
+			t.Errorf("first: %+v", res.BaseIndex)
+		}
+	}
+	if _, err := (&baseindex.Cache{Dir: cache2}).Load(bd); err != nil {
+		t.Errorf("the artifact was not cached on disk: %v", err)
+	}
+}
+
+// A shared Base whose Index is set is used as is; Build does not change
+// the caller's Base.
+func TestBuildSharedIndex(t *testing.T) {
+	ctx := context.Background()
+	base, err := ResolveBase(ctx, layoutBase(t, synthBase(t)), nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := IndexBase(ctx, base, IndexOptions{})
+	if err != nil || info.Source != "built" || base.Index == nil || len(info.Kernels) != 1 || info.Kernels[0] != synth.KernelRelease {
+		t.Fatalf("IndexBase: %+v %v", info, err)
+	}
+	spy := &spyRenderer{}
+	shared := *base
+	for range 2 {
+		res, err := Build(ctx, Request{Render: layers.Request{Pool: "worker"}, Renderer: spy.render(t), BaseImage: &shared}, &fakePub{})
+		if err != nil {
 			t.Fatal(err)
 		}
-		tw.Write([]byte(e.data))
-	}
-	tw.Close()
-	raw := b.Bytes()
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw)), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-func TestBaseUnitsWhiteouts(t *testing.T) {
-	const u = "usr/lib/systemd/system/"
-	unit := "[Install]\nWantedBy=multi-user.target\n"
-	img, err := mutate.AppendLayers(empty.Image,
-		tarLayer(t,
-			tentry{name: "usr/", typ: tar.TypeDir},
-			tentry{name: "./" + u + "a.service", data: unit, typ: tar.TypeReg},
-			tentry{name: u + "b.service", data: unit, typ: tar.TypeReg},
-			tentry{name: u + "e.service", data: unit, typ: tar.TypeReg},
-			tentry{name: "usr/bin/tool", data: "x", typ: tar.TypeReg},
-		),
-		tarLayer(t,
-			tentry{name: u + ".wh.a.service", typ: tar.TypeReg},
-			tentry{name: "etc/systemd/system/c.service", link: "/" + u + "b.service", typ: tar.TypeSymlink},
-		),
-		tarLayer(t,
-			tentry{name: u + ".wh..wh..opq", typ: tar.TypeReg},
-			tentry{name: u + "d.service", data: unit, typ: tar.TypeReg},
-		),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fsys, err := BaseUnits(context.Background(), img, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			got = append(got, p)
+		if res.BaseIndex.Source != "given" || res.BaseIndex.Digest != base.Index.Digest {
+			t.Errorf("index %+v", res.BaseIndex)
 		}
-		return err
-	})
-	sort.Strings(got)
-	want := []string{"etc/systemd/system/c.service", u + "d.service"}
-	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
-		t.Errorf("tree %v, want %v", got, want)
 	}
-	if l, err := fs.ReadLink(fsys, "etc/systemd/system/c.service"); err != nil || l != "/"+u+"b.service" {
-		t.Errorf("link %q %v", l, err)
-	}
-	if _, err := BaseUnits(context.Background(), img, 10); !errors.Is(err, ErrBaseTooLarge) {
-		t.Errorf("budget: %v", err)
+	if shared.Index != base.Index {
+		t.Error("Build replaced the shared index")
 	}
 }
 
-func TestBaseUnitsOfExampleBase(t *testing.T) {
+func TestIndexOfExampleBase(t *testing.T) {
 	img, _, err := (&registry.Options{}).Image(context.Background(), "oci:"+filepath.Join("..", "examples", "base"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fsys, err := BaseUnits(context.Background(), img, DefaultBaseUnitsMax)
-	if err != nil {
+	base := &Base{Ref: "example", Image: img}
+	if _, err := IndexBase(context.Background(), base, IndexOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	b, err := fs.ReadFile(fsys, "usr/lib/systemd/system/containerd.service")
+	b, err := fs.ReadFile(base.Index.FS(), "usr/lib/systemd/system/containerd.service")
 	if err != nil || !bytes.Contains(b, []byte("WantedBy=multi-user.target")) {
 		t.Errorf("containerd.service: %q %v", b, err)
-	}
-}
-
-// Build hands the renderer the units of a local base, never of a registry base.
-func TestBuildBaseUnitsOnlyForLayouts(t *testing.T) {
-	ctx := context.Background()
-	var seen []bool
-	spy := func(ctx context.Context, req layers.Request) (*layers.Result, error) {
-		seen = append(seen, req.Base != nil)
-		return rendered(t), nil
-	}
-	ref := layoutBase(t, synthBase(t))
-	reg := regtest.Start(t, regtest.Config{})
-	proxy := regtest.NewProxy(t, reg.Host)
-	if _, err := synth.Push(ctx, synthBase(t), reg.Host+"/fcos/base:1"); err != nil {
-		t.Fatal(err)
-	}
-	for _, req := range []Request{
-		{Base: ref},
-		{Base: ref, NoBaseUnits: true},
-		{Base: proxy.Host + "/fcos/base:1", Registry: &registry.Options{}},
-	} {
-		req.Render.Pool, req.Renderer = "worker", spy
-		if _, err := Build(ctx, req, &fakePub{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if len(seen) != 3 || !seen[0] || seen[1] || seen[2] {
-		t.Errorf("renderer saw a base tree: %v, want [true false false]", seen)
-	}
-	if n := proxy.BlobGets(); n != 1 {
-		t.Errorf("%d blob GETs from the registry base, want only its config:\n%s", n, proxy.Dump())
 	}
 }

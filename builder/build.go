@@ -10,6 +10,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/oslayer/oslayer/baseindex"
 	"github.com/oslayer/oslayer/layers"
 	"github.com/oslayer/oslayer/layers/model"
 	"github.com/oslayer/oslayer/registry"
@@ -40,10 +41,14 @@ type Request struct {
 	Flags map[string]string
 	// Logger receives progress and warnings; nil discards them.
 	Logger *slog.Logger
-	// NoBaseUnits stops Build from reading the systemd units of a base in a
-	// local OCI layout (BaseUnits) for the renderer. Registry bases are
-	// never read.
-	NoBaseUnits bool
+	// BaseIndex is BaseIndexAuto ("" too) or BaseIndexOff. With auto the
+	// renderer gets the base's tree from its index (IndexBase with Index;
+	// a BaseImage whose Index is set is used as is) unless Render.Base is
+	// already set.
+	BaseIndex string
+	// Index says where the base index is cached and published; its
+	// Registry and Logger default to the request's.
+	Index IndexOptions
 }
 
 // Result is what a build produced, ready for JSON output.
@@ -69,8 +74,10 @@ type Result struct {
 	// Phases are the wall times of each step, in order.
 	Phases []Phase `json:"phases"`
 	// Stages holds each stage's output by stage name.
-	Stages   map[string]any `json:"stages,omitempty"`
-	Warnings []string       `json:"warnings,omitempty"`
+	Stages map[string]any `json:"stages,omitempty"`
+	// BaseIndex is the base index the renderer used (nil: none).
+	BaseIndex *IndexInfo `json:"baseIndex,omitempty"`
+	Warnings  []string   `json:"warnings,omitempty"`
 	// Tagged is true once the tag moved (the build fully succeeded).
 	Tagged bool `json:"tagged"`
 	// Error is why the build stopped (empty on success).
@@ -126,8 +133,7 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage) (*Re
 		return nil
 	}
 	// A base given up front is resolved first: a bad base fails before
-	// anything else, and the units of a local (OCI layout) base feed the
-	// renderer.
+	// anything else, and its index feeds the renderer.
 	base := req.BaseImage
 	if base == nil && req.Base != "" {
 		if err := phase("base", func() (err error) {
@@ -137,39 +143,86 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage) (*Re
 			return res, errors.Unwrap(err) // ResolveBase names the base already
 		}
 	}
-	rreq := req.Render
-	if base != nil && rreq.Base == nil && registry.IsLayout(base.Ref) && !req.NoBaseUnits {
-		if err := phase("base-units", func() error {
-			units, err := BaseUnits(ctx, base.Image, DefaultBaseUnitsMax)
-			switch {
-			case err == nil:
-				rreq.Base = units
-			case errors.Is(err, ErrBaseTooLarge):
-				log.Info("not reading the units of a large local base", "base", base.Ref, "reason", err.Error())
-			default:
-				return fmt.Errorf("base %s: %w", base.Ref, err)
-			}
-			return nil
-		}); err != nil {
-			return res, err
-		}
+	switch req.BaseIndex {
+	case "", BaseIndexAuto, BaseIndexOff:
+	default:
+		return res, fmt.Errorf("base index mode %q: want %q or %q", req.BaseIndex, BaseIndexAuto, BaseIndexOff)
 	}
-	if base != nil && rreq.BaseName == "" {
-		rreq.BaseName = fmt.Sprintf("base %s (%s)", base.Ref, base.Digest)
+	useIndex := req.BaseIndex != BaseIndexOff && req.Render.Base == nil
+	iopts := req.Index
+	if iopts.Registry == nil {
+		iopts.Registry = req.Registry
+	}
+	if iopts.Logger == nil {
+		iopts.Logger = log
 	}
 	render := req.Renderer
 	if render == nil {
 		render = layers.Render
 	}
 	var r *layers.Result
-	if err := phase("render", func() (err error) {
-		r, err = render(ctx, rreq)
-		if err == nil && r == nil {
-			err = errors.New("renderer returned nothing")
+	renderOnto := func(base *Base) error {
+		rreq := req.Render
+		if base != nil && base.Index != nil && useIndex {
+			rreq.Base = base.Index.FS()
 		}
-		return err
-	}); err != nil {
+		if base != nil && rreq.BaseName == "" {
+			rreq.BaseName = fmt.Sprintf("base %s (%s)", base.Ref, base.Digest)
+		}
+		return phase("render", func() (err error) {
+			r, err = render(ctx, rreq)
+			if err == nil && r == nil {
+				err = errors.New("renderer returned nothing")
+			}
+			return err
+		})
+	}
+	indexed := func() error {
+		if !useIndex || base == nil {
+			return nil
+		}
+		// The caller's Base may be shared by other builds: index a copy.
+		b := *base
+		base = &b
+		return phase("base-index", func() error {
+			info, err := IndexBase(ctx, base, iopts)
+			if err != nil {
+				return err
+			}
+			res.BaseIndex = info
+			res.Warnings = append(res.Warnings, info.Warnings...)
+			return nil
+		})
+	}
+	if err := indexed(); err != nil {
 		return res, err
+	}
+	if base == nil && useIndex {
+		// The base comes from the MachineConfigs (osImageURL): render once
+		// to learn it, then again onto its index.
+		if err := renderOnto(nil); err != nil {
+			return res, err
+		}
+		if r.OSImageURL != "" {
+			if err := phase("base", func() (err error) {
+				base, err = ResolveBase(ctx, r.OSImageURL, req.Registry, req.Arch)
+				return err
+			}); err != nil {
+				return res, errors.Unwrap(err)
+			}
+			log.Info("base image from the MachineConfig pool's osImageURL", "base", r.OSImageURL)
+			if err := indexed(); err != nil {
+				return res, err
+			}
+		}
+	}
+	if r == nil || (base != nil && base.Index != nil && useIndex) {
+		if err := renderOnto(base); err != nil {
+			return res, err
+		}
+	}
+	if req.BaseIndex == BaseIndexOff {
+		res.Warnings = append(res.Warnings, "base index off: the base image was not read; units the OS ships were enabled with WantedBy="+layers.FallbackWantedBy+" (see the report's units), and nothing was checked against the base's files, users or groups")
 	}
 	res.Report, res.KernelArgs, res.InputsDigest, res.Inputs = r.Report, r.KernelArgs, r.InputsDigest, r.Inputs
 
@@ -192,7 +245,8 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage) (*Re
 	}); err != nil {
 		return res, err
 	}
-	res.Digest, res.Base, res.Layers, res.Warnings = b.Digest, b.Base, b.Added, b.Warnings
+	res.Digest, res.Base, res.Layers = b.Digest, b.Base, b.Added
+	res.Warnings = append(res.Warnings, b.Warnings...)
 	if res.Layers == nil {
 		res.Layers = []AddedLayer{}
 	}
@@ -232,6 +286,17 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage) (*Re
 		return res, err
 	}
 	res.Tagged = true
+	if res.BaseIndex != nil && res.BaseIndex.Source != string(baseindex.SourceRegistry) && iopts.Repository != "" {
+		// Shared with every later build into this repository. The image
+		// is complete without it: a failure is a warning.
+		err := phase("base-index-publish", func() error { return PublishIndex(ctx, base, iopts) })
+		if err != nil {
+			res.Warnings = append(res.Warnings, err.Error())
+			log.Warn("base index not published", "error", err)
+		} else {
+			res.BaseIndex.Published = iopts.Repository + ":" + baseindex.Tag(base.Index.Base)
+		}
+	}
 	log.Info("built", "pool", res.Pool, "image", res.Image)
 	return res, nil
 }

@@ -71,7 +71,7 @@ func TestBuildOrderAndResult(t *testing.T) {
 	for _, p := range res.Phases {
 		names = append(names, p.Name)
 	}
-	if strings.Join(names, ",") != "base,base-units,render,assemble,push,preflight,sign,tag" {
+	if strings.Join(names, ",") != "base,base-index,render,assemble,push,preflight,sign,tag" {
 		t.Errorf("phases %v", names)
 	}
 	if res.Stages["preflight"] == nil || res.Stages["sign"] == nil {

@@ -9,10 +9,13 @@
 //	resolve base → render → assemble → publish by digest →
 //	    stages (preflight, sign, attest) → move tag
 //
-// Only the base's manifest and config are read. The one exception is a
-// base in a local OCI layout: its systemd unit directories are read from
-// its layer files (BaseUnits) so the renderer enables units the OS ships
-// following their own [Install] sections; a registry base is never read.
+// Assembly reads only the base's manifest and config. What rendering needs
+// to know about the base (the units it ships, their [Install] sections, its
+// enablement links, passwd/group, ...) comes from its base index (package
+// baseindex): read once per base digest from its layers, then taken from the
+// disk cache or from the artifact next to the images, so a second build on
+// the same base reads no base blob. Request.BaseIndex "off" keeps the base
+// unread and the result says what was assumed instead.
 //
 // The later stages live in packages that come after builder in the pipeline
 // (preflight, registry/push, registry/sign); builder only defines the
@@ -25,6 +28,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/oslayer/oslayer/baseindex"
 	"github.com/oslayer/oslayer/layers/model"
 )
 
@@ -38,7 +42,6 @@ const (
 	LabelKernelArgs   = LabelPrefix + "kernel-arguments"
 	LabelVersion      = LabelPrefix + "version"
 	LabelBaseDigest   = LabelPrefix + "base-digest"
-	LabelBaseRef      = LabelPrefix + "base-ref"
 )
 
 // Base is the resolved base image. Image is lazy: reading its layers' blobs
@@ -52,6 +55,9 @@ type Base struct {
 	// Pinned reports whether the user gave a digest (not a tag).
 	Pinned bool     `json:"pinned"`
 	Image  v1.Image `json:"-"`
+	// Index is the base's index once resolved (IndexBase); builds that
+	// share one Base share it.
+	Index *baseindex.Index `json:"-"`
 }
 
 // Built is an assembled image that has not been published yet.

@@ -21,6 +21,7 @@ type buildFlags struct {
 	reg        registryFlags
 	preflight  preflightFlags
 	sign       signFlags
+	index      baseIndexFlags
 	base       string
 	push       string
 	output     string
@@ -34,16 +35,21 @@ func newBuildCmd(g *globals) *cobra.Command {
 		Use:   "build --pool NAME [--osc FILE]... [--machineconfig PATH]... [--base REF] (--push REF | --output oci:DIR[:TAG])",
 		Short: "Build a pool's OS image onto an ostree-native base without pulling it, check it, push it",
 		Long: `build renders the pool's configuration into a few layers, appends them to the
-base image (only the base's manifest and config are read: no base layer is
-downloaded), writes the image by digest, runs preflight (and signing, when
-asked) and only then moves the tag. Any failure leaves the tag where it was.
+base image (assembly reads only the base's manifest and config; no base
+layer is downloaded for it), writes the image by digest, runs preflight (and
+signing, when asked) and only then moves the tag. Any failure leaves the tag
+where it was.
 
 The base is a registry reference or an OCI layout (oci:DIR[:TAG]); a tag is
 resolved to a digest once and recorded (pin a digest for reproducible
 builds). Without --base, a MachineConfig pool's osImageURL is the base.
-Units the OS ships are enabled following their own [Install] sections when
-the base is an OCI layout (its files are local); for a registry base, whose
-layers are never downloaded, the documented fallback applies.
+What rendering needs to know about the base (the units the OS ships and
+their [Install] sections, its enablement links, passwd/group) comes from its
+base index: the base's layers are read once per base digest (verified,
+never stored), and the index is cached on disk and pushed next to the image
+as sha256-<digest>.baseindex, so later builds on that base read no base
+layer. --base-index=off never reads the base; the result then says what was
+assumed.
 The same inputs give the same image digest; a rebuild with unchanged inputs
 uploads nothing.
 
@@ -70,6 +76,7 @@ set, is the time stamped on every file and on the image.`,
 	f.reg.register(fs)
 	f.preflight.register(fs)
 	f.sign.register(fs)
+	f.index.register(fs)
 	fs.StringVar(&f.base, "base", "", "base image: registry reference (pin @sha256:...) or oci:DIR[:TAG]; default: the MachineConfigs' osImageURL")
 	fs.StringVar(&f.push, "push", "", "registry target REG/REPO[:TAG] (tag defaults to latest)")
 	fs.StringVar(&f.output, "output", "", "OCI layout target oci:DIR[:TAG] instead of a registry (tag defaults to latest)")
@@ -127,15 +134,29 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 		return err
 	}
 	stages = append(stages, ss...)
+	repo := ""
+	if f.push != "" {
+		t, err := push.ParseTarget(f.push)
+		if err != nil {
+			return err
+		}
+		repo = t.Context().Name()
+	}
+	iopts, err := f.index.options(reg, repo, g.log)
+	if err != nil {
+		return err
+	}
 
 	res, err := builder.Build(ctx, builder.Request{
-		Render:   rreq,
-		Base:     f.base,
-		Registry: reg,
-		Arch:     f.arch,
-		Version:  version,
-		Flags:    provenanceFlags(f),
-		Logger:   g.log,
+		Render:    rreq,
+		Base:      f.base,
+		Registry:  reg,
+		Arch:      f.arch,
+		Version:   version,
+		Flags:     provenanceFlags(f),
+		Logger:    g.log,
+		BaseIndex: f.index.mode,
+		Index:     iopts,
 	}, pub, stages...)
 	if err != nil {
 		if g.json() && res != nil {
@@ -169,6 +190,9 @@ func provenanceFlags(f *buildFlags) map[string]string {
 	if f.base != "" {
 		m["base"] = f.base
 	}
+	if f.index.mode == builder.BaseIndexOff {
+		m["base-index"] = builder.BaseIndexOff
+	}
 	if f.arch != "" {
 		m["arch"] = f.arch
 	}
@@ -189,6 +213,13 @@ func summary(w io.Writer, r *builder.Result) {
 		pin = " (resolved from a tag)"
 	}
 	fmt.Fprintf(w, "  base   %s @ %s%s\n", r.Base.Ref, r.Base.Digest, pin)
+	if ix := r.BaseIndex; ix != nil {
+		fmt.Fprintf(w, "  index  %s from %s, %d paths, %d base bytes read", ix.Digest, ix.Source, ix.Entries, ix.BytesRead)
+		if ix.Published != "" {
+			fmt.Fprintf(w, ", pushed to %s", ix.Published)
+		}
+		fmt.Fprintln(w)
+	}
 	for _, l := range r.Layers {
 		fmt.Fprintf(w, "  layer  %s %7d B  %s\n", l.Digest, l.Size, l.Source)
 	}

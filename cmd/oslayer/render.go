@@ -13,10 +13,13 @@ func newRenderCmd(g *globals) *cobra.Command {
 	var (
 		in     inputFlags
 		reg    registryFlags
+		index  baseIndexFlags
 		outDir string
+		base   string
+		arch   string
 	)
 	cmd := &cobra.Command{
-		Use:   "render --output DIR [--osc FILE]... [--machineconfig FILE|DIR]... [--pool NAME]",
+		Use:   "render --output DIR [--osc FILE]... [--machineconfig FILE|DIR]... [--pool NAME] [--base REF]",
 		Short: "Render node configuration into ostree-correct, reproducible layers",
 		Long: `render turns Gardener OperatingSystemConfigs and OpenShift MachineConfigs into
 the layers that sit on top of an ostree-native OS image, and writes
@@ -57,6 +60,14 @@ mtime (default 2000-01-01T00:00:00Z). Nothing is written on error.`,
 			if err != nil {
 				return err
 			}
+			info, b, err := index.renderBase(cmd.Context(), base, arch, ro, g.log)
+			if err != nil {
+				return err
+			}
+			if b != nil {
+				req.Base = b.Index.FS()
+				fmt.Fprintf(cmd.ErrOrStderr(), "base %s @ %s: index %s from %s\n", b.Ref, b.Digest, info.Digest, info.Source)
+			}
 			res, err := layers.Render(cmd.Context(), req)
 			if err != nil {
 				return err
@@ -77,6 +88,9 @@ mtime (default 2000-01-01T00:00:00Z). Nothing is written on error.`,
 	}
 	in.register(cmd.Flags())
 	reg.register(cmd.Flags())
+	index.register(cmd.Flags())
+	cmd.Flags().StringVar(&base, "base", "", "base image (registry reference or oci:DIR[:TAG]) whose units, enablement links and users rendering follows (read once per digest through the base index); without it the report says what was assumed")
+	cmd.Flags().StringVar(&arch, "arch", "", "architecture of a multi-arch --base (default amd64)")
 	cmd.Flags().StringVar(&outDir, "output", "", "output directory (rootfs/, layers/, report.json); replaced atomically")
 	return cmd
 }

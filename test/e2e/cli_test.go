@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oslayer/oslayer/baseindex"
 	"github.com/oslayer/oslayer/builder"
 	"github.com/oslayer/oslayer/test/regtest"
 )
@@ -68,7 +69,8 @@ func cli(t *testing.T, args ...string) (string, string, int) {
 	cmd := exec.CommandContext(ctxT(t), oslayer(t), args...)
 	cmd.Dir = repoRoot(t)
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.Env = os.Environ()
+	// Base indexes go to the test binary's directory, not the user's cache.
+	cmd.Env = append(os.Environ(), baseindex.CacheEnv+"="+filepath.Join(filepath.Dir(oslayer(t)), "baseindex"))
 	start := time.Now()
 	err := cmd.Run()
 	lastWall = time.Since(start)
@@ -167,26 +169,31 @@ func TestCLIJSONFailure(t *testing.T) {
 	}
 }
 
+// A registry base is read once (its index is cached and pushed next to the
+// image); the second build on it reads no base blob.
 func TestCLIRegistry(t *testing.T) {
 	e := newEnv(t)
-	e.proxy.Reset()
-	stdout, stderr, code := cli(t, "build", "--base", e.base, "--pool", "worker",
-		"--osc", "examples/gardener/worker-osc.yaml", "--push", e.proxy.Host+"/pools/worker:v1")
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	ref := lastLine(stdout)
-	if !strings.HasPrefix(ref, e.proxy.Host+"/pools/worker@sha256:") {
-		t.Errorf("last stdout line %q", ref)
-	}
-	if !strings.Contains(stderr, "not pinned") {
-		t.Errorf("no warning about the unpinned base:\n%s", stderr)
-	}
-	up, down := e.proxy.Bytes()
-	t.Logf("CLI build with preflight: wall %v, peak RSS %d KiB, %d base blob GETs, %d mounts, %d uploads, %d B up, %d B down",
-		lastWall.Round(time.Millisecond), lastRSSKiB, baseBlobGets(t, e.proxy), e.proxy.Mounts(), e.proxy.Uploads(), up, down)
-	if n := baseBlobGets(t, e.proxy); n != 0 {
-		t.Errorf("%d base blobs downloaded:\n%s", n, e.proxy.Dump())
+	bm, _ := synthBase(t).Manifest()
+	for i, wantGets := range []int{len(bm.Layers), 0} {
+		e.proxy.Reset()
+		stdout, stderr, code := cli(t, "build", "--base", e.base, "--pool", "worker",
+			"--osc", "examples/gardener/worker-osc.yaml", "--push", e.proxy.Host+"/pools/worker:v1")
+		if code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		ref := lastLine(stdout)
+		if !strings.HasPrefix(ref, e.proxy.Host+"/pools/worker@sha256:") {
+			t.Errorf("last stdout line %q", ref)
+		}
+		if !strings.Contains(stderr, "not pinned") || !strings.Contains(stderr, "  index  sha256:") {
+			t.Errorf("no warning about the unpinned base, or no index line:\n%s", stderr)
+		}
+		up, down := e.proxy.Bytes()
+		t.Logf("CLI build %d with preflight: wall %v, peak RSS %d KiB, %d base layer GETs, %d mounts, %d uploads, %d B up, %d B down",
+			i+1, lastWall.Round(time.Millisecond), lastRSSKiB, baseLayerGets(t, e.proxy), e.proxy.Mounts(), e.proxy.Uploads(), up, down)
+		if n := baseLayerGets(t, e.proxy); n != wantGets {
+			t.Errorf("build %d: %d base layers downloaded, want %d:\n%s", i+1, n, wantGets, e.proxy.Dump())
+		}
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/oslayer/oslayer/baseindex"
 	"github.com/oslayer/oslayer/builder"
 	"github.com/oslayer/oslayer/layers"
 	"github.com/oslayer/oslayer/registry"
@@ -121,31 +122,42 @@ func tryBuild(t *testing.T, base, target string, stages ...builder.Stage) (*buil
 	if err != nil {
 		return nil, err
 	}
+	// The index of a registry base is shared through the target
+	// repository's artifact (no disk cache here).
+	var iopts builder.IndexOptions
+	if !registry.IsLayout(target) {
+		tag, err := push.ParseTarget(target)
+		if err != nil {
+			return nil, err
+		}
+		iopts.Repository = tag.Context().Name()
+	}
 	return builder.Build(ctxT(t), builder.Request{
 		Render:   layers.Request{OSCs: []string{exampleOSC(t)}, Pool: "worker"},
 		Base:     base,
 		Registry: reg,
 		Version:  "e2e",
+		Index:    iopts,
 	}, pub, stages...)
 }
 
-// renderExample renders the example OSC the way build does onto a
-// registry base.
+// renderExample renders the example OSC the way build does onto the
+// synthetic base.
 func renderExample(t *testing.T) *layers.Result {
 	t.Helper()
-	return renderFor(t, layers.Request{OSCs: []string{exampleOSC(t)}, Pool: "worker"}, nil)
+	return renderFor(t, layers.Request{OSCs: []string{exampleOSC(t)}, Pool: "worker"}, synthBase(t))
 }
 
-// renderFor renders rreq the way build does; a local (OCI layout) base's
-// units feed the renderer.
-func renderFor(t *testing.T, rreq layers.Request, layoutBase v1.Image) *layers.Result {
+// renderFor renders rreq the way build does: the base's index feeds the
+// renderer.
+func renderFor(t *testing.T, rreq layers.Request, base v1.Image) *layers.Result {
 	t.Helper()
-	if layoutBase != nil {
-		units, err := builder.BaseUnits(ctxT(t), layoutBase, builder.DefaultBaseUnitsMax)
+	if base != nil {
+		ix, _, err := baseindex.Build(ctxT(t), base, baseindex.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rreq.Base = units
+		rreq.Base = ix.FS()
 	}
 	r, err := layers.Render(ctxT(t), rreq)
 	if err != nil {
@@ -165,14 +177,19 @@ func run(t *testing.T, name string, args ...string) string {
 	return out.String()
 }
 
-// baseBlobGets counts downloads of base blobs other than the config.
-func baseBlobGets(t *testing.T, p *regtest.Proxy) int {
+// baseLayerGets counts downloads of the synthetic base's layer blobs.
+func baseLayerGets(t *testing.T, p *regtest.Proxy) int {
 	t.Helper()
-	cfg, _ := synthBase(t).ConfigName()
+	m, err := synthBase(t).Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
 	n := 0
 	for _, r := range p.Requests() {
-		if r.Method == http.MethodGet && strings.Contains(r.Path, "/blobs/") && !strings.HasSuffix(r.Path, cfg.String()) {
-			n++
+		for _, l := range m.Layers {
+			if r.Method == http.MethodGet && strings.HasSuffix(r.Path, "/blobs/"+l.Digest.String()) {
+				n++
+			}
 		}
 	}
 	return n
@@ -312,8 +329,12 @@ func TestBuildOntoRegistryBase(t *testing.T) {
 
 	e.proxy.Reset()
 	res := build(t, e.base, target)
-	if n := baseBlobGets(t, e.proxy); n != 0 {
-		t.Errorf("%d base blobs downloaded, want 0:\n%s", n, e.proxy.Dump())
+	// The first build on the base reads each base layer once, for its index.
+	if n := baseLayerGets(t, e.proxy); n != len(bm.Layers) {
+		t.Errorf("%d base layers downloaded, want each of %d once:\n%s", n, len(bm.Layers), e.proxy.Dump())
+	}
+	if res.BaseIndex == nil || res.BaseIndex.Source != "built" || res.BaseIndex.Published == "" {
+		t.Errorf("base index %+v", res.BaseIndex)
 	}
 	if m := e.proxy.Mounts(); m != len(bm.Layers) {
 		t.Errorf("%d cross-repository mounts, want %d (every base layer)", m, len(bm.Layers))
@@ -330,15 +351,19 @@ func TestBuildOntoRegistryBase(t *testing.T) {
 	}
 	t.Logf("first build: %d uploads, %d mounts, %d B uploaded, phases %+v", e.proxy.Uploads(), e.proxy.Mounts(), res.BytesUploaded, res.Phases)
 
-	// Rebuild: same digest, nothing uploaded.
+	// Rebuild: same digest, nothing uploaded, no base blob read (the
+	// index comes from the artifact next to the image).
 	e.proxy.Reset()
 	again := build(t, e.base, target)
+	if again.BaseIndex == nil || again.BaseIndex.Source != "registry" {
+		t.Errorf("rebuild's base index %+v", again.BaseIndex)
+	}
 	t.Logf("rebuild: %d uploads, %d B uploaded, phases %+v", e.proxy.Uploads(), again.BytesUploaded, again.Phases)
 	if again.Digest != res.Digest {
 		t.Errorf("rebuild digest %s, first %s", again.Digest, res.Digest)
 	}
-	if e.proxy.Uploads() != 0 || again.BytesUploaded != 0 || baseBlobGets(t, e.proxy) != 0 {
-		t.Errorf("rebuild: %d uploads, %d bytes, %d base blob GETs:\n%s", e.proxy.Uploads(), again.BytesUploaded, baseBlobGets(t, e.proxy), e.proxy.Dump())
+	if e.proxy.Uploads() != 0 || again.BytesUploaded != 0 || baseLayerGets(t, e.proxy) != 0 {
+		t.Errorf("rebuild: %d uploads, %d bytes, %d base layer GETs:\n%s", e.proxy.Uploads(), again.BytesUploaded, baseLayerGets(t, e.proxy), e.proxy.Dump())
 	}
 
 	// Independent clients (straight to the registry, not through the proxy).
@@ -412,6 +437,38 @@ func TestBuildFromLayoutBase(t *testing.T) {
 	checkImage(t, "docker://"+reg.Host+"/pools/worker:latest", r2, base)
 }
 
+// The same base as an OCI layout and in a registry: both are indexed from
+// their layers, the indexes are the same, and so is the image digest.
+func TestRegistryAndLayoutBaseSameDigest(t *testing.T) {
+	examples := "oci:" + filepath.Join(repoRoot(t), "examples", "base")
+	base, _, err := (&registry.Options{}).Image(ctxT(t), examples, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := regtest.Start(t, regtest.Config{})
+	bd, err := synth.Push(ctxT(t), base, reg.Host+"/fcos/example:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromLayout := build(t, examples, "oci:"+filepath.Join(t.TempDir(), "out"))
+	fromReg := build(t, bd.String(), reg.Host+"/pools/worker:latest")
+	for _, r := range []*builder.Result{fromLayout, fromReg} {
+		if r.BaseIndex == nil || r.BaseIndex.Source != "built" {
+			t.Fatalf("base %s: index %+v", r.Base.Ref, r.BaseIndex)
+		}
+	}
+	if fromReg.BaseIndex.Digest != fromLayout.BaseIndex.Digest {
+		t.Errorf("index from the registry %s, from the layout %s", fromReg.BaseIndex.Digest, fromLayout.BaseIndex.Digest)
+	}
+	if fromReg.Digest != fromLayout.Digest {
+		t.Errorf("image on the registry base %s, on the layout base %s", fromReg.Digest, fromLayout.Digest)
+	}
+	// The index enabled containerd.service as the base's [Install] says.
+	if u := unitReport(fromReg, "containerd.service"); u == nil || u.InstallFrom != "base" {
+		t.Errorf("containerd.service: %+v", u)
+	}
+}
+
 // The README's form: an OCI layout target with a tag, which index.json
 // records as org.opencontainers.image.ref.name.
 func TestLayoutTargetWithTag(t *testing.T) {
@@ -463,13 +520,12 @@ func TestBuildOntoDockerBase(t *testing.T) {
 	if _, err := synth.Push(ctxT(t), docker, e.reg.Host+"/fcos/docker:stable"); err != nil {
 		t.Fatal(err)
 	}
-	dcfg, _ := docker.ConfigName()
 	e.proxy.Reset()
 	res := build(t, e.proxy.Host+"/fcos/docker:stable", e.proxy.Host+"/pools/docker:latest")
-	for _, r := range e.proxy.Requests() {
-		if r.Method == http.MethodGet && strings.Contains(r.Path, "/blobs/") && !strings.HasSuffix(r.Path, dcfg.String()) {
-			t.Errorf("base blob downloaded: %s", r.Path)
-		}
+	// Read once for the base index, never for the push.
+	sm, _ := synthBase(t).Manifest()
+	if n, dm := baseLayerGets(t, e.proxy), len(sm.Layers); n != dm {
+		t.Errorf("%d base layer downloads, want each of %d once (the index):\n%s", n, dm, e.proxy.Dump())
 	}
 	dm, _ := docker.Manifest()
 	if m := e.proxy.Mounts(); m != len(dm.Layers) {
@@ -529,4 +585,17 @@ func TestBuildOpenShiftExample(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(rootfs, "etc/motd")); !os.IsNotExist(err) {
 		t.Errorf("the master MachineConfig was applied: %v", err)
 	}
+}
+
+// unitReport returns the report of unit name in r, or nil.
+func unitReport(r *builder.Result, name string) *layers.UnitReport {
+	if r.Report == nil {
+		return nil
+	}
+	for i := range r.Report.Units {
+		if r.Report.Units[i].Name == name {
+			return &r.Report.Units[i]
+		}
+	}
+	return nil
 }
