@@ -13,8 +13,8 @@
 // # Placement (ostree rules)
 //
 //   - /etc/** and /usr/** are written as they are (never usr/etc/).
-//   - /var/**, /opt/** and /usr/local/** (symlinks into /var on FCOS and
-//     RHCOS) are stored under /usr/lib/oslayer/var and materialised on the
+//   - /var/**, /opt/**, /usr/local/**, /root/**, /home/**, /srv/** and
+//     /mnt/** (the last six are symlinks into /var on FCOS and RHCOS) are stored under /usr/lib/oslayer/var and materialised on the
 //     node by tmpfiles.d rules plus a prune unit (layers/varmech).
 //   - Children of /run, /tmp, /proc, /sys, /dev and anything under /boot,
 //     /sysroot or /usr/etc are errors naming the source and the path; other

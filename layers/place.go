@@ -124,7 +124,13 @@ func (p *placer) classify(o model.Origin, np string) (placeClass, bool) {
 			return 0, false
 		}
 		return asIs, true
-	case "var", "opt":
+	case "var", "opt", "root", "home", "srv", "mnt":
+		// /var itself and the FCOS/RHCOS symlinks into it (see
+		// varmech.Canonical): placed like /opt content.
+		if len(parts) == 1 {
+			p.errorf(o, np, "the top-level directory itself cannot be changed by a layer")
+			return 0, false
+		}
 		return viaVar, true
 	}
 	if slices.ContainsFunc(p.req.AllowTopLevel, func(a string) bool { return strings.Trim(a, "/") == top }) {
@@ -266,7 +272,7 @@ func (p *placer) placeHardlink(l model.Link) {
 		return
 	}
 	if cls == viaVar {
-		p.errorf(l.Origin, l.Path, "hard links under /var, /opt and /usr/local are not supported (the content is materialised on the node); use a symbolic link")
+		p.errorf(l.Origin, l.Path, "hard links under /var and its aliases (/opt, /usr/local, /root, /home, /srv, /mnt) are not supported (the content is materialised on the node); use a symbolic link")
 		return
 	}
 	tcls, ok := p.classify(l.Origin, l.Target)
@@ -274,7 +280,7 @@ func (p *placer) placeHardlink(l model.Link) {
 		return
 	}
 	if tcls == viaVar {
-		p.errorf(l.Origin, l.Path, "hard link target %s is under /var, /opt or /usr/local and not part of the same layer", l.Target)
+		p.errorf(l.Origin, l.Path, "hard link target %s is under /var or one of its aliases and not part of the same layer", l.Target)
 		return
 	}
 	layer, ok := p.layerOf[l.Target]

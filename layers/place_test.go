@@ -257,7 +257,8 @@ func TestHostilePlacement(t *testing.T) {
 		{"/proc/sys/x", "children of /proc"},
 		{"/boot/x", "/boot"},
 		{"/sysroot/x", "/sysroot must never appear"},
-		{"/srv/x", "--allow-toplevel srv"},
+		{"/data/x", "--allow-toplevel data"},
+		{"/home", "top-level directory itself"},
 		{"/etc/a\x00b", "NUL"},
 		{"/etc/\xff", "not valid UTF-8"},
 		{"etc/x", "not absolute"},
@@ -300,13 +301,62 @@ func renderToDir(req Request, cfg *model.Config, dir string) error {
 }
 
 func TestAllowTopLevel(t *testing.T) {
-	cfg := &model.Config{Files: []model.File{{Path: "/srv/data/x", Mode: 0o644, Origin: org("f")}}}
-	res, err := RenderConfig(context.Background(), Request{AllowTopLevel: []string{"/srv"}}, cfg)
+	cfg := &model.Config{Files: []model.File{{Path: "/data/x/y", Mode: 0o644, Origin: org("f")}}}
+	res, err := RenderConfig(context.Background(), Request{AllowTopLevel: []string{"/data"}}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := res.tree.Get("/srv/data/x"); !ok {
-		t.Fatal("/srv/data/x missing")
+	if _, ok := res.tree.Get("/data/x/y"); !ok {
+		t.Fatal("/data/x/y missing")
+	}
+}
+
+// TestVarAliases: /root, /home, /srv and /mnt are symlinks into /var on
+// FCOS and RHCOS like /opt: their content is stored under /usr and linked
+// into /var by tmpfiles.d rules, as /opt content is.
+func TestVarAliases(t *testing.T) {
+	cfg := &model.Config{
+		Files: []model.File{
+			{Path: "/root/.ssh/config", Mode: 0o600, Data: []byte("Host *\n"), Origin: org("spec.config.storage.files[0]")},
+			{Path: "/home/core/notes", Mode: 0o644, UID: 1000, GID: 1000, Data: []byte("n"), Origin: org("spec.config.storage.files[1]")},
+			{Path: "/srv/www/index.html", Mode: 0o644, Data: []byte("<p>"), Origin: org("spec.config.storage.files[2]")},
+			{Path: "/opt/bin/tool", Mode: 0o755, Data: []byte("#!/bin/sh\n"), Origin: org("spec.config.storage.files[3]")},
+		},
+		Dirs:  []model.Dir{{Path: "/mnt/data", Mode: 0o750, Origin: org("spec.config.storage.directories[0]")}},
+		Links: []model.Link{{Path: "/home/core/bin", Target: "/opt/bin", Origin: org("spec.config.storage.links[0]")}},
+	}
+	res, err := RenderConfig(context.Background(), Request{}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/var/roothome/.ssh/config", "/var/home/core/notes", "/var/srv/www/index.html", "/var/opt/bin/tool"} {
+		e, ok := res.tree.Get("/usr/lib/oslayer/var" + p)
+		if !ok {
+			t.Errorf("%s not stored under /usr/lib/oslayer/var", p)
+			continue
+		}
+		if p == "/var/home/core/notes" && (e.UID != 1000 || e.GID != 1000) {
+			t.Errorf("%s owner %d:%d", p, e.UID, e.GID)
+		}
+	}
+	rules, ok := res.tree.Get("/usr/lib/tmpfiles.d/oslayer-var.conf")
+	if !ok {
+		t.Fatal("no tmpfiles.d rules")
+	}
+	for _, l := range []string{
+		"L+ /var/roothome/.ssh/config - - - - /usr/lib/oslayer/var/var/roothome/.ssh/config",
+		"L+ /var/home/core/notes - - - - /usr/lib/oslayer/var/var/home/core/notes",
+		"d /var/mnt/data 0750 0 0 -",
+		"L+ /var/home/core/bin - - - - /opt/bin",
+	} {
+		if !strings.Contains(string(rules.Data), l+"\n") {
+			t.Errorf("tmpfiles.d rules lack %q:\n%s", l, rules.Data)
+		}
+	}
+	for _, b := range res.Report.Baked {
+		if b.Path == "/root/.ssh/config" && b.StoredAt != "/usr/lib/oslayer/var/var/roothome/.ssh/config" {
+			t.Errorf("report: %+v", b)
+		}
 	}
 }
 

@@ -32,8 +32,9 @@ type Baked struct {
 	// Path is the node path the configuration asked for.
 	Path string `json:"path"`
 	// StoredAt is the path inside the image when it differs from Path
-	// (content under /var, /opt, /usr/local is kept under /usr/lib/oslayer/var
-	// and materialised on the node).
+	// (content under /var and its aliases /opt, /usr/local, /root, /home,
+	// /srv and /mnt is kept under /usr/lib/oslayer/var and materialised on
+	// the node).
 	StoredAt string `json:"storedAt,omitempty"`
 	Type     string `json:"type"`
 	// Mode is octal, e.g. "0644".

@@ -21,7 +21,7 @@ func newPlan(entries []Entry) (*Plan, error) {
 	for _, e := range entries {
 		np, ok := Canonical(e.Path)
 		if !ok {
-			return nil, fmt.Errorf("%s: not an absolute, clean path under /var, /opt or /usr/local", e.Path)
+			return nil, fmt.Errorf("%s: not an absolute, clean path under /var or one of its aliases (/opt, /usr/local, /root, /home, /srv, /mnt)", e.Path)
 		}
 		if err := checkName("path", e.Path); err != nil {
 			return nil, err

@@ -1,9 +1,12 @@
-// Package varmech keeps content under /var, /opt and /usr/local following the
-// image on ostree-native nodes.
+// Package varmech keeps content under /var and its aliases (/opt,
+// /usr/local, /root, /home, /srv, /mnt) following the image on
+// ostree-native nodes.
 //
 // ostree copies a derived layer's /var content only on the first deployment
 // and never updates nor removes it afterwards, and on Fedora CoreOS and RHCOS
-// /opt is a symlink to var/opt and /usr/local to ../var/usrlocal. So such
+// /opt is a symlink to var/opt, /usr/local to ../var/usrlocal, /root to
+// var/roothome, /home to var/home, /srv to var/srv and /mnt to var/mnt (the
+// ostree root layout of rpm-ostree's "tmp-is-dir" FCOS/RHCOS). So such
 // content is stored read-only under StoreDir in /usr (which every deployment
 // replaces) and materialised in /var on the node:
 //
@@ -73,10 +76,13 @@ const (
 )
 
 // Canonical maps a configured path to where it lives on the node:
-// /var/x → /var/x, /opt/x → /var/opt/x, /usr/local/x → /var/usrlocal/x
-// (the FCOS/RHCOS symlinks /opt -> var/opt and /usr/local ->
-// ../var/usrlocal). ok is false for other paths and for /var, /opt and
-// /usr/local themselves. path must be absolute and clean.
+// /var/x → /var/x, /opt/x → /var/opt/x, /usr/local/x → /var/usrlocal/x,
+// /root/x → /var/roothome/x, /home/x → /var/home/x, /srv/x → /var/srv/x,
+// /mnt/x → /var/mnt/x (the FCOS/RHCOS symlinks /opt -> var/opt,
+// /usr/local -> ../var/usrlocal, /root -> var/roothome, /home -> var/home,
+// /srv -> var/srv, /mnt -> var/mnt; ignition-apply follows them the same
+// way). ok is false for other paths and for the aliases themselves. path
+// must be absolute and clean.
 func Canonical(p string) (nodePath string, ok bool) {
 	if !path.IsAbs(p) || path.Clean(p) != p {
 		return "", false
@@ -85,6 +91,10 @@ func Canonical(p string) (nodePath string, ok bool) {
 		{"/var/", "/var/"},
 		{"/opt/", "/var/opt/"},
 		{"/usr/local/", "/var/usrlocal/"},
+		{"/root/", "/var/roothome/"},
+		{"/home/", "/var/home/"},
+		{"/srv/", "/var/srv/"},
+		{"/mnt/", "/var/mnt/"},
 	} {
 		if rest, found := strings.CutPrefix(p, m.from); found && rest != "" {
 			return m.to + rest, true
@@ -120,9 +130,9 @@ func (k Kind) listCode() string {
 	return [...]string{"f", "d", "l"}[k]
 }
 
-// Entry is one item under /var (or /opt, /usr/local) the configuration owns.
+// Entry is one item under /var (or one of its aliases) the configuration owns.
 type Entry struct {
-	// Path is the node path; /opt/x and /usr/local/x are accepted and
+	// Path is the node path; /opt/x, /usr/local/x and the other aliases are accepted and
 	// canonicalised (see Canonical).
 	Path string
 	Kind Kind
