@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"sort"
 	"strconv"
@@ -16,6 +15,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"sigs.k8s.io/yaml"
+
+	"github.com/oslayer/oslayer/internal/inputfile"
 )
 
 // Keychain returns the credentials oslayer uses, in this order of
@@ -64,7 +65,7 @@ func Keychain(authfile, secretFile string) (authn.Keychain, error) {
 // credential helpers credHelpers.HOST and credsStore (docker-credential-NAME
 // on PATH).
 func AuthFileKeychain(path string) (authn.Keychain, error) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.Read(path)
 	if err != nil {
 		return nil, fmt.Errorf("--authfile: %w", err)
 	}
@@ -76,7 +77,7 @@ func AuthFileKeychain(path string) (authn.Keychain, error) {
 // A file with several YAML documents uses every such Secret in it, the
 // first one listed wins for a host they share.
 func SecretKeychain(path string) (authn.Keychain, error) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.Read(path)
 	if err != nil {
 		return nil, fmt.Errorf("--auth-secret: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/oslayer/oslayer/internal/inputfile"
 	"github.com/oslayer/oslayer/registry/sign"
 )
 
@@ -46,12 +47,12 @@ Feed trust-osc.yaml (--osc) or 99-oslayer-trust.yaml (--machineconfig) to
 			if key == "" || repo == "" || out == "" {
 				return errors.New("trust: --key, --repo and --output are required")
 			}
-			pub, err := os.ReadFile(key)
+			pub, err := inputfile.Read(key)
 			if err != nil {
 				return fmt.Errorf("trust: --key: %w", err)
 			}
 			if basePolicy != "" {
-				if o.BasePolicy, err = os.ReadFile(basePolicy); err != nil {
+				if o.BasePolicy, err = inputfile.Read(basePolicy); err != nil {
 					return fmt.Errorf("trust: --base-policy: %w", err)
 				}
 			}

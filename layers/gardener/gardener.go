@@ -49,6 +49,7 @@ import (
 	extv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/oslayer/oslayer/internal/inputfile"
 	"github.com/oslayer/oslayer/layers/model"
 )
 
@@ -99,7 +100,7 @@ func Load(ctx context.Context, paths []string, opts Options) (*model.Config, err
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		data, err := os.ReadFile(p)
+		data, err := inputfile.Read(p)
 		if err != nil {
 			return nil, fmt.Errorf("OSC input: %w", err)
 		}
@@ -550,7 +551,7 @@ func (l *loader) loadSecrets() error {
 			continue
 		}
 		p := filepath.Join(l.opts.SecretsDir, e.Name())
-		data, err := os.ReadFile(p)
+		data, err := inputfile.Read(p)
 		if err != nil {
 			return fmt.Errorf("secrets directory: %w", err)
 		}

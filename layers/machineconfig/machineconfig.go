@@ -57,7 +57,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -73,6 +72,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/oslayer/oslayer/internal/inputfile"
 	"github.com/oslayer/oslayer/layers/model"
 )
 
@@ -137,7 +137,7 @@ func Load(ctx context.Context, paths []string, opts Options) (*model.Config, err
 	cfg := &model.Config{}
 	var docs []doc
 	for _, p := range paths {
-		st, err := os.Stat(p)
+		st, err := inputfile.Stat(p)
 		if err != nil {
 			return nil, fmt.Errorf("MachineConfig input: %w", err)
 		}
@@ -152,6 +152,13 @@ func Load(ctx context.Context, paths []string, opts Options) (*model.Config, err
 				}
 				switch strings.ToLower(filepath.Ext(fp)) {
 				case ".yaml", ".yml", ".json":
+					// A pipe, device or socket named like a document
+					// is an error, not a read that never ends.
+					if !d.Type().IsRegular() {
+						if _, err := inputfile.Stat(fp); err != nil {
+							return err
+						}
+					}
 					files = append(files, fp)
 				}
 				return nil
@@ -166,7 +173,7 @@ func Load(ctx context.Context, paths []string, opts Options) (*model.Config, err
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			data, err := os.ReadFile(f)
+			data, err := inputfile.Read(f)
 			if err != nil {
 				return nil, fmt.Errorf("MachineConfig input: %w", err)
 			}

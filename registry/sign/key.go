@@ -19,13 +19,14 @@ import (
 	"context"
 	"crypto"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"sigs.k8s.io/yaml"
+
+	"github.com/oslayer/oslayer/internal/inputfile"
 )
 
 // Secret keys holding the private key and its password in a Kubernetes
@@ -47,7 +48,7 @@ func Password(p []byte) PassFunc { return func() ([]byte, error) { return p, nil
 // dropped.
 func PasswordFile(path string) PassFunc {
 	return func() ([]byte, error) {
-		b, err := os.ReadFile(path)
+		b, err := inputfile.Read(path)
 		if err != nil {
 			return nil, fmt.Errorf("key password file: %w", err)
 		}
@@ -94,7 +95,7 @@ type KeyMaterial struct {
 // file itself or a Kubernetes Secret manifest with cosign.key (and
 // optionally cosign.password) in data (base64) or stringData.
 func ReadKey(path string) (*KeyMaterial, error) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.Read(path)
 	if err != nil {
 		return nil, fmt.Errorf("key %s: %w", path, err)
 	}
@@ -171,7 +172,7 @@ func GenerateKeyPair(password []byte) (*KeyPair, error) {
 
 // LoadPublicKey reads a PEM public key (cosign.pub) for verification.
 func LoadPublicKey(ctx context.Context, path string) (signature.Verifier, error) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.Read(path)
 	if err != nil {
 		return nil, fmt.Errorf("public key %s: %w", path, err)
 	}
