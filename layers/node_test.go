@@ -26,7 +26,7 @@ func TestRootfsTmpfiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "out")
-	if err := res.WriteDir(out); err != nil {
+	if err := res.WriteDir(context.Background(), out); err != nil {
 		t.Fatal(err)
 	}
 	root := filepath.Join(out, "rootfs")

@@ -297,7 +297,7 @@ func renderToDir(req Request, cfg *model.Config, dir string) error {
 	if err != nil {
 		return err
 	}
-	return res.WriteDir(dir)
+	return res.WriteDir(context.Background(), dir)
 }
 
 func TestAllowTopLevel(t *testing.T) {

@@ -249,7 +249,7 @@ func TestWriteDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "out")
-	if err := res.WriteDir(out); err != nil {
+	if err := res.WriteDir(context.Background(), out); err != nil {
 		t.Fatal(err)
 	}
 	check := func() {
@@ -289,7 +289,7 @@ func TestWriteDir(t *testing.T) {
 	}
 	check()
 	// A second render replaces the previous one.
-	if err := res.WriteDir(out); err != nil {
+	if err := res.WriteDir(context.Background(), out); err != nil {
 		t.Fatal(err)
 	}
 	check()
@@ -301,11 +301,107 @@ func TestWriteDir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(other, "precious"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := res.WriteDir(other); err == nil || !strings.Contains(err.Error(), "refusing") {
+	if err := res.WriteDir(context.Background(), other); err == nil || !strings.Contains(err.Error(), "refusing") {
 		t.Fatalf("WriteDir over a foreign dir: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(other, "precious")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWriteDirReplacesOnlyItsOwn: a directory that merely holds a file
+// named report.json (or a forged, different marker) is not a render, and
+// is left alone with an error naming it.
+func TestWriteDirReplacesOnlyItsOwn(t *testing.T) {
+	res, err := RenderConfig(context.Background(), Request{}, handConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, files := range map[string]map[string]string{
+		"report.json":   {"report.json": "{}", "thesis.tex": "years of work"},
+		"forged marker": {OutputMarker: "mine", "thesis.tex": "years of work"},
+		"marker dir":    {OutputMarker + "/x": "", "thesis.tex": "years of work"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "home")
+			for f, body := range files {
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, f), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := res.WriteDir(context.Background(), dir)
+			if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "refusing") {
+				t.Fatalf("got %v, want an error naming %s", err, dir)
+			}
+			if b, err := os.ReadFile(filepath.Join(dir, "thesis.tex")); err != nil || string(b) != "years of work" {
+				t.Fatalf("foreign file changed: %q %v", b, err)
+			}
+			if ents, _ := os.ReadDir(filepath.Dir(dir)); len(ents) != 1 {
+				t.Errorf("leftovers beside the output: %v", ents)
+			}
+		})
+	}
+	// An empty directory is filled, and the next render replaces it.
+	dir := t.TempDir()
+	for range 2 {
+		if err := res.WriteDir(context.Background(), dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, OutputMarker)); err != nil || len(b) == 0 {
+		t.Fatalf("marker: %q %v", b, err)
+	}
+}
+
+// TestWriteDirSweepsKilledRuns: the temporary directory of a killed write
+// (no process holds its lock) is removed by the next write; one a live
+// writer holds is left alone.
+func TestWriteDirSweepsKilledRuns(t *testing.T) {
+	res, err := RenderConfig(context.Background(), Request{}, handConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := t.TempDir()
+	out := filepath.Join(parent, "out")
+	dead := filepath.Join(parent, ".out"+tmpInfix+"123")
+	live := filepath.Join(parent, ".out"+tmpInfix+"456")
+	for _, d := range []string{dead, live} {
+		if err := os.MkdirAll(filepath.Join(d, "rootfs", "ro"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(d, "rootfs", "ro"), 0o555); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := lockDir(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.WriteDir(context.Background(), out); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("killed run's temp dir not swept: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("live run's temp dir removed: %v", err)
+	}
+	l.Close()
+	removeAll(live)
+	// A cancelled write leaves nothing behind and keeps the old output.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := res.WriteDir(ctx, out); err == nil {
+		t.Fatal("cancelled write succeeded")
+	}
+	if ents, _ := os.ReadDir(parent); len(ents) != 1 || ents[0].Name() != "out" {
+		t.Errorf("after a cancelled write: %v", ents)
+	}
+	if _, err := os.Stat(filepath.Join(out, "report.json")); err != nil {
+		t.Error(err)
 	}
 }
 

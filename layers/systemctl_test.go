@@ -112,7 +112,7 @@ func TestEnablementMatchesSystemctl(t *testing.T) {
 				t.Fatal(err)
 			}
 			root := filepath.Join(t.TempDir(), "root")
-			if err := writeTree(root, bare); err != nil {
+			if err := writeTree(context.Background(), root, bare); err != nil {
 				t.Fatal(err)
 			}
 			if err := writeFS(root, c.base); err != nil {

@@ -8,10 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -76,16 +78,62 @@ signs it, so nodes rebase onto one verified, reproducible image.`,
 	return root
 }
 
+// stopGrace is how long a command may take to wind down (cancel requests,
+// remove its temporary files) after SIGINT or SIGTERM before the process
+// exits anyway.
+const stopGrace = 700 * time.Millisecond
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRootCmd().ExecuteContext(ctx)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "oslayer:", err)
-		var ee *exitError
-		if errors.As(err, &ee) {
-			os.Exit(ee.code)
+	os.Exit(run(newRootCmd(), os.Stderr))
+}
+
+// run executes root until it returns or a SIGINT/SIGTERM arrives. A signal
+// cancels the command's context; the process then exits with 128 + the
+// signal number (130, 143) as soon as the command has returned, and after
+// stopGrace (or a second signal) at the latest. Everything oslayer writes
+// appears under its final name only when complete, so an exit at any point
+// leaves nothing half-written; temporary files of a run stopped this way are
+// removed by the next run.
+func run(root *cobra.Command, stderr io.Writer) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	select {
+	case err := <-done:
+		return exitCode(err, stderr)
+	case sig := <-sigs:
+		cancel()
+		code := 128 + int(sig.(syscall.Signal))
+		select {
+		case <-done:
+		case <-sigs:
+		case <-time.After(stopGrace):
 		}
-		os.Exit(1)
+		fmt.Fprintf(stderr, "oslayer: stopped by %s\n", signalName(sig))
+		return code
 	}
+}
+
+func signalName(s os.Signal) string {
+	if s == syscall.SIGTERM {
+		return "SIGTERM"
+	}
+	return "SIGINT"
+}
+
+// exitCode prints err and returns the exit code it carries (1 by default).
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(stderr, "oslayer:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return 1
 }

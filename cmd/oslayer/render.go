@@ -37,7 +37,9 @@ exactly the links systemctl enable creates. Secret content (Gardener
 secretRef) is not baked unless --bake-secrets is given.
 
 The same inputs give byte-identical layers; SOURCE_DATE_EPOCH sets the tar
-mtime (default 2000-01-01T00:00:00Z). Nothing is written on error.`,
+mtime (default 2000-01-01T00:00:00Z). Nothing is written on error. An
+existing DIR is replaced only when an earlier render wrote it (it holds the
+.oslayer-render marker) or it is empty.`,
 		Example: `  # A Gardener worker pool, from the gardener-node-agent Secret:
   oslayer render --osc secret-osc-worker-a.yaml --output out/worker-a
 
@@ -72,7 +74,7 @@ mtime (default 2000-01-01T00:00:00Z). Nothing is written on error.`,
 			if err != nil {
 				return err
 			}
-			if err := res.WriteDir(outDir); err != nil {
+			if err := res.WriteDir(cmd.Context(), outDir); err != nil {
 				return fmt.Errorf("write %s: %w", outDir, err)
 			}
 			out := cmd.OutOrStdout()
@@ -91,6 +93,6 @@ mtime (default 2000-01-01T00:00:00Z). Nothing is written on error.`,
 	index.register(cmd.Flags())
 	cmd.Flags().StringVar(&base, "base", "", "base image (registry reference or oci:DIR[:TAG]) whose units, enablement links and users rendering follows (read once per digest through the base index); without it the report says what was assumed")
 	cmd.Flags().StringVar(&arch, "arch", "", "architecture of a multi-arch --base (default amd64)")
-	cmd.Flags().StringVar(&outDir, "output", "", "output directory (rootfs/, layers/, report.json); replaced atomically")
+	cmd.Flags().StringVar(&outDir, "output", "", "output directory (rootfs/, layers/, report.json); replaced only if an earlier render wrote it (or it is empty)")
 	return cmd
 }
