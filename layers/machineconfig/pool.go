@@ -3,11 +3,11 @@ package machineconfig
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
+	"github.com/oslayer/oslayer/internal/inputfile"
 	"github.com/oslayer/oslayer/layers/model"
 )
 
@@ -28,7 +28,7 @@ func LoadPool(paths []string, name string) (Options, error) {
 	}
 	var pools []found
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
+		data, err := inputfile.Read(p)
 		if err != nil {
 			return Options{}, fmt.Errorf("MachineConfigPool input: %w", err)
 		}
