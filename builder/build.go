@@ -93,8 +93,8 @@ type Phase struct {
 // Targeter is implemented by publishers that can name their target.
 type Targeter interface{ Target() string }
 
-// Build renders, assembles, writes the image by digest, runs the stages in
-// order and finally moves the tag. Any failure stops the build with an error
+// Build renders, assembles, runs the PreWrite stages, writes the image by
+// digest, runs the other stages in order and finally moves the tag. Any failure stops the build with an error
 // that names the step ("render: ...", "push: ...", "preflight: ...") and
 // leaves the tag where it was. The returned Result is filled as far as the
 // build got, also on error.
@@ -251,6 +251,39 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage) (*Re
 		res.Layers = []AddedLayer{}
 	}
 
+	runStages := func(stages []Stage, p *Published) error {
+		for _, s := range stages {
+			var out any
+			if err := phase(s.Name(), func() (err error) {
+				out, err = s.Run(ctx, b, p)
+				return err
+			}); err != nil {
+				return err
+			}
+			if out != nil {
+				if res.Stages == nil {
+					res.Stages = map[string]any{}
+				}
+				res.Stages[s.Name()] = out
+			}
+		}
+		return nil
+	}
+	var pre, post []Stage
+	for _, s := range stages {
+		switch {
+		case s == nil:
+		case IsPreWrite(s):
+			pre = append(pre, s)
+		default:
+			post = append(post, s)
+		}
+	}
+	// Content checks first: a build they stop writes nothing.
+	if err := runStages(pre, nil); err != nil {
+		return res, err
+	}
+
 	var p *Published
 	if err := phase("push", func() (err error) {
 		p, err = pub.Write(ctx, b)
@@ -263,23 +296,8 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage) (*Re
 	}
 	res.Image, res.BytesUploaded, res.BytesSkipped, res.BytesMounted = p.Ref, p.Uploaded, p.Skipped, p.Mounted
 
-	for _, s := range stages {
-		if s == nil {
-			continue
-		}
-		var out any
-		if err := phase(s.Name(), func() (err error) {
-			out, err = s.Run(ctx, b, p)
-			return err
-		}); err != nil {
-			return res, err
-		}
-		if out != nil {
-			if res.Stages == nil {
-				res.Stages = map[string]any{}
-			}
-			res.Stages[s.Name()] = out
-		}
+	if err := runStages(post, p); err != nil {
+		return res, err
 	}
 
 	if err := phase("tag", func() error { return pub.Commit(ctx, b, p) }); err != nil {

@@ -44,6 +44,51 @@ func (s *fakeStage) Run(ctx context.Context, b *Built, p *Published) (any, error
 	return map[string]string{"checked": b.Digest.String()}, nil
 }
 
+// preStage is a fakeStage that runs before the write.
+type preStage struct{ fakeStage }
+
+func (*preStage) PreWrite() bool { return true }
+
+func (s *preStage) Run(ctx context.Context, b *Built, p *Published) (any, error) {
+	if p != nil {
+		return nil, errors.New("a pre-write stage got a written image")
+	}
+	return s.fakeStage.Run(ctx, b, p)
+}
+
+// TestPreWriteStages: stages that need only the content run before the
+// image is written, so one that fails leaves the publisher untouched.
+func TestPreWriteStages(t *testing.T) {
+	ctx := context.Background()
+	ref := layoutBase(t, synthBase(t))
+	for _, tc := range []struct {
+		name      string
+		err       error
+		wantCalls string
+	}{
+		{name: "pass", wantCalls: "content,write,written,sign,commit"},
+		{name: "fail", err: errors.New("secret in layer"), wantCalls: "content"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pub := &fakePub{}
+			res, err := Build(ctx, Request{Render: layers.Request{Pool: "worker"}, Renderer: fixedRenderer(rendered(t), nil), Base: ref}, pub,
+				&fakeStage{name: "written", pub: pub}, &preStage{fakeStage{name: "content", pub: pub, err: tc.err}}, &fakeStage{name: "sign", pub: pub})
+			if got := strings.Join(pub.calls, ","); got != tc.wantCalls {
+				t.Errorf("calls %q, want %q", got, tc.wantCalls)
+			}
+			if tc.err != nil {
+				if err == nil || !strings.HasPrefix(err.Error(), "content: secret in layer") || res.Tagged || pub.written != nil {
+					t.Fatalf("err %v, result %+v", err, res)
+				}
+				return
+			}
+			if err != nil || !res.Tagged || res.Stages["content"] == nil || res.Stages["written"] == nil {
+				t.Fatalf("err %v, result %+v", err, res)
+			}
+		})
+	}
+}
+
 func fixedRenderer(r *layers.Result, err error) Renderer {
 	return func(ctx context.Context, req layers.Request) (*layers.Result, error) { return r, err }
 }

@@ -6,8 +6,13 @@
 // Build runs the whole pipeline as one library call (a controller can run it
 // many times in one process):
 //
-//	resolve base → render → assemble → publish by digest →
-//	    stages (preflight, sign, attest) → move tag
+//	resolve base → render → assemble → content stages (preflight) →
+//	    publish by digest → stages (preflight of the written image, sign,
+//	    attest) → move tag
+//
+// A build stopped by a content check writes nothing to the target: stages
+// that need only the assembled image implement PreWrite and run before
+// the write.
 //
 // Assembly reads only the base's manifest and config. What rendering needs
 // to know about the base (the units it ships, their [Install] sections, its
@@ -117,4 +122,20 @@ type Publisher interface {
 type Stage interface {
 	Name() string
 	Run(ctx context.Context, b *Built, p *Published) (any, error)
+}
+
+// PreWrite is implemented by stages that read only the assembled image (its
+// manifest, config and layer content), not what was written: the content
+// checks of preflight. Build runs every stage whose PreWrite returns true
+// before Publisher.Write, in the order given and with a nil *Published, so
+// a build they stop writes no blob to the target. The other stages run
+// after the write, in the order given.
+type PreWrite interface {
+	PreWrite() bool
+}
+
+// IsPreWrite reports whether s runs before the image is written.
+func IsPreWrite(s Stage) bool {
+	pw, ok := s.(PreWrite)
+	return ok && pw.PreWrite()
 }

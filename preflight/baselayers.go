@@ -17,7 +17,7 @@ type baseLayersCheck struct{}
 
 func (baseLayersCheck) Name() string       { return "base-layers-present" }
 func (baseLayersCheck) Severity() Severity { return Error }
-func (baseLayersCheck) Needs() Needs       { return NeedBase }
+func (baseLayersCheck) Needs() Needs       { return NeedBase | NeedWritten }
 
 func (c baseLayersCheck) Run(_ context.Context, t *Target) ([]Finding, error) {
 	var out []Finding

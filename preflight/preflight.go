@@ -78,6 +78,11 @@ const (
 	NeedBase Needs = 1 << iota
 	// NeedAdded: the check reads the entries of the added layers.
 	NeedAdded
+	// NeedWritten: the check is about the image as written to the target
+	// (its layers as the registry lists them by digest), so in a build it
+	// runs after the write (see Stages); every other check runs before
+	// anything is written.
+	NeedWritten
 )
 
 // Check is one preflight check.
@@ -175,11 +180,16 @@ type Options struct {
 	// Log receives progress and warnings; nil discards.
 	Log *slog.Logger
 
-	// RequireBase and Open are used by Stage only: when RequireBase is set,
-	// Open(ctx, RequireBase, platform of the built image) opens it (without
-	// reading layer blobs) as the Target's Require.
+	// RequireBase and Open are used by Stages only: when RequireBase is
+	// set, Open(ctx, RequireBase, platform of the built image) opens it
+	// (without reading layer blobs) as the Target's Require; the written
+	// half also opens the written image by digest with Open.
 	RequireBase string
 	Open        func(ctx context.Context, ref string, platform *v1.Platform) (v1.Image, error)
+
+	// onlyWritten: the run is the written half of a build (see Stages),
+	// after the content half reported on the added layers.
+	onlyWritten bool
 }
 
 // CheckResult says how one check went.
@@ -286,6 +296,10 @@ func Run(ctx context.Context, t Target, opts Options) (*Report, error) {
 			needAdded = true
 		}
 	}
+	if opts.onlyWritten {
+		// The content half of the build reported on the added layers.
+		runnerFindings = nil
+	}
 	if tt.FirstAdded >= 0 && needAdded {
 		if tt.Added, err = Scan(ctx, tt, opts.Scan); err != nil {
 			return nil, err
@@ -307,6 +321,9 @@ func Run(ctx context.Context, t Target, opts Options) (*Report, error) {
 	rep.Findings = append(rep.Findings, runnerFindings...)
 
 	for _, c := range checks {
+		if c.Needs()&notHere != 0 {
+			continue // the other half of a build runs it (see Stages)
+		}
 		cr := CheckResult{Name: c.Name()}
 		switch {
 		case slices.Contains(opts.Skip, c.Name()):

@@ -5,31 +5,145 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/oslayer/oslayer/builder"
 )
 
-// StageName is the name the preflight stage has in a build result.
-const StageName = "preflight"
+// Stage names in a build result.
+const (
+	// StageName is the content half: every check that reads only the
+	// built image, run before anything is written.
+	StageName = "preflight"
+	// StageWritten is the half that checks the image as written to the
+	// target, by digest, before its tag moves.
+	StageWritten = "preflight-written"
+)
 
-// Stage returns the builder stage that runs the checks on a built image
-// after it was written by digest and before its tag moves. Errors fail the
-// build (the tag does not move); warnings are logged and kept in the
-// returned *Report, which the build records under StageName.
-func Stage(opts Options) builder.Stage { return &stage{opts: opts} }
+// Stages returns preflight as two builder stages:
+//
+//   - StageName runs every check that needs only the assembled image
+//     (content, secrets, units, size, platform, ...) before anything is
+//     written (it implements builder.PreWrite): a build it stops uploads
+//     no blob to a registry and writes none into a layout;
+//   - StageWritten runs the checks that are about what was written
+//     (NeedWritten: the base's layers are an ordered prefix of the layers
+//     the target now lists) after the write by digest and before the tag
+//     moves. With Options.Open it reads the image back from the registry
+//     by digest; for a layout, or without Open, it checks the assembled
+//     image, which is byte for byte the one written.
+//
+// Errors fail the build (nothing written, or the tag does not move);
+// warnings are logged and kept in the returned *Report, recorded under the
+// stage's name.
+func Stages(opts Options) []builder.Stage {
+	sh := &shared{opts: opts}
+	return []builder.Stage{&stage{sh: sh}, &stage{sh: sh, written: true}}
+}
 
-type stage struct{ opts Options }
+// Stage returns preflight as one stage that runs every check before the
+// image is written (the checks of what was written then see the assembled
+// image). Builds use Stages.
+func Stage(opts Options) builder.Stage { return &stage{sh: &shared{opts: opts}, all: true} }
 
-func (s *stage) Name() string { return StageName }
+// shared is what the two halves share: the options and the required base,
+// opened once.
+type shared struct {
+	opts Options
+
+	once    sync.Once
+	require v1.Image
+	reqErr  error
+}
+
+type stage struct {
+	sh      *shared
+	written bool // the half after the write
+	all     bool // both halves in one
+}
+
+func (s *stage) Name() string {
+	if s.written {
+		return StageWritten
+	}
+	return StageName
+}
+
+// PreWrite implements builder.PreWrite: the content half runs before the
+// write.
+func (s *stage) PreWrite() bool { return !s.written }
+
+// split returns the options of this half: its checks, and the --skip names
+// among them. Skip names no check at all is refused by Run of the content
+// half, which sees the full list.
+func (s *stage) split() (Options, bool) {
+	o := s.sh.opts
+	if s.all {
+		return o, true
+	}
+	all := o.Checks
+	if all == nil {
+		all = Default()
+	}
+	var mine []Check
+	names := map[string]bool{}
+	for _, c := range all {
+		if (c.Needs()&NeedWritten != 0) == s.written {
+			mine = append(mine, c)
+			names[c.Name()] = true
+		}
+	}
+	if s.written {
+		var skip []string
+		for _, n := range o.Skip {
+			if names[n] {
+				skip = append(skip, n)
+			}
+		}
+		o.Skip, o.onlyWritten = skip, true
+		active := 0
+		for _, c := range mine {
+			if !slices.Contains(skip, c.Name()) {
+				active++
+			}
+		}
+		if active == 0 {
+			return o, false
+		}
+	} else {
+		// Names of the other half are valid --skip values here too.
+		for _, c := range all {
+			if !names[c.Name()] {
+				mine = append(mine, skipped{c})
+			}
+		}
+	}
+	o.Checks = mine
+	return o, true
+}
+
+// skipped stands for a check of the other half in the content half's run:
+// it is listed (so --skip may name it) but never run.
+type skipped struct{ Check }
+
+func (skipped) Needs() Needs { return notHere }
+
+// notHere marks a check that belongs to the other half of a build.
+const notHere Needs = 1 << 7
 
 func (s *stage) Run(ctx context.Context, b *builder.Built, p *builder.Published) (any, error) {
 	if b == nil || b.Image == nil {
 		return nil, errors.New("no built image")
 	}
-	log := s.opts.Log
+	opts, run := s.split()
+	if !run {
+		return nil, nil
+	}
+	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -40,21 +154,28 @@ func (s *stage) Run(ctx context.Context, b *builder.Built, p *builder.Published)
 	if t.Ref == "" {
 		t.Ref = "pool " + b.Pool
 	}
-	if s.opts.RequireBase != "" {
-		if s.opts.Open == nil {
-			return nil, fmt.Errorf("--require-base %s: no way to open images", s.opts.RequireBase)
-		}
-		var plat *v1.Platform
-		if cf, err := b.Image.ConfigFile(); err == nil && cf.Architecture != "" {
-			plat = &v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}
-		}
-		img, err := s.opts.Open(ctx, s.opts.RequireBase, plat)
-		if err != nil {
-			return nil, fmt.Errorf("--require-base %s: %w", s.opts.RequireBase, err)
-		}
-		t.Require, t.RequireRef = img, s.opts.RequireBase
+	var plat *v1.Platform
+	if cf, err := b.Image.ConfigFile(); err == nil && cf.Architecture != "" {
+		plat = &v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}
 	}
-	rep, err := Run(ctx, t, s.opts)
+	if s.written && p != nil && p.Digest != nil && opts.Open != nil {
+		img, err := opts.Open(ctx, p.Ref, plat)
+		if err != nil {
+			return nil, fmt.Errorf("read back %s: %w", p.Ref, err)
+		}
+		t.Image = img
+	}
+	if opts.RequireBase != "" {
+		if opts.Open == nil {
+			return nil, fmt.Errorf("--require-base %s: no way to open images", opts.RequireBase)
+		}
+		s.sh.once.Do(func() { s.sh.require, s.sh.reqErr = opts.Open(ctx, opts.RequireBase, plat) })
+		if s.sh.reqErr != nil {
+			return nil, fmt.Errorf("--require-base %s: %w", opts.RequireBase, s.sh.reqErr)
+		}
+		t.Require, t.RequireRef = s.sh.require, opts.RequireBase
+	}
+	rep, err := Run(ctx, t, opts)
 	if err != nil {
 		// The build names the stage already.
 		return nil, unprefixed{err}

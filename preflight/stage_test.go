@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/oslayer/oslayer/builder"
@@ -69,5 +70,47 @@ func TestStage(t *testing.T) {
 	})
 	if b.reads.Load() != 0 {
 		t.Errorf("base blobs read")
+	}
+}
+
+// TestStagesSplit: Stages runs the content checks before the write (a
+// builder.PreWrite stage, no base-layers check) and the checks of the
+// written image after it, on the image Open reads back by digest.
+func TestStagesSplit(t *testing.T) {
+	b := newBase(t, 3, 1, fcosLabels)
+	img := derive(t, b.img, tarLayer(t, file("usr/etc/x", "x")))
+	var opened []string
+	other := newBase(t, 3, 7, fcosLabels).img
+	st := Stages(Options{Skip: []string{"units"}, Open: func(_ context.Context, ref string, _ *v1.Platform) (v1.Image, error) {
+		opened = append(opened, ref)
+		return other, nil // the registry serves something else
+	}})
+	if len(st) != 2 || st[0].Name() != StageName || st[1].Name() != StageWritten || !builder.IsPreWrite(st[0]) || builder.IsPreWrite(st[1]) {
+		t.Fatalf("stages %v", st)
+	}
+	built := &builder.Built{Image: img, Base: builder.Base{Ref: "base", Image: b.img}, Pool: "worker"}
+	out, err := st[0].Run(context.Background(), built, nil)
+	rep, _ := out.(*Report)
+	if err == nil || !strings.Contains(err.Error(), "content/etc-usretc") || rep == nil {
+		t.Fatalf("content half: %v %+v", err, out)
+	}
+	for _, c := range rep.Checks {
+		if c.Name == "base-layers-present" {
+			t.Errorf("content half ran %s", c.Name)
+		}
+	}
+	if len(opened) != 0 {
+		t.Errorf("content half opened %v", opened)
+	}
+	d, _ := img.Digest()
+	out, err = st[1].Run(context.Background(), built, &builder.Published{Ref: "127.0.0.1:5000/pool@" + d.String(), Digest: &name.Digest{}})
+	if err == nil || !strings.Contains(err.Error(), "base-layers-present") || strings.Contains(err.Error(), "content/") {
+		t.Fatalf("written half: %v", err)
+	}
+	if rep := out.(*Report); len(rep.Checks) != 1 || rep.Checks[0].Name != "base-layers-present" {
+		t.Errorf("written half checks %+v", rep.Checks)
+	}
+	if len(opened) != 1 || opened[0] != "127.0.0.1:5000/pool@"+d.String() {
+		t.Errorf("written half opened %v", opened)
 	}
 }

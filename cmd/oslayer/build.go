@@ -36,9 +36,10 @@ func newBuildCmd(g *globals) *cobra.Command {
 		Short: "Build a pool's OS image onto an ostree-native base without pulling it, check it, push it",
 		Long: `build renders the pool's configuration into a few layers, appends them to the
 base image (assembly reads only the base's manifest and config; no base
-layer is downloaded for it), writes the image by digest, runs preflight (and
-signing, when asked) and only then moves the tag. Any failure leaves the tag
-where it was.
+layer is downloaded for it) and runs the preflight checks of its content;
+only then does it write the image by digest (a content check that fails
+writes no blob), check the written image against the base, sign it when
+asked, and finally move the tag. Any failure leaves the tag where it was.
 
 The base is a registry reference or an OCI layout (oci:DIR[:TAG]); a tag is
 resolved to a digest once and recorded (pin a digest for reproducible
@@ -121,13 +122,9 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 	if err != nil {
 		return err
 	}
-	var stages []builder.Stage
-	pf, err := f.preflight.stage(g, reg)
+	stages, err := f.preflight.stages(g, reg)
 	if err != nil {
 		return err
-	}
-	if pf != nil {
-		stages = append(stages, pf)
 	}
 	ss, err := f.sign.stages(g, reg)
 	if err != nil {

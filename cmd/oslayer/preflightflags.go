@@ -90,21 +90,21 @@ func parseBytes(s string) (int64, error) {
 	return v * mult, nil
 }
 
-// stage returns the preflight stage that build runs before the tag moves.
-func (f *preflightFlags) stage(g *globals, reg *registry.Options) (builder.Stage, error) {
+// stages returns the two preflight stages of build: the content checks
+// before anything is written, the checks of the written image (read back
+// by digest) before the tag moves.
+func (f *preflightFlags) stages(g *globals, reg *registry.Options) ([]builder.Stage, error) {
 	o, err := f.options(g)
 	if err != nil {
 		return nil, err
 	}
-	if f.requireBase != "" {
-		if reg == nil {
-			reg = &registry.Options{}
-		}
-		o.RequireBase = f.requireBase
-		o.Open = func(ctx context.Context, ref string, p *v1.Platform) (v1.Image, error) {
-			img, _, err := reg.Image(ctx, ref, p)
-			return img, err
-		}
+	if reg == nil {
+		reg = &registry.Options{}
 	}
-	return preflight.Stage(o), nil
+	o.RequireBase = f.requireBase
+	o.Open = func(ctx context.Context, ref string, p *v1.Platform) (v1.Image, error) {
+		img, _, err := reg.Image(ctx, ref, p)
+		return img, err
+	}
+	return preflight.Stages(o), nil
 }

@@ -2,6 +2,7 @@ package preflight_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,5 +90,53 @@ func TestBuildStage(t *testing.T) {
 	}
 	if _, err := remote.Head(tag); err != nil {
 		t.Errorf("tag %s after a passing build: %v", target, err)
+	}
+}
+
+// TestContentCheckWritesNothing: a build stopped by a content check (here
+// the secret check) sends no blob to the registry, neither uploaded nor
+// mounted, and puts no manifest; into an OCI layout it writes no blob.
+// Before, the layer holding the key was in the registry when the check
+// failed, and the error printed the digest that fetches it.
+func TestContentCheckWritesNothing(t *testing.T) {
+	reg := regtest.Start(t, regtest.Config{})
+	proxy := regtest.NewProxy(t, reg.Host)
+	base, err := synth.FCOSBase(0.001)
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseRef := push(t, base, proxy.Host+"/fcos/coreos:stable")
+	osc := filepath.Join(t.TempDir(), "osc.yaml")
+	if err := os.WriteFile(osc, []byte(keyOSC), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Reset()
+	_, stderr, code := cli(t, "build", "--base", baseRef, "--pool", "worker", "--osc", osc, "--push", proxy.Host+"/pool/worker:latest")
+	if code == 0 || !strings.Contains(stderr, "preflight: 1 error(s) in ") || !strings.Contains(stderr, "secrets /etc/ssl/private/node.key") {
+		t.Fatalf("build with a private key: exit %d\n%s", code, stderr)
+	}
+	for _, r := range proxy.Requests() {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			t.Errorf("a build stopped by a content check sent %s %s?%s\nall requests:\n%s", r.Method, r.Path, r.Query, proxy.Dump())
+		}
+	}
+	if strings.Contains(stderr, "pool/worker@sha256:") {
+		t.Errorf("the error names a digest in the target:\n%s", stderr)
+	}
+
+	dir := filepath.Join(t.TempDir(), "layout")
+	_, stderr, code = cli(t, "build", "--base", baseRef, "--pool", "worker", "--osc", osc, "--output", "oci:"+dir+":latest")
+	if code == 0 || !strings.Contains(stderr, "secrets /etc/ssl/private/node.key") {
+		t.Fatalf("build into a layout with a private key: exit %d\n%s", code, stderr)
+	}
+	var blobs []string
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.Contains(p, string(filepath.Separator)+"blobs"+string(filepath.Separator)) {
+			blobs = append(blobs, p)
+		}
+		return nil
+	})
+	if len(blobs) > 0 {
+		t.Errorf("a build stopped by a content check wrote %d blob(s) into the layout, e.g. %s", len(blobs), blobs[0])
 	}
 }
