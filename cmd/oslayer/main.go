@@ -18,9 +18,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is set at link time: -ldflags "-X main.version=v1.2.3".
-var version = "dev"
-
 // exitError carries a specific exit code (e.g. preflight's 1 vs 2).
 type exitError struct {
 	code int
