@@ -20,8 +20,9 @@
 //     /sysroot or /usr/etc are errors naming the source and the path; other
 //     top-level directories are errors unless listed in
 //     Request.AllowTopLevel (they survive only on composefs bases).
-//   - Units go to /etc/systemd/system/NAME (0644), drop-ins to
-//     /etc/systemd/system/NAME.d/DROPIN (0644). Enabled units get exactly
+//   - Units go to /etc/systemd/system/NAME, drop-ins to
+//     /etc/systemd/system/NAME.d/DROPIN (0644, or the source's mode: 0600
+//     for Gardener, as gardener-node-agent writes them). Enabled units get exactly
 //     the links `systemctl --root enable` creates (layers/systemd); masked
 //     units a link to /dev/null. Units are looked up as systemctl does in
 //     the image being built: the configuration's files (units, drop-ins,
@@ -34,6 +35,9 @@
 //     loaded (masked, linked, unreadable) or enabled (e.g. a template
 //     without DefaultInstance= wanted by a plain target) is an error naming
 //     the document, the field and the unit, as systemctl fails there too.
+//     Units the node agent starts whenever it applies the configuration
+//     (model.Unit.StartOnApply) that get no enablement links are started
+//     at boot by StartTarget, and the report says so.
 //   - Kernel arguments go to /usr/lib/bootc/kargs.d/10-oslayer.toml and to
 //     Result.KernelArgs; extensions and kernelType to Result.Packages.
 //

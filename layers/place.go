@@ -392,7 +392,7 @@ func (p *placer) placeUnits(units []model.Unit) {
 				p.errorf(u.Origin, unitPath, "unit %s: %v", u.Name, err)
 				bad[i] = true
 			}
-			p.add(tree.Entry{Path: unitPath, Kind: tree.File, Mode: 0o644, Data: []byte(*u.Contents), Layer: LayerConfig},
+			p.add(tree.Entry{Path: unitPath, Kind: tree.File, Mode: unitFileMode(u), Data: []byte(*u.Contents), Layer: LayerConfig},
 				Baked{Path: unitPath, Source: u.Origin})
 			ur.Written = true
 		}
@@ -406,7 +406,7 @@ func (p *placer) placeUnits(units []model.Unit) {
 				p.errorf(d.Origin, dp, "unit %s: %v", u.Name, err)
 				bad[i] = true
 			}
-			p.add(tree.Entry{Path: dp, Kind: tree.File, Mode: 0o644, Data: []byte(d.Contents), Layer: LayerConfig},
+			p.add(tree.Entry{Path: dp, Kind: tree.File, Mode: unitFileMode(u), Data: []byte(d.Contents), Layer: LayerConfig},
 				Baked{Path: dp, Source: d.Origin})
 			ur.DropIns = append(ur.DropIns, d.Name)
 		}
@@ -431,11 +431,21 @@ func (p *placer) placeUnits(units []model.Unit) {
 			p.enable(u, ur, fsys, cfgFS)
 		}
 	}
+	p.startOnBoot(units, reports, bad)
 	for _, ur := range reports {
 		if ur != nil {
 			p.units = append(p.units, *ur)
 		}
 	}
+}
+
+// unitFileMode is the mode of a unit's file and drop-ins: the source's, or
+// 0644 as Ignition writes them.
+func unitFileMode(u model.Unit) uint32 {
+	if u.FileMode != 0 {
+		return u.FileMode
+	}
+	return 0o644
 }
 
 // unitFS is the configuration's part of the image as far as systemctl

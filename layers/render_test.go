@@ -43,7 +43,7 @@ func fixtureCases() []fixtureCase {
 	cs = append(cs,
 		fixtureCase{name: "gardener-reconcile-full", oscs: []string{g + "osc-worker-a-reconcile-full.yaml"}},
 		fixtureCase{name: "gardener-reconcile", oscs: []string{g + "osc-worker-a-reconcile.yaml"}},
-		fixtureCase{name: "gardener-provision", oscs: []string{g + "osc-worker-a-provision.yaml"}},
+		fixtureCase{name: "gardener-provision", oscs: []string{g + "osc-worker-a-provision.yaml"}, wantErr: `spec.purpose is "provision": a provision OperatingSystemConfig is the per-machine user data that bootstraps gardener-node-agent (placeholders such as <<BOOTSTRAP_TOKEN>> and <<MACHINE_NAME>>`},
 		fixtureCase{name: "gardener-secret-resolved", oscs: []string{g + "secret-osc-worker-a-resolved.yaml"}},
 		fixtureCase{name: "gardener-secret-unresolved", oscs: []string{g + "secret-osc-worker-a-unresolved.yaml"}, secrets: g},
 		fixtureCase{name: "gardener-secret-unresolved-baked", oscs: []string{g + "secret-osc-worker-a-unresolved.yaml"}, secrets: g, bake: true},
@@ -59,7 +59,7 @@ func fixtureCases() []fixtureCase {
 	// OSCs render; the rest fail with a clear reason, asserted here.
 	v := "gardener/verbatim/"
 	cs = append(cs,
-		fixtureCase{name: "gardener-verbatim-crddeletionprotection", oscs: []string{v + "osc-crddeletionprotection-testdata.yaml"}},
+		fixtureCase{name: "gardener-verbatim-crddeletionprotection", oscs: []string{v + "osc-crddeletionprotection-testdata.yaml"}, wantErr: `spec.purpose is "provision"`},
 		// Legacy file-level "encoding" that current Gardener refuses too.
 		fixtureCase{name: "gardener-verbatim-os-coreos-example", oscs: []string{v + "os-coreos-example-40-operatingsystemconfig.yaml"}, wantErr: `unknown field "spec.files[0].encoding"`},
 		fixtureCase{name: "gardener-verbatim-gardenlinux-example", oscs: []string{v + "os-gardenlinux-example-40-operatingsystemconfig-gardenlinux.yaml"}, wantErr: `unknown field "spec.files[0].encoding"`},
@@ -134,7 +134,11 @@ func summaryText(res *Result) string {
 	fmt.Fprintf(&b, "# tree\n%s", listing(res.tree))
 	fmt.Fprintf(&b, "# units\n")
 	for _, u := range res.Report.Units {
-		fmt.Fprintf(&b, "%s written=%t enablement=%q installFrom=%q dropIns=%q links=%q\n", u.Name, u.Written, u.Enablement, u.InstallFrom, u.DropIns, u.Links)
+		fmt.Fprintf(&b, "%s written=%t enablement=%q installFrom=%q dropIns=%q links=%q", u.Name, u.Written, u.Enablement, u.InstallFrom, u.DropIns, u.Links)
+		if u.StartedBy != "" {
+			fmt.Fprintf(&b, " startedBy=%q", u.StartedBy)
+		}
+		b.WriteByte('\n')
 	}
 	fmt.Fprintf(&b, "# runtime\n")
 	for _, r := range res.Report.Runtime {

@@ -70,8 +70,11 @@ type UnitReport struct {
 	// (the configuration writes it, or the template of the instance),
 	// "base" (Request.Base ships it), or "fallback" (found nowhere:
 	// WantedBy=multi-user.target). Drop-ins of either add to its [Install].
-	InstallFrom string       `json:"installFrom,omitempty"`
-	Source      model.Origin `json:"source"`
+	InstallFrom string `json:"installFrom,omitempty"`
+	// StartedBy is StartTarget when that target starts the unit at boot
+	// (started on apply by the node agent, but no enablement links).
+	StartedBy string       `json:"startedBy,omitempty"`
+	Source    model.Origin `json:"source"`
 }
 
 // Summary writes a short human summary of r.

@@ -12,21 +12,37 @@
 // field path and the file. Legacy shapes that current Gardener no longer
 // accepts (for instance a file-level "encoding") are therefore refused.
 //
-// Semantics follow gardener-node-agent:
+// Semantics follow gardener-node-agent's OSC controller (gardener/gardener
+// @ b312835d1784c3628983205c05452b2eaa95b645,
+// pkg/nodeagent/controller/operatingsystemconfig, reconciler.go and
+// changes.go; pkg/nodeagent/files/files.go):
+//   - OSCs of purpose "provision" are refused: they are per-machine user
+//     data with placeholders the machine controller fills in.
 //   - status.extensionFiles are appended to spec.files; status.extensionUnits
 //     are merged into spec.units by name (a later non-nil enable, command or
 //     content wins; dropIns and filePaths are appended).
-//   - A file's mode is its permissions, or 0600 when unset; owner root.
+//   - File modes as the node agent writes them (see FileMode): the
+//     permissions (0600 when unset) as an os.FileMode, which carries no
+//     setuid, setgid or sticky bit; inline and secretRef files are created
+//     through the umask of its systemd service (0022), imageRef files are
+//     chmod-ed (no umask). Owner root.
+//   - Unit files and drop-ins are written 0600 (the node agent writes and
+//     chmods them so).
 //   - Inline content is plain or "b64"; transmitUnencoded does not matter
 //     for baking.
-//   - imageRef content is read through Options.Images; the mode follows the
-//     same rule as inline files (permissions or 0600), never the mode inside
-//     the image, exactly like gardener-node-agent.
+//   - imageRef content is read through Options.Images; its mode follows the
+//     rule above, never the mode inside the image.
 //   - secretRef content is not baked unless Options.BakeSecrets: it is
 //     reported as runtime-delivered. When Options.SecretsDir is set the
 //     referenced Secret and key must exist there.
 //   - hostName files and spec.criConfig are runtime-delivered.
-//   - Units are enabled unless enable is false or command is stop.
+//   - Units are enabled unless enable is false; gardener-node-agent.service
+//     is always enabled. command: stop does not disable (the node agent
+//     enables the unit and stops it once; reported as a warning).
+//   - Every unit the node agent restarts when it applies the OSC (all but
+//     those with enable: false or command: stop; its own unit always) is
+//     marked model.Unit.StartOnApply: it runs on the node agent's nodes even
+//     without an [Install] section, so the image starts it at boot.
 //   - Every unit's filePaths must name a file of the same OSC.
 //
 // One file's decoded content is limited to model.MaxContentSize (imageRef
@@ -61,6 +77,35 @@ const APIVersion = "extensions.gardener.cloud/v1alpha1"
 
 // SecretKey is the data key of the gardener-node-agent Secret that holds the OSC.
 const SecretKey = "osc.yaml"
+
+// NodeAgentUnit is gardener-node-agent's own unit, which the node agent
+// always enables and restarts.
+const NodeAgentUnit = "gardener-node-agent.service"
+
+// UnitFileMode is the mode gardener-node-agent writes unit files and
+// drop-ins with.
+const UnitFileMode = 0o600
+
+// NodeAgentUmask is the umask gardener-node-agent runs with: its systemd
+// unit sets no UMask=, so systemd's default 0022 applies.
+const NodeAgentUmask = 0o022
+
+// FileMode is the mode gardener-node-agent gives a file of the OSC:
+// permissions (nil: 0600) converted to an os.FileMode, which keeps only the
+// permission bits (07777 bits such as 04000 are not setuid in an
+// os.FileMode, so setuid, setgid and sticky are dropped). Inline and
+// secretRef files are created with os.WriteFile, so the umask applies;
+// imageRef files are copied and chmod-ed, so it does not.
+func FileMode(permissions *uint32, imageRef bool) uint32 {
+	mode := uint32(0o600)
+	if permissions != nil {
+		mode = *permissions & 0o777
+	}
+	if !imageRef {
+		mode &^= NodeAgentUmask
+	}
+	return mode
+}
 
 // Runtime reasons, stable strings that the report shows.
 const (
@@ -229,6 +274,11 @@ func (l *loader) decodeOSC(ctx context.Context, doc string, data []byte, fieldPr
 	if osc.APIVersion != APIVersion {
 		return nil, fmt.Errorf("%s: %sapiVersion %q, want %s", doc, fieldPrefix, osc.APIVersion, APIVersion)
 	}
+	if osc.Spec.Purpose == extv1alpha1.OperatingSystemConfigPurposeProvision {
+		return nil, fmt.Errorf("%s: %sspec.purpose is %q: a provision OperatingSystemConfig is the per-machine user data that bootstraps gardener-node-agent "+
+			"(placeholders such as <<BOOTSTRAP_TOKEN>> and <<MACHINE_NAME>> are filled in for each machine), not pool content; "+
+			"give the reconcile OSC (the gardener-node-agent Secret's osc.yaml)", doc, fieldPrefix, osc.Spec.Purpose)
+	}
 	name := osc.Name
 	if name == "" {
 		name = fallbackName
@@ -270,6 +320,9 @@ func (l *loader) decodeOSC(ctx context.Context, doc string, data []byte, fieldPr
 			continue
 		}
 		filePaths[sf.f.Path] = true
+		if p := sf.f.Permissions; p != nil && *p&0o7000 != 0 {
+			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: %s: permissions %#o: gardener-node-agent drops the setuid, setgid and sticky bits (an os.FileMode has none of them at 07000); written %#o", o, sf.f.Path, *p, FileMode(p, sf.f.Content.ImageRef != nil)))
+		}
 		if rt != nil {
 			cfg.Runtime = append(cfg.Runtime, *rt)
 			continue
@@ -330,6 +383,12 @@ func (l *loader) decodeOSC(ctx context.Context, doc string, data []byte, fieldPr
 			errs = append(errs, err)
 			continue
 		}
+		stop := su.u.Command != nil && *su.u.Command == extv1alpha1.CommandStop
+		if name == NodeAgentUnit && (stop || (su.u.Enable != nil && !*su.u.Enable)) {
+			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: unit %s: gardener-node-agent always enables and restarts its own unit; enable: false and command: stop are ignored", su.origin, name))
+		} else if stop && *u.Enabled {
+			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: unit %s has command stop but is not disabled (enable: false): gardener-node-agent enables it and stops it once when it applies the OSC; in the image it is enabled, so it starts at boot", su.origin, name))
+		}
 		for i, fp := range su.u.FilePaths {
 			if !filePaths[fp] {
 				errs = append(errs, model.Errorf(origin(su.pathFields[i]), fp, "filePaths of unit %s names a file that is not part of the OperatingSystemConfig", name))
@@ -351,20 +410,25 @@ func unit(u extv1alpha1.Unit, o model.Origin, dropFields []string, origin func(s
 		}
 		return model.Unit{}, model.Errorf(o, "", "%v", err)
 	}
-	enabled := true
+	stop := false
 	if u.Command != nil {
 		switch *u.Command {
 		case extv1alpha1.CommandStart, extv1alpha1.CommandRestart:
 		case extv1alpha1.CommandStop:
-			enabled = false
+			stop = true
 		default:
 			return model.Unit{}, model.Errorf(o, "", "unit %s: unknown command %q (want start, restart or stop)", u.Name, *u.Command)
 		}
 	}
-	if u.Enable != nil && !*u.Enable {
-		enabled = false
-	}
-	mu := model.Unit{Name: u.Name, Enabled: &enabled, Origin: o}
+	// reconciler.go applyChangedUnits: its own unit or enable unset/true
+	// → dbus Enable, else Disable. changes.go getCommandToExecute: stop
+	// when enable is false or command is stop, else restart; its own unit
+	// is always restarted (Reconcile routes it through
+	// MustRestartNodeAgent).
+	enable := u.Enable == nil || *u.Enable
+	enabled := u.Name == NodeAgentUnit || enable
+	start := u.Name == NodeAgentUnit || (enable && !stop)
+	mu := model.Unit{Name: u.Name, Enabled: &enabled, StartOnApply: start, FileMode: UnitFileMode, Origin: o}
 	if u.Content != nil {
 		c := *u.Content
 		if err := checkText(c, limit); err != nil {
@@ -405,14 +469,11 @@ func (l *loader) file(ctx context.Context, o model.Origin, f extv1alpha1.File) (
 	if err := model.ValidatePath(f.Path); err != nil {
 		return nil, nil, model.Errorf(o, "", "%v", err)
 	}
-	mode := uint32(0o600)
-	if f.Permissions != nil {
-		if *f.Permissions&^0o7777 != 0 {
-			return nil, nil, model.Errorf(o, f.Path, "permissions %d (%#o) has bits outside 07777", *f.Permissions, *f.Permissions)
-		}
-		mode = *f.Permissions
+	if f.Permissions != nil && *f.Permissions&^0o7777 != 0 {
+		return nil, nil, model.Errorf(o, f.Path, "permissions %d (%#o) has bits outside 07777", *f.Permissions, *f.Permissions)
 	}
 	c := f.Content
+	mode := FileMode(f.Permissions, c.ImageRef != nil)
 	n := 0
 	for _, set := range []bool{c.Inline != nil, c.SecretRef != nil, c.ImageRef != nil} {
 		if set {

@@ -90,7 +90,8 @@ func countRaw(t *testing.T, data []byte) rawOSC {
 var generated = []struct {
 	name, err, why string
 }{
-	{"osc-worker-a-provision.yaml", "", ""},
+	// Per-machine user data with <<BOOTSTRAP_TOKEN>> and <<MACHINE_NAME>>.
+	{"osc-worker-a-provision.yaml", `osc-worker-a-provision.yaml: spec.purpose is "provision": a provision OperatingSystemConfig is the per-machine user data`, "purpose provision"},
 	{"osc-worker-a-reconcile.yaml", "", ""},
 	{"osc-worker-a-reconcile-full.yaml", "", ""},
 	{"osc-worker-a-reconcile-with-secretref.yaml", "", ""},
@@ -406,7 +407,7 @@ func TestSecretAndPlainOSCAgree(t *testing.T) {
 var verbatim = []struct {
 	name, err, why string
 }{
-	{"osc-crddeletionprotection-testdata.yaml", "", ""},
+	{"osc-crddeletionprotection-testdata.yaml", `spec.purpose is "provision"`, "purpose provision"},
 	{"docs-osc-cri-example.yaml", `unknown field "spec.cri"`, "docs example with a placeholder type and the pre-criConfig field name"},
 	{"docs-osc-hostname-files-example.yaml", `is neither an OperatingSystemConfig`, "spec/status fragment without apiVersion/kind"},
 	{"docs-osc-reconcile-example.yaml", `unknown field "spec.files[0].encoding"`, "legacy file-level encoding (strict decoding refuses it)"},

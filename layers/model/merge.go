@@ -155,6 +155,10 @@ func unitDiff(a, b Unit) string {
 		return fmt.Sprintf("enabled %s vs %s", fmtBool(a.Enabled), fmtBool(b.Enabled))
 	case a.Mask != b.Mask:
 		return fmt.Sprintf("mask %t vs %t", a.Mask, b.Mask)
+	case a.FileMode != b.FileMode:
+		return fmt.Sprintf("unit file mode %04o vs %04o", a.FileMode, b.FileMode)
+	case a.StartOnApply != b.StartOnApply:
+		return fmt.Sprintf("started on apply %t vs %t", a.StartOnApply, b.StartOnApply)
 	case len(a.DropIns) != len(b.DropIns):
 		return fmt.Sprintf("%d vs %d drop-ins", len(a.DropIns), len(b.DropIns))
 	}

@@ -92,7 +92,15 @@ type Unit struct {
 	Enabled *bool    `json:"enabled,omitempty"`
 	Mask    bool     `json:"mask,omitempty"`
 	DropIns []DropIn `json:"dropIns,omitempty"`
-	Origin  Origin   `json:"origin"`
+	// FileMode is the mode of the unit file and its drop-ins; 0 means 0644
+	// (Ignition). gardener-node-agent writes them 0600.
+	FileMode uint32 `json:"fileMode,omitempty"`
+	// StartOnApply is set when the source's agent starts (restarts) the
+	// unit whenever it applies the configuration (gardener-node-agent does
+	// for every unit it does not stop). Such a unit runs on the agent's
+	// nodes even without enablement links; the image starts it at boot.
+	StartOnApply bool   `json:"startOnApply,omitempty"`
+	Origin       Origin `json:"origin"`
 }
 
 // Runtime is an input item that cannot be part of a per-pool image and must
