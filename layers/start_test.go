@@ -49,7 +49,7 @@ func TestStartTarget(t *testing.T) {
 
 	bin := regtest.Require(t, "systemd-analyze")
 	dir := filepath.Join(t.TempDir(), "out")
-	if err := res.WriteDir(dir); err != nil {
+	if err := res.WriteDir(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
 	root := filepath.Join(dir, "rootfs")
