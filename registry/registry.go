@@ -86,20 +86,67 @@ func ParseMirror(s string) (Mirror, error) {
 
 // Rewrite applies the first matching mirror to ref (a registry reference
 // string). The longest From that is the registry host or a path prefix of
-// "host/repository" wins.
+// "host/repository" wins. Matching is on the normalized reference, the way
+// containerd and containers/image resolve short names: "nginx:1" is
+// docker.io/library/nginx:1, and index.docker.io and registry-1.docker.io
+// are docker.io (in ref and in From). A matching reference is rewritten in
+// its normalized form; any other is returned unchanged.
 func (o *Options) Rewrite(ref string) string {
-	best := -1
+	norm := normalizeRef(ref)
+	best, bestFrom := -1, ""
 	for i, m := range o.Mirrors {
-		if ref == m.From || strings.HasPrefix(ref, m.From+"/") || strings.HasPrefix(ref, m.From+":") || strings.HasPrefix(ref, m.From+"@") {
-			if best < 0 || len(m.From) > len(o.Mirrors[best].From) {
-				best = i
+		from := normalizeHost(m.From)
+		if norm == from || strings.HasPrefix(norm, from+"/") || strings.HasPrefix(norm, from+":") || strings.HasPrefix(norm, from+"@") {
+			if best < 0 || len(from) > len(bestFrom) {
+				best, bestFrom = i, from
 			}
 		}
 	}
 	if best < 0 {
 		return ref
 	}
-	return o.Mirrors[best].To + strings.TrimPrefix(ref, o.Mirrors[best].From)
+	return o.Mirrors[best].To + strings.TrimPrefix(norm, bestFrom)
+}
+
+// dockerHubAliases are the names of Docker Hub's registry.
+var dockerHubAliases = []string{"index.docker.io", "registry-1.docker.io"}
+
+// normalizeHost maps a Docker Hub alias at the start of a registry host or
+// host/path prefix to docker.io.
+func normalizeHost(s string) string {
+	for _, a := range dockerHubAliases {
+		if s == a || strings.HasPrefix(s, a+"/") {
+			return "docker.io" + strings.TrimPrefix(s, a)
+		}
+	}
+	return s
+}
+
+// normalizeRef returns ref as host/repository[:tag][@digest] with the
+// implicit parts spelled out: docker.io for a reference without a
+// registry, library/ for an official Docker Hub image. An unparsable ref is
+// returned unchanged.
+func normalizeRef(ref string) string {
+	r, err := name.ParseReference(ref, name.WeakValidation)
+	if err != nil {
+		return ref
+	}
+	repo := r.Context()
+	host := normalizeHost(repo.RegistryStr())
+	s := host + "/" + repo.RepositoryStr()
+	switch v := r.(type) {
+	case name.Tag:
+		s += ":" + v.TagStr()
+	case name.Digest:
+		// Keep a tag written before the digest ("x:1@sha256:...").
+		if at := strings.LastIndex(ref, "@"); at >= 0 {
+			if c := strings.LastIndex(ref[:at], ":"); c > strings.LastIndex(ref[:at], "/") {
+				s += ref[c:at]
+			}
+		}
+		s += "@" + v.DigestStr()
+	}
+	return s
 }
 
 // ParseReference parses a registry reference after mirror rewriting. The
