@@ -2,7 +2,7 @@
 // rendering needs to know about it: a base index.
 //
 // Build streams every layer of a base image exactly once (each layer's
-// compressed digest and diffID are verified while it streams; nothing is
+// digest is verified while it streams; nothing is
 // kept on disk and memory stays bounded by the metadata), applies the layers
 // bottom-up with whiteouts and opaque whiteouts as a container runtime does,
 // and records for every path of the resulting root tree its type, mode,

@@ -6,7 +6,12 @@
 //     and 10 and 100 pools as parallel invocations (-bench.parallel at once);
 //   - crane append of the same layer tar onto the same base (the fast-path peer);
 //   - buildah bud (vfs, chroot) of FROM base + COPY rootfs/ /, then buildah push
-//     (what OpenShift's on-cluster build pod does).
+//     (what OpenShift's on-cluster build pod does);
+//   - first, the base index: the first build on the base reads every base
+//     layer once (wall time of the index phase, bytes read, the process's
+//     peak RSS), then builds on the same base from the disk cache and from
+//     the artifact next to the image, which read no base layer
+//     (-bench.index-only stops there).
 //
 // For each it prints wall time, bytes downloaded and uploaded (counted by a
 // proxy in front of the registry) and peak RSS (from the process's rusage),
@@ -15,7 +20,9 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -29,6 +36,9 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/oslayer/oslayer/baseindex"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
@@ -42,6 +52,7 @@ var (
 	buildah  = flag.Bool("bench.buildah", true, "run the buildah peer")
 	mdOut    = flag.String("bench.md", "", "also write the result table as markdown to this file")
 	reps     = flag.Int("bench.reps", 5, "repetitions of the single-pool runs (oslayer and crane); the median is reported")
+	onlyIdx  = flag.Bool("bench.index-only", false, "measure the base index runs only")
 )
 
 // run is one measured command (or group of commands).
@@ -67,10 +78,16 @@ type env struct {
 // exec runs one command and returns its wall time and peak RSS (KiB).
 func (e *env) exec(name string, args []string, extraEnv ...string) (time.Duration, int64) {
 	e.t.Helper()
+	return e.execOut(io.Discard, name, args, extraEnv...)
+}
+
+// execOut is exec with the command's stdout written to stdout.
+func (e *env) execOut(stdout io.Writer, name string, args []string, extraEnv ...string) (time.Duration, int64) {
+	e.t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), extraEnv...)
 	var stderr strings.Builder
-	cmd.Stdout = io.Discard
+	cmd.Stdout = stdout
 	cmd.Stderr = &stderr
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
@@ -149,9 +166,22 @@ func BenchmarkPeers(b *testing.B) {
 	b.ResetTimer()
 	var runs []run
 
+	// Base indexes go to a cache of this run only.
+	cacheEnv := baseindex.CacheEnv + "=" + filepath.Join(dir, "baseindex")
 	build := func(pool, target string, extra ...string) (time.Duration, int64) {
 		args := []string{"build", "--base", e.base, "--pool", pool, "--osc", osc, "--push", target}
-		return e.exec(e.oslayer, append(args, extra...), "SOURCE_DATE_EPOCH=1700000000")
+		return e.exec(e.oslayer, append(args, extra...), "SOURCE_DATE_EPOCH=1700000000", cacheEnv)
+	}
+	idx := e.indexRuns(osc, cacheEnv, img)
+	if *onlyIdx {
+		b.StopTimer()
+		fmt.Print(idx)
+		if *mdOut != "" {
+			if err := os.WriteFile(*mdOut, []byte(idx), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return
 	}
 	runs = append(runs, e.median(fmt.Sprintf("oslayer build+push, 1 pool (median of %d)", *reps), func(i int) (time.Duration, int64) {
 		return build("worker", fmt.Sprintf("%s/pools/worker-%d:latest", e.proxy.Host, i))
@@ -235,7 +265,71 @@ func BenchmarkPeers(b *testing.B) {
 	}
 	b.StopTimer()
 
-	report(b, runs, baseSize)
+	report(b, runs, baseSize, idx)
+}
+
+// indexRuns measures the base index: the first build on the base (which
+// indexes it), then a build into another repository with the disk cache,
+// then one into the first repository with an empty cache (the artifact).
+// It returns the markdown section.
+func (e *env) indexRuns(osc, cacheEnv string, img v1.Image) string {
+	e.t.Helper()
+	m, err := img.Manifest()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var baseBytes int64
+	for _, l := range m.Layers {
+		baseBytes += l.Size
+	}
+	baseGets := func() int {
+		n := 0
+		for _, r := range e.proxy.Requests() {
+			for _, l := range m.Layers {
+				if r.Method == "GET" && strings.HasSuffix(r.Path, "/blobs/"+l.Digest.String()) {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	var s strings.Builder
+	fmt.Fprintf(&s, "\nbase index of the synthetic FCOS base (%d layers, %.1f MB compressed)\n\n", len(m.Layers), float64(baseBytes)/1e6)
+	fmt.Fprintf(&s, "| run | index phase | base layer GETs | base bytes read | downloaded | build wall | build CPU (user+sys) | build peak RSS |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, tc := range []struct{ name, target, env string }{
+		{"first build on the base (indexes it)", "/pools/index-a:latest", cacheEnv},
+		{"second build, disk cache", "/pools/index-b:latest", cacheEnv},
+		{"second build, empty cache: artifact next to the image", "/pools/index-a:latest", baseindex.CacheEnv + "=" + filepath.Join(e.dir, "baseindex-empty")},
+	} {
+		var out bytes.Buffer
+		var res struct {
+			Phases []struct {
+				Name    string
+				Seconds float64
+			}
+			BaseIndex struct {
+				Source    string
+				BytesRead int64
+			}
+		}
+		r := e.measure(tc.name, func() (time.Duration, int64) {
+			return e.execOut(&out, e.oslayer, []string{"build", "--base", e.base, "--pool", "worker", "--osc", osc,
+				"--push", e.proxy.Host + tc.target, "-o", "json"}, "SOURCE_DATE_EPOCH=1700000000", tc.env)
+		})
+		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+			e.t.Fatalf("%s: %v\n%s", tc.name, err, out.String())
+		}
+		var phase float64
+		for _, p := range res.Phases {
+			if p.Name == "base-index" {
+				phase = p.Seconds
+			}
+		}
+		fmt.Fprintf(&s, "| %s | %.3f s (%s) | %d | %s | %s | %.3f s | %.3f s | %.1f MB |\n", tc.name, phase, res.BaseIndex.Source,
+			baseGets(), human(res.BaseIndex.BytesRead), human(r.down), r.wall.Seconds(), r.cpu.Seconds(), float64(r.rss)/1024)
+	}
+	s.WriteString("\ntargets: index ≤ 10 s, peak RSS ≤ 256 MB; later builds read 0 base bytes\n")
+	return s.String()
 }
 
 func writePoolOSC(t testing.TB, dir string, i int) {
@@ -265,7 +359,7 @@ spec:
 	}
 }
 
-func report(b *testing.B, runs []run, baseSize int64) {
+func report(b *testing.B, runs []run, baseSize int64, extra string) {
 	var s strings.Builder
 	fmt.Fprintf(&s, "\nbase: synthetic FCOS, 51 gzip layers, %.1f MB compressed (scale %g)\n\n", float64(baseSize)/1e6, *scale)
 	fmt.Fprintf(&s, "| run | wall | CPU (user+sys) | downloaded | uploaded | peak RSS |\n|---|---:|---:|---:|---:|---:|\n")
@@ -288,6 +382,7 @@ func report(b *testing.B, runs []run, baseSize int64) {
 		fmt.Fprintf(&s, "\nbuildah/oslayer (wall, 1 pool; target ≥ 100): %.1f", bh.wall.Seconds()/one.wall.Seconds())
 	}
 	s.WriteString("\n")
+	s.WriteString(extra)
 	fmt.Print(s.String())
 	if *mdOut != "" {
 		if err := os.WriteFile(*mdOut, []byte(s.String()), 0o644); err != nil {
