@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/crane"
 
+	"github.com/oslayer/oslayer/baseindex"
 	"github.com/oslayer/oslayer/layers"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/regtest"
@@ -193,5 +194,44 @@ func TestRenderCLIImageRef(t *testing.T) {
 	}
 	if !found {
 		t.Error("report lacks /opt/bin/kubelet in the payload layer with its pinned image")
+	}
+}
+
+// render --base reads the base through its index: a unit the OS ships is
+// enabled as the base's [Install] says; --base-index=off assumes it.
+func TestRenderCLIBase(t *testing.T) {
+	t.Setenv(baseindex.CacheEnv, t.TempDir())
+	base := "oci:" + filepath.Join("..", "..", "examples", "base")
+	osc := filepath.Join("..", "..", "examples", "gardener", "worker-osc.yaml")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--base", base}, "base"},
+		{[]string{"--base", base, "--base-index", "off"}, "fallback"},
+		{nil, "fallback"},
+	} {
+		out := filepath.Join(t.TempDir(), "worker")
+		text, err := runCLI(t, append([]string{"render", "--osc", osc, "--output", out}, tc.args...)...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", tc.args, err, text)
+		}
+		var res layers.Result
+		raw, err := os.ReadFile(filepath.Join(out, "report.json"))
+		if err != nil || json.Unmarshal(raw, &res) != nil {
+			t.Fatalf("report: %v", err)
+		}
+		got := ""
+		for _, u := range res.Report.Units {
+			if u.Name == "containerd.service" {
+				got = u.InstallFrom
+			}
+		}
+		if got != tc.want {
+			t.Errorf("%v: containerd.service installFrom %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	if _, err := runCLI(t, "render", "--osc", osc, "--output", t.TempDir(), "--base", base, "--base-index", "sometimes"); err == nil || !strings.Contains(err.Error(), "--base-index") {
+		t.Errorf("bad --base-index: %v", err)
 	}
 }
