@@ -21,7 +21,8 @@
 // de-duplication (MCO keeps repeats, they can be meaningful); extensions
 // accumulate with exact repeats dropped; kernelType is realtime or
 // 64k-pages when any MachineConfig sets it (the last one), "default" never
-// overrides; osImageURL: the last non-empty value wins.
+// overrides; osImageURL: the last non-empty value of a MachineConfig
+// without the generated-by-controller-version annotation wins.
 //
 // spec.config is parsed and validated with github.com/coreos/ignition/v2/config
 // (spec 3.0 to 3.5, translated to the newest); spec 2.0 to 2.2 is parsed
@@ -81,6 +82,10 @@ const Kind = "MachineConfig"
 
 // APIVersion is the MachineConfig API group/version.
 const APIVersion = "machineconfiguration.openshift.io/v1"
+
+// GeneratedByAnnotation marks MachineConfigs a controller generated; the
+// MCO ignores their osImageURL.
+const GeneratedByAnnotation = "machineconfiguration.openshift.io/generated-by-controller-version"
 
 // RoleLabel selects the pool of a MachineConfig.
 const RoleLabel = "machineconfiguration.openshift.io/role"
@@ -378,7 +383,9 @@ func merge(ctx context.Context, cfg *model.Config, docs []doc, opts Options) (*m
 		} else if k != "" && k != "default" {
 			errs = append(errs, model.Errorf(origin("spec.kernelType"), "", "unknown kernelType %q (want default, realtime or 64k-pages)", k))
 		}
-		if mc.Spec.OSImageURL != "" {
+		// The MCO takes osImageURL only from MachineConfigs that no
+		// controller generated (the rendered config or a user's).
+		if mc.Spec.OSImageURL != "" && mc.Annotations[GeneratedByAnnotation] == "" {
 			cfg.OSImageURL = mc.Spec.OSImageURL
 		}
 		if mc.Spec.FIPS {

@@ -282,3 +282,31 @@ func TestOwnerNames(t *testing.T) {
 		t.Errorf("warnings %q, want %q", cfg.Warnings, want)
 	}
 }
+
+// TestMCOFieldRules: kernelType realtime/64k-pages from any MachineConfig
+// ("default" never overrides), osImageURL only from MachineConfigs no
+// controller generated, as MergeMachineConfigs.
+func TestMCOFieldRules(t *testing.T) {
+	mk := func(name, extra string) string {
+		return strings.Replace(mcDoc(name, "worker", `{"ignition":{"version":"3.4.0"}}`), "spec:\n", "spec:\n"+extra, 1)
+	}
+	gen := func(name, extra string) string {
+		return strings.Replace(mk(name, extra), "  labels:", "  annotations: {machineconfiguration.openshift.io/generated-by-controller-version: v4.20}\n  labels:", 1)
+	}
+	stream := strings.Join([]string{
+		mk("10-user", "  osImageURL: quay.io/user/os@sha256:1111111111111111111111111111111111111111111111111111111111111111\n  kernelType: realtime\n"),
+		gen("50-generated", "  osImageURL: quay.io/generated/os:latest\n"),
+		mk("90-default", "  kernelType: default\n"),
+	}, "---\n")
+	cfg, err := machineconfig.Decode(context.Background(), "f.yaml", []byte(stream), machineconfig.Options{Pool: "worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.KernelType != "realtime" || !strings.HasPrefix(cfg.OSImageURL, "quay.io/user/os@") {
+		t.Errorf("kernelType %q osImageURL %q", cfg.KernelType, cfg.OSImageURL)
+	}
+	_, err = machineconfig.Decode(context.Background(), "f.yaml", []byte(mk("10-x", "  kernelType: rt\n")), machineconfig.Options{})
+	if err == nil || !strings.Contains(err.Error(), `spec.kernelType: unknown kernelType "rt"`) {
+		t.Errorf("err = %v", err)
+	}
+}
