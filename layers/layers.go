@@ -29,12 +29,17 @@
 //     mask links, files in unit directories) over Request.Base when set, so
 //     an [Install] section in a drop-in (the configuration's or the
 //     base's), instances of configured templates and Also= resolve as on
-//     the node. A unit found in neither (shipped by the OS, base tree not
-//     given or without it) gets WantedBy=multi-user.target plus the [Install] lines of its
-//     configured drop-ins, and the report says so. A unit that cannot be
-//     loaded (masked, linked, unreadable) or enabled (e.g. a template
-//     without DefaultInstance= wanted by a plain target) is an error naming
-//     the document, the field and the unit, as systemctl fails there too.
+//     the node. A unit found in neither gets no link when Request.Base is
+//     set (systemctl enable fails there; the report warns), and
+//     WantedBy=multi-user.target plus the [Install] lines of its configured
+//     drop-ins when it is not (the report says what was assumed). A
+//     disabled unit loses the links `systemctl --root disable` removes:
+//     this layer's are not created, the base's (and directories left
+//     empty) are removed with whiteouts (tree.Whiteout, ".wh." entries).
+//     A unit that cannot be loaded (masked, linked, unreadable) or enabled
+//     (e.g. a template without DefaultInstance= wanted by a plain target)
+//     is an error naming the document, the field and the unit, as
+//     systemctl fails there too.
 //     Units the node agent starts whenever it applies the configuration
 //     (model.Unit.StartOnApply) that get no enablement links are started
 //     at boot by StartTarget, and the report says so.

@@ -431,6 +431,7 @@ func (p *placer) placeUnits(units []model.Unit) {
 			p.enable(u, ur, fsys, cfgFS)
 		}
 	}
+	p.disableUnits(units, reports, bad)
 	p.startOnBoot(units, reports, bad)
 	for _, ur := range reports {
 		if ur != nil {
@@ -474,10 +475,7 @@ const fallbackInstall = "[Install]\nWantedBy=" + FallbackWantedBy + "\n"
 func (p *placer) enable(u model.Unit, ur *UnitReport, fsys fs.FS, cfgFS fs.FS) {
 	unitPath := path.Join(UnitDir, u.Name)
 	if !*u.Enabled {
-		ur.Enablement = "disabled"
-		if u.Contents == nil {
-			p.warns = append(p.warns, fmt.Sprintf("%s: unit %s is disabled: oslayer creates no enablement links, but cannot remove links the base image has", u.Origin, u.Name))
-		}
+		ur.Enablement = "disabled" // see disableUnits
 		return
 	}
 	ur.Enablement = "enabled"
@@ -488,6 +486,13 @@ func (p *placer) enable(u model.Unit, ur *UnitReport, fsys fs.FS, cfgFS fs.FS) {
 		if _, err := fs.Lstat(cfgFS, strings.TrimPrefix(uf.Path, "/")); err == nil {
 			ur.InstallFrom = "unit"
 		}
+	case errors.Is(err, systemd.ErrNotFound) && p.req.Base != nil:
+		// The base is known and does not ship it: `systemctl enable`
+		// fails there ("Unit file ... does not exist") and creates no
+		// link, and Ignition's presets name a unit that is not there.
+		ur.InstallFrom = "missing"
+		p.warns = append(p.warns, fmt.Sprintf("%s: unit %s is enabled, but neither the configuration nor the base image ships it: systemctl enable fails for it on the node; no enablement links created", u.Origin, u.Name))
+		return
 	case errors.Is(err, systemd.ErrNotFound):
 		// Shipped by the OS, but the base tree is not available or does
 		// not have it: assume WantedBy=multi-user.target, plus what the
@@ -504,9 +509,6 @@ func (p *placer) enable(u model.Unit, ur *UnitReport, fsys fs.FS, cfgFS fs.FS) {
 		}
 		uf = systemd.UnitFile{Name: u.Name, Path: path.Join("/usr/lib/systemd/system", u.Name), Install: in}
 		why := "the base image tree is not available"
-		if p.req.Base != nil {
-			why = "the base image does not ship it"
-		}
 		also := ""
 		if plain, _ := systemd.ParseInstall(fallbackInstall); !reflect.DeepEqual(plain, in) {
 			also = " and the [Install] lines of its drop-ins"
@@ -533,6 +535,148 @@ func (p *placer) enable(u model.Unit, ur *UnitReport, fsys fs.FS, cfgFS fs.FS) {
 			Baked{Path: l.Path, Source: u.Origin, Generated: true})
 		ur.Links = append(ur.Links, l.Path+" -> "+l.Target)
 	}
+	if p.req.Base != nil {
+		p.warnUnshippedTargets(u, links, fsys)
+	}
+}
+
+// warnUnshippedTargets warns about the targets (or other units) a unit is
+// enabled into (X.wants/, X.requires/, X.upholds/) that neither the
+// configuration nor the base ships: the link is there, but nothing pulls
+// the unit in until something ships X.
+func (p *placer) warnUnshippedTargets(u model.Unit, links []systemd.Link, fsys fs.FS) {
+	seen := map[string]bool{}
+	for _, l := range links {
+		dir := path.Dir(l.Path)
+		if path.Dir(dir) != UnitDir {
+			continue
+		}
+		name := path.Base(dir)
+		for _, suffix := range []string{".wants", ".requires", ".upholds"} {
+			t, ok := strings.CutSuffix(name, suffix)
+			if !ok || seen[l.Path] {
+				continue
+			}
+			seen[l.Path] = true
+			if _, err := systemd.LoadFromFS(fsys, t); errors.Is(err, systemd.ErrNotFound) {
+				by := ""
+				if n := path.Base(l.Path); n != u.Name {
+					by = " (through " + u.Name + ")"
+				}
+				p.warns = append(p.warns, fmt.Sprintf("%s: enabling %s%s links it into %s, which neither the configuration nor the base image ships: nothing pulls it in through %s", u.Origin, path.Base(l.Path), by, t, l.Path))
+			}
+		}
+	}
+}
+
+// disableUnits does what `systemctl disable` does for the units the
+// configuration disables, after the enabling (as the MCO runs it, and as
+// the node agent disables a unit): every enablement link of the unit (its
+// name, its aliases, its Also= units, links to it) goes. Links this layer
+// would add are dropped; links and directories the base image has are
+// removed with whiteouts, so that the image has exactly the links
+// `systemctl --root disable` leaves on the base with this layer.
+func (p *placer) disableUnits(units []model.Unit, reports []*UnitReport, bad []bool) {
+	var names []string
+	var idx []int
+	for i, u := range units {
+		if reports[i] != nil && !bad[i] && !u.Mask && u.Enabled != nil && !*u.Enabled {
+			names = append(names, u.Name)
+			idx = append(idx, i)
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	var fsys fs.FS = p.unitFS()
+	if p.req.Base != nil {
+		fsys = systemd.Overlay(fsys, p.req.Base)
+	}
+	all, err := systemd.DisableLinks(fsys, names...)
+	if err != nil {
+		u := units[idx[0]]
+		p.errorf(u.Origin, path.Join(UnitDir, u.Name), "%s", strings.ReplaceAll(err.Error(), "\n", "; "))
+		return
+	}
+	// Each unit's report names what its own disable removes.
+	for _, i := range idx {
+		u, ur := units[i], reports[i]
+		if r, err := systemd.DisableLinks(fsys, u.Name); err == nil {
+			ur.Removed = append(append(ur.Removed, r.Links...), r.Dirs...)
+		}
+		if p.req.Base == nil && u.Contents == nil {
+			p.warns = append(p.warns, fmt.Sprintf("%s: unit %s is disabled, but the base image tree is not available: enablement links the base has stay", u.Origin, u.Name))
+		}
+	}
+	origin := map[string]model.Origin{}
+	for _, i := range idx {
+		for _, r := range reports[i].Removed {
+			if _, ok := origin[r]; !ok {
+				origin[r] = units[i].Origin
+			}
+		}
+	}
+	gone := map[string]bool{}
+	for _, d := range all.Dirs {
+		gone[d] = true
+	}
+	// below reports whether p lies in a removed directory: the whiteout of
+	// that directory removes it.
+	below := func(q string) bool {
+		for d := path.Dir(q); d != "/"; d = path.Dir(d) {
+			if gone[d] {
+				return true
+			}
+		}
+		return false
+	}
+	for _, l := range all.Links {
+		if _, ok := p.tree.Get(l); ok {
+			if err := p.tree.Remove(l); err != nil {
+				p.errs = append(p.errs, err)
+			}
+			delete(p.baked, l)
+		}
+		gone[l] = true
+	}
+	for _, q := range append(append([]string(nil), all.Links...), all.Dirs...) {
+		if e, ok := p.tree.Get(q); ok && e.Kind == tree.Dir {
+			if err := p.tree.Remove(q); err != nil {
+				p.errs = append(p.errs, err)
+			}
+			delete(p.baked, q)
+		}
+		if below(q) || p.req.Base == nil {
+			continue
+		}
+		if _, err := lstatFS(p.req.Base, strings.TrimPrefix(q, "/")); err != nil {
+			continue // only in this layer: not creating it is enough
+		}
+		p.add(tree.Entry{Path: q, Kind: tree.Whiteout, Layer: LayerConfig},
+			Baked{Path: q, Source: origin[q], Generated: true})
+	}
+	// Links another unit's Also= created and a disable removed again are
+	// not in the image.
+	for _, ur := range reports {
+		if ur == nil {
+			continue
+		}
+		kept := ur.Links[:0]
+		for _, l := range ur.Links {
+			if lp, _, _ := strings.Cut(l, " -> "); !gone[lp] {
+				kept = append(kept, l)
+			}
+		}
+		ur.Links = kept
+	}
+}
+
+// lstatFS is fs.Lstat where fsys supports it, fs.Stat otherwise.
+func lstatFS(fsys fs.FS, name string) (fs.FileInfo, error) {
+	if _, ok := fsys.(fs.ReadLinkFS); ok {
+		return fs.Lstat(fsys, name)
+	}
+	return fs.Stat(fsys, name)
 }
 
 // placeKargs writes the bootc kargs.d file.

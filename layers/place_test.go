@@ -224,6 +224,7 @@ func checkAccounted(t *testing.T, cfg *model.Config, res *Result) {
 func TestUnitInstallFromBase(t *testing.T) {
 	base := fstest.MapFS{
 		"usr/lib/systemd/system/containerd.service": {Data: []byte("[Service]\nExecStart=/usr/bin/containerd\n[Install]\nWantedBy=sockets.target\nAlias=cri.service\n")},
+		"usr/lib/systemd/system/sockets.target":     {Data: []byte("[Unit]\nDescription=Sockets\n")},
 	}
 	cfg := &model.Config{Units: []model.Unit{{Name: "containerd.service", Enabled: ptr(true), Origin: org("spec.units[0]")}}}
 	res, err := RenderConfig(context.Background(), Request{Base: base}, cfg)
@@ -501,11 +502,18 @@ func TestUnitTemplateInstanceAndBaseMiss(t *testing.T) {
 	if got := res.Report.Units[1].InstallFrom; got != "unit" {
 		t.Errorf("instance installFrom %q", got)
 	}
-	if got := res.Report.Units[2].InstallFrom; got != "fallback" {
+	// The base is known: no fallback, no link for a unit nobody ships.
+	if got := res.Report.Units[2].InstallFrom; got != "missing" {
 		t.Errorf("missing installFrom %q", got)
 	}
-	if len(res.Report.Warnings) != 1 || !strings.Contains(res.Report.Warnings[0], "the base image does not ship it") {
-		t.Errorf("warnings %q", res.Report.Warnings)
+	if res.Report.Units[2].Links != nil || strings.Contains(listing(res.tree), "missing.service") {
+		t.Errorf("links for a unit nobody ships:\n%s", listing(res.tree))
+	}
+	w := res.Report.Warnings
+	if len(w) != 2 ||
+		!strings.Contains(w[0], "spec.units[1]: enabling getty@tty2.service links it into getty.target, which neither the configuration nor the base image ships") ||
+		!strings.Contains(w[1], "spec.units[2]: unit missing.service is enabled, but neither the configuration nor the base image ships it") {
+		t.Errorf("warnings %q", w)
 	}
 }
 
@@ -599,6 +607,9 @@ func TestUnitInstallFromDropIns(t *testing.T) {
 		"usr/lib/systemd/system/kubelet.service":             {Data: []byte("[Service]\nExecStart=/usr/bin/kubelet\n")},
 		"usr/lib/systemd/system/kubelet.service.d/10-i.conf": {Data: []byte("[Install]\nWantedBy=multi-user.target\n")},
 		"usr/lib/systemd/system/crio.service":                {Data: []byte("[Service]\nExecStart=/usr/bin/crio\n[Install]\nWantedBy=multi-user.target\n")},
+		"usr/lib/systemd/system/multi-user.target":           {Data: []byte("[Unit]\n")},
+		"usr/lib/systemd/system/basic.target":                {Data: []byte("[Unit]\n")},
+		"usr/lib/systemd/system/network.target":              {Data: []byte("[Unit]\n")},
 	}
 	cfg := &model.Config{Units: []model.Unit{
 		// Configured unit without [Install]; a configured drop-in adds it.
@@ -657,8 +668,11 @@ func TestUnitInstallFromDropIns(t *testing.T) {
 	if len(res.Report.Units) != len(want) {
 		t.Errorf("%d units reported", len(res.Report.Units))
 	}
-	if len(res.Report.Warnings) != 0 {
-		t.Errorf("warnings %q", res.Report.Warnings)
+	// agents.target is shipped by nobody: one warning per link into it.
+	if w := res.Report.Warnings; len(w) != 2 ||
+		!strings.Contains(w[0], "spec.units[0]: enabling agent@eth0.service (through node-setup.service) links it into agents.target, which neither the configuration nor the base image ships: nothing pulls it in through /etc/systemd/system/agents.target.wants/agent@eth0.service") ||
+		!strings.Contains(w[1], "spec.units[2]: enabling agent@lo.service links it into agents.target") {
+		t.Errorf("warnings %q", w)
 	}
 }
 
@@ -730,5 +744,93 @@ func TestUnitDropInInstallParseError(t *testing.T) {
 	want := "in/pool.yaml (MachineConfig 99-test) spec.units[0].dropins[0]: /etc/systemd/system/crio.service.d/10-i.conf: unit crio.service: "
 	if !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 		t.Errorf("err = %q, want one error starting with %q", err, want)
+	}
+}
+
+// TestUnitDisableRemovesBaseLinks: disabling OS units removes the base's
+// enablement links (and a wants directory left empty) with whiteouts, and
+// drops links of this layer that the disable removes (an Also= of an
+// enabled unit); the report names what each disable removed.
+func TestUnitDisableRemovesBaseLinks(t *testing.T) {
+	const usr, etc = "usr/lib/systemd/system/", "etc/systemd/system/"
+	base := fstest.MapFS{
+		usr + "sshd.service":                            {Data: []byte("[Service]\nExecStart=/usr/sbin/sshd\n[Install]\nWantedBy=multi-user.target\nAlso=sshd.socket\n")},
+		usr + "sshd.socket":                             {Data: []byte("[Socket]\nListenStream=22\n[Install]\nWantedBy=sockets.target\n")},
+		usr + "chronyd.service":                         {Data: []byte("[Service]\nExecStart=/usr/sbin/chronyd\n[Install]\nWantedBy=multi-user.target\n")},
+		usr + "multi-user.target":                       {Data: []byte("[Unit]\n")},
+		etc + "multi-user.target.wants/sshd.service":    {Data: []byte("/usr/lib/systemd/system/sshd.service"), Mode: fs.ModeSymlink | 0o777},
+		etc + "multi-user.target.wants/chronyd.service": {Data: []byte("/usr/lib/systemd/system/chronyd.service"), Mode: fs.ModeSymlink | 0o777},
+		etc + "sockets.target.wants/sshd.socket":        {Data: []byte("/usr/lib/systemd/system/sshd.socket"), Mode: fs.ModeSymlink | 0o777},
+	}
+	cfg := &model.Config{Units: []model.Unit{
+		{Name: "sshd.service", Enabled: ptr(false), Origin: org("spec.units[0]")},
+		{Name: "time-sync.service", Contents: ptr("[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\nAlso=chronyd.service\n"), Enabled: ptr(true), Origin: org("spec.units[1]")},
+		{Name: "chronyd.service", Enabled: ptr(false), Origin: org("spec.units[2]")},
+	}}
+	res, err := RenderConfig(context.Background(), Request{Base: base}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"/etc/systemd/system/multi-user.target.wants/chronyd.service whiteout",
+		"/etc/systemd/system/multi-user.target.wants/sshd.service whiteout",
+		"/etc/systemd/system/multi-user.target.wants/time-sync.service symlink /etc/systemd/system/time-sync.service",
+		"/etc/systemd/system/sockets.target.wants whiteout",
+	}
+	var got []string
+	for _, e := range res.tree.Entries() {
+		if strings.HasPrefix(e.Path, UnitDir+"/") && strings.Contains(e.Path, ".wants") && e.Kind != tree.Dir {
+			got = append(got, strings.TrimSpace(e.Path+" "+e.Kind.String()+" "+e.Target))
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("entries:\n got %q\nwant %q", got, want)
+	}
+	byName := map[string]UnitReport{}
+	for _, u := range res.Report.Units {
+		byName[u.Name] = u
+	}
+	if r := byName["sshd.service"].Removed; !slices.Equal(r, []string{UnitDir + "/multi-user.target.wants/sshd.service", UnitDir + "/sockets.target.wants/sshd.socket", UnitDir + "/sockets.target.wants"}) {
+		t.Errorf("sshd.service removed %q", r)
+	}
+	if l := byName["time-sync.service"].Links; !slices.Equal(l, []string{UnitDir + "/multi-user.target.wants/time-sync.service -> " + UnitDir + "/time-sync.service"}) {
+		t.Errorf("time-sync.service links %q (the Also= link chronyd's disable removes must go)", l)
+	}
+	if len(res.Report.Warnings) != 0 {
+		t.Errorf("warnings %q", res.Report.Warnings)
+	}
+	// The layer holds the whiteouts as OCI ".wh." files.
+	var names []string
+	for _, l := range res.Layers {
+		zr, err := gzip.NewReader(bytes.NewReader(l.Gzip))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(zr)
+		for {
+			h, err := tr.Next()
+			if err != nil {
+				break
+			}
+			if strings.Contains(h.Name, ".wh.") {
+				names = append(names, h.Name)
+			}
+		}
+	}
+	if !slices.Equal(names, []string{"etc/systemd/system/multi-user.target.wants/.wh.chronyd.service", "etc/systemd/system/multi-user.target.wants/.wh.sshd.service", "etc/systemd/system/.wh.sockets.target.wants"}) {
+		t.Errorf("whiteouts in the layers: %q", names)
+	}
+
+	// Without a base tree the base's links cannot be removed: the report
+	// says so, and only this layer's links go.
+	res, err = RenderConfig(context.Background(), Request{}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := res.Report.Warnings; len(w) < 2 || !strings.Contains(strings.Join(w, "\n"), "spec.units[0]: unit sshd.service is disabled, but the base image tree is not available") {
+		t.Errorf("warnings %q", w)
+	}
+	if _, ok := res.tree.Get(UnitDir + "/multi-user.target.wants/chronyd.service"); ok {
+		t.Error("the Also= link of a disabled unit is in the layer")
 	}
 }

@@ -66,10 +66,16 @@ type UnitReport struct {
 	Enablement string `json:"enablement,omitempty"`
 	// Links are the enablement links created ("PATH -> TARGET").
 	Links []string `json:"links,omitempty"`
+	// Removed are the enablement links (and the directories they leave
+	// empty) a disabled unit's `systemctl disable` removes from the base
+	// and this layer: the image removes the base's with whiteouts.
+	Removed []string `json:"removed,omitempty"`
 	// InstallFrom says where the enabled unit's file came from: "unit"
 	// (the configuration writes it, or the template of the instance),
-	// "base" (Request.Base ships it), or "fallback" (found nowhere:
-	// WantedBy=multi-user.target). Drop-ins of either add to its [Install].
+	// "base" (Request.Base ships it), "missing" (Request.Base is given and
+	// neither ships it: no links, as systemctl enable fails), or
+	// "fallback" (no base tree given and the configuration does not have
+	// it: WantedBy=multi-user.target). Drop-ins add to its [Install].
 	InstallFrom string `json:"installFrom,omitempty"`
 	// StartedBy is StartTarget when that target starts the unit at boot
 	// (started on apply by the node agent, but no enablement links).
@@ -83,19 +89,24 @@ func (r *Result) Summary(w io.Writer) {
 	if rep == nil {
 		rep = &Report{}
 	}
-	var files, links, dirs int
+	var files, links, dirs, whiteouts int
 	for _, b := range rep.Baked {
 		switch b.Type {
 		case "file":
 			files++
 		case "dir":
 			dirs++
+		case "whiteout":
+			whiteouts++
 		default:
 			links++
 		}
 	}
 	fmt.Fprintf(w, "inputs: %d documents (%s)\n", len(r.Inputs), r.InputsDigest)
 	fmt.Fprintf(w, "baked: %d files, %d directories, %d links; %d units\n", files, dirs, links, len(rep.Units))
+	if whiteouts > 0 {
+		fmt.Fprintf(w, "removed from the base (whiteouts): %d\n", whiteouts)
+	}
 	for _, l := range r.Layers {
 		fmt.Fprintf(w, "layer %-8s %s  %d entries, %s  %s\n", l.Name, l.Digest, l.Files, humanSize(l.Size), l.CreatedBy)
 	}

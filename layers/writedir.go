@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/oslayer/oslayer/layers/tarball"
 	"github.com/oslayer/oslayer/layers/tree"
 )
 
@@ -258,6 +259,12 @@ func writeTree(ctx context.Context, root string, t *tree.Tree) error {
 			}
 		case tree.Hardlink:
 			if err := os.Link(native(e.Target), p); err != nil {
+				return err
+			}
+		case tree.Whiteout:
+			// As in the layer: an empty file DIR/.wh.NAME.
+			dir, base := filepath.Split(p)
+			if err := os.WriteFile(filepath.Join(dir, tarball.WhiteoutPrefix+base), nil, 0); err != nil {
 				return err
 			}
 		default:

@@ -6,6 +6,8 @@
 //   - entries in tree order: sorted component by component, parents before
 //     children, hard links last;
 //   - names are relative ("etc/x"), directories end in "/";
+//   - a tree.Whiteout is an empty regular file DIR/.wh.NAME (mode 0,
+//     root-owned), the OCI whiteout of DIR/NAME;
 //   - every mtime is the given epoch truncated to seconds; no atime, ctime,
 //     user or group names; uid/gid as given (0 by default);
 //   - USTAR headers, PAX records only where USTAR cannot hold a value (long or
@@ -23,6 +25,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"path"
 	"strings"
 	"time"
 
@@ -36,12 +39,20 @@ import (
 // Level is the fixed gzip level. Changing it changes every layer digest.
 const Level = 6
 
+// WhiteoutPrefix marks an OCI whiteout file: DIR/.wh.NAME removes DIR/NAME
+// of the layers below.
+const WhiteoutPrefix = ".wh."
+
 // Name is the tar entry name of a tree path: no leading slash, directories
-// with a trailing slash.
+// with a trailing slash, a whiteout as DIR/.wh.NAME.
 func Name(e *tree.Entry) string {
 	n := strings.TrimPrefix(e.Path, "/")
-	if e.Kind == tree.Dir {
+	switch e.Kind {
+	case tree.Dir:
 		n += "/"
+	case tree.Whiteout:
+		dir, base := path.Split(n)
+		n = dir + WhiteoutPrefix + base
 	}
 	return n
 }
@@ -67,6 +78,9 @@ func Header(e *tree.Entry, epoch time.Time) (*tar.Header, error) {
 	case tree.Hardlink:
 		h.Typeflag = tar.TypeLink
 		h.Linkname = strings.TrimPrefix(e.Target, "/")
+	case tree.Whiteout:
+		// An empty regular file, as the OCI image spec describes it.
+		h.Typeflag = tar.TypeReg
 	default:
 		return nil, fmt.Errorf("%s: unsupported entry type %v", e.Path, e.Kind)
 	}

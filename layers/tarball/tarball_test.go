@@ -248,3 +248,28 @@ func FuzzTreeToTar(f *testing.F) {
 		}
 	})
 }
+
+func TestWhiteout(t *testing.T) {
+	tr := tree.New()
+	for _, e := range []tree.Entry{
+		{Path: "/etc/systemd/system/multi-user.target.wants/sshd.service", Kind: tree.Whiteout},
+		{Path: "/etc/systemd/system/sockets.target.wants", Kind: tree.Whiteout},
+	} {
+		if err := tr.Add(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, tr, epoch); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(readBack(t, &buf), "\n")
+	for _, want := range []string{
+		"etc/systemd/system/multi-user.target.wants/.wh.sshd.service 0 00 0 0  e3b0c442",
+		"etc/systemd/system/.wh.sockets.target.wants 0 00 0 0  e3b0c442",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("tar lacks %q:\n%s", want, got)
+		}
+	}
+}

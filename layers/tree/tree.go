@@ -2,6 +2,9 @@
 // (data, permission bits including setuid/setgid/sticky, numeric owner),
 // directories, symbolic links and hard links.
 //
+// A whiteout entry removes a path of the layers below (an OCI ".wh." file in
+// the tar; see package tarball).
+//
 // A Tree enforces the rules an ostree-native layer must follow:
 //
 //   - paths are absolute, clean, valid UTF-8, without NUL and without "..";
@@ -37,6 +40,9 @@ const (
 	Dir
 	Symlink
 	Hardlink
+	// Whiteout removes Path (and everything below it) from the layers
+	// below; it has no mode, owner, data or target.
+	Whiteout
 )
 
 func (k Kind) String() string {
@@ -49,6 +55,8 @@ func (k Kind) String() string {
 		return "symlink"
 	case Hardlink:
 		return "hardlink"
+	case Whiteout:
+		return "whiteout"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -190,6 +198,10 @@ func (t *Tree) Add(e Entry) error {
 		if len(e.Data) != 0 {
 			return fmt.Errorf("%s: %s: a hard link has no data", origin(e.Origin), e.Path)
 		}
+	case Whiteout:
+		if e.Target != "" || len(e.Data) != 0 || e.Mode != 0 || e.UID != 0 || e.GID != 0 {
+			return fmt.Errorf("%s: %s: a whiteout has no data, target, mode or owner", origin(e.Origin), e.Path)
+		}
 	default:
 		return fmt.Errorf("%s: %s: unsupported entry type %v", origin(e.Origin), e.Path, e.Kind)
 	}
@@ -255,6 +267,46 @@ func diff(a, b *Entry) string {
 		d = append(d, fmt.Sprintf("layer %q vs %q", a.Layer, b.Layer))
 	}
 	return strings.Join(d, ", ")
+}
+
+// Remove deletes the entry at p, which must not be a directory with
+// entries below it, and then the implicit parent directories that are left
+// without entries. Removing a path that has no entry is a no-op.
+func (t *Tree) Remove(p string) error {
+	e, ok := t.m[p]
+	if !ok {
+		return nil
+	}
+	if e.Kind == Dir && t.hasChildren(p) {
+		return fmt.Errorf("%s: cannot remove a directory with entries below it", p)
+	}
+	if e.Kind == File {
+		for _, o := range t.m {
+			if o.Kind == Hardlink && o.Target == p {
+				return fmt.Errorf("%s: cannot remove: hard link %s points to it", p, o.Path)
+			}
+		}
+	}
+	delete(t.m, p)
+	for d := path.Dir(p); d != "/"; d = path.Dir(d) {
+		pe, ok := t.m[d]
+		if !ok || !pe.Implicit || t.hasChildren(d) {
+			break
+		}
+		delete(t.m, d)
+	}
+	return nil
+}
+
+// hasChildren reports whether some entry lies below directory p.
+func (t *Tree) hasChildren(p string) bool {
+	prefix := p + "/"
+	for q := range t.m {
+		if strings.HasPrefix(q, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // Less orders paths component by component ("/a/b" < "/a/b/c" < "/a/b-c"),

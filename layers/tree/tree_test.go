@@ -159,3 +159,51 @@ func TestLess(t *testing.T) {
 		t.Error("Less(x, x) = true")
 	}
 }
+
+func TestWhiteoutAndRemove(t *testing.T) {
+	tr := New()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(tr.Add(Entry{Path: "/etc/systemd/system/multi-user.target.wants/a.service", Kind: Symlink, Mode: 0o777, Target: "/usr/lib/systemd/system/a.service"}))
+	must(tr.Add(Entry{Path: "/etc/systemd/system/multi-user.target.wants/sshd.service", Kind: Whiteout}))
+	must(tr.Add(Entry{Path: "/etc/systemd/system/multi-user.target.wants/sshd.service", Kind: Whiteout})) // identical: no-op
+	for _, bad := range []Entry{
+		{Path: "/etc/systemd/system/x", Kind: Whiteout, Mode: 0o644},
+		{Path: "/etc/systemd/system/x", Kind: Whiteout, Data: []byte("x")},
+		{Path: "/etc/systemd/system/multi-user.target.wants/sshd.service", Kind: Symlink, Mode: 0o777, Target: "/dev/null"},
+		{Path: "/etc/systemd/system/multi-user.target.wants/sshd.service/below", Kind: File},
+		{Path: "/etc/systemd/system/multi-user.target.wants", Kind: Whiteout}, // has entries below
+	} {
+		if err := tr.Add(bad); err == nil {
+			t.Errorf("Add(%+v) succeeded", bad)
+		}
+	}
+	if err := tr.Remove("/etc/systemd/system"); err == nil {
+		t.Error("Remove of a directory with entries succeeded")
+	}
+	must(tr.Remove("/etc/systemd/system/multi-user.target.wants/a.service"))
+	if _, ok := tr.Get("/etc/systemd/system/multi-user.target.wants"); !ok {
+		t.Error("the parent of the whiteout went away")
+	}
+	must(tr.Remove("/etc/systemd/system/multi-user.target.wants/sshd.service"))
+	must(tr.Remove("/etc/absent"))
+	if tr.Len() != 0 {
+		t.Errorf("implicit parents left: %d entries", tr.Len())
+	}
+	// An explicit parent stays.
+	must(tr.Add(Entry{Path: "/etc/d", Kind: Dir, Mode: 0o700}))
+	must(tr.Add(Entry{Path: "/etc/d/f", Kind: File, Mode: 0o644}))
+	must(tr.Remove("/etc/d/f"))
+	if _, ok := tr.Get("/etc/d"); !ok {
+		t.Error("an explicit directory was removed with its last child")
+	}
+	must(tr.Add(Entry{Path: "/etc/d/h", Kind: File, Mode: 0o644, Layer: "x"}))
+	must(tr.Add(Entry{Path: "/etc/d/hl", Kind: Hardlink, Target: "/etc/d/h", Layer: "x"}))
+	if err := tr.Remove("/etc/d/h"); err == nil {
+		t.Error("Remove of a hard link's target succeeded")
+	}
+}

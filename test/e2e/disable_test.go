@@ -1,0 +1,196 @@
+package e2e
+
+import (
+	"archive/tar"
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+
+	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/layers"
+	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/registry/push"
+	"github.com/oslayer/oslayer/test/regtest"
+	"github.com/oslayer/oslayer/test/synth"
+)
+
+// enabledBaseLayer is a layer of OS units with [Install] sections and the
+// enablement links a base image has in /etc after `systemctl preset-all`:
+// a service, a socket with Also=, an alias, a template instance and a
+// wants directory that only the socket uses.
+func enabledBaseLayer(t *testing.T) []byte {
+	t.Helper()
+	const usr, etc = "usr/lib/systemd/system/", "etc/systemd/system/"
+	unit := func(install string) string {
+		return "[Service]\nExecStart=/usr/bin/true\n[Install]\n" + install + "\n"
+	}
+	files := []struct{ name, data, link string }{
+		{name: etc},
+		{name: etc + "getty.target.wants/"},
+		{name: etc + "multi-user.target.wants/"},
+		{name: etc + "sockets.target.wants/"},
+		{name: usr + "sshd.service", data: unit("WantedBy=multi-user.target")},
+		{name: usr + "rpcbind.socket", data: "[Socket]\nListenStream=/run/rpcbind.sock\n[Install]\nWantedBy=sockets.target\nAlso=rpcbind.service"},
+		{name: usr + "rpcbind.service", data: unit("WantedBy=multi-user.target")},
+		{name: usr + "dbus-broker.service", data: unit("WantedBy=multi-user.target\nAlias=dbus.service")},
+		{name: usr + "zincati.service", data: unit("WantedBy=multi-user.target")},
+		{name: usr + "serial-getty@.service", data: unit("WantedBy=getty.target")},
+		{name: usr + "multi-user.target", data: "[Unit]\nDescription=Multi-User System\n"},
+		{name: etc + "dbus.service", link: "/usr/lib/systemd/system/dbus-broker.service"},
+		{name: etc + "getty.target.wants/serial-getty@ttyS0.service", link: "/usr/lib/systemd/system/serial-getty@.service"},
+		{name: etc + "getty.target.wants/serial-getty@ttyS1.service", link: "/usr/lib/systemd/system/serial-getty@.service"},
+		{name: etc + "multi-user.target.wants/chronyd.service", link: "/usr/lib/systemd/system/chronyd.service"},
+		{name: etc + "multi-user.target.wants/containerd.service", link: "/usr/lib/systemd/system/containerd.service"},
+		{name: etc + "multi-user.target.wants/dbus-broker.service", link: "/usr/lib/systemd/system/dbus-broker.service"},
+		{name: etc + "multi-user.target.wants/rpcbind.service", link: "/usr/lib/systemd/system/rpcbind.service"},
+		{name: etc + "multi-user.target.wants/sshd.service", link: "/usr/lib/systemd/system/sshd.service"},
+		{name: etc + "multi-user.target.wants/zincati.service", link: "/usr/lib/systemd/system/zincati.service"},
+		{name: etc + "sockets.target.wants/rpcbind.socket", link: "/usr/lib/systemd/system/rpcbind.socket"},
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range files {
+		h := &tar.Header{Name: f.name, Mode: 0o644, Typeflag: tar.TypeReg, Size: int64(len(f.data)), ModTime: synth.Epoch}
+		switch {
+		case strings.HasSuffix(f.name, "/"):
+			h.Typeflag, h.Mode = tar.TypeDir, 0o755
+		case f.link != "":
+			h.Typeflag, h.Mode, h.Linkname = tar.TypeSymlink, 0o777, f.link
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(f.data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// unitTree lists etc/systemd under root: directories, and symlinks with
+// their targets.
+func unitTree(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	dir := filepath.Join(root, "etc", "systemd")
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		switch {
+		case d.IsDir():
+			out = append(out, rel+"/")
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			out = append(out, rel+" -> "+target)
+		default:
+			out = append(out, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestDisabledUnitsOnUnpackedImage builds, onto a base (OCI layout) whose
+// /etc has enablement links, a MachineConfig pool and a Gardener OSC that
+// disable OS units, unpacks the final image with umoci, and requires its
+// /etc/systemd to be exactly what the real `systemctl --root disable` of
+// the same units leaves on the unpacked base.
+func TestDisabledUnitsOnUnpackedImage(t *testing.T) {
+	regtest.Require(t, "umoci")
+	systemctl := regtest.Require(t, "systemctl")
+	img, err := mutate.AppendLayers(synthBase(t), synth.TarLayer(t, enabledBaseLayer(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseDir := filepath.Join(t.TempDir(), "base")
+	lp, err := layout.Write(baseDir, empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lp.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": "stable"})); err != nil {
+		t.Fatal(err)
+	}
+	disabled := []string{"sshd.service", "rpcbind.socket", "chronyd.service", "serial-getty@ttyS1.service", "dbus.service", "absent.service"}
+	dir := t.TempDir()
+	var mcUnits, oscUnits strings.Builder
+	for _, u := range disabled {
+		mcUnits.WriteString("      - name: " + u + "\n        enabled: false\n")
+		oscUnits.WriteString("  - name: " + u + "\n    enable: false\n")
+	}
+	mc := filepath.Join(dir, "99-worker-disable.yaml")
+	osc := filepath.Join(dir, "osc.yaml")
+	for p, doc := range map[string]string{
+		mc: "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 99-worker-disable\n  labels:\n    machineconfiguration.openshift.io/role: worker\n" +
+			"spec:\n  config:\n    ignition:\n      version: 3.4.0\n    systemd:\n      units:\n" + mcUnits.String(),
+		osc: "apiVersion: extensions.gardener.cloud/v1alpha1\nkind: OperatingSystemConfig\nmetadata:\n  name: worker\n  namespace: shoot--x--y\nspec:\n  type: coreos\n  purpose: reconcile\n  units:\n" + oscUnits.String(),
+	} {
+		if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The oracle: the unpacked base after systemctl disable.
+	baseBundle := filepath.Join(t.TempDir(), "bundle")
+	run(t, "umoci", "unpack", "--rootless", "--image", baseDir+":stable", baseBundle)
+	oracleRoot := filepath.Join(baseBundle, "rootfs")
+	before := unitTree(t, oracleRoot)
+	run(t, systemctl, append([]string{"--root=" + oracleRoot, "--no-reload", "disable"}, disabled...)...)
+	want := unitTree(t, oracleRoot)
+	if len(want) >= len(before) {
+		t.Fatalf("systemctl disable removed nothing:\n%s", strings.Join(want, "\n"))
+	}
+
+	for name, rreq := range map[string]layers.Request{
+		"machineconfig": {MachineConfigs: []string{mc}, Pool: "worker"},
+		"gardener":      {OSCs: []string{osc}, Pool: "worker"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			pub, err := push.New("oci:"+out, &registry.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := builder.Build(ctxT(t), builder.Request{Render: rreq, Base: "oci:" + baseDir + ":stable", Registry: &registry.Options{}, Version: "e2e"}, pub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bundle := filepath.Join(t.TempDir(), "bundle")
+			run(t, "umoci", "unpack", "--rootless", "--image", out+":latest", bundle)
+			got := unitTree(t, filepath.Join(bundle, "rootfs"))
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("etc/systemd of the image differs from systemctl disable on the base:\n image:\n  %s\n systemctl:\n  %s",
+					strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+			}
+			var whiteouts int
+			for _, b := range res.Report.Baked {
+				if b.Type == "whiteout" {
+					whiteouts++
+				}
+			}
+			if whiteouts == 0 {
+				t.Error("the report lists no whiteout")
+			}
+			t.Logf("%s: %d whiteouts; etc/systemd has %d entries, as systemctl disable leaves it", name, whiteouts, len(got))
+		})
+	}
+}
