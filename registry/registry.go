@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -33,8 +34,12 @@ type Options struct {
 	// Jobs bounds parallel blob transfers (0: 4).
 	Jobs int
 	// Retry bounds the retries of failed registry requests (5xx, 429,
-	// connection resets); the zero value is DefaultRetry.
+	// refused and reset connections); the zero value is DefaultRetry.
 	Retry Retry
+	// Timeout is the deadline of every registry request: connecting,
+	// sending and answering each fail when no byte moves for this long
+	// (0: DefaultTimeout; negative: none). See RoundTripper.
+	Timeout time.Duration
 	// Insecure lists registry hosts ("host[:port]") reached over plain
 	// HTTP. Loopback, *.local and private-network hosts already are (the
 	// go-containerregistry rule); this is for other hosts.
@@ -179,10 +184,7 @@ func (o *Options) RemoteOptions(ctx context.Context) []remote.Option {
 	if kc == nil {
 		kc = authn.DefaultKeychain
 	}
-	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc)}
-	if o.Transport != nil {
-		opts = append(opts, remote.WithTransport(o.Transport))
-	}
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithTransport(o.RoundTripper(nil))}
 	if o.UserAgent != "" {
 		opts = append(opts, remote.WithUserAgent(o.UserAgent))
 	}

@@ -15,8 +15,10 @@ import (
 )
 
 // Retry bounds how failed registry requests are retried: server errors
-// (5xx), rate limits (429), request timeouts (408) and broken connections
-// (reset, EOF, broken pipe). The wait doubles after every failed attempt,
+// (5xx), rate limits (429, honouring Retry-After up to MaxRetryAfter),
+// request timeouts (408), refused connections (a registry restarting) and
+// broken connections (reset, EOF, broken pipe). A request that stalls
+// (Options.Timeout) is not retried. The wait doubles after every failed attempt,
 // growing more slowly when doubling would make the last wait exceed Max.
 // Blob uploads are retried as a whole (a new upload session
 // each time), other requests one by one.
@@ -27,6 +29,17 @@ type Retry struct {
 	Initial time.Duration
 	// Max bounds the longest wait, the one before the last attempt (0: 4s).
 	Max time.Duration
+	// MaxRetryAfter bounds how long a Retry-After header on a 429 or 503
+	// answer makes a request wait before its retry (0:
+	// DefaultMaxRetryAfter).
+	MaxRetryAfter time.Duration
+}
+
+func (r Retry) maxRetryAfter() time.Duration {
+	if r.MaxRetryAfter <= 0 {
+		return DefaultMaxRetryAfter
+	}
+	return r.MaxRetryAfter
 }
 
 // DefaultRetry is what the zero Retry means: 5 tries, waiting 0.25s, 0.5s,
@@ -83,6 +96,10 @@ func Retryable(err error) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
+	var stall *StallError
+	if errors.As(err, &stall) {
+		return false
+	}
 	var te *transport.Error
 	if errors.As(err, &te) {
 		for _, c := range RetryStatusCodes {
@@ -94,7 +111,8 @@ func Retryable(err error) bool {
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, net.ErrClosed) {
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, net.ErrClosed) {
 		return true
 	}
 	var t interface{ Temporary() bool }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -28,6 +30,8 @@ func TestRetryable(t *testing.T) {
 		{fmt.Errorf("wrapped: %w", &transport.Error{StatusCode: http.StatusBadGateway}), true},
 		{&url.Error{Op: "Patch", URL: "http://x", Err: syscall.ECONNRESET}, true},
 		{&url.Error{Op: "Patch", URL: "http://x", Err: io.EOF}, true},
+		{&url.Error{Op: "Get", URL: "http://x", Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}, true},
+		{&url.Error{Op: "Put", URL: "http://x", Err: &StallError{Host: "x", Method: "PUT", Path: "/v2/", Deadline: time.Second, Err: context.Canceled}}, false},
 		{&url.Error{Op: "Put", URL: "http://x", Err: syscall.EPIPE}, true},
 		{context.Canceled, false},
 		{fmt.Errorf("x: %w", context.DeadlineExceeded), false},
@@ -60,5 +64,26 @@ func TestRetryBackoff(t *testing.T) {
 	}
 	if total > 100*time.Millisecond {
 		t.Errorf("total wait %v", total)
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		v    string
+		want time.Duration
+		ok   bool
+	}{
+		{"", 0, false},
+		{"2", 2 * time.Second, true},
+		{"0", 0, true},
+		{"-1", 0, false},
+		{"soon", 0, false},
+		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second, true},
+	} {
+		got, ok := parseRetryAfter(tc.v, now)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("parseRetryAfter(%q) = %v %v, want %v %v", tc.v, got, ok, tc.want, tc.ok)
+		}
 	}
 }

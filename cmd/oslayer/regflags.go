@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -16,6 +17,7 @@ type registryFlags struct {
 	authSecret string
 	jobs       int
 	insecure   []string
+	timeout    time.Duration
 }
 
 func (f *registryFlags) register(fs *pflag.FlagSet) {
@@ -23,6 +25,7 @@ func (f *registryFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.authfile, "authfile", "", "registry credentials file (podman auth.json / docker config.json); takes precedence over --auth-secret and the docker config")
 	fs.StringVar(&f.authSecret, "auth-secret", "", "Kubernetes Secret manifest of type kubernetes.io/dockerconfigjson with registry credentials")
 	fs.IntVar(&f.jobs, "jobs", 4, "parallel blob uploads per image")
+	fs.DurationVar(&f.timeout, "timeout", registry.DefaultTimeout, "fail a registry request when no byte moves for this long (connecting, sending, answering)")
 	fs.StringArrayVar(&f.insecure, "insecure-registry", nil, "reach this registry host[:port] over plain HTTP (repeatable; loopback and private hosts already are)")
 }
 
@@ -39,6 +42,10 @@ func (f *registryFlags) options() (*registry.Options, error) {
 		return nil, fmt.Errorf("--jobs %d: want 1 to 64", f.jobs)
 	}
 	o.Jobs = f.jobs
+	if f.timeout <= 0 {
+		return nil, fmt.Errorf("--timeout %s: want a positive duration, e.g. 30s", f.timeout)
+	}
+	o.Timeout = f.timeout
 	for _, h := range f.insecure {
 		hh, err := registry.ParseInsecure(h)
 		if err != nil {

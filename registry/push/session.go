@@ -41,9 +41,7 @@ type session struct {
 // connect pings the target registry once and authenticates for pushing to
 // the target repository and pulling from pulls.
 func (p *Publisher) connect(ctx context.Context, inner http.RoundTripper, pulls []name.Repository) (*session, error) {
-	if inner == nil {
-		inner = remote.DefaultTransport
-	}
+	inner = p.reg.RoundTripper(inner)
 	kc := p.reg.Keychain
 	if kc == nil {
 		kc = authn.DefaultKeychain

@@ -9,14 +9,22 @@ import (
 	"net/url"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Fault is what a FaultProxy does with one request instead of forwarding
-// it: answer with Status, or (Reset) drop the TCP connection with a reset
-// before any response. The zero Fault forwards the request.
+// it: answer with Status (and Header, e.g. Retry-After), or (Reset) drop
+// the TCP connection with a reset before any response, or (Stall) accept
+// the request and never answer until the client gives up or the test
+// ends. Down additionally stops the proxy from accepting connections (they
+// are refused) for that long, as a restarting registry does; the request
+// itself is reset. The zero Fault forwards the request.
 type Fault struct {
 	Status int
+	Header http.Header
 	Reset  bool
+	Stall  bool
+	Down   time.Duration
 }
 
 // FaultProxy is a reverse proxy on 127.0.0.1 that injects failures,
@@ -29,6 +37,10 @@ type FaultProxy struct {
 	mu       sync.Mutex
 	fault    func(r *http.Request) Fault
 	injected []string
+	stop     chan struct{}
+	srv      *http.Server
+	l        net.Listener
+	conns    map[net.Conn]bool
 }
 
 // NewFaultProxy starts a fault-injecting proxy to upstream ("HOST:PORT").
@@ -41,8 +53,25 @@ func NewFaultProxy(t testing.TB, upstream string) *FaultProxy {
 		t.Fatal(err)
 	}
 	rp := httputil.NewSingleHostReverseProxy(u)
-	p := &FaultProxy{}
-	srv := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	p := &FaultProxy{stop: make(chan struct{}), conns: map[net.Conn]bool{}}
+	reset := func(w http.ResponseWriter, r *http.Request) {
+		// Read what the client sent so far, then reset the connection.
+		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+		hj, ok := w.(http.Hijacker)
+		if !ok {
+			http.Error(w, "cannot hijack", http.StatusInternalServerError)
+			return
+		}
+		conn, _, err := hj.Hijack()
+		if err != nil {
+			return
+		}
+		if tc, ok := conn.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0) // close with RST, not FIN
+		}
+		conn.Close()
+	}
+	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		f := p.fault
 		p.mu.Unlock()
@@ -51,33 +80,98 @@ func NewFaultProxy(t testing.TB, upstream string) *FaultProxy {
 			fault = f(r)
 		}
 		switch {
+		case fault.Down > 0:
+			p.note(r, "down "+fault.Down.String())
+			p.down(fault.Down)
+			reset(w, r)
 		case fault.Reset:
 			p.note(r, "reset")
-			// Read what the client sent so far, then reset the connection.
-			_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
-			hj, ok := w.(http.Hijacker)
-			if !ok {
-				http.Error(w, "cannot hijack", http.StatusInternalServerError)
-				return
+			reset(w, r)
+		case fault.Stall:
+			p.note(r, "stall")
+			select {
+			case <-r.Context().Done():
+			case <-p.stop:
 			}
-			conn, _, err := hj.Hijack()
-			if err != nil {
-				return
-			}
-			if tc, ok := conn.(*net.TCPConn); ok {
-				_ = tc.SetLinger(0) // close with RST, not FIN
-			}
-			conn.Close()
 		case fault.Status != 0:
 			p.note(r, fmt.Sprint(fault.Status))
 			_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+			for k, v := range fault.Header {
+				w.Header()[k] = v
+			}
 			http.Error(w, "injected failure", fault.Status)
 		default:
 			rp.ServeHTTP(w, r)
 		}
+	}), ConnState: func(c net.Conn, st http.ConnState) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		switch st {
+		case http.StateNew:
+			p.conns[c] = true
+		case http.StateClosed, http.StateHijacked:
+			delete(p.conns, c)
+		}
+	}}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.l, p.Host = l, l.Addr().String()
+	go func() { _ = p.srv.Serve(l) }()
+	t.Cleanup(func() {
+		close(p.stop)
+		p.mu.Lock()
+		l := p.l
+		p.l = nil
+		p.mu.Unlock()
+		if l != nil {
+			l.Close()
+		}
+		_ = p.srv.Close()
 	})
-	p.Host = serveLoopback(t, srv)
 	return p
+}
+
+// down closes the listener, so connections are refused, and listens again
+// on the same address after d (or when the test ends).
+func (p *FaultProxy) down(d time.Duration) {
+	p.mu.Lock()
+	l := p.l
+	p.l = nil
+	p.mu.Unlock()
+	if l == nil {
+		return // already down
+	}
+	l.Close()
+	// A restarting registry drops the connections it had too.
+	p.mu.Lock()
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	go func() {
+		select {
+		case <-time.After(d):
+		case <-p.stop:
+			return
+		}
+		nl, err := net.Listen("tcp", p.Host)
+		if err != nil {
+			return // the port was taken meanwhile: stays down
+		}
+		p.mu.Lock()
+		select {
+		case <-p.stop:
+			p.mu.Unlock()
+			nl.Close()
+			return
+		default:
+		}
+		p.l = nl
+		p.mu.Unlock()
+		_ = p.srv.Serve(nl)
+	}()
 }
 
 // SetFault installs (or with nil removes) the fault function. It is called
@@ -94,7 +188,7 @@ func (p *FaultProxy) note(r *http.Request, what string) {
 	p.injected = append(p.injected, fmt.Sprintf("%s %s -> %s", r.Method, r.URL.Path, what))
 }
 
-// Injected lists the faults injected so far ("METHOD PATH -> 503|reset").
+// Injected lists the faults injected so far ("METHOD PATH -> 503|reset|stall|down D").
 func (p *FaultProxy) Injected() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
