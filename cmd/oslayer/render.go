@@ -68,6 +68,7 @@ existing DIR is replaced only when an earlier render wrote it (it holds the
 			}
 			if b != nil {
 				req.Base = b.Index.FS()
+				req.BaseName = fmt.Sprintf("base %s (%s)", b.Ref, b.Digest)
 				fmt.Fprintf(cmd.ErrOrStderr(), "base %s @ %s: index %s from %s\n", b.Ref, b.Digest, info.Digest, info.Source)
 			}
 			res, err := layers.Render(cmd.Context(), req)
