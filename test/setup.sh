@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what oslayer's tests need on a fresh Debian machine (idempotent):
-# Debian packages (registry, umoci, buildah, systemd tools) and Go-built
-# clients (crane, cosign, and skopeo with sigstore verification, which
-# Debian's skopeo build leaves out). Go tools land in $OSLAYER_TOOLS/bin.
+# Debian packages (registry, umoci, buildah, systemd tools, ostree, and
+# libblkid-dev for Ignition's cgo build) and Go-built clients (crane, cosign,
+# skopeo with sigstore verification, which Debian's skopeo build leaves out,
+# and ignition-apply at the Ignition version of go.mod). Go tools land in
+# $OSLAYER_TOOLS/bin.
 set -euo pipefail
 # Go and the tool cache need a home directory, even where none is set.
 export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
@@ -12,10 +14,12 @@ BUILD_TAGS="containers_image_openpgp exclude_graphdriver_btrfs exclude_graphdriv
 mkdir -p "$OSLAYER_TOOLS/bin"
 
 need_apt=()
-for pair in docker-registry:docker-registry umoci:umoci buildah:buildah systemctl:systemd systemd-tmpfiles:systemd; do
+for pair in docker-registry:docker-registry umoci:umoci buildah:buildah systemctl:systemd systemd-tmpfiles:systemd ostree:ostree; do
   cmd=${pair%%:*} pkg=${pair##*:}
   command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
+# Ignition's cgo code includes blkid.h.
+[ -x "$OSLAYER_TOOLS/bin/ignition-apply" ] || dpkg -s libblkid-dev >/dev/null 2>&1 || need_apt+=(libblkid-dev)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: apt-get install ${need_apt[*]}" >&2
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -40,6 +44,18 @@ if [ ! -x "$OSLAYER_TOOLS/bin/skopeo" ]; then
     GONOSUMDB=github.com/containers/skopeo GOFLAGS=-mod=mod go get github.com/containers/skopeo@v1.16.1 >/dev/null 2>&1
     GONOSUMDB=github.com/containers/skopeo GOFLAGS=-mod=mod go build -tags "$BUILD_TAGS" -o "$OSLAYER_TOOLS/bin/skopeo" github.com/containers/skopeo/cmd/skopeo
   )
+  rm -rf "$scratch"
+fi
+# ignition-apply is Ignition's multi-call binary (main package internal/)
+# invoked under that name, built at the version go.mod pins.
+IGNITION_VERSION=v2.24.0
+if [ ! -x "$OSLAYER_TOOLS/bin/ignition-apply" ]; then
+  echo "setup: building ignition-apply $IGNITION_VERSION" >&2
+  scratch=$(mktemp -d)
+  CGO_ENABLED=1 GOBIN="$scratch" go install \
+    -ldflags "-X github.com/coreos/ignition/v2/internal/version.Raw=$IGNITION_VERSION" \
+    "github.com/coreos/ignition/v2/internal@$IGNITION_VERSION"
+  mv "$scratch/internal" "$OSLAYER_TOOLS/bin/ignition-apply"
   rm -rf "$scratch"
 fi
 echo "$OSLAYER_TOOLS/bin"

@@ -1,0 +1,483 @@
+// Package ignition holds the Ignition oracle test: every MachineConfig set
+// the project has is merged the way the MachineConfig operator renders a
+// pool and applied by the real ignition-apply (as OpenShift's on-cluster
+// image build runs it) to an FCOS-shaped root; oslayer builds its image of
+// the same set onto the same root as an OCI layout base. Both trees then
+// boot the way a node does (enablement presets, systemd-tmpfiles), and what
+// a node sees must agree, up to an exact list of expected differences per
+// case (testdata/expected).
+package ignition
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/oslayer/oslayer/layers/varmech"
+	"github.com/oslayer/oslayer/test/fixtures"
+	"github.com/oslayer/oslayer/test/regtest"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/expected from this run's differences")
+
+// tools are the external programs the oracle runs.
+type tools struct {
+	ignition, systemctl, tmpfiles, umoci, oslayer string
+}
+
+func requireTools(t *testing.T) tools {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		// ignition-apply and umoci keep owners only as root.
+		if os.Getenv("OSLAYER_REQUIRE_TOOLS") == "1" {
+			t.Fatal("the Ignition oracle needs root (owners, chroot user lookup)")
+		}
+		t.Skip("the Ignition oracle needs root (owners, chroot user lookup)")
+	}
+	return tools{
+		ignition:  regtest.Require(t, "ignition-apply"),
+		systemctl: regtest.Require(t, "systemctl"),
+		tmpfiles:  regtest.Require(t, "systemd-tmpfiles"),
+		umoci:     regtest.Require(t, "umoci"),
+		oslayer:   oslayerBin(t),
+	}
+}
+
+var binDir string
+
+// oslayerBin builds the command once per test binary.
+func oslayerBin(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(binDir, "oslayer")
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	root, err := fixtures.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/oslayer")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/oslayer: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func TestMain(m *testing.M) {
+	var err error
+	if binDir, err = os.MkdirTemp("", "oslayer-oracle-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(binDir)
+	os.Exit(code)
+}
+
+func run(t *testing.T, env []string, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// TestSkeletonPresetsConsistent: the skeleton's enablement links are exactly
+// what its presets give, so applying presets after ignition-apply changes
+// only what the config asked for.
+func TestSkeletonPresetsConsistent(t *testing.T) {
+	tl := requireTools(t)
+	root := t.TempDir()
+	writeTree(t, root, skeleton())
+	before := describe(t, root, nil)
+	run(t, nil, tl.systemctl, "--root="+root, "preset-all")
+	if d := diffViews(before, describe(t, root, nil)); len(d) != 0 {
+		t.Fatalf("presets change the skeleton:\n%s", strings.Join(d, "\n"))
+	}
+}
+
+// TestIgnitionOracle runs every case and compares the two nodes.
+func TestIgnitionOracle(t *testing.T) {
+	tl := requireTools(t)
+	cs := cases(t)
+	if len(cs) < 40 {
+		t.Errorf("only %d MachineConfig sets", len(cs))
+	}
+	base := filepath.Join(t.TempDir(), "base")
+	writeBase(t, base, skeleton())
+	ran, agree := 0, 0
+	for _, c := range cs {
+		t.Run(c.name, func(t *testing.T) {
+			ran++
+			got := compareCase(t, tl, base, c)
+			checkExpected(t, c.name, got)
+			if len(got) == 0 {
+				agree++
+			}
+		})
+	}
+	t.Logf("Ignition oracle: %d of %d MachineConfig sets run, %d agree exactly, %d with listed differences", ran, len(cs), agree, ran-agree)
+}
+
+// compareCase builds both nodes for c and returns their differences.
+func compareCase(t *testing.T, tl tools, base string, c mcCase) []string {
+	work := t.TempDir()
+	mcDir := filepath.Join(work, "mcs")
+	mcs := c.write(t, mcDir)
+
+	// The oracle: the MCO's merge, ignition-apply, presets, tmpfiles.
+	oracle := filepath.Join(work, "oracle")
+	writeTree(t, oracle, skeleton())
+	var oracleErr error
+	merged, err := mergeMachineConfigs(mcs)
+	if err != nil {
+		oracleErr = err
+	} else {
+		b, err := json.Marshal(merged)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := filepath.Join(work, "merged.ign")
+		if err := os.WriteFile(cfg, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		oracleErr = ignitionApply(tl, oracle, cfg)
+	}
+	if oracleErr == nil {
+		run(t, nil, tl.systemctl, "--root="+oracle, "preset-all")
+		run(t, nil, tl.tmpfiles, "--root="+oracle, "--create")
+	}
+
+	// oslayer: build onto the skeleton, unpack, tmpfiles.
+	layoutDir := filepath.Join(work, "out")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	build := exec.CommandContext(ctx, tl.oslayer, "build", "--base", "oci:"+base+":latest",
+		"--machineconfig", mcDir, "--pool", c.pool, "--output", "oci:"+layoutDir+":pool",
+		"--skip", "secrets")
+	var stderr bytes.Buffer
+	build.Stderr = &stderr
+	buildErr := build.Run()
+
+	switch {
+	case oracleErr != nil && buildErr != nil:
+		t.Logf("both refuse: oracle: %v; oslayer: %s", oracleErr, lastLine(stderr.String()))
+		return []string{"both refuse the set"}
+	case oracleErr != nil:
+		return []string{"oracle refuses the set, oslayer builds it: " + firstLine(oracleErr.Error())}
+	case buildErr != nil:
+		t.Logf("oslayer build: %v\n%s", buildErr, stderr.String())
+		return []string{"oslayer refuses the set: " + refusal(stderr.String())}
+	}
+	bundle := filepath.Join(work, "bundle")
+	run(t, nil, tl.umoci, "unpack", "--image", layoutDir+":pool", bundle)
+	node := filepath.Join(bundle, "rootfs")
+	run(t, nil, tl.tmpfiles, "--root="+node, "--create")
+
+	return diffViews(describe(t, oracle, oracleOnly), describe(t, node, oslayerOnly))
+}
+
+// ignitionApply runs the real ignition-apply the way the on-cluster build
+// does: in a container (container=oci), offline, ignoring what cannot be
+// applied to an image (users, disks, kernel arguments).
+func ignitionApply(tl tools, root, cfg string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tl.ignition, "--root", root, "--ignore-unsupported", "--offline", cfg)
+	cmd.Env = append(os.Environ(), "container=oci")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("ignition-apply: %v: %s", err, critical(string(out)))
+	}
+	return nil
+}
+
+// critical returns ignition's CRITICAL log lines.
+func critical(log string) string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "CRITICAL") {
+			out = append(out, strings.TrimSpace(l))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+func firstLine(s string) string { return strings.SplitN(strings.TrimSpace(s), "\n", 2)[0] }
+
+func lastLine(s string) string {
+	ls := strings.Split(strings.TrimSpace(s), "\n")
+	return ls[len(ls)-1]
+}
+
+// refusal is the stable part of oslayer's error: the message after the
+// last document reference, without temporary paths.
+func refusal(stderr string) string {
+	l := lastLine(stderr)
+	if i := strings.LastIndex(l, ": "); i >= 0 {
+		l = l[i+2:]
+	}
+	return l
+}
+
+// Paths that are each side's mechanism, not configuration (see README,
+// "Ignition oracle"): Ignition's preset file (oslayer writes the links the
+// presets give), and oslayer's /var store, tmpfiles rules, prune unit,
+// ownership manifest and kernel-argument file (the MCO applies kernel
+// arguments at runtime).
+var (
+	oracleOnly  = []string{"/etc/systemd/system-preset/20-ignition.preset"}
+	oslayerOnly = []string{
+		"/usr/lib/oslayer",
+		varmech.TmpfilesPath,
+		"/usr/lib/systemd/system/" + varmech.PruneUnit,
+		varmech.PruneWantsPath,
+		varmech.PruneScript,
+		"/usr/lib/bootc/kargs.d/10-oslayer.toml",
+	}
+)
+
+// view maps a node path to what the node sees there.
+type view map[string]string
+
+// describe walks root and describes every entry: type, mode, owner, the
+// sha256 of a file, the target of a link. A link into oslayer's /var store
+// is described by what it resolves to (the /var relocation is deliberate).
+// Paths in skip and their subtrees are left out, and so are their parent
+// directories that exist only for them.
+func describe(t *testing.T, root string, skip []string) view {
+	t.Helper()
+	v := view{}
+	skipped := map[string]bool{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel := "/" + strings.TrimPrefix(p, root)
+		rel = filepath.Clean(rel)
+		if rel == "/" {
+			return nil
+		}
+		for _, s := range skip {
+			if rel == s || strings.HasPrefix(rel, s+"/") {
+				for a := filepath.Dir(rel); a != "/"; a = filepath.Dir(a) {
+					skipped[a] = true
+				}
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			if strings.HasPrefix(target, varmech.StoreDir+"/") {
+				st, err := os.Lstat(filepath.Join(root, target))
+				if err != nil {
+					v[rel] = "dangling store link -> " + target
+					return nil
+				}
+				v[rel] = entryDesc(filepath.Join(root, target), st)
+				return nil
+			}
+			v[rel] = "link -> " + target
+			return nil
+		}
+		v[rel] = entryDesc(p, fi)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range skipped {
+		if !hasDescendant(v, p) {
+			v[p] = "" // marker: present only for skipped paths
+		}
+	}
+	return v
+}
+
+func hasDescendant(v view, dir string) bool {
+	for p, d := range v {
+		if d != "" && strings.HasPrefix(p, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func entryDesc(p string, fi fs.FileInfo) string {
+	uid, gid := owner(fi)
+	mode := fi.Mode()
+	perm := uint32(mode.Perm())
+	if mode&fs.ModeSetuid != 0 {
+		perm |= 0o4000
+	}
+	if mode&fs.ModeSetgid != 0 {
+		perm |= 0o2000
+	}
+	if mode&fs.ModeSticky != 0 {
+		perm |= 0o1000
+	}
+	switch {
+	case fi.IsDir():
+		return fmt.Sprintf("dir %04o %d:%d", perm, uid, gid)
+	case mode.IsRegular():
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return "unreadable file: " + err.Error()
+		}
+		sum := sha256.Sum256(b)
+		return fmt.Sprintf("file %04o %d:%d sha256:%s", perm, uid, gid, hex.EncodeToString(sum[:6]))
+	default:
+		return fmt.Sprintf("%v %d:%d", mode.Type(), uid, gid)
+	}
+}
+
+// diffViews lists, sorted, every path where the two views differ.
+func diffViews(oracle, node view) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, v := range []view{oracle, node} {
+		for p := range v {
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			o, ok1 := oracle[p]
+			n, ok2 := node[p]
+			if (ok1 && o == "") || (ok2 && n == "") {
+				continue // a parent of the other side's mechanism
+			}
+			if ok1 && ok2 && o == n {
+				continue
+			}
+			if !ok1 {
+				o = "absent"
+			}
+			if !ok2 {
+				n = "absent"
+			}
+			out = append(out, fmt.Sprintf("%s: ignition %s | oslayer %s", p, o, n))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// expectedFile is where a case's expected differences are listed.
+func expectedFile(name string) string {
+	return filepath.Join("testdata", "expected", name+".txt")
+}
+
+// readExpected returns the listed differences of a case (comment lines,
+// starting with "#", say why).
+func readExpected(t *testing.T, name string) []string {
+	t.Helper()
+	b, err := os.ReadFile(expectedFile(name))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// checkExpected fails on every difference not listed and every listed one
+// that is gone, so the list shrinks as oslayer gets closer.
+func checkExpected(t *testing.T, name string, got []string) {
+	t.Helper()
+	want := readExpected(t, name)
+	if *update {
+		writeExpected(t, name, got)
+		return
+	}
+	wantSet := map[string]bool{}
+	for _, w := range want {
+		wantSet[w] = true
+	}
+	gotSet := map[string]bool{}
+	for _, g := range got {
+		gotSet[g] = true
+		if !wantSet[g] {
+			t.Errorf("new difference: %s", g)
+		}
+	}
+	for _, w := range want {
+		if !gotSet[w] {
+			t.Errorf("listed difference is gone (remove it from %s): %s", expectedFile(name), w)
+		}
+	}
+}
+
+// writeExpected rewrites a case's list, keeping its comment lines.
+func writeExpected(t *testing.T, name string, got []string) {
+	t.Helper()
+	p := expectedFile(name)
+	var comments []string
+	if b, err := os.ReadFile(p); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "#") {
+				comments = append(comments, l)
+			}
+		}
+	}
+	if len(got) == 0 {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := strings.Join(append(comments, got...), "\n") + "\n"
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// decodeMC reads one MachineConfig object.
+func decodeMC(t *testing.T, b []byte) *mcfgv1.MachineConfig {
+	t.Helper()
+	mc := &mcfgv1.MachineConfig{}
+	if err := yaml.Unmarshal(b, mc); err != nil {
+		t.Fatal(err)
+	}
+	return mc
+}
