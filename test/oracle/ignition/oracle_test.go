@@ -183,7 +183,7 @@ func compareCase(t *testing.T, tl tools, base string, c mcCase) []string {
 	switch {
 	case oracleErr != nil && buildErr != nil:
 		t.Logf("both refuse: oracle: %v; oslayer: %s", oracleErr, lastLine(stderr.String()))
-		return []string{"both refuse the set"}
+		return nil
 	case oracleErr != nil:
 		return []string{"oracle refuses the set, oslayer builds it: " + firstLine(oracleErr.Error())}
 	case buildErr != nil:
@@ -195,7 +195,12 @@ func compareCase(t *testing.T, tl tools, base string, c mcCase) []string {
 	node := filepath.Join(bundle, "rootfs")
 	run(t, nil, tl.tmpfiles, "--root="+node, "--create")
 
-	return diffViews(describe(t, oracle, oracleOnly), describe(t, node, oslayerOnly))
+	ov := describe(t, oracle, oracleOnly)
+	pristine := filepath.Join(work, "pristine")
+	writeTree(t, pristine, skeleton())
+	run(t, nil, tl.tmpfiles, "--root="+pristine, "--create")
+	t.Logf("the config changes %d paths of the skeleton", len(diffViews(describe(t, pristine, nil), ov)))
+	return diffViews(ov, describe(t, node, oslayerOnly))
 }
 
 // ignitionApply runs the real ignition-apply the way the on-cluster build
@@ -307,6 +312,13 @@ func describe(t *testing.T, root string, skip []string) view {
 				v[rel] = entryDesc(filepath.Join(root, target), st)
 				return nil
 			}
+			// Debian's systemctl finds units under /lib/systemd first;
+			// on a merged-/usr root /lib/X and /usr/lib/X are one file.
+			if rest, ok := strings.CutPrefix(target, "/lib/"); ok {
+				if l, err := os.Readlink(filepath.Join(root, "lib")); err == nil && l == "usr/lib" {
+					target = "/usr/lib/" + rest
+				}
+			}
 			v[rel] = "link -> " + target
 			return nil
 		}
@@ -316,7 +328,13 @@ func describe(t *testing.T, root string, skip []string) view {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Deepest first, so a parent sees its children already marked.
+	parents := make([]string, 0, len(skipped))
 	for p := range skipped {
+		parents = append(parents, p)
+	}
+	sort.Slice(parents, func(i, j int) bool { return len(parents[i]) > len(parents[j]) })
+	for _, p := range parents {
 		if !hasDescendant(v, p) {
 			v[p] = "" // marker: present only for skipped paths
 		}
