@@ -4,7 +4,7 @@
 // OpenShift worker MachineConfigs (openshift/).
 //
 //	go run ./cmd/oslayer build --base oci:examples/base --pool worker \
-//	    --osc examples/gardener/worker-osc.yaml --output oci:out/worker:latest
+//	    --osc examples/gardener/worker-osc.yaml --push oci:out/worker:latest
 package examples
 
 //go:generate go run ./gen -out base

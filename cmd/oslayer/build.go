@@ -24,7 +24,6 @@ type buildFlags struct {
 	index      baseIndexFlags
 	base       string
 	push       string
-	output     string
 	arch       string
 	digestFile string
 }
@@ -32,7 +31,7 @@ type buildFlags struct {
 func newBuildCmd(g *globals) *cobra.Command {
 	f := &buildFlags{}
 	cmd := &cobra.Command{
-		Use:   "build --pool NAME [--osc FILE]... [--machineconfig PATH]... [--base REF] (--push REF | --output oci:DIR[:TAG])",
+		Use:   "build --pool NAME [--osc FILE]... [--machineconfig PATH]... [--base REF] --push (REF | oci:DIR[:TAG])",
 		Short: "Build a pool's OS image onto an ostree-native base without pulling it, check it, push it",
 		Long: `build renders the pool's configuration into a few layers, appends them to the
 base image (assembly reads only the base's manifest and config; no base
@@ -60,7 +59,7 @@ result instead. Progress and warnings go to stderr. SOURCE_DATE_EPOCH, when
 set, is the time stamped on every file and on the image.`,
 		Example: `  # The embedded example: a Gardener worker pool onto the example base, into an OCI layout
   oslayer build --base oci:examples/base --pool worker \
-      --osc examples/gardener/worker-osc.yaml --output oci:out/worker:latest
+      --osc examples/gardener/worker-osc.yaml --push oci:out/worker:latest
 
   # OpenShift worker MachineConfigs onto Fedora CoreOS, pushed to a registry
   oslayer build --base quay.io/fedora/fedora-coreos:stable --pool worker \
@@ -68,7 +67,7 @@ set, is the time stamped on every file and on the image.`,
 
   # Result as JSON, digested reference also written to a file
   oslayer build --base oci:examples/base --pool worker --osc examples/gardener/worker-osc.yaml \
-      --output oci:out/worker -o json --digest-file out/worker.digest`,
+      --push oci:out/worker -o json --digest-file out/worker.digest`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runBuild(cmd, g, f) },
 	}
@@ -79,11 +78,10 @@ set, is the time stamped on every file and on the image.`,
 	f.sign.register(fs)
 	f.index.register(fs)
 	fs.StringVar(&f.base, "base", "", "base image: registry reference (pin @sha256:...) or oci:DIR[:TAG]; default: the MachineConfigs' osImageURL")
-	fs.StringVar(&f.push, "push", "", "registry target REG/REPO[:TAG] (tag defaults to latest)")
-	fs.StringVar(&f.output, "output", "", "OCI layout target oci:DIR[:TAG] instead of a registry (tag defaults to latest)")
+	fs.StringVar(&f.push, "push", "", "target: registry REG/REPO[:TAG] or OCI layout oci:DIR[:TAG] (tag defaults to latest)")
 	fs.StringVar(&f.arch, "arch", "", "architecture to build for: selects the platform of a multi-arch base and must match a single-arch one (default amd64)")
 	fs.StringVar(&f.digestFile, "digest-file", "", "also write the digested reference to this file")
-	return cmd
+	return withLegacyOutput(cmd, "push")
 }
 
 func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
@@ -96,18 +94,8 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 		return errors.New("nothing to build: give --osc and/or --machineconfig")
 	}
 	target := f.push
-	switch {
-	case f.push != "" && f.output != "":
-		return errors.New("give either --push or --output, not both")
-	case f.push == "" && f.output == "":
-		return errors.New("give a target: --push REG/REPO[:TAG] or --output oci:DIR[:TAG]")
-	case f.output != "":
-		if !registry.IsLayout(f.output) {
-			return fmt.Errorf("--output %q: want an OCI layout oci:DIR[:TAG] (use --push for a registry)", f.output)
-		}
-		target = f.output
-	case registry.IsLayout(f.push):
-		return fmt.Errorf("--push %q: an OCI layout is an --output", f.push)
+	if target == "" {
+		return errors.New("give a target: --push REG/REPO[:TAG] or --push oci:DIR[:TAG]")
 	}
 	reg, err := f.reg.options()
 	if err != nil {
@@ -132,7 +120,7 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 	}
 	stages = append(stages, ss...)
 	repo := ""
-	if f.push != "" {
+	if !registry.IsLayout(f.push) {
 		t, err := push.ParseTarget(f.push)
 		if err != nil {
 			return err

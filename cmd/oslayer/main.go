@@ -29,15 +29,15 @@ func (e *exitError) Unwrap() error { return e.err }
 
 // globals are the flags every command shares.
 type globals struct {
-	output   string // "text" or "json"
+	output   outputFlag
 	logLevel string
 	log      *slog.Logger
 }
 
-func (g *globals) json() bool { return g.output == "json" }
+func (g *globals) json() bool { return g.output.format == "json" }
 
 func newRootCmd() *cobra.Command {
-	g := &globals{}
+	g := &globals{output: outputFlag{format: "text"}}
 	root := &cobra.Command{
 		Use:   "oslayer",
 		Short: "Build, check, push and sign per-pool OS images for ostree-native nodes",
@@ -49,8 +49,8 @@ signs it, so nodes rebase onto one verified, reproducible image.`,
 		SilenceErrors: true,
 		Version:       version,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			if g.output != "text" && g.output != "json" {
-				return fmt.Errorf("-o %q: want text or json", g.output)
+			if err := applyLegacyOutput(cmd, &g.output, cmd.ErrOrStderr()); err != nil {
+				return err
 			}
 			var lvl slog.Level
 			if err := lvl.UnmarshalText([]byte(g.logLevel)); err != nil {
@@ -60,7 +60,10 @@ signs it, so nodes rebase onto one verified, reproducible image.`,
 			return nil
 		},
 	}
-	root.PersistentFlags().StringVarP(&g.output, "output-format", "o", "text", "output format: text or json")
+	pf := root.PersistentFlags()
+	pf.VarP(&g.output, "output", "o", "output format: text or json")
+	pf.Var(&g.output, "output-format", "output format: text or json")
+	_ = pf.MarkDeprecated("output-format", "use -o/--output")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn, error")
 	for _, c := range []func(*globals) *cobra.Command{
 		newRenderCmd,

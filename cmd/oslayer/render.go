@@ -19,7 +19,7 @@ func newRenderCmd(g *globals) *cobra.Command {
 		arch   string
 	)
 	cmd := &cobra.Command{
-		Use:   "render --output DIR [--osc FILE]... [--machineconfig FILE|DIR]... [--pool NAME] [--base REF]",
+		Use:   "render --output-dir DIR [--osc FILE]... [--machineconfig FILE|DIR]... [--pool NAME] [--base REF]",
 		Short: "Render node configuration into ostree-correct, reproducible layers",
 		Long: `render turns Gardener OperatingSystemConfigs and OpenShift MachineConfigs into
 the layers that sit on top of an ostree-native OS image, and writes
@@ -41,18 +41,18 @@ mtime (default 2000-01-01T00:00:00Z). Nothing is written on error. An
 existing DIR is replaced only when an earlier render wrote it (it holds the
 .oslayer-render marker) or it is empty.`,
 		Example: `  # A Gardener worker pool, from the gardener-node-agent Secret:
-  oslayer render --osc secret-osc-worker-a.yaml --output out/worker-a
+  oslayer render --osc secret-osc-worker-a.yaml --output-dir out/worker-a
 
   # An OpenShift pool from a directory of MachineConfigs:
-  oslayer render --machineconfig mcs/ --pool worker --output out/worker
+  oslayer render --machineconfig mcs/ --pool worker --output-dir out/worker
 
   # imageRef files pulled through a mirror, JSON result on stdout:
   oslayer render --osc osc.yaml --mirror europe-docker.pkg.dev=mirror.local:5000 \
-      --output out/pool -o json`,
+      --output-dir out/pool -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if outDir == "" {
-				return fmt.Errorf("--output DIR is required")
+				return fmt.Errorf("--output-dir DIR is required")
 			}
 			ro, err := reg.options()
 			if err != nil {
@@ -94,6 +94,6 @@ existing DIR is replaced only when an earlier render wrote it (it holds the
 	index.register(cmd.Flags())
 	cmd.Flags().StringVar(&base, "base", "", "base image (registry reference or oci:DIR[:TAG]) whose units, enablement links and users rendering follows (read once per digest through the base index); without it the report says what was assumed")
 	cmd.Flags().StringVar(&arch, "arch", "", "architecture of a multi-arch --base (default amd64)")
-	cmd.Flags().StringVar(&outDir, "output", "", "output directory (rootfs/, layers/, report.json); replaced only if an earlier render wrote it (or it is empty)")
-	return cmd
+	cmd.Flags().StringVar(&outDir, "output-dir", "", "output directory (rootfs/, layers/, report.json); replaced only if an earlier render wrote it (or it is empty)")
+	return withLegacyOutput(cmd, "output-dir")
 }

@@ -32,7 +32,7 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 func TestRenderCLIMachineConfigs(t *testing.T) {
 	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
 	out := filepath.Join(t.TempDir(), "worker")
-	text, err := runCLI(t, "render", "--machineconfig", fixtures.Path(t, "mco", "aws", "worker"), "--pool", "worker", "--output", out)
+	text, err := runCLI(t, "render", "--machineconfig", fixtures.Path(t, "mco", "aws", "worker"), "--pool", "worker", "--output-dir", out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, text)
 	}
@@ -72,7 +72,7 @@ func TestRenderCLIMachineConfigs(t *testing.T) {
 	// -o json prints the same result; SOURCE_DATE_EPOCH reaches the layers.
 	t.Setenv("SOURCE_DATE_EPOCH", "1700000001")
 	out2 := filepath.Join(t.TempDir(), "worker")
-	text, err = runCLI(t, "render", "--machineconfig", fixtures.Path(t, "mco", "aws", "worker"), "--pool", "worker", "--output", out2, "-o", "json")
+	text, err = runCLI(t, "render", "--machineconfig", fixtures.Path(t, "mco", "aws", "worker"), "--pool", "worker", "--output-dir", out2, "-o", "json")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, text)
 	}
@@ -109,10 +109,10 @@ spec:
 		args []string
 		want string
 	}{
-		{[]string{"render", "--machineconfig", bad}, "--output DIR is required"},
-		{[]string{"render", "--output", "OUT"}, "nothing to render"},
-		{[]string{"render", "--machineconfig", bad, "--output", "OUT"}, "/usr/etc/evil"},
-		{[]string{"render", "--machineconfig", bad, "--output", "OUT", "--mirror", "nope"}, "want FROM=TO"},
+		{[]string{"render", "--machineconfig", bad}, "--output-dir DIR is required"},
+		{[]string{"render", "--output-dir", "OUT"}, "nothing to render"},
+		{[]string{"render", "--machineconfig", bad, "--output-dir", "OUT"}, "/usr/etc/evil"},
+		{[]string{"render", "--machineconfig", bad, "--output-dir", "OUT", "--mirror", "nope"}, "want FROM=TO"},
 	}
 	for _, c := range cases {
 		dir := t.TempDir()
@@ -130,12 +130,12 @@ spec:
 		}
 	}
 	t.Setenv("SOURCE_DATE_EPOCH", "yesterday")
-	if _, err := runCLI(t, "render", "--machineconfig", bad, "--output", filepath.Join(t.TempDir(), "o")); err == nil || !strings.Contains(err.Error(), "SOURCE_DATE_EPOCH") {
+	if _, err := runCLI(t, "render", "--machineconfig", bad, "--output-dir", filepath.Join(t.TempDir(), "o")); err == nil || !strings.Contains(err.Error(), "SOURCE_DATE_EPOCH") {
 		t.Errorf("bad SOURCE_DATE_EPOCH: %v", err)
 	}
 	// build reads it the same way, and writes nothing.
 	out := filepath.Join(t.TempDir(), "layout")
-	if _, err := runCLI(t, "build", "--pool", "worker", "--machineconfig", bad, "--base", "oci:"+out, "--output", "oci:"+out); err == nil || !strings.Contains(err.Error(), "SOURCE_DATE_EPOCH") {
+	if _, err := runCLI(t, "build", "--pool", "worker", "--machineconfig", bad, "--base", "oci:"+out, "--push", "oci:"+out); err == nil || !strings.Contains(err.Error(), "SOURCE_DATE_EPOCH") {
 		t.Errorf("build with a bad SOURCE_DATE_EPOCH: %v", err)
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
@@ -166,7 +166,7 @@ func TestRenderCLIImageRef(t *testing.T) {
 	text, err := runCLI(t, "render",
 		"--osc", fixtures.Path(t, "gardener", "generated", "osc-worker-a-reconcile-full.yaml"),
 		"--mirror", "europe-docker.pkg.dev="+reg.Host,
-		"--output", out)
+		"--output-dir", out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, text)
 	}

@@ -17,13 +17,13 @@ func newTrustCmd(g *globals) *cobra.Command {
 	var key, repo, out, basePolicy string
 	var o sign.TrustOptions
 	cmd := &cobra.Command{
-		Use: "trust --key cosign.pub --repo REG/REPO --output DIR",
+		Use: "trust --key cosign.pub --repo REG/REPO --output-dir DIR",
 		Example: `  # Node trust files for a repository, plus ready oslayer inputs
-  oslayer trust --key keys/cosign.pub --repo registry.example.com/os/worker --output trust/
+  oslayer trust --key keys/cosign.pub --repo registry.example.com/os/worker --output-dir trust/
 
   # Keep an existing policy (e.g. RHCOS's GPG entries) and add the repository to it
   oslayer trust --key keys/cosign.pub --repo registry.example.com/os/worker \
-      --base-policy /etc/containers/policy.json --output trust/`,
+      --base-policy /etc/containers/policy.json --output-dir trust/`,
 		Short: "Write the node trust policy that enforces the image signature (policy.json, registries.d, key, as OSC and MachineConfig too)",
 		Long: `trust writes what a node needs to accept only images of REG/REPO signed by
 the key, for "rpm-ostree rebase ostree-image-signed:docker://REG/REPO@sha256:...":
@@ -45,7 +45,7 @@ Feed trust-osc.yaml (--osc) or 99-oslayer-trust.yaml (--machineconfig) to
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if key == "" || repo == "" || out == "" {
-				return errors.New("trust: --key, --repo and --output are required")
+				return errors.New("trust: --key, --repo and --output-dir are required")
 			}
 			pub, err := inputfile.Read(key)
 			if err != nil {
@@ -63,7 +63,7 @@ Feed trust-osc.yaml (--osc) or 99-oslayer-trust.yaml (--machineconfig) to
 			for _, f := range b.Files {
 				p := filepath.Join(out, filepath.FromSlash(f.Path))
 				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-					return fmt.Errorf("trust: --output %s: %w", out, err)
+					return fmt.Errorf("trust: --output-dir %s: %w", out, err)
 				}
 				if err := writeKeyFile(p, f.Content, os.FileMode(f.Mode)); err != nil {
 					return fmt.Errorf("trust: %w", err)
@@ -87,10 +87,10 @@ Feed trust-osc.yaml (--osc) or 99-oslayer-trust.yaml (--machineconfig) to
 	fs := cmd.Flags()
 	fs.StringVar(&key, "key", "", "cosign public key (cosign.pub)")
 	fs.StringVar(&repo, "repo", "", "repository the pool images are pushed to: REG/REPO")
-	fs.StringVar(&out, "output", "", "directory to write the files to")
+	fs.StringVar(&out, "output-dir", "", "directory to write the files to")
 	fs.StringVar(&o.NodeKeyPath, "node-key-path", "", "where the public key lives on the node (default /etc/pki/containers/oslayer-HASH.pub)")
 	fs.StringVar(&o.Pool, "pool", "worker", "MachineConfig role label (machineconfiguration.openshift.io/role)")
 	fs.StringVar(&basePolicy, "base-policy", "", "the nodes' current policy.json to add REG/REPO to (default: the stock Fedora CoreOS policy, accept anything else)")
 	fs.StringVar(&o.OSCType, "osc-type", "coreos", "OperatingSystemConfig spec.type")
-	return cmd
+	return withLegacyOutput(cmd, "output-dir")
 }

@@ -230,7 +230,7 @@ func BenchmarkPeers(b *testing.B) {
 
 	// The same content as a plain tar, for the peers.
 	rendered := filepath.Join(dir, "rendered")
-	e.exec(e.oslayer, []string{"render", "--osc", osc, "--pool", "worker", "--output", rendered})
+	e.exec(e.oslayer, []string{"render", "--osc", osc, "--pool", "worker", "--output-dir", rendered})
 	layerTar := filepath.Join(dir, "layer.tar")
 	if out, err := exec.Command("tar", "--sort=name", "--owner=0", "--group=0", "--numeric-owner",
 		"-C", filepath.Join(rendered, "rootfs"), "-cf", layerTar, ".").CombinedOutput(); err != nil {

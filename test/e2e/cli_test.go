@@ -100,7 +100,7 @@ func TestCLIExample(t *testing.T) {
 	t.Setenv("SOURCE_DATE_EPOCH", "") // empty means unset
 	out := filepath.Join(t.TempDir(), "out", "worker")
 	args := []string{"build", "--base", "oci:examples/base", "--pool", "worker",
-		"--osc", "examples/gardener/worker-osc.yaml", "--output", "oci:" + out + ":latest"}
+		"--osc", "examples/gardener/worker-osc.yaml", "--push", "oci:" + out + ":latest"}
 	stdout, stderr, code := cli(t, args...)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
@@ -156,7 +156,7 @@ func TestCLIExample(t *testing.T) {
 func TestCLIJSONFailure(t *testing.T) {
 	out := "oci:" + filepath.Join(t.TempDir(), "out")
 	stdout, stderr, code := cli(t, "build", "--base", "oci:examples/base", "--pool", "worker",
-		"--osc", "examples/gardener/worker-osc.yaml", "--output", out, "--max-added-bytes", "10", "-o", "json")
+		"--osc", "examples/gardener/worker-osc.yaml", "--push", out, "--max-added-bytes", "10", "-o", "json")
 	if code == 0 {
 		t.Fatalf("a 10-byte budget passed:\n%s\n%s", stdout, stderr)
 	}
@@ -204,13 +204,14 @@ func TestCLIErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"build", "--base", "oci:examples/base", "--osc", osc, "--output", out}, "--pool"},
+		{[]string{"build", "--base", "oci:examples/base", "--osc", osc, "--push", out}, "--pool"},
 		{[]string{"build", "--base", "oci:examples/base", "--pool", "w", "--osc", osc}, "--push"},
-		{[]string{"build", "--base", "oci:examples/base", "--pool", "w", "--osc", osc, "--output", out, "--push", "127.0.0.1:1/x"}, "not both"},
-		{[]string{"build", "--base", "oci:examples/base", "--pool", "w", "--osc", osc, "--output", "/tmp/x"}, "oci:DIR"},
-		{[]string{"build", "--pool", "w", "--osc", osc, "--output", out}, "no base image"},
-		{[]string{"build", "--base", "oci:examples/nothing", "--pool", "w", "--osc", osc, "--output", out}, "oci:examples/nothing"},
-		{[]string{"build", "--base", "oci:examples/base", "--pool", "w", "--osc", "examples/missing.yaml", "--output", out}, "examples/missing.yaml"},
+		{[]string{"build", "--base", "oci:examples/base", "--pool", "w", "--osc", osc, "--output", out, "--push", "127.0.0.1:1/x"}, "want text or json"},
+		{[]string{"build", "--base", "oci:examples/base", "--pool", "w", "--osc", osc, "--output", "out/x"}, "want text or json"},
+		{[]string{"build", "--base", "oci:examples/base", "--pool", "w", "--osc", osc, "-o", "yaml", "--push", out}, "want text or json"},
+		{[]string{"build", "--pool", "w", "--osc", osc, "--push", out}, "no base image"},
+		{[]string{"build", "--base", "oci:examples/nothing", "--pool", "w", "--osc", osc, "--push", out}, "oci:examples/nothing"},
+		{[]string{"build", "--base", "oci:examples/base", "--pool", "w", "--osc", "examples/missing.yaml", "--push", out}, "examples/missing.yaml"},
 	} {
 		stdout, stderr, code := cli(t, tc.args...)
 		if code == 0 || !strings.Contains(stderr, tc.want) || stdout != "" {

@@ -114,14 +114,14 @@ func TestSignalStopsCommands(t *testing.T) {
 		out  string
 	}{
 		{"render SIGTERM", syscall.SIGTERM, 143, func(dir string) []string {
-			return []string{"render", "--osc", imageRefOSC(t, dir, host+"/x/hyperkube:v1"), "--output", filepath.Join(dir, "out")}
+			return []string{"render", "--osc", imageRefOSC(t, dir, host+"/x/hyperkube:v1"), "--output-dir", filepath.Join(dir, "out")}
 		}, "out"},
 		{"render SIGINT", syscall.SIGINT, 130, func(dir string) []string {
-			return []string{"render", "--osc", imageRefOSC(t, dir, host+"/x/hyperkube:v1"), "--output", filepath.Join(dir, "out")}
+			return []string{"render", "--osc", imageRefOSC(t, dir, host+"/x/hyperkube:v1"), "--output-dir", filepath.Join(dir, "out")}
 		}, "out"},
 		{"build SIGINT", syscall.SIGINT, 130, func(dir string) []string {
 			return []string{"build", "--base", host + "/fcos/base:stable", "--pool", "worker",
-				"--osc", exampleOSC(t), "--output", "oci:" + filepath.Join(dir, "layout")}
+				"--osc", exampleOSC(t), "--push", "oci:" + filepath.Join(dir, "layout")}
 		}, "layout"},
 		{"build SIGTERM", syscall.SIGTERM, 143, func(dir string) []string {
 			return []string{"build", "--base", host + "/fcos/base:stable", "--pool", "worker",
@@ -200,13 +200,13 @@ spec:
 		args []string
 		path string
 	}{
-		{"--osc FIFO", []string{"render", "--osc", oscFIFO, "--output", out}, oscFIFO},
-		{"--machineconfig DIR with a FIFO", []string{"render", "--machineconfig", mcDir, "--output", out}, mcFIFO},
-		{"--machineconfig FIFO", []string{"render", "--machineconfig", mcFIFO, "--output", out}, mcFIFO},
-		{"--secrets DIR with a FIFO", []string{"render", "--osc", secretOSC, "--secrets", secDir, "--bake-secrets", "--output", out}, secFIFO},
-		{"--authfile FIFO", []string{"render", "--osc", exampleOSC(t), "--authfile", authFIFO, "--output", out}, authFIFO},
+		{"--osc FIFO", []string{"render", "--osc", oscFIFO, "--output-dir", out}, oscFIFO},
+		{"--machineconfig DIR with a FIFO", []string{"render", "--machineconfig", mcDir, "--output-dir", out}, mcFIFO},
+		{"--machineconfig FIFO", []string{"render", "--machineconfig", mcFIFO, "--output-dir", out}, mcFIFO},
+		{"--secrets DIR with a FIFO", []string{"render", "--osc", secretOSC, "--secrets", secDir, "--bake-secrets", "--output-dir", out}, secFIFO},
+		{"--authfile FIFO", []string{"render", "--osc", exampleOSC(t), "--authfile", authFIFO, "--output-dir", out}, authFIFO},
 		{"build --sign-key FIFO", []string{"build", "--base", "oci:examples/base", "--pool", "worker", "--osc", exampleOSC(t),
-			"--sign-key", keyFIFO, "--output", "oci:" + filepath.Join(dir, "layout")}, keyFIFO},
+			"--sign-key", keyFIFO, "--push", "oci:" + filepath.Join(dir, "layout")}, keyFIFO},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -264,7 +264,7 @@ func TestKilledRenderIsSwept(t *testing.T) {
 	var killed bool
 	for attempt := 0; attempt < 5 && !killed; attempt++ {
 		var stdout, stderr bytes.Buffer
-		cmd := start(t, &stdout, &stderr, "render", "--osc", osc, "--output", out)
+		cmd := start(t, &stdout, &stderr, "render", "--osc", osc, "--output-dir", out)
 		exited := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(exited) }()
 	poll:
@@ -292,7 +292,7 @@ func TestKilledRenderIsSwept(t *testing.T) {
 		left = append(left, e.Name())
 	}
 	t.Logf("after kill -9: %v", left)
-	if _, stderr, code := cli(t, "render", "--osc", osc, "--output", out); code != 0 {
+	if _, stderr, code := cli(t, "render", "--osc", osc, "--output-dir", out); code != 0 {
 		t.Fatalf("render after the kill: exit %d\n%s", code, stderr)
 	}
 	ents, _ = os.ReadDir(parent)

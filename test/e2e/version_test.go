@@ -58,7 +58,7 @@ func TestVersionFromBuildInfo(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "worker")
 	cmd := exec.CommandContext(ctxT(t), bin, "build", "--base", "oci:examples/base", "--pool", "worker",
-		"--osc", "examples/gardener/worker-osc.yaml", "--output", "oci:"+out+":latest")
+		"--osc", "examples/gardener/worker-osc.yaml", "--push", "oci:"+out+":latest")
 	cmd.Dir = clone
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, b)

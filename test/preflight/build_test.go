@@ -125,7 +125,7 @@ func TestContentCheckWritesNothing(t *testing.T) {
 	}
 
 	dir := filepath.Join(t.TempDir(), "layout")
-	_, stderr, code = cli(t, "build", "--base", baseRef, "--pool", "worker", "--osc", osc, "--output", "oci:"+dir+":latest")
+	_, stderr, code = cli(t, "build", "--base", baseRef, "--pool", "worker", "--osc", osc, "--push", "oci:"+dir+":latest")
 	if code == 0 || !strings.Contains(stderr, "secrets /etc/ssl/private/node.key") {
 		t.Fatalf("build into a layout with a private key: exit %d\n%s", code, stderr)
 	}

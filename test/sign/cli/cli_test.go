@@ -120,7 +120,7 @@ func TestKeygenTrustVerify(t *testing.T) {
 
 	// trust writes the files.
 	out := filepath.Join(dir, "trust")
-	r = oslayer(t, bin, nil, "trust", "--key", pub, "--repo", reg.Host+"/pool", "--output", out)
+	r = oslayer(t, bin, nil, "trust", "--key", pub, "--repo", reg.Host+"/pool", "--output-dir", out)
 	if r.code != 0 {
 		t.Fatalf("trust: %+v", r)
 	}
@@ -130,7 +130,7 @@ func TestKeygenTrustVerify(t *testing.T) {
 			t.Fatalf("trust did not write %s: %v\n%s", f, err, r.stdout)
 		}
 	}
-	if r := oslayer(t, bin, nil, "trust", "--key", pub, "--repo", reg.Host+"/pool:v1", "--output", out); r.code != 1 {
+	if r := oslayer(t, bin, nil, "trust", "--key", pub, "--repo", reg.Host+"/pool:v1", "--output-dir", out); r.code != 1 {
 		t.Fatalf("trust with a tag: %+v", r)
 	}
 
