@@ -212,7 +212,7 @@ func TestRenderCLIBase(t *testing.T) {
 		{nil, "fallback"},
 	} {
 		out := filepath.Join(t.TempDir(), "worker")
-		text, err := runCLI(t, append([]string{"render", "--osc", osc, "--output", out}, tc.args...)...)
+		text, err := runCLI(t, append([]string{"render", "--osc", osc, "--output-dir", out}, tc.args...)...)
 		if err != nil {
 			t.Fatalf("%v: %v\n%s", tc.args, err, text)
 		}
@@ -231,7 +231,7 @@ func TestRenderCLIBase(t *testing.T) {
 			t.Errorf("%v: containerd.service installFrom %q, want %q", tc.args, got, tc.want)
 		}
 	}
-	if _, err := runCLI(t, "render", "--osc", osc, "--output", t.TempDir(), "--base", base, "--base-index", "sometimes"); err == nil || !strings.Contains(err.Error(), "--base-index") {
+	if _, err := runCLI(t, "render", "--osc", osc, "--output-dir", t.TempDir(), "--base", base, "--base-index", "sometimes"); err == nil || !strings.Contains(err.Error(), "--base-index") {
 		t.Errorf("bad --base-index: %v", err)
 	}
 }
