@@ -41,8 +41,9 @@ type Stats struct {
 
 // ostreeStore is the ostree object store an ostree-ext tar stream carries
 // next to the checkout (sysroot/ostree/repo/objects, .../xattrs): its files
-// are the targets of the checkout's hardlinks, not part of the deployed
-// tree, so the index records the checkout only.
+// are the targets of the checkout's hardlinks (also from a later layer), not
+// part of the deployed tree. They are kept while layers are applied and left
+// out of the index.
 var ostreeStore = []string{"sysroot/ostree/repo/objects/", "sysroot/ostree/repo/xattrs/"}
 
 func inOstreeStore(p string) bool {
@@ -55,12 +56,15 @@ func inOstreeStore(p string) bool {
 }
 
 // Hardlink sources: an ostree-ext layer writes each file object, then the
-// checkout paths as hardlinks to it, so the content of a small file is
-// kept for the hardlinks that follow it. The window is bounded.
+// checkout paths as hardlinks to it (a chunked layer right after the object,
+// a single-layer export wherever the path is), so the content of the last
+// small files is kept for the hardlinks that follow. The window is bounded;
+// a recorded path hardlinked to a file that left it keeps its metadata only
+// (reading it fails with ErrNotIndexed).
 const (
 	recentMaxFile  = 64 << 10
-	recentMaxBytes = 4 << 20
-	recentMaxFiles = 512
+	recentMaxBytes = 8 << 20
+	recentMaxFiles = 4096
 )
 
 // Build reads every layer of img once and returns its index. Each layer's
@@ -330,7 +334,7 @@ func (r *recent) add(p string, b []byte) {
 func readTar(r io.Reader) (*changeset, error) {
 	cs := &changeset{}
 	tr := tar.NewReader(r)
-	files := map[string]*Entry{} // regular files of this layer, for hardlinks
+	files := map[string]*Entry{} // files and symlinks of this layer, for hardlinks
 	var rec recent
 	for {
 		h, err := tr.Next()
@@ -375,7 +379,10 @@ func readTar(r io.Reader) (*changeset, error) {
 		case tar.TypeDir:
 			e.Type = TypeDir
 		case tar.TypeSymlink:
+			// ostree-ext writes symlink objects too and hardlinks the
+			// checkout's symlinks to them.
 			e.Type, e.Link = TypeSymlink, h.Linkname
+			files[p] = e
 		case tar.TypeLink:
 			target := cleanRel(h.Linkname)
 			src, ok := files[target]
@@ -404,9 +411,6 @@ func readTar(r io.Reader) (*changeset, error) {
 		default:
 			// Extended headers are consumed by archive/tar; anything else
 			// (e.g. a Solaris-specific type) is not part of a root tree.
-			continue
-		}
-		if inOstreeStore(p) {
 			continue
 		}
 		cs.entries = append(cs.entries, e)

@@ -346,11 +346,15 @@ func (t *tree) finish() ([]Entry, []string) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	out := make([]Entry, len(keys))
+	out := make([]Entry, 0, len(keys))
 	kernels := []string{}
-	for i, k := range keys {
-		out[i] = *t.m[k]
-		if d, name := path.Split(k); d == "usr/lib/modules/" && out[i].Type == TypeDir {
+	for _, k := range keys {
+		if inOstreeStore(k) {
+			continue
+		}
+		e := *t.m[k]
+		out = append(out, e)
+		if d, name := path.Split(k); d == "usr/lib/modules/" && e.Type == TypeDir {
 			kernels = append(kernels, name)
 		}
 	}

@@ -158,8 +158,24 @@ func TestOstreeHardlinks(t *testing.T) {
 		{name: "etc/", typ: tar.TypeDir},
 		{name: "etc/passwd", data: "root:x:0:0::/root:/bin/bash\n", typ: tar.TypeReg},
 		{name: "usr/lib/passwd", link: "etc/passwd", typ: tar.TypeLink},
+		// A symlink object and its checkout path.
+		{name: "sysroot/ostree/repo/objects/cd/0123.file", link: "sshd.service", typ: tar.TypeSymlink},
+		{name: "usr/lib/systemd/system/ssh.service", link: "sysroot/ostree/repo/objects/cd/0123.file", typ: tar.TypeLink},
+		{name: "sysroot/ostree/repo/objects/ef/4567.file", data: "[Unit]\n", typ: tar.TypeReg},
+	}, []te{
+		// A later layer's path hardlinked to an object of a lower layer.
+		{name: "usr/lib/systemd/system/late.service", link: "sysroot/ostree/repo/objects/ef/4567.file", typ: tar.TypeLink},
 	})
 	ix := build(t, img)
+	if l, err := fs.ReadLink(ix.FS(), "usr/lib/systemd/system/ssh.service"); err != nil || l != "sshd.service" {
+		t.Errorf("ssh.service alias: %q %v", l, err)
+	}
+	if b, err := fs.ReadFile(ix.FS(), "usr/lib/systemd/system/ssh.service"); err != nil || string(b) != unit {
+		t.Errorf("ssh.service through the alias: %q %v", b, err)
+	}
+	if e, ok := ix.Lookup("usr/lib/systemd/system/late.service"); !ok || e.Type != TypeFile || e.Size != 7 {
+		t.Errorf("late.service: %+v", e)
+	}
 	for _, p := range paths(ix) {
 		if strings.HasPrefix(p, "sysroot/ostree/repo/objects/") {
 			t.Errorf("object store entry %s in the index", p)
