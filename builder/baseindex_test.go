@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io/fs"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -148,5 +149,37 @@ func TestIndexOfExampleBase(t *testing.T) {
 	b, err := fs.ReadFile(base.Index.FS(), "usr/lib/systemd/system/containerd.service")
 	if err != nil || !bytes.Contains(b, []byte("WantedBy=multi-user.target")) {
 		t.Errorf("containerd.service: %q %v", b, err)
+	}
+}
+
+// A base whose layers cannot be read stops the build in the base-index
+// step, before anything is rendered or written, and says how to build
+// without reading the base.
+func TestBuildBaseIndexUnreadable(t *testing.T) {
+	ctx := context.Background()
+	reg := regtest.Start(t, regtest.Config{})
+	proxy := regtest.NewProxy(t, reg.Host)
+	img := synthBase(t)
+	bd, err := synth.Push(ctx, img, reg.Host+"/fcos/base:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := img.Manifest()
+	last := m.Layers[len(m.Layers)-1].Digest.String()
+	proxy.SetFail(func(r *http.Request) int {
+		if strings.HasSuffix(r.URL.Path, "/blobs/"+last) {
+			return http.StatusNotFound
+		}
+		return 0
+	})
+	pub := &fakePub{}
+	spy := &spyRenderer{}
+	res, err := Build(ctx, Request{Render: layers.Request{Pool: "worker"}, Renderer: spy.render(t),
+		Base: proxy.Host + "/fcos/base@" + bd.DigestStr(), Registry: &registry.Options{}}, pub)
+	if err == nil || !strings.HasPrefix(err.Error(), "base-index: ") || !strings.Contains(err.Error(), last) || !strings.Contains(err.Error(), "--base-index=off") {
+		t.Fatalf("error %v", err)
+	}
+	if len(spy.bases) != 0 || len(pub.calls) != 0 || res.Tagged {
+		t.Errorf("rendered %d times, publisher calls %v", len(spy.bases), pub.calls)
 	}
 }

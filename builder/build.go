@@ -187,7 +187,7 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage) (*Re
 		return phase("base-index", func() error {
 			info, err := IndexBase(ctx, base, iopts)
 			if err != nil {
-				return err
+				return fmt.Errorf("%w (--base-index=off builds without reading the base)", err)
 			}
 			res.BaseIndex = info
 			res.Warnings = append(res.Warnings, info.Warnings...)
