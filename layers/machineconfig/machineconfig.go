@@ -230,13 +230,11 @@ func decodeFile(path string, data []byte) ([]doc, []string, error) {
 			}
 			out = append(out, doc{path: path, index: i + 1, raw: d, mc: mc, digest: sha(d)})
 		case "List", "MachineConfigList":
-			var list struct {
-				Items []json.RawMessage `json:"items"`
-			}
-			if err := model.DecodeLoose(d, &list); err != nil {
+			items, err := listItems(d)
+			if err != nil {
 				return nil, nil, fmt.Errorf("%s: %s: %v", where, tm.Kind, err)
 			}
-			for j, it := range list.Items {
+			for j, it := range items {
 				iw := fmt.Sprintf("%s items[%d]", where, j)
 				itm, err := model.PeekType(it)
 				if err != nil {
