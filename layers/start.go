@@ -32,6 +32,9 @@ func (p *placer) startOnBoot(units []model.Unit, reports []*UnitReport, bad []bo
 		if ur == nil || bad[i] || u.Mask || !u.StartOnApply || u.Enabled == nil || !*u.Enabled || len(ur.Links) > 0 {
 			continue
 		}
+		if ur.InstallFrom == "missing" {
+			continue // the base does not ship it: the node agent's start fails too (warned)
+		}
 		if strings.Contains(u.Name, "@.") {
 			p.warns = append(p.warns, fmt.Sprintf("%s: unit %s is a template without an instance: it cannot be started at boot", u.Origin, u.Name))
 			continue

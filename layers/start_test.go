@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
+
+	"github.com/oslayer/oslayer/layers/model"
 
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/regtest"
@@ -56,5 +59,42 @@ func TestStartTarget(t *testing.T) {
 	out, err := exec.Command(bin, "verify", "--root="+root, filepath.Join(root, StartTargetPath)).CombinedOutput()
 	if err != nil {
 		t.Errorf("systemd-analyze verify %s: %v\n%s", StartTarget, err, out)
+	}
+}
+
+// TestStartTargetOnBase: over a known base, an OS unit without [Install]
+// that the node agent restarts (systemd-sysctl.service) is wanted by the
+// target; one with [Install] gets its links instead; a unit the base does
+// not ship and units the node agent stops or that are disabled are not
+// wanted.
+func TestStartTargetOnBase(t *testing.T) {
+	base := fstest.MapFS{
+		"usr/lib/systemd/system/systemd-sysctl.service": {Data: []byte("[Unit]\nDescription=Apply Kernel Variables\n[Service]\nType=oneshot\nExecStart=/usr/lib/systemd/systemd-sysctl\n")},
+		"usr/lib/systemd/system/containerd.service":     {Data: []byte("[Service]\nExecStart=/usr/bin/containerd\n[Install]\nWantedBy=multi-user.target\n")},
+		"usr/lib/systemd/system/multi-user.target":      {Data: []byte("[Unit]\nDescription=Multi-User System\n")},
+	}
+	yes, no := true, false
+	o := org("spec.units[0]")
+	cfg := &model.Config{Units: []model.Unit{
+		{Name: "systemd-sysctl.service", Enabled: &yes, StartOnApply: true, Origin: o},
+		{Name: "containerd.service", Enabled: &yes, StartOnApply: true, Origin: o},
+		{Name: "not-shipped.service", Enabled: &yes, StartOnApply: true, Origin: o},
+		{Name: "stopped.service", Contents: ptr("[Service]\nExecStart=/bin/true\n"), Enabled: &yes, Origin: o},
+		{Name: "off.service", Contents: ptr("[Service]\nExecStart=/bin/true\n"), Enabled: &no, Origin: o},
+		{Name: "ignition-style.service", Contents: ptr("[Service]\nExecStart=/bin/true\n"), Enabled: &yes, Origin: o},
+	}}
+	res, err := RenderConfig(context.Background(), Request{Base: base}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ok := res.tree.Get(StartTargetPath)
+	if !ok {
+		t.Fatalf("no %s", StartTargetPath)
+	}
+	if !strings.Contains(string(e.Data), "\nWants=systemd-sysctl.service\n") || strings.Count(string(e.Data), "Wants=") != 1 {
+		t.Errorf("%s:\n%s", StartTarget, e.Data)
+	}
+	if _, ok := res.tree.Get("/etc/systemd/system/multi-user.target.wants/containerd.service"); !ok {
+		t.Errorf("containerd.service not enabled through its [Install]")
 	}
 }
