@@ -36,6 +36,8 @@
 //     disabled unit loses the links `systemctl --root disable` removes:
 //     this layer's are not created, the base's (and directories left
 //     empty) are removed with whiteouts (tree.Whiteout, ".wh." entries).
+//     PresetPath holds a preset rule for every enabled or disabled unit,
+//     so that presets applied on a first boot keep that enablement.
 //     A unit that cannot be loaded (masked, linked, unreadable) or enabled
 //     (e.g. a template without DefaultInstance= wanted by a plain target)
 //     is an error naming the document, the field and the unit, as

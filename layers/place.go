@@ -432,6 +432,7 @@ func (p *placer) placeUnits(units []model.Unit) {
 		}
 	}
 	p.disableUnits(units, reports, bad)
+	p.placePresets(units, reports, bad)
 	p.startOnBoot(units, reports, bad)
 	for _, ur := range reports {
 		if ur != nil {

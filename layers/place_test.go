@@ -834,3 +834,43 @@ func TestUnitDisableRemovesBaseLinks(t *testing.T) {
 		t.Error("the Also= link of a disabled unit is in the layer")
 	}
 }
+
+// TestUnitPresetFile: the preset file has a sorted rule per enabled or
+// disabled unit, enabled instances of a template on one line; masked units
+// and units left alone get none; and systemd's preset query of the
+// rendered tree says what the configuration says.
+func TestUnitPresetFile(t *testing.T) {
+	cfg := &model.Config{Units: []model.Unit{
+		{Name: "sshd.service", Enabled: ptr(false), Origin: org("spec.units[0]")},
+		{Name: "kubelet.service", Contents: ptr("[Service]\nExecStart=/bin/true\n"), Enabled: ptr(true), Origin: org("spec.units[1]")},
+		{Name: "getty@.service", Contents: ptr("[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=getty.target\n"), Origin: org("spec.units[2]")},
+		{Name: "getty@tty2.service", Enabled: ptr(true), Origin: org("spec.units[3]")},
+		{Name: "getty@tty1.service", Enabled: ptr(true), Origin: org("spec.units[4]")},
+		{Name: "zincati.service", Mask: true, Origin: org("spec.units[5]")},
+		{Name: "left-alone.service", Contents: ptr("[Service]\nExecStart=/bin/true\n"), Origin: org("spec.units[6]")},
+	}}
+	res, err := RenderConfig(context.Background(), Request{}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ok := res.tree.Get(PresetPath)
+	if !ok {
+		t.Fatalf("no %s:\n%s", PresetPath, listing(res.tree))
+	}
+	want := "disable sshd.service\nenable getty@.service tty1 tty2\nenable kubelet.service\n"
+	if got := string(e.Data); !strings.HasSuffix(got, "\n"+want) || e.Mode != 0o644 {
+		t.Errorf("%s (mode %o):\n%s\nwant the rules\n%s", PresetPath, e.Mode, got, want)
+	}
+	ps, err := systemd.LoadPresets(fstest.MapFS{strings.TrimPrefix(PresetPath, "/"): {Data: e.Data}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, enable := range map[string]bool{"sshd.service": false, "kubelet.service": true, "getty@tty1.service": true} {
+		if got, _ := ps.Query(name); got != enable {
+			t.Errorf("preset of %s: enable=%v, want %v", name, got, enable)
+		}
+	}
+	if _, in := ps.Query("getty@.service"); !slices.Equal(in, []string{"getty@tty1.service", "getty@tty2.service"}) {
+		t.Errorf("preset instances of getty@.service: %q", in)
+	}
+}

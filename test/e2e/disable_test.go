@@ -44,6 +44,9 @@ func enabledBaseLayer(t *testing.T) []byte {
 		{name: usr + "zincati.service", data: unit("WantedBy=multi-user.target")},
 		{name: usr + "serial-getty@.service", data: unit("WantedBy=getty.target")},
 		{name: usr + "multi-user.target", data: "[Unit]\nDescription=Multi-User System\n"},
+		{name: "usr/lib/systemd/system-preset/"},
+		{name: "usr/lib/systemd/system-preset/90-default.preset", data: "enable sshd.service\nenable rpcbind.*\nenable chronyd.service\nenable containerd.service\nenable dbus-broker.service\nenable zincati.service\nenable serial-getty@.service ttyS0 ttyS1\n"},
+		{name: "usr/lib/systemd/system-preset/99-default-disable.preset", data: "disable *\n"},
 		{name: etc + "dbus.service", link: "/usr/lib/systemd/system/dbus-broker.service"},
 		{name: etc + "getty.target.wants/serial-getty@ttyS0.service", link: "/usr/lib/systemd/system/serial-getty@.service"},
 		{name: etc + "getty.target.wants/serial-getty@ttyS1.service", link: "/usr/lib/systemd/system/serial-getty@.service"},
@@ -78,12 +81,12 @@ func enabledBaseLayer(t *testing.T) []byte {
 	return buf.Bytes()
 }
 
-// unitTree lists etc/systemd under root: directories, and symlinks with
-// their targets.
+// unitTree lists etc/systemd/system under root: directories, and symlinks
+// with their targets.
 func unitTree(t *testing.T, root string) []string {
 	t.Helper()
 	var out []string
-	dir := filepath.Join(root, "etc", "systemd")
+	dir := filepath.Join(root, "etc", "systemd", "system")
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -178,7 +181,7 @@ func TestDisabledUnitsOnUnpackedImage(t *testing.T) {
 			run(t, "umoci", "unpack", "--rootless", "--image", out+":latest", bundle)
 			got := unitTree(t, filepath.Join(bundle, "rootfs"))
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
-				t.Errorf("etc/systemd of the image differs from systemctl disable on the base:\n image:\n  %s\n systemctl:\n  %s",
+				t.Errorf("etc/systemd/system of the image differs from systemctl disable on the base:\n image:\n  %s\n systemctl:\n  %s",
 					strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 			}
 			var whiteouts int
@@ -190,7 +193,31 @@ func TestDisabledUnitsOnUnpackedImage(t *testing.T) {
 			if whiteouts == 0 {
 				t.Error("the report lists no whiteout")
 			}
-			t.Logf("%s: %d whiteouts; etc/systemd has %d entries, as systemctl disable leaves it", name, whiteouts, len(got))
+			t.Logf("%s: %d whiteouts; etc/systemd/system has %d entries, as systemctl disable leaves it", name, whiteouts, len(got))
+
+			// A first boot applies the presets (enable-only unless systemd
+			// is built with first-boot-full-preset): the units the
+			// configuration disabled stay disabled, in either mode, as the
+			// vendor presets' "enable" lines lose to oslayer's preset file.
+			// (Presets name units, not what their disable removed: an
+			// instance of an enabled template, the unit behind an alias and
+			// an Also= unit the vendor presets enable come back, as they do
+			// after Ignition's preset file.)
+			for _, mode := range []string{"enable-only", "full"} {
+				root := filepath.Join(t.TempDir(), "bundle")
+				run(t, "umoci", "unpack", "--rootless", "--image", out+":latest", root)
+				root = filepath.Join(root, "rootfs")
+				run(t, systemctl, "--root="+root, "--no-reload", "preset-all", "--preset-mode="+mode)
+				links := strings.Join(unitTree(t, root), "\n")
+				for _, gone := range []string{"sshd.service", "chronyd.service", "rpcbind.socket"} {
+					if strings.Contains(links, "/"+gone+" ->") {
+						t.Errorf("preset-all --preset-mode=%s enabled the disabled %s again:\n%s", mode, gone, links)
+					}
+				}
+				if !strings.Contains(links, "multi-user.target.wants/zincati.service ->") {
+					t.Errorf("preset-all --preset-mode=%s: zincati.service not enabled:\n%s", mode, links)
+				}
+			}
 		})
 	}
 }

@@ -1,0 +1,57 @@
+package layers
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/oslayer/oslayer/layers/model"
+	"github.com/oslayer/oslayer/layers/systemd"
+	"github.com/oslayer/oslayer/layers/tree"
+)
+
+// PresetPath is the preset file that keeps the configuration's enablement
+// when systemd applies presets: on a first boot (machine-id not yet
+// initialised) PID 1 runs `systemctl preset-all`, which would otherwise
+// re-enable a unit the configuration disabled but the vendor presets
+// enable (sshd.service on FCOS). It sorts before the vendor files in
+// /usr/lib/systemd/system-preset, so its rules win. Ignition writes the
+// same lines into 20-ignition.preset for a MachineConfig's units.
+const PresetPath = "/etc/systemd/system-preset/20-oslayer.preset"
+
+// placePresets writes PresetPath with a rule for every unit the
+// configuration enables or disables, the way Ignition writes its preset
+// file: "enable NAME" and "disable NAME"; enabled instances of one template
+// share one line "enable TEMPLATE INSTANCE..." (systemd matches instances
+// only in that form). Lines are sorted, so the file is deterministic.
+// Masked units get none: a mask needs no preset.
+func (p *placer) placePresets(units []model.Unit, reports []*UnitReport, bad []bool) {
+	instances := map[string][]string{} // template -> enabled instances
+	var lines []string
+	for i, u := range units {
+		if reports[i] == nil || bad[i] || u.Mask || u.Enabled == nil {
+			continue
+		}
+		if !*u.Enabled {
+			lines = append(lines, "disable "+u.Name)
+			continue
+		}
+		if t, ok := systemd.TemplateOf(u.Name); ok {
+			at, dot := strings.IndexByte(u.Name, '@'), strings.LastIndexByte(u.Name, '.')
+			instances[t] = append(instances[t], u.Name[at+1:dot])
+			continue
+		}
+		lines = append(lines, "enable "+u.Name)
+	}
+	for t, in := range instances {
+		sort.Strings(in)
+		lines = append(lines, "enable "+t+" "+strings.Join(in, " "))
+	}
+	if len(lines) == 0 {
+		return
+	}
+	sort.Strings(lines)
+	data := "# Written by oslayer: the enablement the configuration asks for, kept when\n" +
+		"# systemd applies presets (on a first boot).\n" + strings.Join(lines, "\n") + "\n"
+	p.add(tree.Entry{Path: PresetPath, Kind: tree.File, Mode: 0o644, Data: []byte(data), Layer: LayerConfig},
+		Baked{Path: PresetPath, Source: model.Origin{Document: "oslayer", Field: "unit presets"}, Generated: true})
+}
