@@ -240,13 +240,17 @@ func (ix *Index) Marshal() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// maxIndex bounds the uncompressed JSON of an index read back (1 GiB).
-const maxIndex = 1 << 30
+// maxIndex bounds the uncompressed JSON of an index read back (256 MiB,
+// far more than the metadata of an OS tree of a few hundred thousand paths).
+const maxIndex = 256 << 20
+
+var knownType = map[string]bool{TypeDir: true, TypeFile: true, TypeSymlink: true, TypeChar: true, TypeBlock: true, TypeFifo: true}
 
 // Unmarshal decodes an index written by Marshal and checks it: its format
 // version, that it was made from base (unless base is the zero Hash), that
 // its own digest matches its content, and that its entries are sorted and
-// unique. Any mismatch is an error (the caller rebuilds the index).
+// unique, with clean relative paths and known types. Any mismatch is an
+// error (the caller rebuilds the index).
 func Unmarshal(data []byte, base v1.Hash) (*Index, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
@@ -276,9 +280,12 @@ func Unmarshal(data []byte, base v1.Hash) (*Index, error) {
 	if ix.Digest != want {
 		return nil, fmt.Errorf("base index of %s: recorded digest %q does not match its content (%s)", ix.Base, want, ix.Digest)
 	}
-	for i := range ix.Entries {
-		if i > 0 && ix.Entries[i-1].Path >= ix.Entries[i].Path {
-			return nil, fmt.Errorf("base index of %s: entries not sorted at %q", ix.Base, ix.Entries[i].Path)
+	for i, e := range ix.Entries {
+		if i > 0 && ix.Entries[i-1].Path >= e.Path {
+			return nil, fmt.Errorf("base index of %s: entries not sorted at %q", ix.Base, e.Path)
+		}
+		if e.Path == "" || !fs.ValidPath(e.Path) || cleanRel(e.Path) != e.Path || !knownType[e.Type] {
+			return nil, fmt.Errorf("base index of %s: invalid entry %q (type %q)", ix.Base, e.Path, e.Type)
 		}
 	}
 	return &ix, nil

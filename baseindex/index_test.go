@@ -345,6 +345,12 @@ func TestMarshalChecks(t *testing.T) {
 	if _, err := Unmarshal(tb, ix.Base); err == nil || !strings.Contains(err.Error(), "does not match its content") {
 		t.Errorf("tampered: %v", err)
 	}
+	bad := build(t, img)
+	bad.Entries[0].Path, bad.Digest = "../etc/passwd", ""
+	bb, _ := bad.Marshal() // sealed again: only the entry is wrong
+	if _, err := Unmarshal(bb, ix.Base); err == nil || !strings.Contains(err.Error(), "invalid entry") {
+		t.Errorf("entry outside the root: %v", err)
+	}
 	old := build(t, img)
 	old.Version = 0
 	old.Digest = ""
