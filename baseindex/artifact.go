@@ -166,6 +166,12 @@ func Fetch(ctx context.Context, repo name.Repository, base v1.Hash, opts ...remo
 	return ix, nil
 }
 
+// denied reports an authentication or authorization refusal.
+func denied(err error) bool {
+	var te *transport.Error
+	return errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden)
+}
+
 // notFound reports a missing tag or repository.
 func notFound(err error) bool {
 	var te *transport.Error

@@ -75,6 +75,19 @@ func TestArtifact(t *testing.T) {
 	if err != nil || res.Source != SourceBuilt || res.Index.Digest != ix.Digest || len(res.Warnings) != 1 {
 		t.Errorf("resolve over a forged artifact: %+v %v", res, err)
 	}
+
+	// A repository the credentials cannot read: the base is read, without
+	// a warning.
+	proxy.SetFail(func(r *http.Request) int {
+		if strings.Contains(r.URL.Path, "/manifests/") {
+			return http.StatusForbidden
+		}
+		return 0
+	})
+	res, err = (&Resolver{Repository: &repo}).Resolve(ctx, img)
+	if err != nil || res.Source != SourceBuilt || len(res.Warnings) != 0 {
+		t.Errorf("resolve with a forbidden repository: %+v %v", res, err)
+	}
 }
 
 func mustArtifact(t *testing.T, ix *Index) v1.Image {

@@ -77,6 +77,10 @@ func (r *Resolver) Resolve(ctx context.Context, img v1.Image) (*Resolved, error)
 	if r.Repository != nil {
 		ix, err := Fetch(ctx, *r.Repository, base, r.Remote...)
 		switch {
+		case denied(err):
+			// A repository the credentials cannot read yet (some
+			// registries answer so for one that does not exist).
+			log.Info("base index artifact not readable, reading the base", "repository", r.Repository.String(), "error", err.Error())
 		case err != nil:
 			warn(fmt.Sprintf("base index artifact unusable, rebuilding it: %v", err))
 		case ix != nil:
