@@ -174,7 +174,7 @@ func compareCase(t *testing.T, tl tools, base string, c mcCase) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	build := exec.CommandContext(ctx, tl.oslayer, "build", "--base", "oci:"+base+":latest",
-		"--machineconfig", mcDir, "--pool", c.pool, "--output", "oci:"+layoutDir+":pool",
+		"--machineconfig", mcDir, "--pool", c.pool, "--push", "oci:"+layoutDir+":pool",
 		"--skip", "secrets")
 	var stderr bytes.Buffer
 	build.Stderr = &stderr
