@@ -85,11 +85,12 @@ func (o *Options) Image(ctx context.Context, ref string, platform *v1.Platform) 
 }
 
 func layoutImage(ref string, platform v1.Platform) (v1.Image, Resolved, error) {
-	dir, tag, err := SplitLayout(ref)
+	l, err := ParseLayout(ref)
 	if err != nil {
 		return nil, Resolved{}, err
 	}
-	res := Resolved{Given: ref, LayoutDir: dir, LayoutTag: tag}
+	dir, tag := l.Dir, l.Tag
+	res := Resolved{Given: ref, LayoutDir: dir, LayoutTag: tag, Pinned: l.Digest != v1.Hash{}}
 	if _, err := os.Stat(dir); err != nil {
 		return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
 	}
@@ -107,16 +108,23 @@ func layoutImage(ref string, platform v1.Platform) (v1.Image, Resolved, error) {
 	}
 	var matches []v1.Descriptor
 	for _, d := range im.Manifests {
-		if tag == "" || d.Annotations["org.opencontainers.image.ref.name"] == tag {
+		switch {
+		case res.Pinned:
+			if d.Digest == l.Digest {
+				matches = append(matches, d)
+			}
+		case tag == "" || d.Annotations["org.opencontainers.image.ref.name"] == tag:
 			matches = append(matches, d)
 		}
 	}
 	switch {
+	case len(matches) == 0 && res.Pinned:
+		return nil, res, fmt.Errorf("OCI layout %s: no manifest %s in index.json", dir, l.Digest)
 	case len(matches) == 0 && tag != "":
 		return nil, res, fmt.Errorf("OCI layout %s: no image tagged %q", dir, tag)
 	case len(matches) == 0:
 		return nil, res, fmt.Errorf("OCI layout %s: no image in index.json", dir)
-	case len(matches) > 1 && tag == "":
+	case len(matches) > 1 && tag == "" && !res.Pinned:
 		return nil, res, fmt.Errorf("OCI layout %s holds %d images: name one with oci:%s:TAG", dir, len(matches), dir)
 	}
 	d := matches[0]

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
@@ -199,6 +200,32 @@ func (o *Options) RemoteOptions(ctx context.Context) []remote.Option {
 
 // IsLayout reports whether ref names an OCI layout ("oci:DIR[:TAG]").
 func IsLayout(ref string) bool { return strings.HasPrefix(ref, LayoutPrefix) }
+
+// Layout is a parsed OCI layout reference.
+type Layout struct {
+	Dir    string
+	Tag    string  // "" when none is named
+	Digest v1.Hash // zero unless the reference names a digest
+}
+
+// ParseLayout parses the OCI layout references oslayer takes and prints:
+// "oci:DIR", "oci:DIR:TAG" and "oci:DIR@sha256:HEX" (the digested form
+// build prints, which names one manifest of DIR's index.json).
+func ParseLayout(ref string) (Layout, error) {
+	s := strings.TrimPrefix(ref, LayoutPrefix)
+	if i := strings.LastIndex(s, "@"); i >= 0 && strings.Contains(s[i:], ":") {
+		h, err := v1.NewHash(s[i+1:])
+		if err != nil {
+			return Layout{}, fmt.Errorf("OCI layout reference %q: invalid digest %q: %v", ref, s[i+1:], err)
+		}
+		if s[:i] == "" {
+			return Layout{}, fmt.Errorf("OCI layout reference %q: missing directory (want oci:DIR@sha256:...)", ref)
+		}
+		return Layout{Dir: s[:i], Digest: h}, nil
+	}
+	dir, tag, err := SplitLayout(ref)
+	return Layout{Dir: dir, Tag: tag}, err
+}
 
 // SplitLayout splits "oci:DIR[:TAG]" into DIR and TAG (TAG may be empty).
 // A DIR containing ':' must be written with a trailing ":TAG".

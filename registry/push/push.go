@@ -189,8 +189,15 @@ func ParseTarget(target string) (name.Tag, error) {
 	return t, nil
 }
 
-// Target is the target as given to New.
-func (p *Publisher) Target() string { return p.target }
+// Target is the reference the tag moves: the target given to New with
+// its tag spelled out ("oci:DIR:latest", "REG/REPO:latest" when none was
+// given), so it can be passed on as it is.
+func (p *Publisher) Target() string {
+	if p.tag != nil {
+		return p.tag.Context().String() + ":" + p.tag.TagStr()
+	}
+	return registry.LayoutPrefix + p.dir + ":" + p.layoutTag
+}
 
 // Write implements builder.Publisher: it writes b by digest only.
 func (p *Publisher) Write(ctx context.Context, b *builder.Built) (*builder.Published, error) {

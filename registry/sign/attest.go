@@ -148,8 +148,8 @@ func NewStatement(b *builder.Built, d name.Digest, version string) (*Statement, 
 // for an OCI layout, "oci:DIR@sha256:...".
 func baseURI(ref, digest string) string {
 	if registry.IsLayout(ref) {
-		if dir, _, err := registry.SplitLayout(ref); err == nil {
-			return registry.LayoutPrefix + dir + "@" + digest
+		if l, err := registry.ParseLayout(ref); err == nil {
+			return registry.LayoutPrefix + l.Dir + "@" + digest
 		}
 		return ref + "@" + digest
 	}

@@ -1,0 +1,60 @@
+package e2e
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/oslayer/oslayer/test/regtest"
+)
+
+// Every reference build prints goes back into oslayer as it is: the
+// digested layout reference into preflight and build --base (verify says
+// why it needs a registry), and the tagged one it names in "tagged ..."
+// into skopeo as well.
+func TestPrintedLayoutReferences(t *testing.T) {
+	regtest.Require(t, "skopeo")
+	t.Setenv("COSIGN_PASSWORD", "")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "worker")
+	build := func(base, target string) (string, string) {
+		t.Helper()
+		stdout, stderr, code := cli(t, "build", "--base", base, "--pool", "worker",
+			"--osc", "examples/gardener/worker-osc.yaml", "--push", target)
+		if code != 0 {
+			t.Fatalf("build --base %s --push %s: exit %d\n%s", base, target, code, stderr)
+		}
+		return lastLine(stdout), stderr
+	}
+	ref, stderr := build("oci:examples/base", "oci:"+out)
+	if !strings.HasPrefix(ref, "oci:"+out+"@sha256:") {
+		t.Fatalf("build printed %q", ref)
+	}
+	tagged := "oci:" + out + ":latest"
+	if !strings.Contains(stderr, "tagged "+tagged+"\n") {
+		t.Errorf("the summary does not name the tag it moved (%s):\n%s", tagged, stderr)
+	}
+	if si := inspect(t, tagged); "oci:"+out+"@"+si.Digest != ref {
+		t.Errorf("skopeo: %s is %s, build printed %s", tagged, si.Digest, ref)
+	}
+
+	if _, stderr, code := cli(t, "preflight", ref); code != 0 {
+		t.Errorf("preflight %s: exit %d\n%s", ref, code, stderr)
+	}
+	// The digested reference as a base: pinned, so no advice to pin it.
+	ref2, stderr := build(ref, "oci:"+filepath.Join(dir, "again"))
+	if !strings.HasPrefix(ref2, "oci:") || strings.Contains(stderr, "resolved from a tag") {
+		t.Errorf("build --base %s printed %q\n%s", ref, ref2, stderr)
+	}
+	if _, stderr, code := cli(t, "preflight", "oci:"+out+"@sha256:"+strings.Repeat("0", 64)); code == 0 || !strings.Contains(stderr, "no manifest sha256:000") {
+		t.Errorf("preflight of a digest the layout lacks: exit %d\n%s", code, stderr)
+	}
+
+	if _, stderr, code := cli(t, "keygen", "--output-dir", dir); code != 0 {
+		t.Fatalf("keygen: %s", stderr)
+	}
+	_, stderr, code := cli(t, "verify", ref, "--key", filepath.Join(dir, "cosign.pub"))
+	if code == 0 || !strings.Contains(stderr, "needs a registry reference") {
+		t.Errorf("verify %s: exit %d, want it to say it needs a registry\n%s", ref, code, stderr)
+	}
+}
