@@ -65,7 +65,7 @@ func ResolveBase(ctx context.Context, ref string, reg *registry.Options, arch st
 	}
 	plat := registry.DefaultPlatform
 	if arch != "" {
-		plat.Architecture = arch
+		plat.Architecture = registry.NormalizeArch(arch)
 	}
 	img, res, err := reg.Image(ctx, ref, &plat)
 	if err != nil {
@@ -86,7 +86,12 @@ func ResolveBase(ctx context.Context, ref string, reg *registry.Options, arch st
 	if err != nil {
 		return nil, fmt.Errorf("base %s: config: %w", ref, err)
 	}
-	if arch != "" && res.IndexDigest == nil && cf.Architecture != arch {
+	// A single-architecture base must be for the architecture built for,
+	// amd64 unless --arch says otherwise.
+	if have := registry.NormalizeArch(cf.Architecture); res.IndexDigest == nil && have != "" && have != plat.Architecture {
+		if arch == "" {
+			return nil, fmt.Errorf("base %s: image is for architecture %q, and --arch defaults to amd64: give --arch %s to build for it", ref, cf.Architecture, have)
+		}
 		return nil, fmt.Errorf("base %s: image is for architecture %q, --arch is %q", ref, cf.Architecture, arch)
 	}
 	return &Base{Ref: ref, Digest: res.Digest, Pinned: res.Pinned, Image: img}, nil

@@ -60,7 +60,7 @@ func TestResolveBaseIndex(t *testing.T) {
 	}
 	proxy.Reset()
 	base := proxy.Host + "/fcos/multi:stable"
-	for arch, want := range map[string]v1.Image{"": amd, "amd64": amd, "arm64": arm} {
+	for arch, want := range map[string]v1.Image{"": amd, "amd64": amd, "arm64": arm, "x86_64": amd, "aarch64": arm} {
 		b, err := Assemble(ctx, AssembleRequest{Base: base, Arch: arch, Pool: "worker", Rendered: rendered(t), Registry: &registry.Options{}})
 		if err != nil {
 			t.Fatalf("arch %q: %v", arch, err)
@@ -70,7 +70,7 @@ func TestResolveBaseIndex(t *testing.T) {
 			t.Errorf("arch %q: base %s, want %s", arch, b.Base.Digest, wd)
 		}
 		cf, _ := b.Image.ConfigFile()
-		wantArch := arch
+		wantArch := registry.NormalizeArch(arch)
 		if wantArch == "" {
 			wantArch = "amd64"
 		}
@@ -86,6 +86,35 @@ func TestResolveBaseIndex(t *testing.T) {
 	armCfg, _ := arm.ConfigName()
 	for _, r := range blobGetsBut(proxy.Requests(), amdCfg, armCfg) {
 		t.Errorf("layer blob downloaded: %s", r.Path)
+	}
+}
+
+// A single-architecture base must be for the architecture built for: the
+// default amd64 or --arch, in either spelling (aarch64/arm64,
+// x86_64/amd64).
+func TestResolveBaseSingleArch(t *testing.T) {
+	ctx := context.Background()
+	amd := layoutBase(t, synthBase(t))
+	arm := layoutBase(t, withArch(t, synthBase(t), "arm64"))
+	for _, c := range []struct {
+		base, arch, err string
+	}{
+		{amd, "", ""},
+		{amd, "amd64", ""},
+		{amd, "x86_64", ""},
+		{amd, "aarch64", `image is for architecture "amd64", --arch is "aarch64"`},
+		{arm, "arm64", ""},
+		{arm, "aarch64", ""},
+		{arm, "", `image is for architecture "arm64", and --arch defaults to amd64: give --arch arm64`},
+		{arm, "x86_64", `--arch is "x86_64"`},
+	} {
+		_, err := ResolveBase(ctx, c.base, nil, c.arch)
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%s --arch %q: %v", c.base, c.arch, err)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), c.base)):
+			t.Errorf("%s --arch %q: %v, want an error naming the base and %q", c.base, c.arch, err, c.err)
+		}
 	}
 }
 

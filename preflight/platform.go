@@ -3,6 +3,8 @@ package preflight
 import (
 	"context"
 	"fmt"
+
+	"github.com/oslayer/oslayer/registry"
 )
 
 // platformCheck: the config's os/architecture must be linux, equal --arch
@@ -15,15 +17,7 @@ func (platformCheck) Needs() Needs       { return 0 }
 
 // NormalizeArch maps kernel/RPM architecture names to OCI ones
 // (x86_64 → amd64, aarch64 → arm64); others are returned unchanged.
-func NormalizeArch(a string) string {
-	switch a {
-	case "x86_64":
-		return "amd64"
-	case "aarch64":
-		return "arm64"
-	}
-	return a
-}
+func NormalizeArch(a string) string { return registry.NormalizeArch(a) }
 
 func platformString(os, arch, variant string) string {
 	s := os + "/" + arch

@@ -37,6 +37,19 @@ func (r Resolved) Digested() string {
 	return r.Ref.Context().Digest(r.Digest.String()).String()
 }
 
+// NormalizeArch maps the kernel's architecture names (uname -m, RPM) to
+// the OCI/Go names: x86_64 → amd64, aarch64 → arm64; others are returned
+// as they are. Every --arch takes either spelling.
+func NormalizeArch(a string) string {
+	switch a {
+	case "x86_64":
+		return "amd64"
+	case "aarch64":
+		return "arm64"
+	}
+	return a
+}
+
 // DefaultPlatform is linux/amd64.
 var DefaultPlatform = v1.Platform{OS: "linux", Architecture: "amd64"}
 

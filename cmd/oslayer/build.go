@@ -79,7 +79,7 @@ set, is the time stamped on every file and on the image.`,
 	f.index.register(fs)
 	fs.StringVar(&f.base, "base", "", "base image: registry reference (pin @sha256:...) or oci:DIR[:TAG]; default: the MachineConfigs' osImageURL")
 	fs.StringVar(&f.push, "push", "", "target: registry REG/REPO[:TAG] or OCI layout oci:DIR[:TAG] (tag defaults to latest)")
-	fs.StringVar(&f.arch, "arch", "", "architecture to build for: selects the platform of a multi-arch base and must match a single-arch one (default amd64)")
+	fs.StringVar(&f.arch, "arch", "", "architecture to build for (amd64, arm64, x86_64, aarch64, ...): selects the platform of a multi-arch base and must match a single-arch one (default amd64)")
 	fs.StringVar(&f.digestFile, "digest-file", "", "also write the digested reference to this file")
 	return withLegacyOutput(cmd, "push")
 }
@@ -179,7 +179,7 @@ func provenanceFlags(f *buildFlags) map[string]string {
 		m["base-index"] = builder.BaseIndexOff
 	}
 	if f.arch != "" {
-		m["arch"] = f.arch
+		m["arch"] = registry.NormalizeArch(f.arch)
 	}
 	if f.in.bakeSecrets {
 		m["bake-secrets"] = "true"

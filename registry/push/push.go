@@ -194,7 +194,7 @@ func ParseTarget(target string) (name.Tag, error) {
 // given), so it can be passed on as it is.
 func (p *Publisher) Target() string {
 	if p.tag != nil {
-		return p.tag.Context().String() + ":" + p.tag.TagStr()
+		return p.tag.Name()
 	}
 	return registry.LayoutPrefix + p.dir + ":" + p.layoutTag
 }

@@ -72,18 +72,25 @@ func TestNewAcceptsTargets(t *testing.T) {
 		if tag.Name() != want {
 			t.Errorf("ParseTarget(%q) = %s, want %s", target, tag.Name(), want)
 		}
-		if _, err := push.New(target, nil); err != nil {
+		if p, err := push.New(target, nil); err != nil {
 			t.Errorf("New(%q): %v", target, err)
+		} else if p.Target() != want {
+			t.Errorf("New(%q).Target() = %q, want %q", target, p.Target(), want)
 		}
 	}
-	for _, target := range []string{"oci:" + dir, "oci:" + dir + ":pool-1", "oci:relative/dir:x"} {
+	// Target names the tag it moves, also when the target left it implicit.
+	for target, want := range map[string]string{
+		"oci:" + dir:             "oci:" + dir + ":latest",
+		"oci:" + dir + ":pool-1": "oci:" + dir + ":pool-1",
+		"oci:relative/dir:x":     "oci:relative/dir:x",
+	} {
 		p, err := push.New(target, nil)
 		if err != nil {
 			t.Errorf("New(%q): %v", target, err)
 			continue
 		}
-		if p.Target() != target {
-			t.Errorf("Target() = %q", p.Target())
+		if p.Target() != want {
+			t.Errorf("New(%q).Target() = %q, want %q", target, p.Target(), want)
 		}
 	}
 }
