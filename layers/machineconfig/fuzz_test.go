@@ -11,10 +11,11 @@ import (
 )
 
 // FuzzDecode feeds arbitrary bytes to the MachineConfig decoder, seeded with
-// the per-role fixtures. It must never panic and never return both a config
+// the per-role fixtures and a spec 2.2 config. It must never panic and never return both a config
 // and an error.
 func FuzzDecode(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join(fixtures.Dir(f), "mco", "aws", "*", "*.yaml"))
+	files = append(files, filepath.Join(fixtures.Dir(f), "mco", "misc", "server-test-config.yaml")) // Ignition spec 2.2
 	for _, p := range files {
 		data, err := os.ReadFile(p)
 		if err != nil {
