@@ -235,3 +235,37 @@ func TestRenderCLIBase(t *testing.T) {
 		t.Errorf("bad --base-index: %v", err)
 	}
 }
+
+// TestRenderCLIMachineConfigPool: --machineconfigpool selects with the
+// pool's machineConfigSelector (--pool picks one of several pools), and the
+// pool document is one of the report's inputs.
+func TestRenderCLIMachineConfigPool(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "worker")
+	pools := fixtures.Path(t, "mco", "pools")
+	text, err := runCLI(t, "render", "--machineconfig", fixtures.Path(t, "mco", "aws"),
+		"--machineconfigpool", filepath.Join(pools, "worker.machineconfigpool.yaml"),
+		"--machineconfigpool", filepath.Join(pools, "master.machineconfigpool.yaml"),
+		"--pool", "master", "--output-dir", out, "-o", "json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	var res layers.Result
+	if err := json.Unmarshal([]byte(text[:strings.LastIndex(text, "}")+1]), &res); err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	var kinds []string
+	for _, in := range res.Inputs {
+		if in.Kind == "MachineConfigPool" || strings.Contains(in.Path, "worker") {
+			kinds = append(kinds, in.Kind+" "+in.Name)
+		}
+	}
+	if strings.Join(kinds, ",") != "MachineConfigPool master" {
+		t.Errorf("inputs %q: want the master pool and no worker config", kinds)
+	}
+	_, err = runCLI(t, "render", "--machineconfig", fixtures.Path(t, "mco", "aws"),
+		"--machineconfigpool", filepath.Join(pools, "worker.machineconfigpool.yaml"),
+		"--machineconfigpool", filepath.Join(pools, "master.machineconfigpool.yaml"), "--output-dir", out+"2")
+	if err == nil || !strings.Contains(err.Error(), "several MachineConfigPools given (worker, master): choose one with --pool NAME") {
+		t.Errorf("err = %v", err)
+	}
+}
