@@ -9,23 +9,28 @@
 //     are mounted from). When the manifest already exists by digest nothing
 //     else is sent. Otherwise base layers that live in another repository
 //     of the same registry (remote layers of the base, so no byte of them
-//     is downloaded or uploaded) are cross-repository mounted with one
-//     request each, without checking the target first (a blob the target
-//     has is answered "mounted" too); a blob whose mount the registry
-//     refuses, or that still fails after the retries, is uploaded instead
-//     (and the log says so). The other blobs are checked (HEAD, skipped
+//     is downloaded or uploaded) are checked (HEAD) and, when the target
+//     lacks them, cross-repository mounted with one request each: a blob
+//     the target has is never mounted again (registries that keep links as
+//     files rewrite them in place, failing concurrent readers and manifest
+//     PUTs). A blob whose mount the registry refuses, or that still fails
+//     after the retries, is checked again and uploaded (and the log says
+//     so). The other blobs are checked (HEAD, skipped
 //     when present) and uploaded. Blobs go in parallel
 //     (registry.Options.Jobs), every request is retried with backoff on
 //     5xx, 429 and broken connections (registry.Options.Retry; an upload
 //     is retried as a whole). A base on ANOTHER registry cannot be mounted:
 //     its layers are streamed from the base registry to the target
 //     (downloaded once, never stored on disk). The manifest is put by
-//     digest last.
+//     digest last; an answer that a blob it names is unknown or corrupt is
+//     retried a few times (a concurrent build was rewriting that blob's
+//     link).
 //   - Commit moves TAG to the digest (one manifest PUT), the last step of a
 //     build: until then the tag stays where it was. It reuses the
 //     transport of the Write that published the image; a tag that already
-//     names the digest is left alone (checked only when Write found the
-//     manifest already there), so an unchanged rebuild sends nothing.
+//     names the digest is left alone (always checked: another build may
+//     have just moved it there), so an unchanged rebuild sends nothing and
+//     concurrent builds of the same inputs write the tag once.
 //
 // An OCI layout target "oci:DIR[:TAG]" (TAG defaults to "latest"):
 //
@@ -74,7 +79,7 @@ type Publisher struct {
 
 	mu sync.Mutex
 	// sessions Write kept for the Commit of what it published.
-	sessions map[*builder.Published]kept
+	sessions map[*builder.Published]*session
 }
 
 var _ builder.Publisher = (*Publisher)(nil)

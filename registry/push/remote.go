@@ -90,7 +90,7 @@ func (r *remotePublisher) Write(ctx context.Context, b *builder.Built) (*builder
 	if desc, herr := remote.Head(dref, s.remoteOptions(ctx)...); herr == nil && desc.Digest == d {
 		finish(nil)
 		pub := &builder.Published{Ref: dref.String(), Digest: &dref, Skipped: total}
-		p.keep(pub, s, false)
+		p.keep(pub, s)
 		log.Info("image written by digest", "uploaded", 0, "skipped", total, "mounted", 0, "blobUploads", 0, "manifestExisted", true)
 		return pub, nil
 	} else if herr != nil && !isStatus(herr, http.StatusNotFound, http.StatusForbidden) {
@@ -117,14 +117,14 @@ func (r *remotePublisher) Write(ctx context.Context, b *builder.Built) (*builder
 		finish(err)
 		return fail("upload blobs", err)
 	}
-	if err := pusher.Put(ctx, dref, b.Image); err != nil {
+	if err := s.putManifest(ctx, dref, b.Image, func(ctx context.Context, r name.Reference, img v1.Image) error { return pusher.Put(ctx, r, img) }, log); err != nil {
 		finish(err)
 		return fail("put manifest", err)
 	}
 	finish(nil)
 	up, skipped, mounted, puts, _ := ctr.stats()
 	pub := &builder.Published{Ref: dref.String(), Digest: &dref, Uploaded: up, Skipped: skipped, Mounted: mounted}
-	p.keep(pub, s, true)
+	p.keep(pub, s)
 	log.Info("image written by digest", "uploaded", up, "skipped", skipped, "mounted", mounted, "blobUploads", puts, "manifestExisted", false)
 	return pub, nil
 }
@@ -138,22 +138,24 @@ func (r *remotePublisher) Commit(ctx context.Context, b *builder.Built, pub *bui
 	if pub.Digest == nil || pub.Digest.DigestStr() != d.String() || pub.Digest.Context().String() != p.tag.Context().String() {
 		return fmt.Errorf("push %s: commit of %s, which this publisher did not write", p.target, pub.Ref)
 	}
-	s, uploaded := p.take(pub)
+	s := p.take(pub)
 	if s == nil {
 		if s, err = p.connect(ctx, p.reg.Transport, nil); err != nil {
 			return fmt.Errorf("push %s: move tag %s to %s: %w", p.target, p.tag.TagStr(), d, explain(err, p.tag))
 		}
 	}
 	// A tag that already names the digest is left alone: an unchanged
-	// rebuild sends nothing at all. When Write had to put the manifest, no
-	// tag can name it yet.
-	if !uploaded {
-		if desc, herr := remote.Head(*p.tag, s.remoteOptions(ctx)...); herr == nil && desc.Digest == d {
-			p.o.log.Info("tag already current", "tag", p.tag.String(), "digest", d.String())
-			return nil
-		}
+	// rebuild sends nothing at all, and a tag another build just moved to
+	// the same digest is not written again (every manifest PUT rewrites
+	// links that readers of the tag read). This is checked even when Write
+	// put the manifest: concurrent builds of the same inputs do.
+	if desc, herr := remote.Head(*p.tag, s.remoteOptions(ctx)...); herr == nil && desc.Digest == d {
+		p.o.log.Info("tag already current", "tag", p.tag.String(), "digest", d.String())
+		return nil
 	}
-	err = remote.Put(*p.tag, b.Image, s.remoteOptions(ctx)...)
+	err = s.putManifest(ctx, *p.tag, b.Image, func(ctx context.Context, r name.Reference, img v1.Image) error {
+		return remote.Put(r, img, s.remoteOptions(ctx)...)
+	}, p.o.log)
 	if err != nil {
 		return fmt.Errorf("push %s: move tag %s to %s: %w", p.target, p.tag.TagStr(), d, explain(err, p.tag))
 	}

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"sync"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -164,8 +166,9 @@ func (p *Publisher) mountHint(repo name.Repository, b *builder.Built) []name.Rep
 }
 
 // writeBlobs writes every blob, at most s.jobs at once: blobs of another
-// repository of the registry are mounted with one request each, the rest
-// go through go-containerregistry (existence check, then upload). The
+// repository of the registry are checked and, when the target does not
+// have them, mounted; the rest go through go-containerregistry (existence
+// check, then upload). The
 // first failure cancels the others and is returned.
 func (s *session) writeBlobs(ctx context.Context, pusher *remote.Pusher, blobs []blob, prog *progress, log *slog.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
@@ -208,6 +211,18 @@ func (s *session) writeBlobs(ctx context.Context, pusher *remote.Pusher, blobs [
 func (s *session) writeBlob(ctx context.Context, pusher *remote.Pusher, b blob, prog *progress, log *slog.Logger) error {
 	l := b.layer
 	if ml, src, ok := mountFrom(s.repo, b); ok {
+		// Never mount what the repository already has: a mount rewrites
+		// the blob's link in the repository, and registries that store
+		// links as files (distribution's filesystem driver) serve errors
+		// to readers and to concurrent manifest PUTs while it is rewritten.
+		has, err := s.has(ctx, b.digest)
+		if err != nil {
+			return fmt.Errorf("check %s %s: %w", b.what, b.digest, err)
+		}
+		if has {
+			prog.add(b.size)
+			return nil
+		}
 		mounted, err := s.mount(ctx, b.digest, src, log)
 		if err != nil {
 			return fmt.Errorf("mount %s %s from %s: %w", b.what, b.digest, src.RepositoryStr(), err)
@@ -216,13 +231,74 @@ func (s *session) writeBlob(ctx context.Context, pusher *remote.Pusher, b blob, 
 			prog.add(b.size)
 			return nil
 		}
-		// Upload it instead, without a second mount attempt.
+		// A failed mount is "check, then upload": the upload checks the
+		// target first (another build may have written the blob
+		// meanwhile), without a second mount attempt.
 		l = ml.Layer
 	}
 	if err := pusher.Upload(ctx, s.repo, l); err != nil {
 		return fmt.Errorf("upload %s %s: %w", b.what, b.digest, err)
 	}
 	return nil
+}
+
+// has reports whether the target repository has blob d (HEAD).
+func (s *session) has(ctx context.Context, d v1.Hash) (bool, error) {
+	u := url.URL{Scheme: s.repo.Scheme(), Host: s.repo.RegistryStr(), Path: fmt.Sprintf("/v2/%s/blobs/%s", s.repo.RepositoryStr(), d)}
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, u.String(), http.NoBody)
+	if err != nil {
+		return false, err
+	}
+	resp, err := s.client().Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer drain(resp)
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return true, nil
+	case http.StatusNotFound:
+		return false, nil
+	}
+	return false, transport.CheckError(resp, http.StatusOK, http.StatusNotFound)
+}
+
+// putManifest puts the manifest of img at ref, retrying (a bounded number
+// of times) answers that say a blob it names is unknown or does not match:
+// every blob was just written or found, so the registry read a link that
+// a concurrent writer (another build) was rewriting at that moment.
+func (s *session) putManifest(ctx context.Context, ref name.Reference, img v1.Image, put func(context.Context, name.Reference, v1.Image) error, log *slog.Logger) error {
+	const attempts = 5
+	wait := 100 * time.Millisecond
+	for i := 1; ; i++ {
+		err := put(ctx, ref, img)
+		if err == nil || i == attempts || !tornRead(err) || ctx.Err() != nil {
+			return err
+		}
+		log.Warn("registry read a blob link another writer was rewriting; putting the manifest again", "ref", ref.String(), "attempt", i+1, "error", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait + time.Duration(rand.Int64N(int64(wait)))):
+		}
+		wait *= 2
+	}
+}
+
+// tornRead reports whether err is a manifest PUT refused because a blob it
+// names looked unknown or corrupt.
+func tornRead(err error) bool {
+	var te *transport.Error
+	if !errors.As(err, &te) {
+		return false
+	}
+	for _, d := range te.Errors {
+		switch d.Code {
+		case transport.ManifestBlobUnknownErrorCode, transport.BlobUnknownErrorCode, transport.DigestInvalidErrorCode:
+			return true
+		}
+	}
+	return false
 }
 
 // mount asks the registry to mount blob d from the repository src into
@@ -316,22 +392,15 @@ func isStatus(err error, codes ...int) bool {
 	return false
 }
 
-// kept is a session Write keeps for the Commit of what it published.
-type kept struct {
-	s *session
-	// manifestPut: Write put the manifest, so no tag names it yet.
-	manifestPut bool
-}
-
 // maxKept bounds the sessions kept for Commits that may never come (a
 // later stage failed).
 const maxKept = 64
 
-func (p *Publisher) keep(pub *builder.Published, s *session, manifestPut bool) {
+func (p *Publisher) keep(pub *builder.Published, s *session) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.sessions == nil {
-		p.sessions = map[*builder.Published]kept{}
+		p.sessions = map[*builder.Published]*session{}
 	}
 	if len(p.sessions) >= maxKept {
 		for k := range p.sessions {
@@ -339,16 +408,13 @@ func (p *Publisher) keep(pub *builder.Published, s *session, manifestPut bool) {
 			break
 		}
 	}
-	p.sessions[pub] = kept{s: s, manifestPut: manifestPut}
+	p.sessions[pub] = s
 }
 
-func (p *Publisher) take(pub *builder.Published) (*session, bool) {
+func (p *Publisher) take(pub *builder.Published) *session {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	k, ok := p.sessions[pub]
-	if !ok {
-		return nil, false
-	}
+	s := p.sessions[pub]
 	delete(p.sessions, pub)
-	return k.s, k.manifestPut
+	return s
 }

@@ -117,6 +117,13 @@ func build(t *testing.T, base, target string, stages ...builder.Stage) *builder.
 
 func tryBuild(t *testing.T, base, target string, stages ...builder.Stage) (*builder.Result, error) {
 	t.Helper()
+	return buildPool(t, base, target, "worker", stages...)
+}
+
+// buildPool builds the example OSC for pool onto base and pushes it to
+// target.
+func buildPool(t *testing.T, base, target, pool string, stages ...builder.Stage) (*builder.Result, error) {
+	t.Helper()
 	reg := &registry.Options{}
 	pub, err := push.New(target, reg)
 	if err != nil {
@@ -133,7 +140,7 @@ func tryBuild(t *testing.T, base, target string, stages ...builder.Stage) (*buil
 		iopts.Repository = tag.Context().Name()
 	}
 	return builder.Build(ctxT(t), builder.Request{
-		Render:   layers.Request{OSCs: []string{exampleOSC(t)}, Pool: "worker"},
+		Render:   layers.Request{OSCs: []string{exampleOSC(t)}, Pool: pool},
 		Base:     base,
 		Registry: reg,
 		Version:  "e2e",
