@@ -377,6 +377,7 @@ func kindName(k varmech.Kind) string {
 // section in a drop-in, instances of configured templates and Also= resolve
 // as on the node.
 func (p *placer) placeUnits(units []model.Unit) {
+	p.clearDropInDirs(units)
 	reports := make([]*UnitReport, len(units))
 	bad := make([]bool, len(units)) // contents that do not parse: not enabled
 	for i, u := range units {

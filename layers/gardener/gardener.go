@@ -27,7 +27,8 @@
 //     through the umask of its systemd service (0022), imageRef files are
 //     chmod-ed (no umask). Owner root.
 //   - Unit files and drop-ins are written 0600 (the node agent writes and
-//     chmods them so).
+//     chmods them so). A unit without drop-ins has its drop-in directory
+//     /etc/systemd/system/NAME.d removed (model.Unit.ClearDropIns).
 //   - Inline content is plain or "b64"; transmitUnencoded does not matter
 //     for baking.
 //   - imageRef content is read through Options.Images; its mode follows the
@@ -454,6 +455,9 @@ func unit(u extv1alpha1.Unit, o model.Origin, dropFields []string, origin func(s
 		seen[d.Name] = len(mu.DropIns)
 		mu.DropIns = append(mu.DropIns, model.DropIn{Name: d.Name, Contents: d.Content, Origin: do})
 	}
+	// reconciler.go applyChangedUnits: a unit without drop-ins gets its
+	// drop-in directory under /etc/systemd/system removed (RemoveAll).
+	mu.ClearDropIns = len(mu.DropIns) == 0
 	return mu, nil
 }
 

@@ -157,6 +157,8 @@ func unitDiff(a, b Unit) string {
 		return fmt.Sprintf("mask %t vs %t", a.Mask, b.Mask)
 	case a.FileMode != b.FileMode:
 		return fmt.Sprintf("unit file mode %04o vs %04o", a.FileMode, b.FileMode)
+	case a.ClearDropIns != b.ClearDropIns:
+		return fmt.Sprintf("drop-in directory cleared %t vs %t", a.ClearDropIns, b.ClearDropIns)
 	case a.StartOnApply != b.StartOnApply:
 		return fmt.Sprintf("started on apply %t vs %t", a.StartOnApply, b.StartOnApply)
 	case len(a.DropIns) != len(b.DropIns):

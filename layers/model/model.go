@@ -99,7 +99,12 @@ type Unit struct {
 	// unit whenever it applies the configuration (gardener-node-agent does
 	// for every unit it does not stop). Such a unit runs on the agent's
 	// nodes even without enablement links; the image starts it at boot.
-	StartOnApply bool   `json:"startOnApply,omitempty"`
+	StartOnApply bool `json:"startOnApply,omitempty"`
+	// ClearDropIns is set when the source's agent removes the unit's
+	// drop-in directory /etc/systemd/system/NAME.d because the unit has no
+	// drop-ins (gardener-node-agent does): drop-ins the base ships there
+	// are gone on the node.
+	ClearDropIns bool   `json:"clearDropIns,omitempty"`
 	Origin       Origin `json:"origin"`
 }
 
