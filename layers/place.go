@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
@@ -752,14 +751,18 @@ func (p *placer) bakedList() []Baked {
 	return out
 }
 
-// docName is the name of a source document as recorded inside the image:
-// the file's base name, so that the image does not depend on the working
-// directory or the paths given on the command line.
+// docName is the name of a source document as recorded inside the image.
+// Files given on the command line are not named at all, so that the image
+// depends on their content only, never on file names or paths: the
+// object's kind, name and field say where an item came from, and the
+// report and the provenance map those to the files. Content that came
+// from a Secret ("Secret NAMESPACE/NAME") and generated content
+// ("oslayer") keep their names, which are content too.
 func docName(d string) string {
-	if d == "" || d == "oslayer" || strings.HasPrefix(d, "Secret ") {
+	if d == "oslayer" || strings.HasPrefix(d, "Secret ") {
 		return d
 	}
-	return filepath.Base(d)
+	return ""
 }
 
 func packages(cfg *model.Config) []string {

@@ -169,13 +169,14 @@ func TestRenderConfigHand(t *testing.T) {
 	var found bool
 	for _, it := range m.Items {
 		if it.Path == "/opt/bin/kubelet" {
-			found = it.StoredAt == varmech.StoreDir+"/var/opt/bin/kubelet" && it.Layer == LayerPayload && it.Source.Document == "pool.yaml" && it.Source.Field == "spec.files[4]"
+			found = it.StoredAt == varmech.StoreDir+"/var/opt/bin/kubelet" && it.Layer == LayerPayload && it.Source.Document == "" && it.Source.Kind != "" && it.Source.Field == "spec.files[4]"
 		}
 	}
 	if !found {
 		t.Errorf("manifest lacks /opt/bin/kubelet with its store path and source:\n%s", man.Data)
 	}
-	if !strings.Contains(res.Layers[1].CreatedBy, "config from pool.yaml") {
+	// The image names objects, not the files they came from.
+	if cb := res.Layers[1].CreatedBy; !strings.Contains(cb, "config from MachineConfig 99-test") || strings.Contains(cb, "pool.yaml") || strings.Contains(string(man.Data), "pool.yaml") {
 		t.Errorf("createdBy = %q", res.Layers[1].CreatedBy)
 	}
 }

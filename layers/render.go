@@ -143,7 +143,8 @@ func RenderConfig(ctx context.Context, req Request, cfg *model.Config) (*Result,
 	return res, nil
 }
 
-// createdBy names the documents whose items a layer holds.
+// createdBy names the objects (kind and name, not file names: see
+// docName) whose items a layer holds.
 func createdBy(name string, baked []Baked) string {
 	if name == LayerMetadata {
 		return "oslayer render: metadata (ownership manifest " + ManifestPath + ")"
@@ -155,7 +156,10 @@ func createdBy(name string, baked []Baked) string {
 			continue
 		}
 		d := docName(b.Source.Document)
-		if !seen[d] {
+		if d == "" {
+			d = strings.TrimSpace(b.Source.Kind + " " + b.Source.Name)
+		}
+		if d != "" && !seen[d] {
 			seen[d] = true
 			docs = append(docs, d)
 		}
@@ -163,6 +167,14 @@ func createdBy(name string, baked []Baked) string {
 	sort.Strings(docs)
 	if len(docs) == 0 {
 		return "oslayer render: " + name + " (generated)"
+	}
+	// "MachineConfig 00-worker, MachineConfig 01-worker-kubelet" reads as
+	// "MachineConfig 00-worker, 01-worker-kubelet".
+	for i := len(docs) - 1; i > 0; i-- {
+		k, n, ok := strings.Cut(docs[i], " ")
+		if pk, _, _ := strings.Cut(docs[i-1], " "); ok && k == pk && !strings.HasPrefix(docs[i], "Secret ") {
+			docs[i] = n
+		}
 	}
 	return "oslayer render: " + name + " from " + strings.Join(docs, ", ")
 }

@@ -17,7 +17,8 @@ import (
 type Origin struct {
 	// Document is the file the item was read from (as given on the command
 	// line), or "Secret NAMESPACE/NAME" for content that came from a Secret.
-	Document string `json:"document"`
+	// The ownership manifest inside the image leaves file names out.
+	Document string `json:"document,omitempty"`
 	// Kind is the document's kind: "OperatingSystemConfig" or "MachineConfig".
 	Kind string `json:"kind"`
 	// Name is the object's metadata.name.

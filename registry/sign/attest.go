@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -108,20 +110,20 @@ func NewStatement(b *builder.Built, d name.Digest, version string) (*Statement, 
 	}
 	bd := &st.Predicate.BuildDefinition
 	bd.BuildType = BuildType
-	bd.ExternalParameters = ExternalParameters{Pool: b.Pool, Base: b.Base.Ref, Flags: b.Flags}
+	bd.ExternalParameters = ExternalParameters{Pool: b.Pool, Base: relRef(b.Base.Ref), Flags: b.Flags}
 	if b.InputsDigest != "" {
 		bd.InternalParameters = map[string]string{"inputsDigest": b.InputsDigest}
 	}
 	base := ResourceDescriptor{Name: "base", Annotations: map[string]any{AnnotationRole: "base"}}
 	if b.Base.Digest.Hex != "" {
 		base.Digest = map[string]string{b.Base.Digest.Algorithm: b.Base.Digest.Hex}
-		base.URI = baseURI(b.Base.Ref, b.Base.Digest.String())
+		base.URI = baseURI(relRef(b.Base.Ref), b.Base.Digest.String())
 	}
 	bd.ResolvedDependencies = append(bd.ResolvedDependencies, base)
 	for _, in := range b.Inputs {
 		rd := ResourceDescriptor{
 			Name:        in.Name,
-			URI:         in.Path,
+			URI:         relPath(in.Path),
 			Annotations: map[string]any{AnnotationRole: "input", AnnotationKind: in.Kind},
 		}
 		if in.SHA256 != "" {
@@ -142,6 +144,43 @@ func NewStatement(b *builder.Built, d name.Digest, version string) (*Statement, 
 		})
 	}
 	return st, nil
+}
+
+// relPath is p relative to the working directory when p is absolute, so
+// the provenance does not record where on the build machine the inputs
+// were (relative paths stay as they were given).
+func relPath(p string) string {
+	if !filepath.IsAbs(p) {
+		return p
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return p
+	}
+	if r, err := filepath.Rel(wd, p); err == nil {
+		return filepath.ToSlash(r)
+	}
+	return p
+}
+
+// relRef is an OCI layout reference with its directory made relative by
+// relPath; registry references are returned as they are.
+func relRef(ref string) string {
+	if !registry.IsLayout(ref) {
+		return ref
+	}
+	l, err := registry.ParseLayout(ref)
+	if err != nil {
+		return ref
+	}
+	out := registry.LayoutPrefix + relPath(l.Dir)
+	switch {
+	case l.Digest.Hex != "":
+		out += "@" + l.Digest.String()
+	case l.Tag != "":
+		out += ":" + l.Tag
+	}
+	return out
 }
 
 // baseURI names the base by digest: "docker://REG/REPO@sha256:..." or,

@@ -1,6 +1,16 @@
 package sign
 
-import "testing"
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/layers/model"
+)
 
 func TestBaseURI(t *testing.T) {
 	d := "sha256:" + "ab"
@@ -14,5 +24,42 @@ func TestBaseURI(t *testing.T) {
 		if got := baseURI(c.ref, d); got != c.want {
 			t.Errorf("baseURI(%q) = %q, want %q", c.ref, got, c.want)
 		}
+	}
+}
+
+// The provenance names inputs and a layout base relative to the working
+// directory, never by where they are on the build machine.
+func TestStatementPathsRelative(t *testing.T) {
+	wd := t.TempDir()
+	t.Chdir(wd)
+	hex := strings.Repeat("cd", 32)
+	b := &builder.Built{
+		Pool: "worker",
+		Base: builder.Base{Ref: "oci:" + filepath.Join(wd, "bases", "fcos") + ":stable", Digest: v1.Hash{Algorithm: "sha256", Hex: hex}},
+		Inputs: []model.Input{
+			{Path: filepath.Join(wd, "pools", "worker-osc.yaml"), Kind: "OperatingSystemConfig", SHA256: hex},
+			{Path: "mcs/00-worker.yaml", Kind: "MachineConfig", SHA256: hex},
+			{Path: filepath.Join(filepath.Dir(wd), "elsewhere.yaml"), Kind: "MachineConfig", SHA256: hex},
+		},
+	}
+	d, err := name.NewDigest("127.0.0.1:5000/os/worker@sha256:" + hex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := NewStatement(b, d, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bd := st.Predicate.BuildDefinition
+	if bd.ExternalParameters.Base != "oci:bases/fcos:stable" {
+		t.Errorf("externalParameters.base %q", bd.ExternalParameters.Base)
+	}
+	var uris []string
+	for _, rd := range bd.ResolvedDependencies {
+		uris = append(uris, rd.URI)
+	}
+	want := []string{"oci:bases/fcos@sha256:" + hex, "pools/worker-osc.yaml", "mcs/00-worker.yaml", "../elsewhere.yaml"}
+	if strings.Join(uris, " ") != strings.Join(want, " ") {
+		t.Errorf("resolvedDependencies URIs %q, want %q", uris, want)
 	}
 }
