@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -22,6 +23,8 @@ type inputFlags struct {
 	secretsDir    string
 	bakeSecrets   bool
 	allowTopLevel []string
+	imageBudget   string
+	imageTimeout  time.Duration
 }
 
 func (f *inputFlags) register(fs *pflag.FlagSet) {
@@ -32,6 +35,8 @@ func (f *inputFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.secretsDir, "secrets", "", "directory of Secret manifests for Gardener secretRef files")
 	fs.BoolVar(&f.bakeSecrets, "bake-secrets", false, "bake secretRef content into the image (default: report it as runtime-delivered)")
 	fs.StringArrayVar(&f.allowTopLevel, "allow-toplevel", nil, "allow content under this extra top-level directory (survives only on composefs bases; repeatable)")
+	fs.StringVar(&f.imageBudget, "imageref-budget", "1GiB", "total size of all Gardener imageRef files read by one run (bytes, or with KiB, MiB, GiB)")
+	fs.DurationVar(&f.imageTimeout, "imageref-timeout", imagefile.DefaultTimeout, "time bound for reading all Gardener imageRef files of one run")
 }
 
 // sourceDateEpoch reads SOURCE_DATE_EPOCH (seconds since 1970); zero time
@@ -62,8 +67,33 @@ func (f *inputFlags) request(reg *registry.Options) (layers.Request, error) {
 		AllowTopLevel:      f.allowTopLevel,
 		Epoch:              epoch,
 	}
-	if reg != nil {
-		r.Images = imagefile.New(reg)
+	if err != nil {
+		return r, err
 	}
-	return r, err
+	if reg != nil {
+		budget, err := parseSize(f.imageBudget)
+		if err != nil {
+			return r, fmt.Errorf("--imageref-budget: %w", err)
+		}
+		if f.imageTimeout <= 0 {
+			return r, fmt.Errorf("--imageref-timeout %s: want a positive duration", f.imageTimeout)
+		}
+		r.Images = imagefile.New(reg, imagefile.WithBudget(budget), imagefile.WithTimeout(f.imageTimeout))
+	}
+	return r, nil
+}
+
+// parseSize reads "1073741824", "512MiB", "1GiB", "64KiB".
+func parseSize(s string) (int64, error) {
+	num, mult := s, int64(1)
+	for suffix, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+		if strings.HasSuffix(s, suffix) {
+			num, mult = strings.TrimSuffix(s, suffix), m
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("%q: want a size in bytes, or a number with KiB, MiB or GiB", s)
+	}
+	return n * mult, nil
 }

@@ -269,3 +269,49 @@ func TestRenderCLIMachineConfigPool(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestRenderCLIImageRefBudget: --imageref-budget bounds the imageRef content
+// of one render; over it, nothing is written and the error says so.
+func TestRenderCLIImageRefBudget(t *testing.T) {
+	reg := regtest.Start(t, regtest.Config{})
+	kubelet := bytes.Repeat([]byte("kubelet-binary "), 100000) // ~1.5 MiB
+	img, err := crane.Image(map[string][]byte{"kubelet": kubelet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := crane.Push(img, reg.Host+"/gardener-project/releases/hyperkube:v1.34.3"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	osc := filepath.Join(dir, "osc.yaml")
+	if err := os.WriteFile(osc, []byte(`apiVersion: extensions.gardener.cloud/v1alpha1
+kind: OperatingSystemConfig
+metadata: {name: pool, namespace: shoot}
+spec:
+  type: coreos
+  purpose: reconcile
+  files:
+  - path: /opt/bin/kubelet
+    permissions: 493
+    content:
+      imageRef: {image: `+reg.Host+`/gardener-project/releases/hyperkube:v1.34.3, filePathInImage: /kubelet}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	text, err := runCLI(t, "render", "--osc", osc, "--imageref-budget", "1MiB", "--output-dir", out)
+	if err == nil || !strings.Contains(err.Error(), "budget for imageRef content") || !strings.Contains(err.Error(), "/opt/bin/kubelet") {
+		t.Fatalf("over the budget: %v\n%s", err, text)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("output written: %v", err)
+	}
+	if text, err := runCLI(t, "render", "--osc", osc, "--imageref-budget", "2MiB", "--output-dir", out); err != nil {
+		t.Fatalf("within the budget: %v\n%s", err, text)
+	}
+	for _, bad := range []string{"1GB", "-1", "x"} {
+		if _, err := runCLI(t, "render", "--osc", osc, "--imageref-budget", bad, "--output-dir", out); err == nil || !strings.Contains(err.Error(), "--imageref-budget") {
+			t.Errorf("--imageref-budget %s: %v", bad, err)
+		}
+	}
+}

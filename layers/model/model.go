@@ -150,8 +150,10 @@ type Config struct {
 }
 
 // ImageFiles reads single files out of container images. Gardener imageRef
-// files use it. Implementations read layers from the top, stop at the first
-// match, honour whiteouts, and cache by image digest.
+// files use it. Implementations return what a container runtime unpacking
+// the image leaves at the path (last tar entry wins, whiteouts, parents
+// replaced in upper layers), and cache by image digest. The returned data
+// must not be modified.
 type ImageFiles interface {
 	// ReadFile returns the content and mode of path inside image, and the
 	// image reference pinned by digest ("REG/REPO@sha256:...").

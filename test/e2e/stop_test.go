@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,37 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// stalledRegistry accepts connections on 127.0.0.1 and never answers: a
-// command reaching it waits until it is stopped.
-func stalledRegistry(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c)
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		<-done
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return l.Addr().String()
-}
+	"github.com/oslayer/oslayer/test/regtest"
+)
 
 // imageRefOSC writes an OSC with one imageRef file from image.
 func imageRefOSC(t *testing.T, dir, image string) string {
@@ -105,7 +76,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd, since time.Time, limit time.Duration)
 // build's base), and expects exit 130 / 143 within a second, with nothing
 // written: no output, no temporary file beside it.
 func TestSignalStopsCommands(t *testing.T) {
-	host := stalledRegistry(t)
+	host := regtest.Stalled(t)
 	for _, tc := range []struct {
 		name string
 		sig  syscall.Signal
