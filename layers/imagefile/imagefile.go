@@ -172,6 +172,9 @@ func (r *Reader) ReadFile(ctx context.Context, image, p string) ([]byte, uint32,
 	if err != nil {
 		return nil, 0, "", fmt.Errorf("image %s: %v", image, err)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, "", err
+	}
 	caller := ctx
 	if !r.deadline.IsZero() {
 		var cancel context.CancelFunc
@@ -234,7 +237,9 @@ func (r *Reader) ReadFile(ctx context.Context, image, p string) ([]byte, uint32,
 
 // explain names the time bound when it is what stopped err.
 func (r *Reader) explain(ctx context.Context, err error) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) && !r.deadline.IsZero() && !time.Now().Before(r.deadline) {
+	// The image's own context (resolution, blob reads) may reach the
+	// deadline before this call's does: look at the clock, not ctx alone.
+	if !r.deadline.IsZero() && !time.Now().Before(r.deadline) && (ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
 		return fmt.Errorf("%w: reading imageRef content took longer than the bound of %s: %w", ErrRefused, r.timeout, err)
 	}
 	return err
