@@ -125,7 +125,7 @@ func BenchmarkImageRef(b *testing.B) {
 		{"random-256MiB", osc("random", randRef, "kubelet")},
 	} {
 		out := filepath.Join(dir, "out-"+c.name)
-		args := []string{"render", "--osc", c.osc, "--output", out}
+		args := []string{"render", "--osc", c.osc, "--output-dir", out}
 		// GNU time reports the peak RSS of the command alone; this
 		// process's own rusage of a child also counts what it held at
 		// the fork (the test images).
