@@ -54,6 +54,13 @@ var osEnabled = map[string]string{
 	"multi-user.target.wants/locksmithd.service":    "/usr/lib/systemd/system/locksmithd.service",
 }
 
+// osPresets are the OS's preset files, as on Fedora CoreOS: the units it
+// enables, and everything else disabled.
+var osPresets = map[string]string{
+	"90-default.preset":         "enable sshd.service\nenable chronyd.service\nenable update-engine.service\nenable locksmithd.service\n",
+	"99-default-disable.preset": "disable *\n",
+}
+
 // oracleBase writes the oracle base: the repository's example base (an
 // ostree-shaped FCOS image) plus one layer with osUnits and osEnabled. It
 // returns the layout directory.
@@ -95,6 +102,13 @@ func oracleBase(t *testing.T, repo string) string {
 		}
 	}
 	hdr(&tar.Header{Name: "usr/lib/systemd/system/default.target", Typeflag: tar.TypeSymlink, Linkname: "multi-user.target", Mode: 0o777})
+	hdr(&tar.Header{Name: "usr/lib/systemd/system-preset/", Typeflag: tar.TypeDir, Mode: 0o755})
+	for _, n := range sortedKeys(osPresets) {
+		hdr(&tar.Header{Name: "usr/lib/systemd/system-preset/" + n, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(osPresets[n]))})
+		if _, err := tw.Write([]byte(osPresets[n])); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// systemd pulls systemd-sysctl.service in statically, as systemd's own
 	// package does.
 	hdr(&tar.Header{Name: "usr/lib/systemd/system/sysinit.target.wants/", Typeflag: tar.TypeDir, Mode: 0o755})
@@ -122,7 +136,7 @@ func oracleBase(t *testing.T, repo string) string {
 }
 
 // unpack unpacks the image tagged tag of an OCI layout with umoci and
-// runs systemd-tmpfiles --create --boot on it, as the first boot does.
+// boots it for the first time (firstBoot).
 // It returns the root file system.
 func unpack(t *testing.T, layoutDir, tag string) string {
 	t.Helper()
@@ -133,13 +147,19 @@ func unpack(t *testing.T, layoutDir, tag string) string {
 	}
 	run(t, "umoci", append(args, "--image", layoutDir+":"+tag, bundle)...)
 	rootfs := filepath.Join(bundle, "rootfs")
-	tmpfiles(t, rootfs)
+	firstBoot(t, rootfs)
 	return rootfs
 }
 
-// tmpfiles runs every tmpfiles.d rule of root against root.
-func tmpfiles(t *testing.T, root string) {
+// firstBoot does to root what the first boot of a node does to its file
+// system: systemd applies the presets (preset-all in enable-only mode, as
+// the system manager does when the machine ID is new), and
+// systemd-tmpfiles creates what every tmpfiles.d rule says. A node whose
+// /etc was installed from the image before boots the same way, minus the
+// presets.
+func firstBoot(t *testing.T, root string) {
 	t.Helper()
+	run(t, "systemctl", "--root="+root, "preset-all", "--preset-mode=enable-only")
 	// Exit code 65 (EX_DATAERR) only reports rules for users the tree
 	// does not know; the rules that can apply are applied.
 	out, err := exec.Command("systemd-tmpfiles", "--root="+root, "--create", "--boot").CombinedOutput()
