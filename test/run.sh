@@ -25,6 +25,16 @@ fi
 echo "== go test"
 go test -count=1 -timeout 40m ./...
 
+echo "== node-agent oracle (test/oracle/nodeagent, a module of its own)"
+(
+  cd test/oracle/nodeagent
+  # gardener's module graph is large; go mod download fills the module
+  # cache once and is a no-op afterwards.
+  go mod download
+  go vet ./...
+  go test -count=1 -timeout 20m ./...
+)
+
 echo "== fuzz (${FUZZTIME} each)"
 # Every Fuzz target in the tree, run one at a time.
 grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r f; do
