@@ -215,10 +215,40 @@ func place(req Request, cfg *model.Config) (*placer, error) {
 		p.placeHardlink(l)
 	}
 	p.placeKargs(cfg.KernelArgs)
+	p.warnUsrReplacements()
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
 	}
 	return p, nil
+}
+
+// warnUsrReplacements warns, when the base tree is known, about every item
+// of the configuration written under /usr at a path where the base image
+// has a file or link: the image replaces the OS's own file, which an OS
+// update then no longer changes. (oslayer's own generated files are not
+// items of the configuration.) Preflight's usr-override check finds the same
+// in a built image and can make it an error.
+func (p *placer) warnUsrReplacements() {
+	if p.req.Base == nil {
+		return
+	}
+	for _, b := range p.bakedList() {
+		if b.Generated || b.StoredAt != "" || !strings.HasPrefix(b.Path, "/usr/") || b.Type == "dir" || b.Type == "whiteout" {
+			continue
+		}
+		fi, err := lstatFS(p.req.Base, strings.TrimPrefix(b.Path, "/"))
+		if err != nil || fi.IsDir() {
+			continue
+		}
+		what := "file"
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			what = "symlink"
+		case fi.Mode().IsRegular():
+			what = fmt.Sprintf("file (%d bytes)", fi.Size())
+		}
+		p.warns = append(p.warns, fmt.Sprintf("%s: writes %s, which replaces the base image's %s %s: an OS update no longer changes it", b.Source, b.Path, what, b.Path))
+	}
 }
 
 func (p *placer) placeDir(d model.Dir) {

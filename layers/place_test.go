@@ -875,3 +875,30 @@ func TestUnitPresetFile(t *testing.T) {
 		t.Errorf("preset instances of getty@.service: %q", in)
 	}
 }
+
+// TestUsrReplacementWarning: a configuration file under /usr at a path the
+// base has is a warning naming the item and the base's file; one at a new
+// path, and oslayer's own files, are not.
+func TestUsrReplacementWarning(t *testing.T) {
+	base := fstest.MapFS{
+		"usr/lib/sysctl.d/50-default.conf": {Data: []byte("kernel.x = 1\n")},
+		"usr/bin/crio":                     {Data: []byte("binary"), Mode: 0o755},
+		"usr/lib/oslayer/manifest.json":    {Data: []byte("{}")},
+	}
+	cfg := &model.Config{Files: []model.File{
+		{Path: "/usr/lib/sysctl.d/50-default.conf", Mode: 0o644, Data: []byte("kernel.x = 2\n"), Origin: org("spec.files[0]")},
+		{Path: "/usr/lib/sysctl.d/99-new.conf", Mode: 0o644, Data: []byte("kernel.y = 2\n"), Origin: org("spec.files[1]")},
+		{Path: "/etc/sysctl.d/99-k8s.conf", Mode: 0o644, Data: []byte("kernel.z = 2\n"), Origin: org("spec.files[2]")},
+	}}
+	res, err := RenderConfig(context.Background(), Request{Base: base}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := res.Report.Warnings
+	if len(w) != 1 || !strings.Contains(w[0], "spec.files[0]: writes /usr/lib/sysctl.d/50-default.conf, which replaces the base image's file (13 bytes) /usr/lib/sysctl.d/50-default.conf") {
+		t.Errorf("warnings %q", w)
+	}
+	if res, err = RenderConfig(context.Background(), Request{}, cfg); err != nil || len(res.Report.Warnings) != 0 {
+		t.Errorf("without a base: %v, warnings %q", err, res.Report.Warnings)
+	}
+}

@@ -4,8 +4,10 @@ import (
 	"archive/tar"
 	"context"
 	"fmt"
+	"io/fs"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -431,8 +433,8 @@ func TestRunner(t *testing.T) {
 			switch cr.Name {
 			case "content":
 				want = "skipped"
-			case "base-layers-present":
-				want = "skipped"
+			case "base-layers-present", "usr-override":
+				want = "skipped" // no base image, no base tree
 			}
 			if cr.Status != want {
 				t.Errorf("%s: %s, want %s", cr.Name, cr.Status, want)
@@ -464,4 +466,42 @@ func TestScanLimits(t *testing.T) {
 	}
 	assertFindings(t, findingsOf(rep, "preflight"), []Finding{{Check: "preflight", Severity: Warning, Rule: "scan-limits", Layer: mustDigest(t, l),
 		Message: "the layer has more entries or secret-like content than the scan keeps: some content checks saw only part of it"}})
+}
+
+func TestUsrOverride(t *testing.T) {
+	b := newBase(t, 2, 1, fcosLabels)
+	c := usrOverrideCheck{}
+	tree := fstest.MapFS{
+		"usr/lib/sysctl.d/50-default.conf": {Data: []byte("kernel.x = 1\n")},
+		"usr/bin/crio":                     {Data: []byte("#!/bin/sh\n"), Mode: 0o755},
+		"usr/lib/oslayer/manifest.json":    {Data: []byte("{}\n")},
+		"usr/lib/systemd/system":           {Mode: fs.ModeDir | 0o755},
+	}
+	l := tarLayer(t,
+		file("usr/lib/sysctl.d/50-default.conf", "kernel.x = 2\n"),
+		file("usr/lib/sysctl.d/99-new.conf", "kernel.y = 2\n"),
+		symlink("usr/bin/crio", "/usr/local/bin/crio"),
+		file("usr/lib/oslayer/manifest.json", "{\"version\":1}\n"),
+		dir("usr/lib/systemd/system"),
+		file("etc/sysctl.d/99-k8s.conf", "kernel.z = 1\n"),
+	)
+	img := derive(t, b.img, l)
+	dg := mustDigest(t, l)
+	want := func(sev Severity) []Finding {
+		return []Finding{
+			{Check: "usr-override", Severity: sev, Layer: dg, Path: "usr/lib/sysctl.d/50-default.conf", Message: "replaces the base image's file (13 bytes) /usr/lib/sysctl.d/50-default.conf: an OS update no longer changes it"},
+			{Check: "usr-override", Severity: sev, Layer: dg, Path: "usr/bin/crio", Message: "replaces the base image's file (10 bytes) /usr/bin/crio: an OS update no longer changes it"},
+		}
+	}
+	rep := run(t, Target{Image: img, Base: b.img, BaseTree: tree}, only(c, Options{}))
+	assertFindings(t, rep.Findings, want(Warning))
+	rep = run(t, Target{Image: img, Base: b.img, BaseTree: tree}, only(c, Options{DenyUsrOverride: true}))
+	assertFindings(t, rep.Findings, want(Error))
+	if rep.Passed() {
+		t.Error("DenyUsrOverride: the report passed")
+	}
+	rep = run(t, Target{Image: img, Base: b.img}, only(c, Options{}))
+	if len(rep.Findings) != 0 || rep.Checks[0].Status != "skipped" {
+		t.Errorf("without a base tree: %+v %+v", rep.Checks, rep.Findings)
+	}
 }

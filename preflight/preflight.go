@@ -50,6 +50,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"path"
 	"slices"
@@ -78,6 +79,8 @@ const (
 	NeedBase Needs = 1 << iota
 	// NeedAdded: the check reads the entries of the added layers.
 	NeedAdded
+	// NeedBaseTree: the check reads the base's root tree (Target.BaseTree).
+	NeedBaseTree
 	// NeedWritten: the check is about the image as written to the target
 	// (its layers as the registry lists them by digest), so in a build it
 	// runs after the write (see Stages); every other check runs before
@@ -126,6 +129,9 @@ type Target struct {
 	// to derive from). When Base is nil it also plays the base's role.
 	Require    v1.Image
 	RequireRef string
+	// BaseTree is the base's root tree (the base index's FS a build made;
+	// optional): which paths the base has, never read from layer blobs.
+	BaseTree fs.FS
 
 	// Filled by Run before the checks run: manifests and configs of the
 	// candidate, the base and the required base; the index of the first
@@ -171,6 +177,9 @@ type Options struct {
 	ExpectVersion string
 	// FatalWarnings turns warnings into errors.
 	FatalWarnings bool
+	// DenyUsrOverride makes the usr-override findings (added files that
+	// replace a file of the base under /usr) errors.
+	DenyUsrOverride bool
 	// AllowSecrets are paths (or path.Match patterns) that may hold secrets.
 	AllowSecrets []string
 	// MaxAddedBytes is the budget of compressed added bytes; 0: DefaultMaxAddedBytes.
@@ -330,6 +339,8 @@ func Run(ctx context.Context, t Target, opts Options) (*Report, error) {
 			cr.Status, cr.Reason = "skipped", "--skip"
 		case c.Needs()&NeedBase != 0 && t.Base == nil && t.Require == nil:
 			cr.Status, cr.Reason = "skipped", "no base image given (--base / --require-base)"
+		case c.Needs()&NeedBaseTree != 0 && t.BaseTree == nil:
+			cr.Status, cr.Reason = "skipped", "the base's tree is not known (a build's base index)"
 		case c.Needs()&NeedAdded != 0 && tt.FirstAdded < 0:
 			cr.Status, cr.Reason = "skipped", "added layers unknown: no base and no ostree.final-diffid label"
 		}

@@ -12,6 +12,7 @@ func Default() []Check {
 		contentCheck{},
 		secretsCheck{},
 		unitsCheck{},
+		usrOverrideCheck{},
 		sizeCheck{},
 	}
 }

@@ -148,6 +148,9 @@ func (s *stage) Run(ctx context.Context, b *builder.Built, p *builder.Published)
 		log = slog.New(slog.DiscardHandler)
 	}
 	t := Target{Image: b.Image, Base: b.Base.Image, BaseRef: b.Base.Ref}
+	if b.Base.Index != nil {
+		t.BaseTree = b.Base.Index.FS()
+	}
 	if p != nil {
 		t.Ref = p.Ref
 	}

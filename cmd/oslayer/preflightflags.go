@@ -21,6 +21,7 @@ type preflightFlags struct {
 	expectVersion string
 	skip          []string
 	fatalWarnings bool
+	denyUsr       bool
 	allowSecrets  []string
 	maxAdded      string
 }
@@ -30,6 +31,7 @@ func (f *preflightFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.expectVersion, "expect-version", "", "OS version the image must have (org.opencontainers.image.version or version label; \"9.6\" matches \"9.6.2025...\")")
 	fs.StringArrayVar(&f.skip, "skip", nil, "skip a preflight check by name (repeatable): "+strings.Join(checkNames(), ", "))
 	fs.BoolVar(&f.fatalWarnings, "fatal-warnings", false, "treat preflight warnings as errors")
+	fs.BoolVar(&f.denyUsr, "deny-usr-override", false, "an added file that replaces a file of the base under /usr is an error (check usr-override; build only: it needs the base index)")
 	fs.StringArrayVar(&f.allowSecrets, "allow-secret", nil, "path (or glob) in the image allowed to hold a secret, e.g. /etc/pki/tls/private/*.key (repeatable)")
 	fs.StringVar(&f.maxAdded, "max-added-bytes", "2GiB", "budget for the compressed size of the added layers (bytes, or with KB/MB/GB/KiB/MiB/GiB)")
 }
@@ -58,12 +60,13 @@ func (f *preflightFlags) options(g *globals) (preflight.Options, error) {
 		}
 	}
 	return preflight.Options{
-		Skip:          f.skip,
-		ExpectVersion: f.expectVersion,
-		FatalWarnings: f.fatalWarnings,
-		AllowSecrets:  f.allowSecrets,
-		MaxAddedBytes: n,
-		Log:           g.log,
+		Skip:            f.skip,
+		ExpectVersion:   f.expectVersion,
+		FatalWarnings:   f.fatalWarnings,
+		DenyUsrOverride: f.denyUsr,
+		AllowSecrets:    f.allowSecrets,
+		MaxAddedBytes:   n,
+		Log:             g.log,
 	}, nil
 }
 

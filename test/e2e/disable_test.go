@@ -221,3 +221,40 @@ func TestDisabledUnitsOnUnpackedImage(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildUsrOverride: a configuration file that replaces a file the base
+// ships under /usr is a render warning naming both and a preflight warning
+// (the usr-override check reads the build's base index); with
+// --deny-usr-override the build fails before anything is written.
+func TestBuildUsrOverride(t *testing.T) {
+	osc := filepath.Join(t.TempDir(), "osc.yaml")
+	doc := "apiVersion: extensions.gardener.cloud/v1alpha1\nkind: OperatingSystemConfig\nmetadata:\n  name: worker\n  namespace: shoot--x--y\nspec:\n  type: coreos\n  purpose: reconcile\n  files:\n" +
+		"  - path: /usr/lib/systemd/system/containerd.service\n    permissions: 0644\n    content:\n      inline:\n        data: \"[Service]\\nExecStart=/usr/local/bin/containerd\\n\"\n"
+	if err := os.WriteFile(osc, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := "oci:" + filepath.Join(t.TempDir(), "out")
+	stdout, stderr, code := cli(t, "build", "--base", "oci:examples/base", "--pool", "worker", "--osc", osc, "--push", out, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		"spec.files[0]: writes /usr/lib/systemd/system/containerd.service, which replaces the base image's file",
+		"replaces the base image's file",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the result does not say %q:\n%s", want, stdout)
+		}
+	}
+	if !strings.Contains(stdout, `"usr-override"`) {
+		t.Errorf("no usr-override finding in the result:\n%s", stdout)
+	}
+	out2 := filepath.Join(t.TempDir(), "out2")
+	stdout, _, code = cli(t, "build", "--base", "oci:examples/base", "--pool", "worker", "--osc", osc, "--push", "oci:"+out2, "--deny-usr-override", "-o", "json")
+	if code == 0 || !strings.Contains(stdout, "usr-override") {
+		t.Errorf("--deny-usr-override: exit %d\n%s", code, stdout)
+	}
+	if _, err := os.Stat(filepath.Join(out2, "index.json")); err == nil {
+		t.Error("--deny-usr-override: the image was written")
+	}
+}
