@@ -62,7 +62,15 @@ func (l *layoutPublisher) Write(ctx context.Context, b *builder.Built) (*builder
 	if len(layers) != len(m.Layers) {
 		return fail("read layers", fmt.Errorf("manifest lists %d layers, image has %d", len(m.Layers), len(layers)))
 	}
-	if err := ensureLayout(p.dir); err != nil {
+	if err := ensureDir(p.dir); err != nil {
+		return fail("create layout", err)
+	}
+	rt, err := newRunTemp(p.dir, p.o.log)
+	if err != nil {
+		return fail("create temp dir", err)
+	}
+	defer rt.close()
+	if err := ensureLayout(p.dir, rt.dir); err != nil {
 		return fail("create layout", err)
 	}
 	var srcs []blobSource
@@ -85,7 +93,7 @@ func (l *layoutPublisher) Write(ctx context.Context, b *builder.Built) (*builder
 	log := p.o.log.With("layout", p.dir, "digest", d.String())
 	log.Info("writing image to OCI layout", "blobs", len(srcs)+2, "bytes", total)
 
-	w := &layoutWriter{dir: p.dir, log: log, prog: prog}
+	w := &layoutWriter{dir: p.dir, tmp: rt.dir, log: log, prog: prog}
 	jobs := p.reg.Jobs
 	if jobs <= 0 {
 		jobs = 4
@@ -134,6 +142,7 @@ func (l *layoutPublisher) Write(ctx context.Context, b *builder.Built) (*builder
 // layoutWriter writes blobs into a layout and counts them.
 type layoutWriter struct {
 	dir  string
+	tmp  string // this run's temp dir (runTemp)
 	log  *slog.Logger
 	prog *progress
 
@@ -153,7 +162,7 @@ func (w *layoutWriter) write(ctx context.Context, s blobSource) error {
 		}
 		return &ctxReader{ctx: ctx, rc: rc}, nil
 	}
-	n, err := writeBlob(w.dir, s)
+	n, err := writeBlob(w.dir, w.tmp, s, w.log)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.what, err)
 	}
@@ -193,16 +202,26 @@ func blobPath(dir string, h v1.Hash) string {
 	return filepath.Join(dir, "blobs", h.Algorithm, h.Hex)
 }
 
-// writeBlob writes s into the layout unless a blob of that digest and size
-// is there (then it returns -1). The blob is written to a temp file, its
+// writeBlob writes s into the layout unless a blob of that digest is there
+// (then it returns -1). A blob already there is reused only after its
+// content is read and found to have the digest and size: a corrupt one is
+// replaced (and logged). The blob is written to a temp file in tmp, its
 // digest and size checked, then renamed into place.
-func writeBlob(dir string, s blobSource) (int64, error) {
+func writeBlob(dir, tmpDir string, s blobSource, log *slog.Logger) (int64, error) {
 	if s.digest.Algorithm != "sha256" {
 		return 0, fmt.Errorf("unsupported digest algorithm %q", s.digest.Algorithm)
 	}
 	path := blobPath(dir, s.digest)
-	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size() == s.size {
-		return -1, nil
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+		got, n, err := fileDigest(path)
+		switch {
+		case err != nil:
+			log.Warn("blob in the layout unreadable; writing it again", "digest", s.digest.String(), "error", err)
+		case got == s.digest.Hex && n == s.size:
+			return -1, nil
+		default:
+			log.Warn("blob in the layout is corrupt; writing it again", "digest", s.digest.String(), "found", "sha256:"+got, "size", n)
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return 0, err
@@ -212,7 +231,7 @@ func writeBlob(dir string, s blobSource) (int64, error) {
 		return 0, err
 	}
 	defer rc.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+s.digest.Hex[:12]+"-")
+	tmp, err := os.CreateTemp(tmpDir, "blob-"+s.digest.Hex[:12]+"-")
 	if err != nil {
 		return 0, err
 	}
@@ -244,17 +263,113 @@ func writeBlob(dir string, s blobSource) (int64, error) {
 	return n, nil
 }
 
+// fileDigest returns the sha256 (hex) and size of the file at path.
+func fileDigest(path string) (string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", n, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// TempDirName is the directory inside an OCI layout where oslayer keeps
+// the temp files of a write: one subdirectory per run, locked (flock) by
+// the process writing. A run killed before it could clean up leaves its
+// subdirectory unlocked; the next write or commit to the layout removes it.
+const TempDirName = ".oslayer-tmp"
+
+// runTemp is one run's temp directory in a layout.
+type runTemp struct {
+	dir  string
+	lock *os.File
+}
+
+// newRunTemp sweeps the temp directories of killed runs from layout and
+// creates and locks this run's.
+func newRunTemp(layout string, log *slog.Logger) (*runTemp, error) {
+	base := filepath.Join(layout, TempDirName)
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return nil, err
+	}
+	sweepTemp(base, log)
+	for range 5 {
+		d, err := os.MkdirTemp(base, "run-")
+		if err != nil {
+			return nil, err
+		}
+		f, err := os.Open(d)
+		if err != nil {
+			continue // swept by another run before we locked it
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			continue
+		}
+		// Another run's sweep may have removed it between MkdirTemp and
+		// the lock: then it is gone, and we make another.
+		if st, err := os.Stat(d); err == nil {
+			if fst, err := f.Stat(); err == nil && os.SameFile(st, fst) {
+				return &runTemp{dir: d, lock: f}, nil
+			}
+		}
+		f.Close()
+	}
+	return nil, fmt.Errorf("could not create a temp directory in %s", base)
+}
+
+// close removes the run's temp directory and releases it.
+func (r *runTemp) close() {
+	_ = os.RemoveAll(r.dir)
+	_ = syscall.Flock(int(r.lock.Fd()), syscall.LOCK_UN)
+	r.lock.Close()
+}
+
+// sweepTemp removes every run directory in base that no live process
+// holds locked: what killed runs left behind.
+func sweepTemp(base string, log *slog.Logger) {
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		p := filepath.Join(base, e.Name())
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			var n int64
+			_ = filepath.WalkDir(p, func(_ string, d os.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					if info, err := d.Info(); err == nil {
+						n += info.Size()
+					}
+				}
+				return nil
+			})
+			if err := os.RemoveAll(p); err == nil {
+				log.Info("removed the temp files of a killed run", "dir", p, "bytes", n)
+			}
+		}
+		f.Close()
+	}
+}
+
 const ociLayoutFile = `{"imageLayoutVersion":"1.0.0"}`
 
-// ensureLayout makes dir an OCI image layout if it is missing or empty and
-// refuses a directory that holds anything else.
-func ensureLayout(dir string) error {
+// ensureDir creates dir if it is missing and refuses a directory that
+// holds anything but an OCI layout.
+func ensureDir(dir string) error {
 	st, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
+		return os.MkdirAll(dir, 0o755)
 	case err != nil:
 		return err
 	case !st.IsDir():
@@ -265,10 +380,23 @@ func ensureLayout(dir string) error {
 		if err != nil {
 			return err
 		}
-		if len(ents) > 0 {
-			return fmt.Errorf("%s is not empty and not an OCI layout (no oci-layout file); refusing to write into it", dir)
+		for _, e := range ents {
+			if e.Name() != TempDirName {
+				return fmt.Errorf("%s is not empty and not an OCI layout (no oci-layout file); refusing to write into it", dir)
+			}
 		}
-		if err := writeFileAtomic(dir, "oci-layout", []byte(ociLayoutFile)); err != nil {
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// ensureLayout writes the oci-layout file and an empty index.json into
+// dir (checked by ensureDir) when they are missing, through temp files in
+// tmp.
+func ensureLayout(dir, tmp string) error {
+	if _, err := os.Stat(filepath.Join(dir, "oci-layout")); errors.Is(err, os.ErrNotExist) {
+		if err := writeFileAtomic(dir, tmp, "oci-layout", []byte(ociLayoutFile)); err != nil {
 			return err
 		}
 	} else if err != nil {
@@ -276,7 +404,7 @@ func ensureLayout(dir string) error {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "index.json")); errors.Is(err, os.ErrNotExist) {
 		empty, _ := json.Marshal(v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: []v1.Descriptor{}})
-		if err := writeFileAtomic(dir, "index.json", empty); err != nil {
+		if err := writeFileAtomic(dir, tmp, "index.json", empty); err != nil {
 			return err
 		}
 	} else if err != nil {
@@ -285,9 +413,9 @@ func ensureLayout(dir string) error {
 	return nil
 }
 
-// writeFileAtomic writes dir/name through a temp file and a rename.
-func writeFileAtomic(dir, name string, b []byte) error {
-	tmp, err := os.CreateTemp(dir, "."+name+".tmp-")
+// writeFileAtomic writes dir/name through a temp file in tmp and a rename.
+func writeFileAtomic(dir, tmpDir, name string, b []byte) error {
+	tmp, err := os.CreateTemp(tmpDir, name+"-")
 	if err != nil {
 		return err
 	}
@@ -341,6 +469,11 @@ func (l *layoutPublisher) Commit(ctx context.Context, b *builder.Built, pub *bui
 		return fail("lock", err)
 	}
 	defer unlock()
+	rt, err := newRunTemp(p.dir, p.o.log)
+	if err != nil {
+		return fail("create temp dir", err)
+	}
+	defer rt.close()
 	ib, err := os.ReadFile(filepath.Join(p.dir, "index.json"))
 	if err != nil {
 		return fail("read index.json", err)
@@ -396,7 +529,7 @@ func (l *layoutPublisher) Commit(ctx context.Context, b *builder.Built, pub *bui
 	if err != nil {
 		return fail("write index.json", err)
 	}
-	if err := writeFileAtomic(p.dir, "index.json", out); err != nil {
+	if err := writeFileAtomic(p.dir, rt.dir, "index.json", out); err != nil {
 		return fail("write index.json", err)
 	}
 	p.o.log.Info("tag moved", "layout", p.dir, "tag", p.layoutTag, "digest", d.String(), "replaced", replaced)

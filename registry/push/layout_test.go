@@ -1,6 +1,7 @@
 package push_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -278,5 +279,81 @@ func TestLayoutConcurrentCommits(t *testing.T) {
 	}
 	if idx.Annotations["org.example.keep"] != "yes" {
 		t.Errorf("index.json lost its annotations: %v", idx.Annotations)
+	}
+}
+
+// A blob already in the layout is reused only when its content has its
+// digest: a corrupted one of the right size (and a truncated one) is
+// written again, and the image then reads back intact with umoci. Before,
+// a blob of the right size was skipped and the corrupt image was
+// reported tagged.
+func TestLayoutReplacesCorruptBlob(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	layers := mkLayers(t, "lay", 3, 4096)
+	img := mkImage(t, nil, layers...)
+	b := built(t, img)
+	p := newPublisher(t, "oci:"+dir+":worker", nil)
+	writeCommit(t, p, b)
+	d0, _ := layers[0].Digest()
+	d1, _ := layers[1].Digest()
+	flip := filepath.Join(dir, "blobs", "sha256", d0.Hex)
+	data, err := os.ReadFile(flip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0xff // same size, other content
+	if err := os.WriteFile(flip, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(dir, "blobs", "sha256", d1.Hex), 10); err != nil {
+		t.Fatal(err)
+	}
+	pub, err := p.Write(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(t, p, b, pub)
+	if want := layersSize(t, layers[:2]); pub.Uploaded != want {
+		t.Errorf("rewrite of a layout with two damaged blobs: Uploaded=%d, want %d (the two layers)", pub.Uploaded, want)
+	}
+	for _, name := range blobFiles(t, dir) {
+		b, err := os.ReadFile(filepath.Join(dir, "blobs", "sha256", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h, _, _ := v1.SHA256(bytes.NewReader(b)); h.Hex != name {
+			t.Errorf("blob %s holds sha256:%s after the rewrite", name, h.Hex)
+		}
+	}
+	umociUnpack(t, dir+":worker", filepath.Join(t.TempDir(), "bundle"))
+}
+
+// Temp files live in DIR/.oslayer-tmp/run-*/ while a run writes; a run
+// directory no live process holds (a killed run's) is removed by the next
+// write, and a finished run leaves nothing behind.
+func TestLayoutSweepsTempOfKilledRuns(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	b := built(t, mkImage(t, nil, mkLayers(t, "lay", 2, 2048)...))
+	p := newPublisher(t, "oci:"+dir+":worker", nil)
+	writeCommit(t, p, b)
+	stale := filepath.Join(dir, push.TempDirName, "run-killed")
+	if err := os.MkdirAll(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stale, "blob-0123456789ab-1"), make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeCommit(t, p, b)
+	ents, err := os.ReadDir(filepath.Join(dir, push.TempDirName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 0 {
+		t.Errorf("temp dir after a rewrite holds %v", ents)
+	}
+	for _, n := range blobFiles(t, dir) {
+		if strings.Contains(n, "tmp") {
+			t.Errorf("temp file %s among the blobs", n)
+		}
 	}
 }

@@ -36,8 +36,11 @@
 //
 //   - Write creates DIR as an OCI image layout if needed and writes every
 //     missing blob (layers, config, manifest) atomically (temp file,
-//     digest check, rename); blobs already present are skipped, so Write is
-//     idempotent. Base layers of a registry base are downloaded (a layout
+//     digest check, rename); a blob already present is reused only after
+//     its content was read and has its digest (a corrupt one is written
+//     again), so Write is idempotent. Temp files live in
+//     DIR/.oslayer-tmp/run-*/, one directory per run, locked while the run
+//     lives: the next Write or Commit removes what a killed run left. Base layers of a registry base are downloaded (a layout
 //     must hold them); layers of a layout base are copied file to file.
 //   - Commit adds the manifest to DIR/index.json with the annotation
 //     org.opencontainers.image.ref.name=TAG, replacing an entry with the same
