@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/oslayer/oslayer/layers/varmech"
+	"github.com/oslayer/oslayer/test/fcosroot"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/regtest"
 )
@@ -109,7 +110,7 @@ func run(t *testing.T, env []string, name string, args ...string) string {
 func TestSkeletonPresetsConsistent(t *testing.T) {
 	tl := requireTools(t)
 	root := t.TempDir()
-	writeTree(t, root, skeleton())
+	fcosroot.WriteTree(t, root, fcosroot.Skeleton())
 	before := describe(t, root, nil)
 	run(t, nil, tl.systemctl, "--root="+root, "preset-all")
 	if d := diffViews(before, describe(t, root, nil)); len(d) != 0 {
@@ -125,7 +126,7 @@ func TestIgnitionOracle(t *testing.T) {
 		t.Errorf("only %d MachineConfig sets", len(cs))
 	}
 	base := filepath.Join(t.TempDir(), "base")
-	writeBase(t, base, skeleton())
+	fcosroot.WriteBase(t, base, fcosroot.Skeleton())
 	ran, agree := 0, 0
 	for _, c := range cs {
 		t.Run(c.name, func(t *testing.T) {
@@ -148,7 +149,7 @@ func compareCase(t *testing.T, tl tools, base string, c mcCase) []string {
 
 	// The oracle: the MCO's merge, ignition-apply, presets, tmpfiles.
 	oracle := filepath.Join(work, "oracle")
-	writeTree(t, oracle, skeleton())
+	fcosroot.WriteTree(t, oracle, fcosroot.Skeleton())
 	var oracleErr error
 	merged, err := mergeMachineConfigs(mcs)
 	if err != nil {
@@ -197,7 +198,7 @@ func compareCase(t *testing.T, tl tools, base string, c mcCase) []string {
 
 	ov := describe(t, oracle, oracleOnly)
 	pristine := filepath.Join(work, "pristine")
-	writeTree(t, pristine, skeleton())
+	fcosroot.WriteTree(t, pristine, fcosroot.Skeleton())
 	run(t, nil, tl.tmpfiles, "--root="+pristine, "--create")
 	t.Logf("the config changes %d paths of the skeleton", len(diffViews(describe(t, pristine, nil), ov)))
 	return diffViews(ov, describe(t, node, oslayerOnly))

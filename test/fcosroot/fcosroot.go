@@ -1,4 +1,12 @@
-package ignition
+// Package fcosroot is a small Fedora CoreOS / RHCOS-shaped root tree for
+// tests that run the real node tools on it (ignition-apply, systemctl,
+// systemd-tmpfiles, ostree): the /var symlinks (/opt, /usr/local, /root,
+// /home, /srv, /mnt), passwd/group with core, OS units with their real
+// [Install] sections, the OS presets and the enablement links they give, a
+// kernel under /usr/lib/modules. It is written as a directory (WriteTree) or
+// as a one-layer OCI layout base labelled like an ostree-native image
+// (WriteBase).
+package fcosroot
 
 import (
 	"archive/tar"
@@ -17,26 +25,26 @@ import (
 	"github.com/oslayer/oslayer/test/synth"
 )
 
-// entry is one path of the FCOS-shaped root skeleton.
-type entry struct {
+// Entry is one path of the FCOS-shaped root skeleton.
+type Entry struct {
 	path, link, data string
 	typ              byte
 	mode             int64
 	uid, gid         int
 }
 
-func dir(p string, mode int64) entry { return entry{path: p, typ: tar.TypeDir, mode: mode} }
-func sym(p, t string) entry          { return entry{path: p, link: t, typ: tar.TypeSymlink, mode: 0o777} }
-func file(p string, mode int64, data string) entry {
-	return entry{path: p, data: data, typ: tar.TypeReg, mode: mode}
+func dir(p string, mode int64) Entry { return Entry{path: p, typ: tar.TypeDir, mode: mode} }
+func sym(p, t string) Entry          { return Entry{path: p, link: t, typ: tar.TypeSymlink, mode: 0o777} }
+func file(p string, mode int64, data string) Entry {
+	return Entry{path: p, data: data, typ: tar.TypeReg, mode: mode}
 }
 
-// kernel is the skeleton's kernel release (label ostree.linux).
-const kernel = "6.15.9-201.fc42.x86_64"
+// Kernel is the skeleton's kernel release (label ostree.linux).
+const Kernel = "6.15.9-201.fc42.x86_64"
 
 // unit is an OS-shipped unit file with its [Install] section (empty: a
 // static unit), as Fedora CoreOS / RHCOS packages ship it.
-func unit(name, install string) entry {
+func unit(name, install string) Entry {
 	body := "[Unit]\nDescription=" + name + " (OS-shipped)\n\n[Service]\nExecStart=/usr/bin/true\n"
 	switch filepath.Ext(name) {
 	case ".target":
@@ -53,17 +61,17 @@ func unit(name, install string) entry {
 }
 
 // enabled is an enablement link the OS compose created from its presets.
-func enabled(wants, name string) entry {
+func enabled(wants, name string) Entry {
 	return sym("etc/systemd/system/"+wants+"/"+name, "/usr/lib/systemd/system/"+name)
 }
 
-// skeleton is an FCOS/RHCOS-shaped root: the /var symlinks (/opt,
+// Skeleton is an FCOS/RHCOS-shaped root: the /var symlinks (/opt,
 // /usr/local, /root, /home, /srv, /mnt), passwd/group with core, OS units
 // with their real [Install] sections, the OS presets and the enablement
-// links those presets give (checked by TestSkeletonPresetsConsistent).
-func skeleton() []entry {
+// links those presets give (test/oracle/ignition checks that with systemctl preset-all).
+func Skeleton() []Entry {
 	const wants = "multi-user.target.wants"
-	return []entry{
+	return []Entry{
 		dir("etc", 0o755),
 		file("etc/passwd", 0o644, "root:x:0:0:root:/root:/bin/bash\n"+
 			"chrony:x:994:992:chrony system user:/var/lib/chrony:/sbin/nologin\n"+
@@ -118,8 +126,8 @@ func skeleton() []entry {
 		dir("usr/lib", 0o755),
 		file("usr/lib/os-release", 0o644, "NAME=\"Fedora Linux\"\nID=fedora\nVERSION_ID=42\nVARIANT_ID=coreos\n"),
 		dir("usr/lib/modules", 0o755),
-		dir("usr/lib/modules/"+kernel, 0o755),
-		file("usr/lib/modules/"+kernel+"/vmlinuz", 0o755, "not a kernel\n"),
+		dir("usr/lib/modules/"+Kernel, 0o755),
+		file("usr/lib/modules/"+Kernel+"/vmlinuz", 0o755, "not a kernel\n"),
 		dir("usr/lib/systemd", 0o755),
 		dir("usr/lib/systemd/system-preset", 0o755),
 		file("usr/lib/systemd/system-preset/40-coreos.preset", 0o644,
@@ -168,8 +176,8 @@ func skeleton() []entry {
 	}
 }
 
-// writeTree writes entries under root with their modes and owners.
-func writeTree(t *testing.T, root string, es []entry) {
+// WriteTree writes entries under root with their modes and owners.
+func WriteTree(t testing.TB, root string, es []Entry) {
 	t.Helper()
 	for _, e := range es {
 		p := filepath.Join(root, e.path)
@@ -195,9 +203,9 @@ func writeTree(t *testing.T, root string, es []entry) {
 
 var epoch = time.Date(2025, 9, 1, 0, 0, 0, 0, time.UTC)
 
-// writeBase writes the skeleton as a one-layer OCI layout (tag "latest")
+// WriteBase writes the skeleton as a one-layer OCI layout (tag "latest")
 // labelled like an ostree-native base, the way oslayer finds FCOS.
-func writeBase(t *testing.T, dir string, es []entry) {
+func WriteBase(t testing.TB, dir string, es []Entry) {
 	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -233,7 +241,7 @@ func writeBase(t *testing.T, dir string, es []entry) {
 		Config: v1.Config{Labels: map[string]string{
 			"containers.bootc":                 "1",
 			"ostree.bootable":                  "1",
-			"ostree.linux":                     kernel,
+			"ostree.linux":                     Kernel,
 			"ostree.final-diffid":              diffID.String(),
 			"org.opencontainers.image.version": "42.20250901.3.0",
 		}},

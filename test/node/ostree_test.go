@@ -1,0 +1,479 @@
+// Package node emulates an ostree node with Debian's ostree: oslayer's
+// images become ostree commits the way ostree-ext imports a container
+// image (layers in order, whiteouts applied, /etc moved to /usr/etc), a
+// directory sysroot deploys image A, then B, then rolls back to A, and
+// every step boots the way a node does (the prune unit's script, then
+// systemd-tmpfiles with the stateroot's /var in place).
+package node
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+
+	"github.com/oslayer/oslayer/layers/varmech"
+	"github.com/oslayer/oslayer/test/fcosroot"
+	"github.com/oslayer/oslayer/test/fixtures"
+	"github.com/oslayer/oslayer/test/regtest"
+)
+
+const osName = "fcos"
+
+func run(t *testing.T, env []string, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// mc is a worker MachineConfig with files and units (Ignition 3.4).
+func mc(name, storage, units string) string {
+	return `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: ` + name + `
+  labels:
+    machineconfiguration.openshift.io/role: worker
+spec:
+  config:
+    ignition:
+      version: 3.4.0
+    storage:
+      files:
+` + storage + `
+    systemd:
+      units:
+` + units
+}
+
+func file(p, data string, mode int) string {
+	return fmt.Sprintf("      - path: %s\n        mode: %d\n        overwrite: true\n        contents:\n          source: data:,%s\n",
+		p, mode, strings.ReplaceAll(data, " ", "%20"))
+}
+
+// build builds oslayer's image of the MachineConfig into an OCI layout
+// onto base and returns the layout directory.
+func build(t *testing.T, bin, base, name, doc string) string {
+	t.Helper()
+	dir := t.TempDir()
+	in := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(in, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	run(t, nil, bin, "build", "--base", "oci:"+base+":latest", "--machineconfig", in,
+		"--pool", "worker", "--push", "oci:"+out+":pool")
+	return out
+}
+
+// commit turns the image into an ostree commit on branch, as ostree-ext
+// imports a container image: every layer in order into one tree, OCI
+// whiteouts applied, then /etc moved to /usr/etc.
+func commit(t *testing.T, ostree, repo, layoutDir, branch string) {
+	t.Helper()
+	p, err := layout.FromPath(layoutDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil || len(m.Manifests) != 1 {
+		t.Fatalf("layout %s: %v (%d images)", layoutDir, err, len(m.Manifests))
+	}
+	img, err := p.Image(m.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage := filepath.Join(t.TempDir(), "tree")
+	if err := os.Mkdir(stage, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range ls {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := applyLayer(stage, rc); err != nil {
+			t.Fatalf("layer %d: %v", i, err)
+		}
+		rc.Close()
+	}
+	if err := os.Rename(filepath.Join(stage, "etc"), filepath.Join(stage, "usr/etc")); err != nil {
+		t.Fatal(err)
+	}
+	run(t, nil, ostree, "--repo="+repo, "commit", "--branch="+branch, "--tree=dir="+stage,
+		"--no-xattrs", "--timestamp=2025-09-01T00:00:00Z")
+}
+
+// applyLayer extracts one uncompressed layer onto dir, honouring OCI
+// whiteouts (".wh.NAME" removes NAME, ".wh..wh..opq" empties the directory).
+func applyLayer(dir string, r io.Reader) error {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		name := path.Clean("/" + h.Name)
+		if name == "/" {
+			continue
+		}
+		dst := filepath.Join(dir, name)
+		base := path.Base(name)
+		if base == ".wh..wh..opq" {
+			ents, _ := os.ReadDir(filepath.Dir(dst))
+			for _, e := range ents {
+				if err := os.RemoveAll(filepath.Join(filepath.Dir(dst), e.Name())); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if victim, ok := strings.CutPrefix(base, ".wh."); ok {
+			if err := os.RemoveAll(filepath.Join(filepath.Dir(dst), victim)); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		if fi, err := os.Lstat(dst); err == nil && !(fi.IsDir() && h.Typeflag == tar.TypeDir) {
+			if err := os.RemoveAll(dst); err != nil {
+				return err
+			}
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(dst, 0o755); err != nil {
+				return err
+			}
+		case tar.TypeSymlink:
+			if err := os.Symlink(h.Linkname, dst); err != nil {
+				return err
+			}
+			if err := os.Lchown(dst, h.Uid, h.Gid); err != nil {
+				return err
+			}
+			continue
+		case tar.TypeLink:
+			if err := os.Link(filepath.Join(dir, path.Clean("/"+h.Linkname)), dst); err != nil {
+				return err
+			}
+			continue
+		case tar.TypeReg:
+			f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(f, tr); err != nil {
+				f.Close()
+				return err
+			}
+			if err := f.Close(); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%s: unsupported entry type %c", name, h.Typeflag)
+		}
+		if err := os.Lchown(dst, h.Uid, h.Gid); err != nil {
+			return err
+		}
+		if err := os.Chmod(dst, h.FileInfo().Mode()&(os.ModePerm|os.ModeSetuid|os.ModeSetgid|os.ModeSticky)); err != nil {
+			return err
+		}
+	}
+}
+
+// node is a directory sysroot with one stateroot.
+type node struct {
+	t                      *testing.T
+	ostree, tmpfiles, root string
+}
+
+func (n node) stateVar() string { return filepath.Join(n.root, "ostree/deploy", osName, "var") }
+
+// booted returns the default (first) deployment's directory.
+func (n node) booted() string {
+	n.t.Helper()
+	out := run(n.t, nil, n.ostree, "admin", "status", "--sysroot="+n.root)
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(l), "* "))
+		if len(f) >= 2 && f[0] == osName {
+			return filepath.Join(n.root, "ostree/deploy", osName, "deploy", f[1])
+		}
+	}
+	n.t.Fatalf("no deployment in:\n%s", out)
+	return ""
+}
+
+// deploy pulls branch from repo and deploys it as the new default; the
+// new deployment's /etc is ostree's 3-way merge of the booted one's.
+func (n node) deploy(repo, branch string) string {
+	n.t.Helper()
+	run(n.t, nil, n.ostree, "--repo="+filepath.Join(n.root, "ostree/repo"), "pull-local", repo, branch)
+	run(n.t, nil, n.ostree, "admin", "deploy", "--sysroot="+n.root, "--os="+osName, branch)
+	return n.booted()
+}
+
+// boot runs, in the default deployment with the stateroot's /var bind
+// mounted on its /var (in a private mount namespace, as the node mounts
+// it), what a node runs at boot: oslayer's prune script (its unit is
+// statically enabled), then systemd-tmpfiles --create.
+func (n node) boot() string {
+	n.t.Helper()
+	dep := n.booted()
+	script := "mount --bind \"$1\" \"$2/var\" && OSLAYER_ROOT=\"$2\" \"$2$3\" && \"$4\" --root=\"$2\" --create"
+	run(n.t, nil, "unshare", "-m", "sh", "-ec", script, "boot", n.stateVar(), dep, varmech.PruneScript, n.tmpfiles)
+	return dep
+}
+
+// read returns the content of node path p in deployment dep, following
+// symlinks inside the deployment and /var into the stateroot.
+func (n node) read(dep, p string) (string, error) {
+	for range 40 {
+		host := n.host(dep, p)
+		fi, err := os.Lstat(host)
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			b, err := os.ReadFile(host)
+			return string(b), err
+		}
+		target, err := os.Readlink(host)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		p = filepath.Clean(target)
+	}
+	return "", fmt.Errorf("%s: symlink loop", p)
+}
+
+// host maps node path p (parents resolved) to the sysroot directory.
+func (n node) host(dep, p string) string {
+	// Resolve symlinks of the parents, as the kernel would.
+	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	cur := "/"
+	for i, part := range parts {
+		next := path.Join(cur, part)
+		if i < len(parts)-1 {
+			if target, err := os.Readlink(n.raw(dep, next)); err == nil {
+				if !path.IsAbs(target) {
+					target = path.Join(cur, target)
+				}
+				next = path.Clean(target)
+			}
+		}
+		cur = next
+	}
+	return n.raw(dep, cur)
+}
+
+func (n node) raw(dep, p string) string {
+	if p == "/var" || strings.HasPrefix(p, "/var/") {
+		return filepath.Join(n.stateVar(), strings.TrimPrefix(p, "/var"))
+	}
+	return filepath.Join(dep, p)
+}
+
+func (n node) want(dep, p, data string) {
+	n.t.Helper()
+	got, err := n.read(dep, p)
+	if err != nil {
+		n.t.Errorf("%s: %v", p, err)
+	} else if got != data {
+		n.t.Errorf("%s: %q, want %q", p, got, data)
+	}
+}
+
+func (n node) gone(dep, p string) {
+	n.t.Helper()
+	if _, err := os.Lstat(n.host(dep, p)); !os.IsNotExist(err) {
+		n.t.Errorf("%s: still there (%v)", p, err)
+	}
+}
+
+func (n node) enabled(dep, link string) bool {
+	_, err := os.Lstat(filepath.Join(dep, link))
+	return err == nil
+}
+
+// TestOstreeDeployments deploys image A, then B, then rolls back to A.
+func TestOstreeDeployments(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("OSLAYER_REQUIRE_TOOLS") == "1" {
+			t.Fatal("the ostree emulation needs root (owners in a bare repository)")
+		}
+		t.Skip("the ostree emulation needs root (owners in a bare repository)")
+	}
+	ostree := regtest.Require(t, "ostree")
+	tmpfiles := regtest.Require(t, "systemd-tmpfiles")
+	regtest.Require(t, "unshare")
+	regtest.Require(t, "chattr")
+	bin := oslayerBin(t)
+
+	base := filepath.Join(t.TempDir(), "base")
+	fcosroot.WriteBase(t, base, fcosroot.Skeleton())
+	const (
+		chronyLink = "etc/systemd/system/multi-user.target.wants/chronyd.service"
+		sshdLink   = "etc/systemd/system/multi-user.target.wants/sshd.service"
+		zincati    = "etc/systemd/system/multi-user.target.wants/zincati.service"
+		appLink    = "etc/systemd/system/multi-user.target.wants/app.service"
+	)
+	app := "        - name: app.service\n          enabled: true\n          contents: |\n            [Service]\n            ExecStart=/usr/bin/true\n            [Install]\n            WantedBy=multi-user.target\n"
+	a := build(t, bin, base, "a", mc("99-a",
+		file("/etc/app.conf", "A", 420)+file("/var/lib/app/state", "state A", 384)+
+			file("/opt/app/bin/tool", "tool A", 493)+file("/var/lib/app/only-a", "only A", 420),
+		app+"        - name: chronyd.service\n          enabled: false\n"))
+	b := build(t, bin, base, "b", mc("99-b",
+		file("/etc/app.conf", "B", 420)+file("/var/lib/app/state", "state B", 420)+
+			file("/opt/app/bin/tool", "tool B", 493),
+		app))
+
+	repo := filepath.Join(t.TempDir(), "repo")
+	run(t, nil, ostree, "--repo="+repo, "init", "--mode=bare")
+	commit(t, ostree, repo, a, osName+"/a")
+	commit(t, ostree, repo, b, osName+"/b")
+
+	n := node{t: t, ostree: ostree, tmpfiles: tmpfiles, root: filepath.Join(t.TempDir(), "sysroot")}
+	if err := os.Mkdir(n.root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// ostree makes every deployment immutable; let the test remove them.
+	t.Cleanup(func() {
+		ds, _ := filepath.Glob(filepath.Join(n.root, "ostree/deploy", osName, "deploy", "*.0"))
+		for _, d := range ds {
+			exec.Command("chattr", "-i", d).Run()
+		}
+	})
+	run(t, nil, ostree, "admin", "init-fs", n.root)
+	run(t, nil, ostree, "admin", "os-init", osName, "--sysroot="+n.root)
+
+	// Image A.
+	n.deploy(repo, osName+"/a")
+	dep := n.boot()
+	n.want(dep, "/etc/app.conf", "A")
+	n.want(dep, "/var/lib/app/state", "state A")
+	n.want(dep, "/opt/app/bin/tool", "tool A")
+	n.want(dep, "/var/lib/app/only-a", "only A")
+	if !n.enabled(dep, appLink) {
+		t.Error("A: app.service is not enabled")
+	}
+	if !n.enabled(dep, sshdLink) {
+		t.Error("A: the OS's sshd.service lost its enablement")
+	}
+	// A disables the OS's chronyd.service: its base link is whited out.
+	if n.enabled(dep, chronyLink) {
+		t.Error("A: chronyd.service, disabled by A, is enabled")
+	}
+
+	// Node-local state oslayer does not own.
+	local := map[string]string{
+		"/etc/admin.conf":          "admin\n",
+		"/var/lib/other/data":      "other agent\n",
+		"/var/opt/admin-tool":      "#!/bin/sh\n",
+		"/var/home/core/notes.txt": "notes\n",
+	}
+	for p, data := range local {
+		h := n.host(dep, p)
+		if err := os.MkdirAll(filepath.Dir(h), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(h, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The admin edits an OS config file and disables an OS unit.
+	chrony := "pool time.example.com iburst\n"
+	if err := os.WriteFile(filepath.Join(dep, "etc/chrony.conf"), []byte(chrony), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dep, zincati)); err != nil {
+		t.Fatal(err)
+	}
+	checkLocal := func(dep, step string) {
+		t.Helper()
+		for p, data := range local {
+			n.want(dep, p, data)
+		}
+		n.want(dep, "/etc/chrony.conf", chrony)
+		if n.enabled(dep, zincati) {
+			t.Errorf("%s: zincati.service, disabled on the node, is enabled again", step)
+		}
+	}
+
+	// Image B: the 3-way merge keeps the node's /etc edits; /var follows B.
+	dep = n.deploy(repo, osName+"/b")
+	dep = n.boot()
+	n.want(dep, "/etc/app.conf", "B")
+	n.want(dep, "/var/lib/app/state", "state B")
+	n.want(dep, "/opt/app/bin/tool", "tool B")
+	n.gone(dep, "/var/lib/app/only-a")
+	if !n.enabled(dep, appLink) || !n.enabled(dep, sshdLink) {
+		t.Error("B: app.service or sshd.service is not enabled")
+	}
+	// B leaves chronyd.service alone: the OS's enablement comes back.
+	if !n.enabled(dep, chronyLink) {
+		t.Error("B: chronyd.service, which only A disabled, is not enabled")
+	}
+	checkLocal(dep, "B")
+
+	// Roll back to A: drop B, A is the default again, and boots.
+	run(t, nil, ostree, "admin", "undeploy", "--sysroot="+n.root, "0")
+	dep = n.boot()
+	n.want(dep, "/etc/app.conf", "A")
+	n.want(dep, "/var/lib/app/state", "state A")
+	n.want(dep, "/opt/app/bin/tool", "tool A")
+	n.want(dep, "/var/lib/app/only-a", "only A")
+	if n.enabled(dep, chronyLink) {
+		t.Error("rollback to A: chronyd.service, disabled by A, is enabled")
+	}
+	checkLocal(dep, "rollback to A")
+}
+
+// oslayerBin builds the command into the test's temporary directory.
+func oslayerBin(t *testing.T) string {
+	t.Helper()
+	root, err := fixtures.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "oslayer")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/oslayer")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/oslayer: %v\n%s", err, out)
+	}
+	return bin
+}
