@@ -196,12 +196,25 @@ func compareCase(t *testing.T, tl tools, base string, c mcCase) []string {
 	node := filepath.Join(bundle, "rootfs")
 	run(t, nil, tl.tmpfiles, "--root="+node, "--create")
 
-	ov := describe(t, oracle, oracleOnly)
+	ov := describe(t, oracle, nil)
 	pristine := filepath.Join(work, "pristine")
 	fcosroot.WriteTree(t, pristine, fcosroot.Skeleton())
 	run(t, nil, tl.tmpfiles, "--root="+pristine, "--create")
 	t.Logf("the config changes %d paths of the skeleton", len(diffViews(describe(t, pristine, nil), ov)))
-	return diffViews(ov, describe(t, node, oslayerOnly))
+	// A node rebased onto the image sees it as built; a node that boots it
+	// first applies the presets. Both must see what the oracle's node sees.
+	got := diffViews(ov, describe(t, node, oslayerOnly))
+	run(t, nil, tl.systemctl, "--root="+node, "preset-all")
+	seen := map[string]bool{}
+	for _, d := range got {
+		seen[d] = true
+	}
+	for _, d := range diffViews(ov, describe(t, node, oslayerOnly)) {
+		if !seen[d] {
+			got = append(got, "after preset-all: "+d)
+		}
+	}
+	return got
 }
 
 // ignitionApply runs the real ignition-apply the way the on-cluster build
@@ -246,22 +259,25 @@ func refusal(stderr string) string {
 	return l
 }
 
-// Paths that are each side's mechanism, not configuration (see README,
-// "Ignition oracle"): Ignition's preset file (oslayer writes the links the
-// presets give), and oslayer's /var store, tmpfiles rules, prune unit,
+// Paths that are oslayer's mechanism, not configuration (see README,
+// "Ignition oracle"): its /var store, tmpfiles rules, prune unit and script,
 // ownership manifest and kernel-argument file (the MCO applies kernel
 // arguments at runtime).
-var (
-	oracleOnly  = []string{"/etc/systemd/system-preset/20-ignition.preset"}
-	oslayerOnly = []string{
-		"/usr/lib/oslayer",
-		varmech.TmpfilesPath,
-		"/usr/lib/systemd/system/" + varmech.PruneUnit,
-		varmech.PruneWantsPath,
-		varmech.PruneScript,
-		"/usr/lib/bootc/kargs.d/10-oslayer.toml",
-	}
-)
+var oslayerOnly = []string{
+	"/usr/lib/oslayer",
+	varmech.TmpfilesPath,
+	"/usr/lib/systemd/system/" + varmech.PruneUnit,
+	varmech.PruneWantsPath,
+	varmech.PruneScript,
+	"/usr/lib/bootc/kargs.d/10-oslayer.toml",
+}
+
+// presetFiles are the preset files Ignition and oslayer write for a
+// configuration's enablement. describe compares their rules, one entry per
+// unit under presetRules, not their names and comments.
+var presetFiles = []string{"/etc/systemd/system-preset/20-ignition.preset", "/etc/systemd/system-preset/20-oslayer.preset"}
+
+const presetRules = "/etc/systemd/system-preset/: preset rule for"
 
 // view maps a node path to what the node sees there.
 type view map[string]string
@@ -322,6 +338,26 @@ func describe(t *testing.T, root string, skip []string) view {
 			}
 			v[rel] = "link -> " + target
 			return nil
+		}
+		for _, pf := range presetFiles {
+			if rel == pf {
+				b, err := os.ReadFile(p)
+				if err != nil {
+					return err
+				}
+				for _, l := range strings.Split(string(b), "\n") {
+					f := strings.Fields(l)
+					if len(f) < 2 || strings.HasPrefix(f[0], "#") {
+						continue
+					}
+					rule := f[0]
+					if len(f) > 2 {
+						rule += " (instances " + strings.Join(f[2:], " ") + ")"
+					}
+					v[presetRules+" "+f[1]] = fmt.Sprintf("%s, file mode %04o", rule, fi.Mode().Perm())
+				}
+				return nil
+			}
 		}
 		v[rel] = entryDesc(p, fi)
 		return nil
