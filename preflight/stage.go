@@ -197,9 +197,13 @@ func (s *stage) Run(ctx context.Context, b *builder.Built, p *builder.Published)
 		}
 		switch f.Severity {
 		case Error:
-			log.Error("preflight: "+f.Message, attrs...)
+			// The first five are in the returned error: logging them too
+			// would print each twice.
 			if len(errs) < 5 {
 				errs = append(errs, f.String())
+				log.Debug("preflight: "+f.Message, attrs...)
+			} else {
+				log.Error("preflight: "+f.Message, attrs...)
 			}
 		case Warning:
 			log.Warn("preflight: "+f.Message, attrs...)

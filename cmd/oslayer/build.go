@@ -143,6 +143,18 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 		BaseIndex: f.index.mode,
 		Index:     iopts,
 	}, pub, stages...)
+	if !g.json() && res != nil {
+		// Text mode: the render's and the build's warnings, on stderr, even
+		// when the build failed (-o json has them in the result).
+		if res.Report != nil {
+			for _, w := range res.Report.Warnings {
+				g.warn(w)
+			}
+		}
+		for _, w := range res.Warnings {
+			g.warn(w)
+		}
+	}
 	if err != nil {
 		if g.json() && res != nil {
 			// A machine reader learns which step failed and what was done.

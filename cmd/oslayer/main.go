@@ -29,12 +29,24 @@ func (e *exitError) Unwrap() error { return e.err }
 
 // globals are the flags every command shares.
 type globals struct {
-	output   outputFlag
-	logLevel string
-	log      *slog.Logger
+	output    outputFlag
+	logLevel  string
+	logFormat string
+	log       *slog.Logger
+	human     *humanOut // nil with --log-format json
 }
 
 func (g *globals) json() bool { return g.output.format == "json" }
+
+// warn reports a warning on stderr: once, as "warning: MESSAGE", or as a
+// JSON log record with --log-format json.
+func (g *globals) warn(msg string) {
+	if g.human != nil {
+		_ = g.human.warn(msg)
+		return
+	}
+	g.log.Warn(msg)
+}
 
 func newRootCmd() *cobra.Command {
 	g := &globals{output: outputFlag{format: "text"}}
@@ -52,19 +64,17 @@ signs it, so nodes rebase onto one verified, reproducible image.`,
 			if err := applyLegacyOutput(cmd, &g.output, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
-			var lvl slog.Level
-			if err := lvl.UnmarshalText([]byte(g.logLevel)); err != nil {
-				return fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)
-			}
-			g.log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
-			return nil
+			var err error
+			g.log, g.human, err = newLogger(cmd.ErrOrStderr(), g.logFormat, g.logLevel)
+			return err
 		},
 	}
 	pf := root.PersistentFlags()
 	pf.VarP(&g.output, "output", "o", "output format: text or json")
 	pf.Var(&g.output, "output-format", "output format: text or json")
 	_ = pf.MarkDeprecated("output-format", "use -o/--output")
-	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn, error")
+	pf.StringVar(&g.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn, error")
+	pf.StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text (one line per message: \"warning: ...\") or json (slog records)")
 	for _, c := range []func(*globals) *cobra.Command{
 		newRenderCmd,
 		newBuildCmd,
