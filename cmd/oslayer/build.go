@@ -13,6 +13,7 @@ import (
 	"github.com/oslayer/oslayer/builder"
 	"github.com/oslayer/oslayer/registry"
 	"github.com/oslayer/oslayer/registry/push"
+	"github.com/oslayer/oslayer/registry/sign"
 )
 
 // buildFlags are the options of oslayer build.
@@ -221,7 +222,7 @@ func summary(w io.Writer, r *builder.Result) {
 		fmt.Fprintf(w, "  layer  %s %7d B  %s\n", l.Digest, l.Size, l.Source)
 	}
 	// BytesSkipped includes the mounted bytes.
-	fmt.Fprintf(w, "  bytes  uploaded %d, already there %d, mounted %d\n", r.BytesUploaded, r.BytesSkipped-r.BytesMounted, r.BytesMounted)
+	fmt.Fprintf(w, "  bytes  uploaded %d B, already there %d B, mounted %d B\n", r.BytesUploaded, r.BytesSkipped-r.BytesMounted, r.BytesMounted)
 	var ph []string
 	var total float64
 	for _, p := range r.Phases {
@@ -229,7 +230,24 @@ func summary(w io.Writer, r *builder.Result) {
 		total += p.Seconds
 	}
 	fmt.Fprintf(w, "  time   %.3fs (%s)\n", total, strings.Join(ph, ", "))
+	// Where the signature and the provenance attestation live (cosign's
+	// REPO:sha256-HEX.sig and .att tags).
+	for _, name := range []string{sign.StageSign, sign.StageAttest} {
+		switch v := r.Stages[name].(type) {
+		case *sign.SignResult:
+			fmt.Fprintf(w, "  signed %s%s\n", v.SignatureTag, already(v.Existing))
+		case *sign.AttestResult:
+			fmt.Fprintf(w, "  attest %s%s\n", v.AttestationTag, already(v.Existing))
+		}
+	}
 	if r.Target != "" {
 		fmt.Fprintf(w, "  tagged %s\n", r.Target)
 	}
+}
+
+func already(existing bool) string {
+	if existing {
+		return " (already there)"
+	}
+	return ""
 }

@@ -58,3 +58,42 @@ func TestPrintedLayoutReferences(t *testing.T) {
 		t.Errorf("verify %s: exit %d, want it to say it needs a registry\n%s", ref, code, stderr)
 	}
 }
+
+// A signed build's summary names the tag it moved, the signature and the
+// attestation, each a reference crane reads as it is printed, and the
+// digested reference goes back into preflight and verify.
+func TestPrintedRegistryReferences(t *testing.T) {
+	regtest.Require(t, "crane")
+	e := newEnv(t)
+	dir := t.TempDir()
+	t.Setenv("COSIGN_PASSWORD", "")
+	if _, stderr, code := cli(t, "keygen", "--output-dir", dir); code != 0 {
+		t.Fatalf("keygen: %s", stderr)
+	}
+	stdout, stderr, code := cli(t, "build", "--base", e.base, "--pool", "worker",
+		"--osc", "examples/gardener/worker-osc.yaml", "--push", e.proxy.Host+"/pools/worker",
+		"--sign-key", filepath.Join(dir, "cosign.key"))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	ref := lastLine(stdout)
+	_, hex, _ := strings.Cut(ref, "@sha256:")
+	repo := e.proxy.Host + "/pools/worker"
+	for _, want := range []string{
+		"  signed " + repo + ":sha256-" + hex + ".sig\n",
+		"  attest " + repo + ":sha256-" + hex + ".att\n",
+		"  tagged " + repo + ":latest\n",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stderr)
+			continue
+		}
+		run(t, "crane", "manifest", "--insecure", strings.Fields(want)[1])
+	}
+	if _, stderr, code := cli(t, "preflight", ref); code != 0 {
+		t.Errorf("preflight %s: exit %d\n%s", ref, code, stderr)
+	}
+	if _, stderr, code := cli(t, "verify", ref, "--key", filepath.Join(dir, "cosign.pub")); code != 0 {
+		t.Errorf("verify %s: exit %d\n%s", ref, code, stderr)
+	}
+}
