@@ -9,6 +9,7 @@ package node
 import (
 	"archive/tar"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -329,6 +331,91 @@ func (n node) enabled(dep, link string) bool {
 	return err == nil
 }
 
+// snapshot describes every entry under the stateroot's /var.
+func (n node) snapshot() map[string]string {
+	n.t.Helper()
+	out := map[string]string{}
+	root := n.stateVar()
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		desc := fmt.Sprintf("%v %d:%d", fi.Mode(), st.Uid, st.Gid)
+		switch {
+		case fi.Mode()&os.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			desc += " -> " + target
+		case fi.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			desc += fmt.Sprintf(" %x", sha256.Sum256(b))
+		}
+		out["/var"+strings.TrimPrefix(p, root)] = desc
+		return nil
+	})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return out
+}
+
+// owned returns the node paths the deployment's image lists as its own
+// (varmech.ListPath: "KIND<TAB>PATH[<TAB>TARGET]").
+func owned(t *testing.T, dep string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dep, varmech.ListPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Split(l, "\t"); len(f) >= 2 && !strings.HasPrefix(l, "#") {
+			out = append(out, f[1])
+		}
+	}
+	return out
+}
+
+// onlyOwnedChanged fails for every /var entry that changed between before
+// and after, unless an image owns it (or it is a parent directory of an
+// owned path, or the prune unit's state).
+func onlyOwnedChanged(t *testing.T, step string, before, after map[string]string, ownedPaths ...[]string) {
+	t.Helper()
+	allowed := func(p string) bool {
+		if p == "/var/lib/oslayer" || strings.HasPrefix(p, "/var/lib/oslayer/") {
+			return true
+		}
+		for _, ps := range ownedPaths {
+			for _, o := range ps {
+				if p == o || strings.HasPrefix(o, p+"/") {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for p, b := range before {
+		if a, ok := after[p]; (!ok || a != b) && !allowed(p) {
+			t.Errorf("%s: %s changed (%q -> %q), but no image owns it", step, p, b, a)
+		}
+	}
+	for p, a := range after {
+		if _, ok := before[p]; !ok && !allowed(p) {
+			t.Errorf("%s: %s appeared (%q), but no image owns it", step, p, a)
+		}
+	}
+}
+
 // TestOstreeDeployments deploys image A, then B, then rolls back to A.
 func TestOstreeDeployments(t *testing.T) {
 	if os.Geteuid() != 0 {
@@ -434,8 +521,15 @@ func TestOstreeDeployments(t *testing.T) {
 	}
 
 	// Image B: the 3-way merge keeps the node's /etc edits; /var follows B.
+	ownedA := owned(t, dep)
+	if len(ownedA) < 4 {
+		t.Fatalf("A owns only %v", ownedA)
+	}
+	before := n.snapshot()
 	dep = n.deploy(repo, osName+"/b")
 	dep = n.boot()
+	ownedB := owned(t, dep)
+	onlyOwnedChanged(t, "B", before, n.snapshot(), ownedA, ownedB)
 	n.want(dep, "/etc/app.conf", "B")
 	n.want(dep, "/var/lib/app/state", "state B")
 	n.want(dep, "/opt/app/bin/tool", "tool B")
@@ -450,8 +544,10 @@ func TestOstreeDeployments(t *testing.T) {
 	checkLocal(dep, "B")
 
 	// Roll back to A: drop B, A is the default again, and boots.
+	before = n.snapshot()
 	run(t, nil, ostree, "admin", "undeploy", "--sysroot="+n.root, "0")
 	dep = n.boot()
+	onlyOwnedChanged(t, "rollback to A", before, n.snapshot(), ownedA, ownedB)
 	n.want(dep, "/etc/app.conf", "A")
 	n.want(dep, "/var/lib/app/state", "state A")
 	n.want(dep, "/opt/app/bin/tool", "tool A")
