@@ -522,7 +522,7 @@ func TestOstreeDeployments(t *testing.T) {
 
 	// Image B: the 3-way merge keeps the node's /etc edits; /var follows B.
 	ownedA := owned(t, dep)
-	if len(ownedA) < 4 {
+	if len(ownedA) < 3 {
 		t.Fatalf("A owns only %v", ownedA)
 	}
 	before := n.snapshot()
