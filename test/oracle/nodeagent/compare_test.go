@@ -162,10 +162,11 @@ var ownersComparable = os.Geteuid() == 0
 
 // runDiffs checks the node agent's start and stop calls against what the
 // image starts at boot: a unit the node agent (re)starts must start when a
-// node boots the image (pulled in, or activated by a timer or path unit),
-// and a unit it stops must not be pulled in at boot (a timer may still
-// activate it later, on the node as well).
-func runDiffs(actions []string, imgRoot string) []string {
+// node boots the image (pulled in, or activated by a timer or by a path
+// unit); a unit it stops must not be pulled in at boot, unless the node
+// agent left it enabled (command: stop with enable), so that the node
+// starts it again on its next boot too.
+func runDiffs(actions []string, nodeRoot, imgRoot string) []string {
 	state := map[string]string{}
 	var order []string
 	for _, a := range actions {
@@ -179,10 +180,11 @@ func runDiffs(actions []string, imgRoot string) []string {
 		}
 	}
 	pulled, activated := bootUnits(imgRoot)
+	nodePulled, _ := bootUnits(nodeRoot)
 	var d []string
 	for _, u := range order {
 		switch {
-		case state[u] == "stop" && pulled[u]:
+		case state[u] == "stop" && pulled[u] && !nodePulled[u]:
 			d = append(d, "stopped on node, started at boot from image: "+u)
 		case state[u] != "stop" && !pulled[u] && !activated[u]:
 			d = append(d, "started on node, not started at boot from image: "+u)

@@ -112,6 +112,14 @@ var cases = []oscCase{
 		want: legacyEncoding("os-suse-chost-example-40-operatingsystemconfig-memoryonechost.yaml")},
 	{input: "testdata/os-centos-example-operatingsystemconfig.yaml",
 		want: legacyEncoding("os-centos-example-operatingsystemconfig.yaml")},
+	// Written for this oracle: setuid/setgid/sticky permissions, the
+	// default mode, b64, /usr/local, a unit without [Install], stop with
+	// enable, and OS units disabled, stopped and given a drop-in.
+	// The node agent restarts containerd on its first application of any
+	// OSC (it counts its containerd configuration as changed); oslayer does
+	// not start containerd when neither the OSC nor the OS enables it.
+	{input: "testdata/oracle-edge-semantics.yaml",
+		want: []string{"started on node, not started at boot from image: containerd.service"}},
 }
 
 // refuses returns the difference for a document oslayer refuses with msg.
@@ -215,7 +223,7 @@ func runCase(t *testing.T, c oscCase, fixturesDir, baseLayout, baseRoot string, 
 	d, agreed := compareTrees(baseSnap, nodeSnap, imgSnap, nodeRoot, imgRoot, deliberate(osc))
 	diffs = append(diffs, d...)
 	diffs = append(diffs, unreported(osc, report)...)
-	diffs = append(diffs, runDiffs(run.Actions, imgRoot)...)
+	diffs = append(diffs, runDiffs(run.Actions, nodeRoot, imgRoot)...)
 	slices.Sort(diffs)
 	return diffs, agreed
 }
