@@ -348,6 +348,11 @@ func readTar(r io.Reader) (*changeset, error) {
 		if p == "" {
 			continue
 		}
+		if inOstreeStore(p) && !strings.HasSuffix(p, ".file") {
+			// Object store directories, xattrs and metadata objects: no
+			// checkout path links to them.
+			continue
+		}
 		dir, name := path.Split(p)
 		dir = strings.TrimSuffix(dir, "/")
 		switch {

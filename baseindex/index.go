@@ -42,6 +42,8 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/oslayer/oslayer/layers/systemd"
 )
 
 // FormatVersion is the version of the serialised index. An index of
@@ -108,21 +110,23 @@ type Index struct {
 }
 
 // contentDirs are directories whose regular files are recorded with their
-// content (relative to the root).
-var contentDirs = []string{
-	// Unit directories (layers/systemd searches the first four).
-	"etc/systemd/system/",
-	"usr/local/lib/systemd/system/",
-	"usr/lib/systemd/system/",
-	"lib/systemd/system/",
-	"usr/etc/systemd/system/",
-	// Presets.
-	"usr/lib/systemd/system-preset/",
-	"etc/systemd/system-preset/",
-	"usr/etc/systemd/system-preset/",
-	"usr/lib/bootc/kargs.d/",
-	"usr/lib/sysusers.d/",
-}
+// content (relative to the root): the unit directories layers/systemd
+// searches (and usr/etc's copy of etc's), presets, bootc kargs.d and
+// sysusers.d.
+var contentDirs = func() []string {
+	var ds []string
+	for _, d := range systemd.UnitDirs() {
+		ds = append(ds, strings.TrimPrefix(d, "/")+"/")
+	}
+	return append(ds,
+		"usr/etc/systemd/system/",
+		"usr/lib/systemd/system-preset/",
+		"etc/systemd/system-preset/",
+		"usr/etc/systemd/system-preset/",
+		"usr/lib/bootc/kargs.d/",
+		"usr/lib/sysusers.d/",
+	)
+}()
 
 // contentFiles are single files recorded with their content.
 var contentFiles = map[string]bool{

@@ -149,6 +149,8 @@ func TestOstreeHardlinks(t *testing.T) {
 	big := strings.Repeat("b", recentMaxFile+1)
 	img := image(t, []te{
 		{name: "sysroot/ostree/repo/objects/ab/", typ: tar.TypeDir},
+		{name: "sysroot/ostree/repo/objects/12/3456.file-xattrs", data: "x", typ: tar.TypeReg},
+		{name: "sysroot/ostree/repo/objects/ab/cdef.file-xattrs-link", link: "sysroot/ostree/repo/objects/12/3456.file-xattrs", typ: tar.TypeLink},
 		{name: obj, data: unit, typ: tar.TypeReg, mode: 0o640, uid: 7},
 		{name: "usr/lib/systemd/system/", typ: tar.TypeDir},
 		{name: "usr/lib/systemd/system/sshd.service", link: obj, typ: tar.TypeLink},
