@@ -3,6 +3,7 @@ package baseindex
 import (
 	"archive/tar"
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"hash"
 	"io"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -317,9 +319,11 @@ func (r *recent) add(p string, b []byte) {
 	if r.data == nil {
 		r.data = map[string][]byte{}
 	}
-	if _, ok := r.data[p]; !ok {
-		r.order = append(r.order, p)
+	if old, ok := r.data[p]; ok {
+		r.bytes -= len(old)
+		r.order = slices.DeleteFunc(r.order, func(q string) bool { return q == p })
 	}
+	r.order = append(r.order, p)
 	r.data[p] = b
 	r.bytes += len(b)
 	for (r.bytes > recentMaxBytes || len(r.order) > recentMaxFiles) && len(r.order) > 0 {
@@ -367,17 +371,20 @@ func readTar(r io.Reader) (*changeset, error) {
 		switch h.Typeflag {
 		case tar.TypeReg, tar.TypeRegA, tar.TypeGNUSparse:
 			e.Type, e.Size = TypeFile, h.Size
+			if h.Size < 0 {
+				return nil, fmt.Errorf("%s: negative size", p)
+			}
 			keep := h.Size <= recentMaxFile
 			if (ContentPath(p) && h.Size <= MaxContent) || keep {
-				data, err := io.ReadAll(tr)
-				if err != nil {
+				buf := make([]byte, h.Size)
+				if _, err := io.ReadFull(tr, buf); err != nil {
 					return nil, fmt.Errorf("%s: %w", p, err)
 				}
 				if ContentPath(p) && h.Size <= MaxContent {
-					e.Content, e.Indexed = data, true
+					e.Content, e.Indexed = buf, true
 				}
 				if keep {
-					rec.add(p, data)
+					rec.add(p, buf)
 				}
 			}
 			files[p] = e
@@ -402,7 +409,7 @@ func readTar(r io.Reader) (*changeset, error) {
 				if src.Indexed {
 					c.Content, c.Indexed = src.Content, true
 				} else if data, ok := rec.data[target]; ok {
-					c.Content, c.Indexed = data, true
+					c.Content, c.Indexed = bytes.Clone(data), true
 				}
 			}
 			e = &c

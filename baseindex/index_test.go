@@ -393,3 +393,35 @@ func TestCache(t *testing.T) {
 		t.Errorf("the rebuilt index was not cached: %+v %v", res, err)
 	}
 }
+
+// A base laid out as ostree-ext writes a chunked image: every checkout path
+// is a hardlink to an object, directories come in the last layer.
+func TestOstreeBase(t *testing.T) {
+	img, err := synth.OstreeBase(1200, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := build(t, img)
+	files := 0
+	for _, e := range ix.Entries {
+		if strings.HasPrefix(e.Path, "sysroot/ostree/repo/objects/") {
+			t.Fatalf("object store entry %s", e.Path)
+		}
+		if e.Type == TypeFile && (strings.HasPrefix(e.Path, "usr/share/synth/d") || strings.HasPrefix(e.Path, "usr/lib/systemd/system/synth-")) {
+			files++
+		}
+	}
+	if files != 1200 {
+		t.Errorf("%d synthetic files, want 1200", files)
+	}
+	b, err := fs.ReadFile(ix.FS(), "usr/lib/systemd/system/synth-7.service")
+	if err != nil || !strings.Contains(string(b), "WantedBy=multi-user.target") {
+		t.Errorf("synth-7.service %q %v", b, err)
+	}
+	if e, ok := ix.Lookup("usr/share/synth/d001/f01001"); !ok || e.Type != TypeFile || e.Size < 100 || e.Indexed {
+		t.Errorf("f01001: %+v", e)
+	}
+	if !slices.Equal(ix.Kernels, []string{synth.KernelRelease}) {
+		t.Errorf("kernels %v", ix.Kernels)
+	}
+}

@@ -56,3 +56,24 @@ func TestFCOSBaseDeterministic(t *testing.T) {
 		}
 	}
 }
+
+func TestOstreeBaseDeterministic(t *testing.T) {
+	a, err := OstreeBase(OstreeUnits+10, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := OstreeBase(OstreeUnits+10, 3)
+	da, _ := a.Digest()
+	db, _ := b.Digest()
+	if da != db {
+		t.Fatalf("digests %s and %s", da, db)
+	}
+	m, _ := a.Manifest()
+	cf, _ := a.ConfigFile()
+	if len(m.Layers) != 4 || cf.Config.Labels["ostree.final-diffid"] != cf.RootFS.DiffIDs[3].String() {
+		t.Errorf("%d layers, labels %v", len(m.Layers), cf.Config.Labels)
+	}
+	if _, err := OstreeBase(1, 1); err == nil {
+		t.Error("a base with fewer files than units")
+	}
+}
