@@ -3,7 +3,6 @@ package baseindex
 import (
 	"archive/tar"
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -409,7 +408,7 @@ func readTar(r io.Reader) (*changeset, error) {
 				if src.Indexed {
 					c.Content, c.Indexed = src.Content, true
 				} else if data, ok := rec.data[target]; ok {
-					c.Content, c.Indexed = bytes.Clone(data), true
+					c.Content, c.Indexed = data, true
 				}
 			}
 			e = &c
