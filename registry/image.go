@@ -10,6 +10,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/oslayer/oslayer/internal/inputfile"
 )
 
 // Resolved says what a reference resolved to.
@@ -105,6 +107,11 @@ func layoutImage(ref string, platform v1.Platform) (v1.Image, Resolved, error) {
 	dir, tag := l.Dir, l.Tag
 	res := Resolved{Given: ref, LayoutDir: dir, LayoutTag: tag, Pinned: l.Digest != v1.Hash{}}
 	if _, err := os.Stat(dir); err != nil {
+		return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
+	}
+	// A pipe or device among the layout's files would block or stream
+	// without end when read.
+	if err := inputfile.CheckTree(dir); err != nil {
 		return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
 	}
 	p, err := layout.FromPath(dir)

@@ -17,6 +17,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -107,4 +108,20 @@ func Read(path string) ([]byte, error) {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("more than %d bytes, the limit for an input file", MaxSize)}
 	}
 	return b, nil
+}
+
+// CheckTree fails with ErrNotRegular, naming the first offender, when the
+// directory tree at dir holds anything but directories, regular files and
+// symbolic links to regular files. It reads no file, only names and types.
+func CheckTree(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || d.Type().IsRegular() {
+			return nil
+		}
+		_, err = Stat(p)
+		return err
+	})
 }

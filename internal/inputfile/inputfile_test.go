@@ -78,3 +78,26 @@ func TestReadRegular(t *testing.T) {
 		t.Errorf("missing: %v", err)
 	}
 }
+
+func TestCheckTree(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "blobs", "sha256"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "index.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../index.json", filepath.Join(dir, "blobs", "sha256", "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckTree(dir); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "blobs", "sha256", "abc")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckTree(dir); !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), fifo) {
+		t.Fatalf("FIFO in the tree: %v", err)
+	}
+}

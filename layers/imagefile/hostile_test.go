@@ -251,6 +251,9 @@ func TestHostileContentRefused(t *testing.T) {
 		t.Fatalf("cached read: used %d, %v", r.Used(), err)
 	}
 	check("budget", r, twoFiles, "/b", "budget for imageRef content")
+	if err := r.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
 
 	stalled := regtest.Stalled(t) + "/x/hyperkube:v1"
 	check("time bound", reader(imagefile.WithTimeout(500*time.Millisecond)), stalled, "/kubelet", "took longer than the bound of 500ms")

@@ -112,6 +112,7 @@ type Reader struct {
 
 	mu     sync.Mutex
 	used   int64
+	maps   [][]byte               // content mappings, released by Close
 	images map[string]*imageEntry // by reference as given
 	files  map[string]*fileEntry  // by digest + "\x00" + path
 }
@@ -155,6 +156,23 @@ func New(reg *registry.Options, opts ...Option) *Reader {
 		r.deadline = time.Now().Add(r.timeout)
 	}
 	return r
+}
+
+// Close releases the content of every file the Reader returned (the
+// mappings of their unlinked temporary files) and empties its caches. The
+// data returned before must not be used after Close; a process that reads
+// once and exits (the CLI) need not call it, a long-running one must.
+func (r *Reader) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errs []error
+	for _, m := range r.maps {
+		errs = append(errs, syscall.Munmap(m))
+	}
+	r.maps = nil
+	r.images = map[string]*imageEntry{}
+	r.files = map[string]*fileEntry{}
+	return errors.Join(errs...)
 }
 
 // Used returns the bytes of content returned so far (charged against the
@@ -542,6 +560,9 @@ func (r *Reader) keep(f *os.File, size int64, want string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("map %s: %w", want, err)
 	}
+	r.mu.Lock()
+	r.maps = append(r.maps, data)
+	r.mu.Unlock()
 	return data, nil
 }
 

@@ -152,6 +152,15 @@ func TestSpecialFileInputs(t *testing.T) {
 	authFIFO := fifo(filepath.Join(dir, "auth.json"))
 	keyFIFO := fifo(filepath.Join(dir, "cosign.key"))
 	out := filepath.Join(dir, "out")
+	// A copy of the example base layout whose index.json is a FIFO.
+	baseCopy := filepath.Join(dir, "base")
+	if err := os.CopyFS(baseCopy, os.DirFS(filepath.Join(repoRoot(t), "examples", "base"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(baseCopy, "index.json")); err != nil {
+		t.Fatal(err)
+	}
+	baseFIFO := fifo(filepath.Join(baseCopy, "index.json"))
 	secretOSC := filepath.Join(dir, "secret-osc.yaml")
 	if err := os.WriteFile(secretOSC, []byte(`apiVersion: extensions.gardener.cloud/v1alpha1
 kind: OperatingSystemConfig
@@ -178,12 +187,15 @@ spec:
 		{"--authfile FIFO", []string{"render", "--osc", exampleOSC(t), "--authfile", authFIFO, "--output-dir", out}, authFIFO},
 		{"build --sign-key FIFO", []string{"build", "--base", "oci:examples/base", "--pool", "worker", "--osc", exampleOSC(t),
 			"--sign-key", keyFIFO, "--push", "oci:" + filepath.Join(dir, "layout")}, keyFIFO},
+		{"build --base oci:DIR with a FIFO index.json", []string{"build", "--base", "oci:" + baseCopy, "--pool", "worker", "--osc", exampleOSC(t),
+			"--push", "oci:" + filepath.Join(dir, "layout")}, baseFIFO},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
+			bin := oslayer(t) // built before the clock starts
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, oslayer(t), tc.args...)
+			cmd := exec.CommandContext(ctx, bin, tc.args...)
 			cmd.Dir = repoRoot(t)
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			began := time.Now()
