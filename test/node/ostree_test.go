@@ -8,7 +8,6 @@ package node
 
 import (
 	"archive/tar"
-	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -20,7 +19,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
@@ -31,19 +29,6 @@ import (
 )
 
 const osName = "fcos"
-
-func run(t *testing.T, env []string, name string, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
 
 // mc is a worker MachineConfig with files and units (Ignition 3.4).
 func mc(name, storage, units string) string {
@@ -80,7 +65,7 @@ func build(t *testing.T, bin, base, name, doc string) string {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out")
-	run(t, nil, bin, "build", "--base", "oci:"+base+":latest", "--machineconfig", in,
+	regtest.Run(t, nil, bin, "build", "--base", "oci:"+base+":latest", "--machineconfig", in,
 		"--pool", "worker", "--push", "oci:"+out+":pool")
 	return out
 }
@@ -127,7 +112,7 @@ func commit(t *testing.T, ostree, repo, layoutDir, branch string) {
 	if err := os.Rename(filepath.Join(stage, "etc"), filepath.Join(stage, "usr/etc")); err != nil {
 		t.Fatal(err)
 	}
-	run(t, nil, ostree, "--repo="+repo, "commit", "--branch="+branch, "--tree=dir="+stage,
+	regtest.Run(t, nil, ostree, "--repo="+repo, "commit", "--branch="+branch, "--tree=dir="+stage,
 		"--no-xattrs", "--timestamp=2025-09-01T00:00:00Z")
 }
 
@@ -225,7 +210,7 @@ func (n node) stateVar() string { return filepath.Join(n.root, "ostree/deploy", 
 // booted returns the default (first) deployment's directory.
 func (n node) booted() string {
 	n.t.Helper()
-	out := run(n.t, nil, n.ostree, "admin", "status", "--sysroot="+n.root)
+	out := regtest.Run(n.t, nil, n.ostree, "admin", "status", "--sysroot="+n.root)
 	for _, l := range strings.Split(out, "\n") {
 		f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(l), "* "))
 		if len(f) >= 2 && f[0] == osName {
@@ -240,8 +225,8 @@ func (n node) booted() string {
 // new deployment's /etc is ostree's 3-way merge of the booted one's.
 func (n node) deploy(repo, branch string) string {
 	n.t.Helper()
-	run(n.t, nil, n.ostree, "--repo="+filepath.Join(n.root, "ostree/repo"), "pull-local", repo, branch)
-	run(n.t, nil, n.ostree, "admin", "deploy", "--sysroot="+n.root, "--os="+osName, branch)
+	regtest.Run(n.t, nil, n.ostree, "--repo="+filepath.Join(n.root, "ostree/repo"), "pull-local", repo, branch)
+	regtest.Run(n.t, nil, n.ostree, "admin", "deploy", "--sysroot="+n.root, "--os="+osName, branch)
 	return n.booted()
 }
 
@@ -253,7 +238,7 @@ func (n node) boot() string {
 	n.t.Helper()
 	dep := n.booted()
 	script := "mount --bind \"$1\" \"$2/var\" && OSLAYER_ROOT=\"$2\" \"$2$3\" && \"$4\" --root=\"$2\" --create"
-	run(n.t, nil, "unshare", "-m", "sh", "-ec", script, "boot", n.stateVar(), dep, varmech.PruneScript, n.tmpfiles)
+	regtest.Run(n.t, nil, "unshare", "-m", "sh", "-ec", script, "boot", n.stateVar(), dep, varmech.PruneScript, n.tmpfiles)
 	return dep
 }
 
@@ -418,12 +403,7 @@ func onlyOwnedChanged(t *testing.T, step string, before, after map[string]string
 
 // TestOstreeDeployments deploys image A, then B, then rolls back to A.
 func TestOstreeDeployments(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("OSLAYER_REQUIRE_TOOLS") == "1" {
-			t.Fatal("the ostree emulation needs root (owners in a bare repository)")
-		}
-		t.Skip("the ostree emulation needs root (owners in a bare repository)")
-	}
+	regtest.RequireRoot(t, "the ostree emulation keeps owners in a bare repository and bind-mounts /var")
 	ostree := regtest.Require(t, "ostree")
 	tmpfiles := regtest.Require(t, "systemd-tmpfiles")
 	regtest.Require(t, "unshare")
@@ -449,7 +429,7 @@ func TestOstreeDeployments(t *testing.T) {
 		app))
 
 	repo := filepath.Join(t.TempDir(), "repo")
-	run(t, nil, ostree, "--repo="+repo, "init", "--mode=bare")
+	regtest.Run(t, nil, ostree, "--repo="+repo, "init", "--mode=bare")
 	commit(t, ostree, repo, a, osName+"/a")
 	commit(t, ostree, repo, b, osName+"/b")
 
@@ -464,8 +444,8 @@ func TestOstreeDeployments(t *testing.T) {
 			exec.Command("chattr", "-i", d).Run()
 		}
 	})
-	run(t, nil, ostree, "admin", "init-fs", n.root)
-	run(t, nil, ostree, "admin", "os-init", osName, "--sysroot="+n.root)
+	regtest.Run(t, nil, ostree, "admin", "init-fs", n.root)
+	regtest.Run(t, nil, ostree, "admin", "os-init", osName, "--sysroot="+n.root)
 
 	// Image A.
 	n.deploy(repo, osName+"/a")
@@ -545,7 +525,7 @@ func TestOstreeDeployments(t *testing.T) {
 
 	// Roll back to A: drop B, A is the default again, and boots.
 	before = n.snapshot()
-	run(t, nil, ostree, "admin", "undeploy", "--sysroot="+n.root, "0")
+	regtest.Run(t, nil, ostree, "admin", "undeploy", "--sysroot="+n.root, "0")
 	dep = n.boot()
 	onlyOwnedChanged(t, "rollback to A", before, n.snapshot(), ownedA, ownedB)
 	n.want(dep, "/etc/app.conf", "A")

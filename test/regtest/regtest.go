@@ -10,6 +10,7 @@ package regtest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -40,6 +41,35 @@ func Require(t testing.TB, tool string) string {
 		t.Skipf("%s not installed", tool)
 	}
 	return p
+}
+
+// RequireRoot skips (or, with OSLAYER_REQUIRE_TOOLS=1, fails) the test
+// unless it runs as root; why says what needs root.
+func RequireRoot(t testing.TB, why string) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("OSLAYER_REQUIRE_TOOLS") == "1" {
+		t.Fatalf("root is required (OSLAYER_REQUIRE_TOOLS=1): %s", why)
+	}
+	t.Skipf("not root: %s", why)
+}
+
+// Run runs name with args and env added to the environment, for at most
+// two minutes, and returns its combined output. A failure fails the test
+// with the output.
+func Run(t testing.TB, env []string, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }
 
 // Registry is a running docker-registry.

@@ -43,13 +43,8 @@ type tools struct {
 
 func requireTools(t *testing.T) tools {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		// ignition-apply and umoci keep owners only as root.
-		if os.Getenv("OSLAYER_REQUIRE_TOOLS") == "1" {
-			t.Fatal("the Ignition oracle needs root (owners, chroot user lookup)")
-		}
-		t.Skip("the Ignition oracle needs root (owners, chroot user lookup)")
-	}
+	// ignition-apply and umoci keep owners only as root.
+	regtest.RequireRoot(t, "the Ignition oracle keeps owners and looks users up in a chroot")
 	return tools{
 		ignition:  regtest.Require(t, "ignition-apply"),
 		systemctl: regtest.Require(t, "systemctl"),
@@ -91,19 +86,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func run(t *testing.T, env []string, name string, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
 // TestSkeletonPresetsConsistent: the skeleton's enablement links are exactly
 // what its presets give, so applying presets after ignition-apply changes
 // only what the config asked for.
@@ -112,7 +94,7 @@ func TestSkeletonPresetsConsistent(t *testing.T) {
 	root := t.TempDir()
 	fcosroot.WriteTree(t, root, fcosroot.Skeleton())
 	before := describe(t, root, nil)
-	run(t, nil, tl.systemctl, "--root="+root, "preset-all")
+	regtest.Run(t, nil, tl.systemctl, "--root="+root, "preset-all")
 	if d := diffViews(before, describe(t, root, nil)); len(d) != 0 {
 		t.Fatalf("presets change the skeleton:\n%s", strings.Join(d, "\n"))
 	}
@@ -166,8 +148,8 @@ func compareCase(t *testing.T, tl tools, base string, c mcCase) []string {
 		oracleErr = ignitionApply(tl, oracle, cfg)
 	}
 	if oracleErr == nil {
-		run(t, nil, tl.systemctl, "--root="+oracle, "preset-all")
-		run(t, nil, tl.tmpfiles, "--root="+oracle, "--create")
+		regtest.Run(t, nil, tl.systemctl, "--root="+oracle, "preset-all")
+		regtest.Run(t, nil, tl.tmpfiles, "--root="+oracle, "--create")
 	}
 
 	// oslayer: build onto the skeleton, unpack, tmpfiles.
@@ -192,19 +174,19 @@ func compareCase(t *testing.T, tl tools, base string, c mcCase) []string {
 		return []string{"oslayer refuses the set: " + refusal(stderr.String())}
 	}
 	bundle := filepath.Join(work, "bundle")
-	run(t, nil, tl.umoci, "unpack", "--image", layoutDir+":pool", bundle)
+	regtest.Run(t, nil, tl.umoci, "unpack", "--image", layoutDir+":pool", bundle)
 	node := filepath.Join(bundle, "rootfs")
-	run(t, nil, tl.tmpfiles, "--root="+node, "--create")
+	regtest.Run(t, nil, tl.tmpfiles, "--root="+node, "--create")
 
 	ov := describe(t, oracle, nil)
 	pristine := filepath.Join(work, "pristine")
 	fcosroot.WriteTree(t, pristine, fcosroot.Skeleton())
-	run(t, nil, tl.tmpfiles, "--root="+pristine, "--create")
+	regtest.Run(t, nil, tl.tmpfiles, "--root="+pristine, "--create")
 	t.Logf("the config changes %d paths of the skeleton", len(diffViews(describe(t, pristine, nil), ov)))
 	// A node rebased onto the image sees it as built; a node that boots it
 	// first applies the presets. Both must see what the oracle's node sees.
 	got := diffViews(ov, describe(t, node, oslayerOnly))
-	run(t, nil, tl.systemctl, "--root="+node, "preset-all")
+	regtest.Run(t, nil, tl.systemctl, "--root="+node, "preset-all")
 	seen := map[string]bool{}
 	for _, d := range got {
 		seen[d] = true
