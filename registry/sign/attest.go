@@ -259,14 +259,8 @@ func (s *Signer) Attest(ctx context.Context, d name.Digest, st *Statement) (*Att
 				return res, nil
 			}
 		}
-		if attempt == MaxMergeAttempts {
-			return nil, fmt.Errorf("attestation %s: our attestation is missing after %d writes: other writers keep replacing the tag", at, attempt)
-		}
-		if attempt > 0 {
-			s.o.log.WarnContext(ctx, "attestation tag was replaced by another writer; merging again", "tag", at.String(), "attempt", attempt+1)
-			if err := mergePause(ctx, attempt); err != nil {
-				return nil, fmt.Errorf("attestation %s: %w", at, err)
-			}
+		if err := s.nextWrite(ctx, "attestation", at, attempt); err != nil {
+			return nil, err
 		}
 		if att == nil {
 			env, err := dsse.WrapSigner(s.sv, ctypes.IntotoPayloadType).SignMessage(bytes.NewReader(pl), sigopts.WithContext(ctx))

@@ -171,14 +171,8 @@ func (s *Signer) Sign(ctx context.Context, d name.Digest) (*SignResult, error) {
 			}
 			return res, nil
 		}
-		if attempt == MaxMergeAttempts {
-			return nil, fmt.Errorf("signature %s: our signature is missing after %d writes: other writers keep replacing the tag", st, attempt)
-		}
-		if attempt > 0 {
-			s.o.log.WarnContext(ctx, "signature tag was replaced by another writer; merging again", "tag", st.String(), "attempt", attempt+1)
-			if err := mergePause(ctx, attempt); err != nil {
-				return nil, fmt.Errorf("signature %s: %w", st, err)
-			}
+		if err := s.nextWrite(ctx, "signature", st, attempt); err != nil {
+			return nil, err
 		}
 		nse, err := mutate.AttachSignatureToEntity(se, sig, mutate.WithDupeDetector(dd))
 		if err != nil {
@@ -193,6 +187,22 @@ func (s *Signer) Sign(ctx context.Context, d name.Digest) (*SignResult, error) {
 // MaxMergeAttempts bounds how often Sign and Attest write a signature or
 // attestation tag that other writers keep replacing before giving up.
 const MaxMergeAttempts = 8
+
+// nextWrite comes before each write of a merge loop (Sign, Attest): it
+// gives up after MaxMergeAttempts writes and, before a repeated write, says
+// so and pauses.
+func (s *Signer) nextWrite(ctx context.Context, what string, tag name.Tag, attempt int) error {
+	if attempt == MaxMergeAttempts {
+		return fmt.Errorf("%s %s: ours is missing after %d writes: other writers keep replacing the tag", what, tag, attempt)
+	}
+	if attempt > 0 {
+		s.o.log.WarnContext(ctx, what+" tag was replaced by another writer; merging again", "tag", tag.String(), "attempt", attempt+1)
+		if err := mergePause(ctx, attempt); err != nil {
+			return fmt.Errorf("%s %s: %w", what, tag, err)
+		}
+	}
+	return nil
+}
 
 // mergePause waits a little before merging again, longer after every
 // attempt and randomised, so two writers racing for one tag fall out of
