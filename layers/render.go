@@ -26,7 +26,13 @@ func Render(ctx context.Context, req Request) (*Result, error) {
 	}
 	var cfgs []*model.Config
 	if len(req.OSCs) > 0 {
-		c, err := gardener.Load(ctx, req.OSCs, gardener.Options{SecretsDir: req.SecretsDir, BakeSecrets: req.BakeSecrets, Images: req.Images})
+		opts := gardener.Options{SecretsDir: req.SecretsDir, BakeSecrets: req.BakeSecrets, Images: req.Images}
+		if len(req.MachineConfigs) == 0 {
+			// With MachineConfigs too, Pool is their role, which need not
+			// be the Gardener worker pool's name.
+			opts.Pool = req.Pool
+		}
+		c, err := gardener.Load(ctx, req.OSCs, opts)
 		if err != nil {
 			return nil, err
 		}

@@ -127,6 +127,23 @@ type Options struct {
 	// MaxContentSize bounds one file's decoded inline or secret content;
 	// 0 means model.MaxContentSize (64 MiB).
 	MaxContentSize int
+	// Pool, when set, is the pool being built: an OSC (or its node-agent
+	// Secret) labelled PoolLabel with another pool is an error.
+	Pool string
+}
+
+// PoolLabel is the label Gardener puts on a worker pool's OSC and on the
+// gardener-node-agent Secret that carries it.
+const PoolLabel = "worker.gardener.cloud/pool"
+
+// checkPool refuses an object labelled for another pool than the one built.
+func (l *loader) checkPool(where, kind, name string, labels map[string]string) error {
+	got, ok := labels[PoolLabel]
+	if l.opts.Pool == "" || !ok || got == l.opts.Pool {
+		return nil
+	}
+	return fmt.Errorf("%s: %s %s is labelled %s=%s, but the pool built is %q (--pool): give this pool's OperatingSystemConfig, or --pool %s",
+		where, kind, name, PoolLabel, got, l.opts.Pool, got)
 }
 
 func (o Options) maxContent() int {
@@ -231,6 +248,9 @@ func (l *loader) loadFile(ctx context.Context, path string, data []byte) ([]*mod
 				return nil, fmt.Errorf("%s: Secret %s/%s has no key %q (data or stringData)", where, s.Namespace, s.Name, SecretKey)
 			}
 			in.Name = nsName(s.Namespace, s.Name)
+			if err := l.checkPool(where, "Secret", in.Name, s.Labels); err != nil {
+				return nil, err
+			}
 			c, err := l.decodeOSC(ctx, where, oscBytes, "data["+SecretKey+"].", nsName(s.Namespace, s.Name))
 			if err != nil {
 				return nil, err
@@ -283,6 +303,9 @@ func (l *loader) decodeOSC(ctx context.Context, doc string, data []byte, fieldPr
 	name := osc.Name
 	if name == "" {
 		name = fallbackName
+	}
+	if err := l.checkPool(doc, fieldPrefix+Kind, name, osc.Labels); err != nil {
+		return nil, err
 	}
 	origin := func(field string) model.Origin {
 		return model.Origin{Document: doc, Kind: Kind, Name: name, Field: fieldPrefix + field}

@@ -699,3 +699,23 @@ func BenchmarkLoad(b *testing.B) {
 		}
 	}
 }
+
+// An OSC, or the node-agent Secret around it, labelled for another worker
+// pool than the one built is refused, naming the label and both pools.
+func TestPoolLabelMismatch(t *testing.T) {
+	ctx := context.Background()
+	g := fixtures.Path(t, "gardener", "generated")
+	for _, f := range []string{"osc-worker-a-reconcile.yaml", "secret-osc-worker-a-resolved.yaml"} {
+		p := filepath.Join(g, f)
+		if _, err := gardener.Load(ctx, []string{p}, gardener.Options{Pool: "worker-a", Images: &fakeImages{}}); err != nil {
+			t.Errorf("%s for its own pool: %v", f, err)
+		}
+		if _, err := gardener.Load(ctx, []string{p}, gardener.Options{Images: &fakeImages{}}); err != nil {
+			t.Errorf("%s without a pool: %v", f, err)
+		}
+		_, err := gardener.Load(ctx, []string{p}, gardener.Options{Pool: "master", Images: &fakeImages{}})
+		if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "worker.gardener.cloud/pool=worker-a") || !strings.Contains(err.Error(), `"master"`) {
+			t.Errorf("%s for pool master: %v", f, err)
+		}
+	}
+}

@@ -322,6 +322,25 @@ func merge(ctx context.Context, cfg *model.Config, docs []doc, opts Options) (*m
 	if err != nil {
 		return nil, err
 	}
+	if what == "" {
+		// Without a pool the MCO merges nothing: it renders each pool on
+		// its own. MachineConfigs of several roles cannot be one image.
+		roles := map[string]bool{}
+		for _, d := range docs {
+			if r := d.mc.Labels[RoleLabel]; r != "" {
+				roles[r] = true
+			}
+		}
+		if len(roles) > 1 {
+			names := make([]string, 0, len(roles))
+			for r := range roles {
+				names = append(names, r)
+			}
+			sort.Strings(names)
+			return nil, fmt.Errorf("the MachineConfigs are for %d roles (%s labelled %s): give --pool to say which pool to build; the MCO renders each pool on its own",
+				len(names), strings.Join(names, ", "), RoleLabel)
+		}
+	}
 	var sel []doc
 	byName := map[string]doc{}
 	for _, d := range docs {

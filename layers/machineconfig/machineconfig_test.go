@@ -734,3 +734,25 @@ func TestDirectoryWalk(t *testing.T) {
 		t.Errorf("warnings %v", cfg.Warnings)
 	}
 }
+
+// MachineConfigs of several roles without a pool are refused: the MCO
+// renders each pool on its own; one role, or a pool, is fine.
+func TestSeveralRolesNeedAPool(t *testing.T) {
+	ctx := context.Background()
+	dir := fixtures.Path(t, "mco", "aws")
+	_, err := machineconfig.Load(ctx, []string{filepath.Join(dir, "master"), filepath.Join(dir, "worker")}, machineconfig.Options{})
+	if err == nil || !strings.Contains(err.Error(), "2 roles (master, worker") || !strings.Contains(err.Error(), "--pool") {
+		t.Errorf("master and worker without a pool: %v", err)
+	}
+	for _, c := range []struct {
+		paths []string
+		pool  string
+	}{
+		{[]string{filepath.Join(dir, "worker")}, ""},
+		{[]string{filepath.Join(dir, "master"), filepath.Join(dir, "worker")}, "worker"},
+	} {
+		if _, err := machineconfig.Load(ctx, c.paths, machineconfig.Options{Pool: c.pool}); err != nil {
+			t.Errorf("%v pool %q: %v", c.paths, c.pool, err)
+		}
+	}
+}

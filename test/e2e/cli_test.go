@@ -208,13 +208,13 @@ func TestCLIErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"build", "--base", "oci:examples/base", "--osc", osc, "--push", out}, "--pool"},
-		{[]string{"build", "--base", "oci:examples/base", "--pool", "w", "--osc", osc}, "--push"},
-		{[]string{"build", "--base", "oci:examples/base", "--pool", "w", "--osc", osc, "--output", out, "--push", "127.0.0.1:1/x"}, "want text or json"},
-		{[]string{"build", "--base", "oci:examples/base", "--pool", "w", "--osc", osc, "--output", "out/x"}, "want text or json"},
-		{[]string{"build", "--base", "oci:examples/base", "--pool", "w", "--osc", osc, "-o", "yaml", "--push", out}, "want text or json"},
-		{[]string{"build", "--pool", "w", "--osc", osc, "--push", out}, "no base image"},
-		{[]string{"build", "--base", "oci:examples/nothing", "--pool", "w", "--osc", osc, "--push", out}, "oci:examples/nothing"},
-		{[]string{"build", "--base", "oci:examples/base", "--pool", "w", "--osc", "examples/missing.yaml", "--push", out}, "examples/missing.yaml"},
+		{[]string{"build", "--base", "oci:examples/base", "--pool", "worker", "--osc", osc}, "--push"},
+		{[]string{"build", "--base", "oci:examples/base", "--pool", "worker", "--osc", osc, "--output", out, "--push", "127.0.0.1:1/x"}, "want text or json"},
+		{[]string{"build", "--base", "oci:examples/base", "--pool", "worker", "--osc", osc, "--output", "out/x"}, "want text or json"},
+		{[]string{"build", "--base", "oci:examples/base", "--pool", "worker", "--osc", osc, "-o", "yaml", "--push", out}, "want text or json"},
+		{[]string{"build", "--pool", "worker", "--osc", osc, "--push", out}, "no base image"},
+		{[]string{"build", "--base", "oci:examples/nothing", "--pool", "worker", "--osc", osc, "--push", out}, "oci:examples/nothing"},
+		{[]string{"build", "--base", "oci:examples/base", "--pool", "worker", "--osc", "examples/missing.yaml", "--push", out}, "examples/missing.yaml"},
 	} {
 		stdout, stderr, code := cli(t, tc.args...)
 		if code == 0 || !strings.Contains(stderr, tc.want) || stdout != "" {

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/oslayer/oslayer/builder"
 	"github.com/oslayer/oslayer/layers"
+	"github.com/oslayer/oslayer/layers/gardener"
 	"github.com/oslayer/oslayer/registry/push"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/regtest"
@@ -293,7 +295,7 @@ func buildImage(t *testing.T, input string, c oscCase, baseLayout string) (strin
 		t.Fatal(err)
 	}
 	res, err := builder.Build(ctx, builder.Request{
-		Render: layers.Request{OSCs: []string{input}, Pool: "oracle", Images: images{}, AllowTopLevel: c.allowTop},
+		Render: layers.Request{OSCs: []string{input}, Pool: poolOf(t, input), Images: images{}, AllowTopLevel: c.allowTop},
 		Base:   "oci:" + baseLayout + ":" + baseTag,
 	}, pub)
 	if err != nil {
@@ -445,4 +447,18 @@ func setDiff(a, b []string) []string {
 		}
 	}
 	return out
+}
+
+// poolOf is the worker pool an input is labelled for (an OSC for another
+// pool than the one built is refused), or "oracle".
+func poolOf(t *testing.T, input string) string {
+	t.Helper()
+	raw, err := os.ReadFile(input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(gardener.PoolLabel) + `:\s*(\S+)\s*$`).FindSubmatch(raw); m != nil {
+		return string(m[1])
+	}
+	return "oracle"
 }
