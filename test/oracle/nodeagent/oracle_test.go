@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -52,17 +53,15 @@ type oscCase struct {
 	want []string
 }
 
-// legacyEncoding is the difference for examples with a file-level
+// legacyEncoding is oslayer's refusal of examples with a file-level
 // "encoding" field: oslayer decodes strictly and refuses fields the OSC
 // API no longer has; the node agent's decoder (like the API server's
 // pruning of the CRD) drops them and applies the rest.
-var legacyEncoding = refuses(`OperatingSystemConfig: unknown field "spec.files[0].encoding"`)
+const legacyEncoding = `OperatingSystemConfig: unknown field "spec.files[0].encoding"`
 
 // provision is oslayer's refusal of a provision OSC (per-machine user
 // data, never given to the node agent on a real node; run here anyway).
-func provision(file string) []string {
-	return refuses(`spec.purpose is "provision": a provision OperatingSystemConfig is the per-machine user data that bootstraps gardener-node-agent (placeholders such as <<BOOTSTRAP_TOKEN>> and <<MACHINE_NAME>> are filled in for each machine), not pool content; give the reconcile OSC (the gardener-node-agent Secret's osc.yaml)`)(file)
-}
+const provision = `spec.purpose is "provision": a provision OperatingSystemConfig is the per-machine user data that bootstraps gardener-node-agent (placeholders such as <<BOOTSTRAP_TOKEN>> and <<MACHINE_NAME>> are filled in for each machine), not pool content; give the reconcile OSC (the gardener-node-agent Secret's osc.yaml)`
 
 var cases = []oscCase{
 	// The worker pool OSCs gardener generates, as OSC, as the node agent's
@@ -75,8 +74,8 @@ var cases = []oscCase{
 	{input: "fixtures:gardener/generated/secret-osc-worker-a-unresolved.yaml",
 		refs: []string{"fixtures:gardener/generated/secret-example-file-referenced.yaml"}},
 	{input: "fixtures:gardener/generated/osc.yaml-worker-a-resolved"},
-	{input: "fixtures:gardener/generated/osc-worker-a-provision.yaml", want: provision("osc-worker-a-provision.yaml")},
-	{input: "fixtures:gardener/verbatim/osc-crddeletionprotection-testdata.yaml", want: provision("osc-crddeletionprotection-testdata.yaml")},
+	refused("fixtures:gardener/generated/osc-worker-a-provision.yaml", provision),
+	refused("fixtures:gardener/verbatim/osc-crddeletionprotection-testdata.yaml", provision),
 	// gardener's integration-test OSC names units without a type suffix
 	// ("unit1"): systemd refuses to enable them, so the node agent stops
 	// there on a real node, and oslayer refuses the name. Both refuse.
@@ -97,23 +96,15 @@ var cases = []oscCase{
 	{input: "fixtures:gardener/verbatim/secret-nodeagent-secrets_test.yaml",
 		want: []string{"oslayer refuses: render: secret-nodeagent-secrets_test.yaml (OperatingSystemConfig kube-system/secret-name) data[osc.yaml].status.extensionFiles[0]: /some/other/path: content must have exactly one of inline, secretRef, imageRef (has 0)"}},
 	// Examples from gardener's documentation and the OS extensions.
-	{input: "fixtures:gardener/verbatim/docs-osc-reconcile-example.yaml", want: legacyEncoding("docs-osc-reconcile-example.yaml")},
-	{input: "fixtures:gardener/verbatim/docs-osc-cri-example.yaml",
-		want: refuses(`OperatingSystemConfig: unknown field "spec.cri"`)("docs-osc-cri-example.yaml")},
-	{input: "fixtures:gardener/verbatim/os-coreos-example-40-operatingsystemconfig.yaml",
-		want: legacyEncoding("os-coreos-example-40-operatingsystemconfig.yaml")},
-	{input: "fixtures:gardener/verbatim/os-gardenlinux-example-40-operatingsystemconfig-gardenlinux.yaml",
-		want: legacyEncoding("os-gardenlinux-example-40-operatingsystemconfig-gardenlinux.yaml")},
-	{input: "fixtures:gardener/verbatim/os-gardenlinux-example-40-operatingsystemconfig-memoryonegardenlinux.yaml",
-		want: legacyEncoding("os-gardenlinux-example-40-operatingsystemconfig-memoryonegardenlinux.yaml")},
-	{input: "testdata/os-ubuntu-example-40-operatingsystemconfig.yaml",
-		want: legacyEncoding("os-ubuntu-example-40-operatingsystemconfig.yaml")},
-	{input: "testdata/os-suse-chost-example-40-operatingsystemconfig-chost.yaml",
-		want: legacyEncoding("os-suse-chost-example-40-operatingsystemconfig-chost.yaml")},
-	{input: "testdata/os-suse-chost-example-40-operatingsystemconfig-memoryonechost.yaml",
-		want: legacyEncoding("os-suse-chost-example-40-operatingsystemconfig-memoryonechost.yaml")},
-	{input: "testdata/os-centos-example-operatingsystemconfig.yaml",
-		want: legacyEncoding("os-centos-example-operatingsystemconfig.yaml")},
+	refused("fixtures:gardener/verbatim/docs-osc-reconcile-example.yaml", legacyEncoding),
+	refused("fixtures:gardener/verbatim/docs-osc-cri-example.yaml", `OperatingSystemConfig: unknown field "spec.cri"`),
+	refused("fixtures:gardener/verbatim/os-coreos-example-40-operatingsystemconfig.yaml", legacyEncoding),
+	refused("fixtures:gardener/verbatim/os-gardenlinux-example-40-operatingsystemconfig-gardenlinux.yaml", legacyEncoding),
+	refused("fixtures:gardener/verbatim/os-gardenlinux-example-40-operatingsystemconfig-memoryonegardenlinux.yaml", legacyEncoding),
+	refused("testdata/os-ubuntu-example-40-operatingsystemconfig.yaml", legacyEncoding),
+	refused("testdata/os-suse-chost-example-40-operatingsystemconfig-chost.yaml", legacyEncoding),
+	refused("testdata/os-suse-chost-example-40-operatingsystemconfig-memoryonechost.yaml", legacyEncoding),
+	refused("testdata/os-centos-example-operatingsystemconfig.yaml", legacyEncoding),
 	// Written for this oracle: setuid/setgid/sticky permissions, the
 	// default mode, b64, /usr/local, a unit without [Install], stop with
 	// enable, and OS units disabled, stopped and given a drop-in.
@@ -124,9 +115,10 @@ var cases = []oscCase{
 		want: []string{"started on node, not started at boot from image: containerd.service"}},
 }
 
-// refuses returns the difference for a document oslayer refuses with msg.
-func refuses(msg string) func(file string) []string {
-	return func(file string) []string { return []string{"oslayer refuses: render: " + file + ": " + msg} }
+// refused is a case whose only expected difference is that oslayer
+// refuses the input with msg.
+func refused(input, msg string) oscCase {
+	return oscCase{input: input, want: []string{"oslayer refuses: render: " + path.Base(input) + ": " + msg}}
 }
 
 func TestMain(m *testing.M) {
