@@ -15,6 +15,7 @@ import (
 	"github.com/oslayer/oslayer/layers"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/regtest"
+	"github.com/oslayer/oslayer/test/synth"
 )
 
 // runCLI runs the oslayer root command in-process.
@@ -284,18 +285,7 @@ func TestRenderCLIImageRefBudget(t *testing.T) {
 	}
 	dir := t.TempDir()
 	osc := filepath.Join(dir, "osc.yaml")
-	if err := os.WriteFile(osc, []byte(`apiVersion: extensions.gardener.cloud/v1alpha1
-kind: OperatingSystemConfig
-metadata: {name: pool, namespace: shoot}
-spec:
-  type: coreos
-  purpose: reconcile
-  files:
-  - path: /opt/bin/kubelet
-    permissions: 493
-    content:
-      imageRef: {image: `+reg.Host+`/gardener-project/releases/hyperkube:v1.34.3, filePathInImage: /kubelet}
-`), 0o644); err != nil {
+	if err := os.WriteFile(osc, []byte(synth.OSCFiles(synth.ImageRefFile("/opt/bin/kubelet", reg.Host+"/gardener-project/releases/hyperkube:v1.34.3", "/kubelet"))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out")

@@ -108,13 +108,12 @@ func BenchmarkImageRef(b *testing.B) {
 	randRef := pushOne("large/random", layerOf("kubelet", 256<<20, rand.Reader))
 
 	osc := func(name, image string, files ...string) string {
-		var sb strings.Builder
-		sb.WriteString("apiVersion: extensions.gardener.cloud/v1alpha1\nkind: OperatingSystemConfig\nmetadata: {name: pool, namespace: shoot}\nspec:\n  type: coreos\n  purpose: reconcile\n  files:\n")
+		var items string
 		for _, f := range files {
-			fmt.Fprintf(&sb, "  - path: /opt/bin/%s\n    permissions: 493\n    content:\n      imageRef: {image: %s, filePathInImage: /%s}\n", f, image, f)
+			items += synth.ImageRefFile("/opt/bin/"+f, image, "/"+f)
 		}
 		p := filepath.Join(dir, name+".yaml")
-		if err := os.WriteFile(p, []byte(sb.String()), 0o644); err != nil {
+		if err := os.WriteFile(p, []byte(synth.OSCFiles(items)), 0o644); err != nil {
 			b.Fatal(err)
 		}
 		return p

@@ -13,28 +13,14 @@ import (
 	"time"
 
 	"github.com/oslayer/oslayer/test/regtest"
+	"github.com/oslayer/oslayer/test/synth"
 )
 
 // imageRefOSC writes an OSC with one imageRef file from image.
 func imageRefOSC(t *testing.T, dir, image string) string {
 	t.Helper()
 	p := filepath.Join(dir, "osc.yaml")
-	osc := fmt.Sprintf(`apiVersion: extensions.gardener.cloud/v1alpha1
-kind: OperatingSystemConfig
-metadata:
-  name: pool
-  namespace: shoot
-spec:
-  type: coreos
-  purpose: reconcile
-  files:
-  - path: /opt/bin/kubelet
-    permissions: 493
-    content:
-      imageRef:
-        image: %s
-        filePathInImage: /kubelet
-`, image)
+	osc := synth.OSCFiles(synth.ImageRefFile("/opt/bin/kubelet", image, "/kubelet"))
 	if err := os.WriteFile(p, []byte(osc), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -162,17 +148,7 @@ func TestSpecialFileInputs(t *testing.T) {
 	}
 	baseFIFO := fifo(filepath.Join(baseCopy, "index.json"))
 	secretOSC := filepath.Join(dir, "secret-osc.yaml")
-	if err := os.WriteFile(secretOSC, []byte(`apiVersion: extensions.gardener.cloud/v1alpha1
-kind: OperatingSystemConfig
-metadata: {name: pool, namespace: shoot}
-spec:
-  type: coreos
-  purpose: reconcile
-  files:
-  - path: /etc/token
-    content:
-      secretRef: {name: s, dataKey: token}
-`), 0o644); err != nil {
+	if err := os.WriteFile(secretOSC, []byte(synth.OSCFiles("  - path: /etc/token\n    content:\n      secretRef: {name: s, dataKey: token}\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -222,12 +198,11 @@ spec:
 func manyFilesOSC(t *testing.T, dir string, n int) string {
 	t.Helper()
 	var b strings.Builder
-	b.WriteString("apiVersion: extensions.gardener.cloud/v1alpha1\nkind: OperatingSystemConfig\nmetadata: {name: pool, namespace: shoot}\nspec:\n  type: coreos\n  purpose: reconcile\n  files:\n")
 	for i := range n {
 		fmt.Fprintf(&b, "  - path: /etc/many/d%d/f%d.conf\n    content:\n      inline:\n        data: %q\n", i%50, i, strings.Repeat(fmt.Sprint(i), 200))
 	}
 	p := filepath.Join(dir, "many-osc.yaml")
-	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(p, []byte(synth.OSCFiles(b.String())), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return p
