@@ -12,8 +12,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -298,6 +300,7 @@ func newRunTemp(layout string, log *slog.Logger) (*runTemp, error) {
 		return nil, err
 	}
 	sweepTemp(base, log)
+	sweepLegacyTemp(filepath.Join(layout, "blobs", "sha256"), log)
 	for range 5 {
 		d, err := os.MkdirTemp(base, "run-")
 		if err != nil {
@@ -328,6 +331,33 @@ func (r *runTemp) close() {
 	_ = os.RemoveAll(r.dir)
 	_ = syscall.Flock(int(r.lock.Fd()), syscall.LOCK_UN)
 	r.lock.Close()
+}
+
+// legacyTempAge is how long a temp file of an older oslayer (written next
+// to the blobs, blobs/sha256/.tmp-*) must have been left untouched before
+// a write removes it: a run still writing it touches it all the time.
+const legacyTempAge = 10 * time.Minute
+
+// sweepLegacyTemp removes the temp files older oslayer versions wrote
+// among the blobs and left behind when killed.
+func sweepLegacyTemp(blobs string, log *slog.Logger) {
+	ents, err := os.ReadDir(blobs)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), ".tmp-") || !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || time.Since(info.ModTime()) < legacyTempAge {
+			continue
+		}
+		p := filepath.Join(blobs, e.Name())
+		if err := os.Remove(p); err == nil {
+			log.Info("removed the temp file of a killed run", "file", p, "bytes", info.Size())
+		}
+	}
 }
 
 // sweepTemp removes every run directory in base that no live process

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -343,7 +344,27 @@ func TestLayoutSweepsTempOfKilledRuns(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(stale, "blob-0123456789ab-1"), make([]byte, 1<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Temp files an older version left among the blobs: removed once
+	// untouched for a while, kept while they might still be written.
+	oldTmp := filepath.Join(dir, "blobs", "sha256", ".tmp-0123456789ab-2")
+	freshTmp := filepath.Join(dir, "blobs", "sha256", ".tmp-0123456789ab-3")
+	for _, f := range []string{oldTmp, freshTmp} {
+		if err := os.WriteFile(f, make([]byte, 4096), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hourAgo := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(oldTmp, hourAgo, hourAgo); err != nil {
+		t.Fatal(err)
+	}
 	writeCommit(t, p, b)
+	if _, err := os.Stat(oldTmp); err == nil {
+		t.Errorf("an hour-old temp file among the blobs was kept")
+	}
+	if _, err := os.Stat(freshTmp); err != nil {
+		t.Errorf("a fresh temp file among the blobs was removed: %v", err)
+	}
+	os.Remove(freshTmp)
 	ents, err := os.ReadDir(filepath.Join(dir, push.TempDirName))
 	if err != nil {
 		t.Fatal(err)

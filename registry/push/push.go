@@ -40,7 +40,9 @@
 //     its content was read and has its digest (a corrupt one is written
 //     again), so Write is idempotent. Temp files live in
 //     DIR/.oslayer-tmp/run-*/, one directory per run, locked while the run
-//     lives: the next Write or Commit removes what a killed run left. Base layers of a registry base are downloaded (a layout
+//     lives: the next Write or Commit removes what a killed run left (and
+//     temp files older versions left among the blobs, once untouched for
+//     10 minutes). Base layers of a registry base are downloaded (a layout
 //     must hold them); layers of a layout base are copied file to file.
 //   - Commit adds the manifest to DIR/index.json with the annotation
 //     org.opencontainers.image.ref.name=TAG, replacing an entry with the same
