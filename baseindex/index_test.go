@@ -30,7 +30,7 @@ type te struct {
 	uid              int
 }
 
-func tarBytes(t *testing.T, es ...te) []byte {
+func tarBytes(t testing.TB, es ...te) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	tw := tar.NewWriter(&b)
