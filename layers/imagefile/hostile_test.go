@@ -255,6 +255,13 @@ func TestHostileContentRefused(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 
+	// The clock starts with the first read, not when the reader is made
+	// (a build makes it before indexing its base).
+	late := reader(imagefile.WithTimeout(300 * time.Millisecond))
+	time.Sleep(400 * time.Millisecond)
+	if _, _, _, err := late.ReadFile(ctx, twoFiles, "/a"); err != nil {
+		t.Errorf("first read after the timeout's length: %v", err)
+	}
 	stalled := regtest.Stalled(t) + "/x/hyperkube:v1"
 	check("time bound", reader(imagefile.WithTimeout(500*time.Millisecond)), stalled, "/kubelet", "took longer than the bound of 500ms")
 }

@@ -63,7 +63,7 @@ const (
 	// build or render) returns.
 	DefaultBudget = 1 << 30 // 1 GiB
 	// DefaultTimeout bounds the time all reads of one Reader take,
-	// counted from New.
+	// counted from the first.
 	DefaultTimeout = 10 * time.Minute
 	// MaxExpansion is how many times its compressed size a layer may
 	// expand to once it has produced bombFloor bytes: real layers expand
@@ -87,8 +87,8 @@ func WithMaxSize(n int64) Option { return func(r *Reader) { r.max = n } }
 // counts once.
 func WithBudget(n int64) Option { return func(r *Reader) { r.budget = n } }
 
-// WithTimeout bounds the time of all reads, counted from New (default
-// DefaultTimeout).
+// WithTimeout bounds the time of all reads, counted from the first
+// (default DefaultTimeout).
 func WithTimeout(d time.Duration) Option { return func(r *Reader) { r.timeout = d } }
 
 // WithTempDir sets where content is streamed (default os.TempDir()). The
@@ -106,7 +106,7 @@ type Reader struct {
 	max      int64
 	budget   int64
 	timeout  time.Duration
-	deadline time.Time
+	deadline time.Time // set by the first read (under mu)
 	tmpDir   string
 	platform *v1.Platform
 
@@ -152,9 +152,6 @@ func New(reg *registry.Options, opts ...Option) *Reader {
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
-	if r.timeout > 0 {
-		r.deadline = time.Now().Add(r.timeout)
-	}
 	return r
 }
 
@@ -194,9 +191,10 @@ func (r *Reader) ReadFile(ctx context.Context, image, p string) ([]byte, uint32,
 		return nil, 0, "", err
 	}
 	caller := ctx
-	if !r.deadline.IsZero() {
+	deadline := r.start()
+	if !deadline.IsZero() {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, r.deadline)
+		ctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
 	r.mu.Lock()
@@ -211,8 +209,8 @@ func (r *Reader) ReadFile(ctx context.Context, image, p string) ([]byte, uint32,
 		// resolved with: one that ends with this caller's context or at
 		// the deadline, not when this call returns.
 		ictx, cancel := context.WithCancel(context.WithoutCancel(caller))
-		if !r.deadline.IsZero() {
-			ictx, cancel = context.WithDeadline(ictx, r.deadline)
+		if !deadline.IsZero() {
+			ictx, cancel = context.WithDeadline(ictx, deadline)
 		}
 		context.AfterFunc(caller, cancel)
 		ie.img, ie.res, ie.err = r.reg.Image(ictx, image, r.platform)
@@ -253,11 +251,23 @@ func (r *Reader) ReadFile(ctx context.Context, image, p string) ([]byte, uint32,
 	return fe.data, fe.mode, pinned, nil
 }
 
+// start returns the deadline of all reads, set by the first (zero
+// without a timeout).
+func (r *Reader) start() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.deadline.IsZero() && r.timeout > 0 {
+		r.deadline = time.Now().Add(r.timeout)
+	}
+	return r.deadline
+}
+
 // explain names the time bound when it is what stopped err.
 func (r *Reader) explain(ctx context.Context, err error) error {
 	// The image's own context (resolution, blob reads) may reach the
 	// deadline before this call's does: look at the clock, not ctx alone.
-	if !r.deadline.IsZero() && !time.Now().Before(r.deadline) && (ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
+	deadline := r.start()
+	if !deadline.IsZero() && !time.Now().Before(deadline) && (ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
 		return fmt.Errorf("%w: reading imageRef content took longer than the bound of %s: %w", ErrRefused, r.timeout, err)
 	}
 	return err
