@@ -116,7 +116,7 @@ func TestSummary(t *testing.T) {
 	var b bytes.Buffer
 	res.Summary(&b)
 	for _, want := range []string{
-		"inputs: 1 documents (sha256:",
+		"inputs: 1 document (sha256:",
 		"layer payload  sha256:",
 		"layer config   sha256:",
 		"layer metadata sha256:",

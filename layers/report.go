@@ -83,8 +83,15 @@ type UnitReport struct {
 	Source    model.Origin `json:"source"`
 }
 
-// Summary writes a short human summary of r.
+// Summary writes a short human summary of r, its warnings last as
+// "warning: ..." lines.
 func (r *Result) Summary(w io.Writer) {
+	r.SummaryWarn(w, func(msg string) { fmt.Fprintf(w, "warning: %s\n", msg) })
+}
+
+// SummaryWarn writes the summary of r to w and hands each warning to warn
+// (a command prints them on stderr).
+func (r *Result) SummaryWarn(w io.Writer, warn func(string)) {
 	rep := r.Report
 	if rep == nil {
 		rep = &Report{}
@@ -102,7 +109,11 @@ func (r *Result) Summary(w io.Writer) {
 			links++
 		}
 	}
-	fmt.Fprintf(w, "inputs: %d documents (%s)\n", len(r.Inputs), r.InputsDigest)
+	docs := "documents"
+	if len(r.Inputs) == 1 {
+		docs = "document"
+	}
+	fmt.Fprintf(w, "inputs: %d %s (%s)\n", len(r.Inputs), docs, r.InputsDigest)
 	fmt.Fprintf(w, "baked: %d files, %d directories, %d links; %d units\n", files, dirs, links, len(rep.Units))
 	if whiteouts > 0 {
 		fmt.Fprintf(w, "removed from the base (whiteouts): %d\n", whiteouts)
@@ -125,7 +136,7 @@ func (r *Result) Summary(w io.Writer) {
 		fmt.Fprintf(w, "needs a package stage: %s\n", strings.Join(r.Packages, ", "))
 	}
 	for _, x := range rep.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", x)
+		warn(x)
 	}
 }
 

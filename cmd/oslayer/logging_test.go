@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -63,5 +65,30 @@ func TestBuildWarningsAndErrorsOnce(t *testing.T) {
 	}
 	if n != len(warnings) {
 		t.Errorf("--log-format json: %d WARN records, text mode printed %d warnings:\n%s", n, len(warnings), text)
+	}
+}
+
+// render prints its summary on stdout and its warnings on stderr; only
+// build takes --jobs (nothing else uploads).
+func TestRenderWarningsOnStderr(t *testing.T) {
+	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
+	cmd := newRootCmd()
+	var out, errb bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	cmd.SetArgs([]string{"render", "--machineconfig", fixtures.Path(t, "mco", "aws", "worker"), "--pool", "worker", "--output-dir", filepath.Join(t.TempDir(), "r")})
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	if strings.Contains(out.String(), "warning:") || !strings.Contains(errb.String(), "warning: ") {
+		t.Errorf("warnings not (only) on stderr:\nstdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "inputs: 3 documents (") {
+		t.Errorf("summary:\n%s", out.String())
+	}
+	for _, c := range []string{"render", "preflight", "verify"} {
+		if _, err := runCLI(t, c, "--jobs", "2"); err == nil || !strings.Contains(err.Error(), "unknown flag: --jobs") {
+			t.Errorf("%s --jobs: %v", c, err)
+		}
 	}
 }

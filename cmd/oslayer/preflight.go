@@ -109,7 +109,7 @@ Exit codes: 0 all checks passed, 1 errors found, 2 the checks could not run.`,
 	fs.StringVar(&base, "base", "", "base image the IMAGE was built on: its layers must be a prefix, and the layers after it are the added layers")
 	fs.StringVar(&arch, "arch", "", "architecture of the nodes (amd64, arm64, x86_64, aarch64); also selects the image from a multi-arch index")
 	pf.register(fs)
-	rf.register(fs)
+	rf.registerReads(fs)
 	return cmd
 }
 

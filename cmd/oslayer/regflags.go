@@ -20,11 +20,21 @@ type registryFlags struct {
 	timeout    time.Duration
 }
 
+// register adds the flags to fs; --jobs only where something is uploaded
+// (build), so that no command offers a flag that does nothing.
 func (f *registryFlags) register(fs *pflag.FlagSet) {
+	f.registerReads(fs)
+	fs.IntVar(&f.jobs, "jobs", defaultJobs, "parallel blob uploads per image")
+}
+
+// defaultJobs is the number of parallel blob uploads without --jobs.
+const defaultJobs = 4
+
+// registerReads adds the flags of commands that only read from registries.
+func (f *registryFlags) registerReads(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.mirrors, "mirror", nil, "rewrite a registry host for pulls: FROM=TO (repeatable)")
 	fs.StringVar(&f.authfile, "authfile", "", "registry credentials file (podman auth.json / docker config.json); takes precedence over --auth-secret and the docker config")
 	fs.StringVar(&f.authSecret, "auth-secret", "", "Kubernetes Secret manifest of type kubernetes.io/dockerconfigjson with registry credentials")
-	fs.IntVar(&f.jobs, "jobs", 4, "parallel blob uploads per image")
 	fs.DurationVar(&f.timeout, "timeout", registry.DefaultTimeout, "fail a registry request when no byte moves for this long (connecting, sending, answering)")
 	fs.StringArrayVar(&f.insecure, "insecure-registry", nil, "reach this registry host[:port] over plain HTTP (repeatable; loopback and private hosts already are)")
 }
@@ -37,6 +47,9 @@ func (f *registryFlags) options() (*registry.Options, error) {
 			return nil, err
 		}
 		o.Mirrors = append(o.Mirrors, mm)
+	}
+	if f.jobs == 0 {
+		f.jobs = defaultJobs
 	}
 	if f.jobs < 1 || f.jobs > 64 {
 		return nil, fmt.Errorf("--jobs %d: want 1 to 64", f.jobs)

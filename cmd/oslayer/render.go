@@ -84,13 +84,14 @@ existing DIR is replaced only when an earlier render wrote it (it holds the
 				enc.SetIndent("", "  ")
 				return enc.Encode(res)
 			}
-			res.Summary(out)
+			// Warnings go to stderr, as build's do.
+			res.SummaryWarn(out, g.warn)
 			fmt.Fprintf(out, "written to %s\n", outDir)
 			return nil
 		},
 	}
 	in.register(cmd.Flags())
-	reg.register(cmd.Flags())
+	reg.registerReads(cmd.Flags())
 	index.register(cmd.Flags())
 	cmd.Flags().StringVar(&base, "base", "", "base image (registry reference or oci:DIR[:TAG]) whose units, enablement links and users rendering follows (read once per digest through the base index); without it the report says what was assumed")
 	cmd.Flags().StringVar(&arch, "arch", "", "architecture of --base (amd64, arm64, x86_64, aarch64, ...): selects the platform of a multi-arch base and must match a single-arch one (default amd64)")

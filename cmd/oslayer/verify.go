@@ -28,23 +28,28 @@ func newVerifyCmd(g *globals) *cobra.Command {
 public key, as a node's sigstoreSigned policy does: the manifest must hash to
 its digest, a signature by the key must name that digest and the repository,
 and a SLSA provenance v1 attestation by the key must have it as subject.
-No transparency log is consulted. Exits non-zero when any check fails.`,
+No transparency log is consulted. Exit code 0: every check passed; 1: a
+check failed (signature or attestation missing, by another key, or for
+another digest or repository); 2: the checks could not run (registry
+unreachable, image not found, unreadable key, bad arguments).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			cannot := func(err error) error { return &exitError{code: 2, err: fmt.Errorf("verify: %w", err)} }
 			if key == "" {
-				return errors.New("verify: --key is required")
+				return cannot(errors.New("--key is required"))
 			}
 			reg, err := rf.options()
 			if err != nil {
-				return err
+				return cannot(err)
 			}
 			pub, err := sign.LoadPublicKey(cmd.Context(), key)
 			if err != nil {
-				return fmt.Errorf("verify: %w", err)
+				return cannot(err)
 			}
 			v, verr := sign.Verify(cmd.Context(), args[0], pub, sign.WithRegistry(reg), sign.WithLogger(g.log))
 			if v == nil {
-				return fmt.Errorf("verify: %w", verr)
+				// The image could not be read: nothing was checked.
+				return cannot(verr)
 			}
 			if g.json() {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -62,7 +67,7 @@ No transparency log is consulted. Exits non-zero when any check fails.`,
 		},
 	}
 	cmd.Flags().StringVar(&key, "key", "", "cosign public key (cosign.pub)")
-	rf.register(cmd.Flags())
+	rf.registerReads(cmd.Flags())
 	return cmd
 }
 

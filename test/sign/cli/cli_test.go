@@ -114,8 +114,13 @@ func TestKeygenTrustVerify(t *testing.T) {
 	if r.code != 1 || !strings.HasPrefix(r.stdout, "FAIL ") || !strings.Contains(r.stderr, "verification failed") {
 		t.Fatalf("verify with another key: %+v", r)
 	}
-	if r := oslayer(t, bin, nil, "verify", d.String()); r.code == 0 {
+	if r := oslayer(t, bin, nil, "verify", d.String()); r.code != 2 {
 		t.Fatalf("verify without --key: %+v", r)
+	}
+	// Nothing checked is not a failed check: exit 2, not 1.
+	gone := "127.0.0.1:1/pool@" + d.DigestStr()
+	if r := oslayer(t, bin, nil, "verify", gone, "--key", pub, "--timeout", "5s"); r.code != 2 || !strings.Contains(r.stderr, "127.0.0.1:1") {
+		t.Fatalf("verify against an unreachable registry: %+v", r)
 	}
 
 	// trust writes the files.
