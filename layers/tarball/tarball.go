@@ -136,9 +136,27 @@ func (b *buffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// maxReserve bounds the output buffer Build reserves up front.
+const maxReserve = 2 << 30
+
+// reserve is the most the compressed tar of t can take: the tar's size
+// (a header and padded data per entry, the end blocks) plus deflate's
+// stored-block overhead. Reserving it once spares the copies of a growing
+// buffer, which for incompressible content (binaries from imageRef) would
+// hold the layer about twice at its last growth; pages of the reservation
+// that compression leaves unused are never touched.
+func reserve(t *tree.Tree) int {
+	n := int64(2 * 512)
+	for _, e := range t.Entries() {
+		n += 3*512 + (int64(len(e.Data))+511)/512*512 // header, PAX/long-name headers, data
+	}
+	n += n/1024 + 64<<10
+	return int(min(n, maxReserve))
+}
+
 // Build writes t as tar, compresses it and computes both digests in one pass.
 func Build(t *tree.Tree, epoch time.Time) (*Layer, error) {
-	out := &buffer{}
+	out := &buffer{b: make([]byte, 0, reserve(t))}
 	gzHash := sha256.New()
 	zw, err := gzip.NewWriterLevel(io.MultiWriter(out, gzHash), Level)
 	if err != nil {
@@ -153,6 +171,10 @@ func Build(t *tree.Tree, epoch time.Time) (*Layer, error) {
 	}
 	if err := zw.Close(); err != nil {
 		return nil, err
+	}
+	if len(out.b) < cap(out.b)/2 {
+		// Compressible content: keep only what it took.
+		out.b = append([]byte(nil), out.b...)
 	}
 	return &Layer{
 		Gzip:    out.b,
