@@ -214,6 +214,13 @@ type AttestResult struct {
 	// Existing is true when the same statement, signed by the same key, was
 	// already attached: nothing was written.
 	Existing bool `json:"existing"`
+	// Writes counts the writes of AttestationTag: more than one when
+	// another writer replaced it meanwhile.
+	Writes int `json:"writes,omitempty"`
+	// Readded lists what the final check with our key found missing and
+	// added again ("signature", "attestation"): other writers replaced a
+	// tag after it was written.
+	Readded []string `json:"readded,omitempty"`
 }
 
 // Attest DSSE-signs st and attaches it to d the way `cosign attest` does
@@ -250,7 +257,7 @@ func (s *Signer) Attest(ctx context.Context, d name.Digest, st *Statement) (*Att
 		}
 		for _, a := range l {
 			if s.sameAttestation(a, pl) {
-				res.Existing, res.Attestations = attempt == 0, len(l)
+				res.Existing, res.Attestations, res.Writes = attempt == 0, len(l), attempt
 				if attempt == 0 {
 					s.o.log.InfoContext(ctx, "attestation already present", "ref", d.String(), "tag", at.String())
 				} else {

@@ -104,6 +104,10 @@ type SignResult struct {
 	Signatures int `json:"signatures"`
 	// Referrer is true when an OCI 1.1 referrer was written too.
 	Referrer bool `json:"referrer,omitempty"`
+	// Writes counts the writes of SignatureTag: more than one when
+	// another writer replaced it meanwhile and the signature was merged
+	// again.
+	Writes int `json:"writes,omitempty"`
 }
 
 // Payload returns the simple signing payload cosign signs for d: the
@@ -156,7 +160,7 @@ func (s *Signer) Sign(ctx context.Context, d name.Digest) (*SignResult, error) {
 			return nil, fmt.Errorf("reading signatures %s: %w", st, err)
 		}
 		if dup != nil {
-			res.Existing = attempt == 0
+			res.Existing, res.Writes = attempt == 0, attempt
 			res.Signatures = count(existing)
 			if attempt == 0 {
 				s.o.log.InfoContext(ctx, "signature already present", "ref", d.String(), "tag", st.String())

@@ -106,7 +106,7 @@ func (s *attestStage) Run(ctx context.Context, b *builder.Built, p *builder.Publ
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", StageAttest, err)
 	}
-	if err := sg.Confirm(ctx, *p.Digest, st); err != nil {
+	if r.Readded, err = sg.Confirm(ctx, *p.Digest, st); err != nil {
 		return nil, fmt.Errorf("%s: %w", StageAttest, err)
 	}
 	return r, nil
@@ -119,30 +119,34 @@ const confirmRounds = 3
 // Confirm verifies d on the registry with the signer's own key, as
 // `oslayer verify` does, and adds the signature (Sign) or the attestation
 // of st (Attest) again when another writer replaced the tag after they
-// were written. It fails when they still do not verify after a few
-// rounds: the tag must not move to an image its own key does not verify.
-func (s *Signer) Confirm(ctx context.Context, d name.Digest, st *Statement) error {
+// were written; it returns what it added again. It fails when they still
+// do not verify after a few rounds: the tag must not move to an image its
+// own key does not verify.
+func (s *Signer) Confirm(ctx context.Context, d name.Digest, st *Statement) ([]string, error) {
 	var last error
+	var readded []string
 	for round := 0; round < confirmRounds; round++ {
 		v, err := verify(ctx, d.String(), s.sv, s.o)
 		if err == nil {
-			return nil
+			return readded, nil
 		}
 		if !errors.Is(err, ErrVerify) || v == nil {
-			return fmt.Errorf("verify %s with our key: %w", d, err)
+			return readded, fmt.Errorf("verify %s with our key: %w", d, err)
 		}
 		last = err
 		s.o.log.WarnContext(ctx, "our signature or attestation was dropped by another writer; adding it again", "ref", d.String(), "error", err)
 		if v.Signatures == 0 {
 			if _, err := s.Sign(ctx, d); err != nil {
-				return err
+				return readded, err
 			}
+			readded = append(readded, "signature")
 		}
 		if v.Attestations == 0 && st != nil {
 			if _, err := s.Attest(ctx, d, st); err != nil {
-				return err
+				return readded, err
 			}
+			readded = append(readded, "attestation")
 		}
 	}
-	return fmt.Errorf("verify %s with our key after %d rounds: %w", d, confirmRounds, last)
+	return readded, fmt.Errorf("verify %s with our key after %d rounds: %w", d, confirmRounds, last)
 }
