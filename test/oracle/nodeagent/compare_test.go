@@ -38,7 +38,14 @@ func compareTrees(base, node, img map[string]node, nodeRoot, imgRoot string, ski
 			}
 		case n.Type == 'l':
 			if !inImg {
-				diffs = append(diffs, fmt.Sprintf("missing in image: %s (node: %s)", p, n))
+				// Named by where the link ends: systemctl writes
+				// /lib/systemd/... or /usr/lib/systemd/... depending on
+				// how it was built.
+				to := n.Link
+				if rp, err := resolve(nodeRoot, p); err == nil {
+					to = rp
+				}
+				diffs = append(diffs, fmt.Sprintf("missing in image: %s (node: symlink to %s)", p, to))
 				continue
 			}
 			if i != n && !sameTarget(nodeRoot, imgRoot, p) {

@@ -107,12 +107,14 @@ var cases = []oscCase{
 	refused("testdata/os-centos-example-operatingsystemconfig.yaml", legacyEncoding),
 	// Written for this oracle: setuid/setgid/sticky permissions, the
 	// default mode, b64, /usr/local, a unit without [Install], stop with
-	// enable, and OS units disabled, stopped and given a drop-in.
-	// The node agent restarts containerd on its first application of any
-	// OSC (it counts its containerd configuration as changed); oslayer does
-	// not start containerd when neither the OSC nor the OS enables it.
+	// enable, OS units disabled, stopped and given a drop-in, hostName and
+	// secretRef files, and a criConfig. For a criConfig the node agent adds
+	// containerd.service to the OSC (its PATH drop-in), so it enables and
+	// starts containerd; oslayer reports the criConfig as runtime-delivered
+	// and neither enables nor starts containerd.
 	{input: "testdata/oracle-edge-semantics.yaml",
-		want: []string{"started on node, not started at boot from image: containerd.service"}},
+		want: []string{"missing in image: /etc/systemd/system/multi-user.target.wants/containerd.service (node: symlink to /usr/lib/systemd/system/containerd.service)",
+			"started on node, not started at boot from image: containerd.service"}},
 }
 
 // refused is a case whose only expected difference is that oslayer
