@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
+	yamlv3 "go.yaml.in/yaml/v3"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -110,6 +112,15 @@ func PeekType(doc []byte) (TypeMeta, error) {
 // the field's path (e.g. `unknown field "spec.files[0].content.foo"`).
 func DecodeStrict(doc []byte, v any) error {
 	j, err := yaml.YAMLToJSONStrict(doc)
+	if err != nil && bytes.Contains(doc, []byte("<<")) {
+		// A YAML merge key (<<: *anchor) brings in keys that the mapping
+		// may override; the strict converter calls that a duplicate. Check
+		// for real duplicates on the node tree, then convert.
+		if derr := duplicateKeys(doc); derr != nil {
+			return fmt.Errorf("not valid YAML/JSON: %v", derr)
+		}
+		j, err = yaml.YAMLToJSON(doc)
+	}
 	if err != nil {
 		return fmt.Errorf("not valid YAML/JSON: %v", err)
 	}
@@ -132,4 +143,46 @@ func DecodeLoose(doc []byte, v any) error {
 		return fmt.Errorf("not valid YAML/JSON: %v", err)
 	}
 	return kjson.UnmarshalCaseSensitivePreserveInts(j, v)
+}
+
+// duplicateKeys reports a key given twice in one mapping of doc. Keys a
+// merge key (<<) brings in are not counted: the mapping's own keys
+// override them, as YAML merge keys specify.
+func duplicateKeys(doc []byte) error {
+	var root yamlv3.Node
+	dec := yamlv3.NewDecoder(bytes.NewReader(doc))
+	for {
+		err := dec.Decode(&root)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := walkDuplicates(&root); err != nil {
+			return err
+		}
+	}
+}
+
+func walkDuplicates(n *yamlv3.Node) error {
+	if n.Kind == yamlv3.MappingNode {
+		seen := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Tag == "!!merge" {
+				continue
+			}
+			if line, ok := seen[k.Value]; ok {
+				return fmt.Errorf("line %d: key %q already set in map (line %d)", k.Line, k.Value, line)
+			}
+			seen[k.Value] = k.Line
+		}
+	}
+	for _, c := range n.Content {
+		if err := walkDuplicates(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
