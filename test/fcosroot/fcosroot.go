@@ -113,6 +113,8 @@ func Skeleton() []Entry {
 		sym("ostree", "sysroot/ostree"),
 		dir("sysroot", 0o755),
 		dir("boot", 0o755),
+		dir("run", 0o755),
+		dir("tmp", 0o1777),
 
 		dir("usr", 0o755),
 		dir("usr/bin", 0o755),
@@ -192,13 +194,28 @@ func WriteTree(t testing.TB, root string, es []Entry) {
 		}
 		if err == nil && e.typ != tar.TypeSymlink {
 			if err = os.Lchown(p, e.uid, e.gid); err == nil {
-				err = os.Chmod(p, os.FileMode(e.mode))
+				err = os.Chmod(p, fileMode(e.mode))
 			}
 		}
 		if err != nil {
 			t.Fatalf("skeleton %s: %v", e.path, err)
 		}
 	}
+}
+
+// fileMode converts a tar mode (with 07000 bits) to an os.FileMode.
+func fileMode(m int64) os.FileMode {
+	fm := os.FileMode(m & 0o777)
+	if m&0o4000 != 0 {
+		fm |= os.ModeSetuid
+	}
+	if m&0o2000 != 0 {
+		fm |= os.ModeSetgid
+	}
+	if m&0o1000 != 0 {
+		fm |= os.ModeSticky
+	}
+	return fm
 }
 
 var epoch = time.Date(2025, 9, 1, 0, 0, 0, 0, time.UTC)

@@ -55,19 +55,27 @@ func file(p, data string, mode int) string {
 		p, mode, strings.ReplaceAll(data, " ", "%20"))
 }
 
-// build builds oslayer's image of the MachineConfig into an OCI layout
-// onto base and returns the layout directory.
-func build(t *testing.T, bin, base, name, doc string) string {
+// build builds oslayer's image of the MachineConfig files or directories
+// into an OCI layout onto base and returns the layout directory.
+func build(t *testing.T, bin, base string, inputs []string, flags ...string) string {
 	t.Helper()
-	dir := t.TempDir()
-	in := filepath.Join(dir, name+".yaml")
+	out := filepath.Join(t.TempDir(), "out")
+	args := []string{"build", "--base", "oci:" + base + ":latest", "--pool", "worker", "--push", "oci:" + out + ":pool"}
+	for _, in := range inputs {
+		args = append(args, "--machineconfig", in)
+	}
+	regtest.Run(t, nil, bin, append(args, flags...)...)
+	return out
+}
+
+// buildDoc builds the image of one MachineConfig document.
+func buildDoc(t *testing.T, bin, base, doc string) string {
+	t.Helper()
+	in := filepath.Join(t.TempDir(), "mc.yaml")
 	if err := os.WriteFile(in, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(dir, "out")
-	regtest.Run(t, nil, bin, "build", "--base", "oci:"+base+":latest", "--machineconfig", in,
-		"--pool", "worker", "--push", "oci:"+out+":pool")
-	return out
+	return build(t, bin, base, []string{in})
 }
 
 // commit turns the image into an ostree commit on branch, as ostree-ext
@@ -231,13 +239,13 @@ func (n node) deploy(repo, branch string) string {
 }
 
 // boot runs, in the default deployment with the stateroot's /var bind
-// mounted on its /var (in a private mount namespace, as the node mounts
-// it), what a node runs at boot: oslayer's prune script (its unit is
+// mounted on its /var and a tmpfs on /run (in a private mount namespace, as
+// the node mounts them), what a node runs at boot: oslayer's prune script (its unit is
 // statically enabled), then systemd-tmpfiles --create.
 func (n node) boot() string {
 	n.t.Helper()
 	dep := n.booted()
-	script := "mount --bind \"$1\" \"$2/var\" && OSLAYER_ROOT=\"$2\" \"$2$3\" && \"$4\" --root=\"$2\" --create"
+	script := "mount --bind \"$1\" \"$2/var\" && mount -t tmpfs tmpfs \"$2/run\" && OSLAYER_ROOT=\"$2\" \"$2$3\" && \"$4\" --root=\"$2\" --create"
 	regtest.Run(n.t, nil, "unshare", "-m", "sh", "-ec", script, "boot", n.stateVar(), dep, varmech.PruneScript, n.tmpfiles)
 	return dep
 }
@@ -401,39 +409,15 @@ func onlyOwnedChanged(t *testing.T, step string, before, after map[string]string
 	}
 }
 
-// TestOstreeDeployments deploys image A, then B, then rolls back to A.
-func TestOstreeDeployments(t *testing.T) {
+// setup returns an initialised directory sysroot, the oslayer command and
+// the FCOS-shaped base as an OCI layout.
+func setup(t *testing.T) (node, string, string) {
+	t.Helper()
 	regtest.RequireRoot(t, "the ostree emulation keeps owners in a bare repository and bind-mounts /var")
-	ostree := regtest.Require(t, "ostree")
-	tmpfiles := regtest.Require(t, "systemd-tmpfiles")
+	n := node{t: t, ostree: regtest.Require(t, "ostree"), tmpfiles: regtest.Require(t, "systemd-tmpfiles"),
+		root: filepath.Join(t.TempDir(), "sysroot")}
 	regtest.Require(t, "unshare")
-	regtest.Require(t, "chattr")
-	bin := oslayerBin(t)
-
-	base := filepath.Join(t.TempDir(), "base")
-	fcosroot.WriteBase(t, base, fcosroot.Skeleton())
-	const (
-		chronyLink = "etc/systemd/system/multi-user.target.wants/chronyd.service"
-		sshdLink   = "etc/systemd/system/multi-user.target.wants/sshd.service"
-		zincati    = "etc/systemd/system/multi-user.target.wants/zincati.service"
-		appLink    = "etc/systemd/system/multi-user.target.wants/app.service"
-	)
-	app := "        - name: app.service\n          enabled: true\n          contents: |\n            [Service]\n            ExecStart=/usr/bin/true\n            [Install]\n            WantedBy=multi-user.target\n"
-	a := build(t, bin, base, "a", mc("99-a",
-		file("/etc/app.conf", "A", 420)+file("/var/lib/app/state", "state A", 384)+
-			file("/opt/app/bin/tool", "tool A", 493)+file("/var/lib/app/only-a", "only A", 420),
-		app+"        - name: chronyd.service\n          enabled: false\n"))
-	b := build(t, bin, base, "b", mc("99-b",
-		file("/etc/app.conf", "B", 420)+file("/var/lib/app/state", "state B", 420)+
-			file("/opt/app/bin/tool", "tool B", 493),
-		app))
-
-	repo := filepath.Join(t.TempDir(), "repo")
-	regtest.Run(t, nil, ostree, "--repo="+repo, "init", "--mode=bare")
-	commit(t, ostree, repo, a, osName+"/a")
-	commit(t, ostree, repo, b, osName+"/b")
-
-	n := node{t: t, ostree: ostree, tmpfiles: tmpfiles, root: filepath.Join(t.TempDir(), "sysroot")}
+	chattr := regtest.Require(t, "chattr")
 	if err := os.Mkdir(n.root, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -441,11 +425,45 @@ func TestOstreeDeployments(t *testing.T) {
 	t.Cleanup(func() {
 		ds, _ := filepath.Glob(filepath.Join(n.root, "ostree/deploy", osName, "deploy", "*.0"))
 		for _, d := range ds {
-			exec.Command("chattr", "-i", d).Run()
+			exec.Command(chattr, "-i", d).Run()
 		}
 	})
-	regtest.Run(t, nil, ostree, "admin", "init-fs", n.root)
-	regtest.Run(t, nil, ostree, "admin", "os-init", osName, "--sysroot="+n.root)
+	regtest.Run(t, nil, n.ostree, "admin", "init-fs", n.root)
+	regtest.Run(t, nil, n.ostree, "admin", "os-init", osName, "--sysroot="+n.root)
+	base := filepath.Join(t.TempDir(), "base")
+	fcosroot.WriteBase(t, base, fcosroot.Skeleton())
+	return n, oslayerBin(t), base
+}
+
+// repo returns a new bare repository to commit images into.
+func (n node) repo() string {
+	repo := filepath.Join(n.t.TempDir(), "repo")
+	regtest.Run(n.t, nil, n.ostree, "--repo="+repo, "init", "--mode=bare")
+	return repo
+}
+
+// TestOstreeDeployments deploys image A, then B, then rolls back to A.
+func TestOstreeDeployments(t *testing.T) {
+	n, bin, base := setup(t)
+	const (
+		chronyLink = "etc/systemd/system/multi-user.target.wants/chronyd.service"
+		sshdLink   = "etc/systemd/system/multi-user.target.wants/sshd.service"
+		zincati    = "etc/systemd/system/multi-user.target.wants/zincati.service"
+		appLink    = "etc/systemd/system/multi-user.target.wants/app.service"
+	)
+	app := "        - name: app.service\n          enabled: true\n          contents: |\n            [Service]\n            ExecStart=/usr/bin/true\n            [Install]\n            WantedBy=multi-user.target\n"
+	a := buildDoc(t, bin, base, mc("99-a",
+		file("/etc/app.conf", "A", 420)+file("/var/lib/app/state", "state A", 384)+
+			file("/opt/app/bin/tool", "tool A", 493)+file("/var/lib/app/only-a", "only A", 420),
+		app+"        - name: chronyd.service\n          enabled: false\n"))
+	b := buildDoc(t, bin, base, mc("99-b",
+		file("/etc/app.conf", "B", 420)+file("/var/lib/app/state", "state B", 420)+
+			file("/opt/app/bin/tool", "tool B", 493),
+		app))
+
+	repo := n.repo()
+	commit(t, n.ostree, repo, a, osName+"/a")
+	commit(t, n.ostree, repo, b, osName+"/b")
 
 	// Image A.
 	n.deploy(repo, osName+"/a")
@@ -525,7 +543,7 @@ func TestOstreeDeployments(t *testing.T) {
 
 	// Roll back to A: drop B, A is the default again, and boots.
 	before = n.snapshot()
-	regtest.Run(t, nil, ostree, "admin", "undeploy", "--sysroot="+n.root, "0")
+	regtest.Run(t, nil, n.ostree, "admin", "undeploy", "--sysroot="+n.root, "0")
 	dep = n.boot()
 	onlyOwnedChanged(t, "rollback to A", before, n.snapshot(), ownedA, ownedB)
 	n.want(dep, "/etc/app.conf", "A")
@@ -552,4 +570,130 @@ func oslayerBin(t *testing.T) string {
 		t.Fatalf("go build ./cmd/oslayer: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// checkImage verifies, in a booted deployment, what the image owns: every
+// file in its var.list reads through /var as the store holds it, every
+// link points where the image says, every directory exists, and /etc (with
+// no node-local edits) is exactly the image's /usr/etc.
+func (n node) checkImage(step, dep string) {
+	n.t.Helper()
+	b, err := os.ReadFile(filepath.Join(dep, varmech.ListPath))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	count := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Split(l, "\t")
+		if len(f) < 2 || strings.HasPrefix(l, "#") {
+			continue
+		}
+		count++
+		switch f[0] {
+		case "f":
+			want, err := os.ReadFile(filepath.Join(dep, varmech.StoreDir, f[1]))
+			if err != nil {
+				n.t.Errorf("%s: store copy of %s: %v", step, f[1], err)
+				continue
+			}
+			n.want(dep, f[1], string(want))
+		case "l":
+			if target, err := os.Readlink(n.host(dep, f[1])); err != nil || len(f) < 3 || target != f[2] {
+				n.t.Errorf("%s: link %s -> %q (%v), want %v", step, f[1], target, err, f[2:])
+			}
+		case "d":
+			if fi, err := os.Stat(n.host(dep, f[1])); err != nil || !fi.IsDir() {
+				n.t.Errorf("%s: directory %s: %v", step, f[1], err)
+			}
+		}
+	}
+	n.t.Logf("%s: %d /var entries checked", step, count)
+	etc, usrEtc := treeOf(n.t, filepath.Join(dep, "etc")), treeOf(n.t, filepath.Join(dep, "usr/etc"))
+	for p, d := range usrEtc {
+		if etc[p] != d {
+			n.t.Errorf("%s: /etc%s is %q, the image's default %q", step, p, etc[p], d)
+		}
+	}
+	for p := range etc {
+		if _, ok := usrEtc[p]; !ok {
+			n.t.Errorf("%s: /etc%s is not in the image", step, p)
+		}
+	}
+}
+
+// treeOf describes every entry below dir (content of files, target of
+// links, mode of all).
+func treeOf(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		desc := fi.Mode().String()
+		if fi.Mode()&os.ModeSymlink != 0 {
+			target, _ := os.Readlink(p)
+			desc += " -> " + target
+		} else if fi.Mode().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			desc += fmt.Sprintf(" %x", sha256.Sum256(b))
+		}
+		out[strings.TrimPrefix(p, dir)] = desc
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestOstreeRealPools deploys the MCO's AWS worker pool, then its GCP
+// worker pool, then rolls back: real configurations with files under /var
+// (kubelet, CNI, the pull secret), /etc, units and disabled OS units.
+func TestOstreeRealPools(t *testing.T) {
+	n, bin, base := setup(t)
+	ssh := fixtures.Path(t, "mco", "misc", "99_openshift-machineconfig_worker.yaml")
+	// The pull secret is compared like any file here (--skip secrets).
+	aws := build(t, bin, base, []string{fixtures.Path(t, "mco", "aws", "worker"), ssh}, "--skip", "secrets")
+	gcp := build(t, bin, base, []string{fixtures.Path(t, "mco", "gcp", "worker"), ssh}, "--skip", "secrets")
+	repo := n.repo()
+	commit(t, n.ostree, repo, aws, osName+"/aws")
+	commit(t, n.ostree, repo, gcp, osName+"/gcp")
+
+	n.deploy(repo, osName+"/aws")
+	dep := n.boot()
+	n.checkImage("aws", dep)
+	ownedAWS := owned(t, dep)
+
+	before := n.snapshot()
+	n.deploy(repo, osName+"/gcp")
+	dep = n.boot()
+	n.checkImage("gcp", dep)
+	ownedGCP := owned(t, dep)
+	onlyOwnedChanged(t, "gcp", before, n.snapshot(), ownedAWS, ownedGCP)
+	kept := map[string]bool{}
+	for _, p := range ownedGCP {
+		kept[p] = true
+	}
+	dropped := 0
+	for _, p := range ownedAWS {
+		if !kept[p] {
+			dropped++
+			n.gone(dep, p)
+		}
+	}
+	t.Logf("aws owns %d /var paths, gcp %d; %d dropped", len(ownedAWS), len(ownedGCP), dropped)
+
+	before = n.snapshot()
+	regtest.Run(t, nil, n.ostree, "admin", "undeploy", "--sysroot="+n.root, "0")
+	dep = n.boot()
+	n.checkImage("rollback to aws", dep)
+	onlyOwnedChanged(t, "rollback to aws", before, n.snapshot(), ownedAWS, ownedGCP)
 }
