@@ -173,3 +173,44 @@ func TestKeygenTrustVerify(t *testing.T) {
 		t.Fatalf("rebuild with COSIGN_PASSWORD: %+v", r)
 	}
 }
+
+// TestTwoKeysTwoTags: the same inputs built to two tags with two keys give
+// one digest, signed and attested by both; `oslayer verify` of either tag
+// passes with either key. Before, the second build's attestation replaced
+// the first's and `oslayer verify ...:a --key K1.pub` failed ("Found: 0").
+func TestTwoKeysTwoTags(t *testing.T) {
+	bin := oslayerBin(t)
+	dir := t.TempDir()
+	env := []string{"COSIGN_PASSWORD=pw"}
+	var keys [2]string
+	for i := range keys {
+		keys[i] = filepath.Join(dir, "k"+string(rune('1'+i)))
+		if r := oslayer(t, bin, env, "keygen", "--output-dir", keys[i]); r.code != 0 {
+			t.Fatalf("keygen: %+v", r)
+		}
+	}
+	reg := regtest.Start(t, regtest.Config{})
+	root, _ := fixtures.RepoRoot()
+	var digests [2]string
+	for i, tag := range []string{"a", "b"} {
+		r := oslayer(t, bin, env, "build", "--base", "oci:"+filepath.Join(root, "examples", "base"), "--pool", "worker",
+			"--osc", filepath.Join(root, "examples", "gardener", "worker-osc.yaml"), "--push", reg.Host+"/pools/worker:"+tag,
+			"--sign-key", filepath.Join(keys[i], "cosign.key"))
+		if r.code != 0 {
+			t.Fatalf("build to :%s with key %d: %+v", tag, i+1, r)
+		}
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		digests[i] = lines[len(lines)-1]
+	}
+	if digests[0] != digests[1] {
+		t.Fatalf("same inputs, two digests: %s %s", digests[0], digests[1])
+	}
+	for _, tag := range []string{"a", "b"} {
+		for i := range keys {
+			r := oslayer(t, bin, nil, "verify", reg.Host+"/pools/worker:"+tag, "--key", filepath.Join(keys[i], "cosign.pub"))
+			if r.code != 0 || !strings.HasPrefix(r.stdout, "OK ") {
+				t.Errorf("verify :%s --key k%d: %+v", tag, i+1, r)
+			}
+		}
+	}
+}
