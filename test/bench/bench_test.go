@@ -269,6 +269,44 @@ func BenchmarkPeers(b *testing.B) {
 	report(b, runs, baseSize, idx)
 }
 
+// buildJSON is what the index runs read from build -o json.
+type buildJSON struct {
+	Phases []struct {
+		Name    string
+		Seconds float64
+	}
+	BaseIndex struct {
+		Source    string
+		Entries   int
+		BytesRead int64
+	}
+}
+
+// indexSeconds is the wall time of the base-index phase.
+func (b *buildJSON) indexSeconds() float64 {
+	for _, p := range b.Phases {
+		if p.Name == "base-index" {
+			return p.Seconds
+		}
+	}
+	return 0
+}
+
+// jsonBuild measures one oslayer build -o json of base into target.
+func (e *env) jsonBuild(name, base, osc, target, cacheEnv string) (run, *buildJSON) {
+	e.t.Helper()
+	var out bytes.Buffer
+	r := e.measure(name, func() (time.Duration, int64) {
+		return e.execOut(&out, e.oslayer, []string{"build", "--base", base, "--pool", "worker", "--osc", osc,
+			"--push", target, "-o", "json"}, "SOURCE_DATE_EPOCH=1700000000", cacheEnv)
+	})
+	res := &buildJSON{}
+	if err := json.Unmarshal(out.Bytes(), res); err != nil {
+		e.t.Fatalf("%s: %v\n%s", name, err, out.String())
+	}
+	return r, res
+}
+
 // indexRuns measures the base index: the first build on the base (which
 // indexes it), then a build into another repository with the disk cache,
 // then one into the first repository with an empty cache (the artifact).
@@ -303,31 +341,8 @@ func (e *env) indexRuns(osc, cacheEnv string, img v1.Image) string {
 		{"second build, disk cache", "/pools/index-b:latest", cacheEnv},
 		{"second build, empty cache: artifact next to the image", "/pools/index-a:latest", baseindex.CacheEnv + "=" + filepath.Join(e.dir, "baseindex-empty")},
 	} {
-		var out bytes.Buffer
-		var res struct {
-			Phases []struct {
-				Name    string
-				Seconds float64
-			}
-			BaseIndex struct {
-				Source    string
-				BytesRead int64
-			}
-		}
-		r := e.measure(tc.name, func() (time.Duration, int64) {
-			return e.execOut(&out, e.oslayer, []string{"build", "--base", e.base, "--pool", "worker", "--osc", osc,
-				"--push", e.proxy.Host + tc.target, "-o", "json"}, "SOURCE_DATE_EPOCH=1700000000", tc.env)
-		})
-		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-			e.t.Fatalf("%s: %v\n%s", tc.name, err, out.String())
-		}
-		var phase float64
-		for _, p := range res.Phases {
-			if p.Name == "base-index" {
-				phase = p.Seconds
-			}
-		}
-		fmt.Fprintf(&s, "| %s | %.3f s (%s) | %d | %s | %s | %.3f s | %.3f s | %.1f MB |\n", tc.name, phase, res.BaseIndex.Source,
+		r, res := e.jsonBuild(tc.name, e.base, osc, e.proxy.Host+tc.target, tc.env)
+		fmt.Fprintf(&s, "| %s | %.3f s (%s) | %d | %s | %s | %.3f s | %.3f s | %.1f MB |\n", tc.name, res.indexSeconds(), res.BaseIndex.Source,
 			baseGets(), human(res.BaseIndex.BytesRead), human(r.down), r.wall.Seconds(), r.cpu.Seconds(), float64(r.rss)/1024)
 	}
 	if *files > 0 {
@@ -339,30 +354,8 @@ func (e *env) indexRuns(osc, cacheEnv string, img v1.Image) string {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		var out bytes.Buffer
-		r := e.measure("ostree", func() (time.Duration, int64) {
-			return e.execOut(&out, e.oslayer, []string{"build", "--base", od.String(), "--pool", "worker", "--osc", osc,
-				"--push", e.proxy.Host + "/pools/index-ostree:latest", "-o", "json"}, "SOURCE_DATE_EPOCH=1700000000", cacheEnv)
-		})
-		var res struct {
-			Phases []struct {
-				Name    string
-				Seconds float64
-			}
-			BaseIndex struct {
-				Entries   int
-				BytesRead int64
-			}
-		}
-		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-			e.t.Fatalf("ostree base: %v\n%s", err, out.String())
-		}
-		var phase float64
-		for _, p := range res.Phases {
-			if p.Name == "base-index" {
-				phase = p.Seconds
-			}
-		}
+		r, res := e.jsonBuild("ostree base", od.String(), osc, e.proxy.Host+"/pools/index-ostree:latest", cacheEnv)
+		phase := res.indexSeconds()
 		om, err := ost.Manifest()
 		if err != nil {
 			e.t.Fatal(err)

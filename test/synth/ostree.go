@@ -137,16 +137,12 @@ func writeOstreeFinal(tw *tar.Writer, files int) error {
 			d = d[:i]
 		}
 	}
-	for _, e := range tree() {
+	root := tree()
+	for _, e := range root {
 		delete(dirs, strings.TrimSuffix(e.name, "/"))
-		h := &tar.Header{Name: e.name, Typeflag: e.typ, Mode: e.mode, Linkname: e.linkname,
-			Size: int64(len(e.data)), ModTime: Epoch, Format: tar.FormatPAX}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if _, err := io.WriteString(tw, e.data); err != nil {
-			return err
-		}
+	}
+	if err := writeEntries(tw, root); err != nil {
+		return err
 	}
 	for _, d := range slices.Sorted(maps.Keys(dirs)) {
 		if err := tw.WriteHeader(&tar.Header{Name: d + "/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: Epoch, Format: tar.FormatPAX}); err != nil {

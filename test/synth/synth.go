@@ -201,17 +201,25 @@ func tree() []entry {
 	}
 }
 
+// writeEntries writes es into tw.
+func writeEntries(tw *tar.Writer, es []entry) error {
+	for _, e := range es {
+		h := &tar.Header{Name: e.name, Typeflag: e.typ, Mode: e.mode, Linkname: e.linkname,
+			Size: int64(len(e.data)), ModTime: Epoch, Format: tar.FormatPAX}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(tw, e.data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func writeLayer(tw *tar.Writer, idx int, payload int64) error {
 	if idx == 0 {
-		for _, e := range tree() {
-			h := &tar.Header{Name: e.name, Typeflag: e.typ, Mode: e.mode, Linkname: e.linkname,
-				Size: int64(len(e.data)), ModTime: Epoch, Format: tar.FormatPAX}
-			if err := tw.WriteHeader(h); err != nil {
-				return err
-			}
-			if _, err := io.WriteString(tw, e.data); err != nil {
-				return err
-			}
+		if err := writeEntries(tw, tree()); err != nil {
+			return err
 		}
 	}
 	h := &tar.Header{Name: fmt.Sprintf("usr/share/synth/chunk-%02d", idx), Typeflag: tar.TypeReg, Mode: 0o644,
