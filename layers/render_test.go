@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oslayer/oslayer/layers/gardener"
 	"github.com/oslayer/oslayer/layers/machineconfig"
@@ -380,6 +381,18 @@ func TestWriteDirSweepsKilledRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Left by a version before the lock: removed once an hour old.
+	legacyOld := filepath.Join(parent, ".out"+legacyTmpInfix+"789")
+	legacyNew := filepath.Join(parent, ".out"+legacyTmpInfix+"790")
+	for _, d := range []string{legacyOld, legacyNew} {
+		if err := os.MkdirAll(filepath.Join(d, "rootfs"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hourAgo := time.Now().Add(-legacyAge - time.Minute)
+	if err := os.Chtimes(legacyOld, hourAgo, hourAgo); err != nil {
+		t.Fatal(err)
+	}
 	l, err := lockDir(live)
 	if err != nil {
 		t.Fatal(err)
@@ -390,6 +403,13 @@ func TestWriteDirSweepsKilledRuns(t *testing.T) {
 	if _, err := os.Stat(dead); !os.IsNotExist(err) {
 		t.Errorf("killed run's temp dir not swept: %v", err)
 	}
+	if _, err := os.Stat(legacyOld); !os.IsNotExist(err) {
+		t.Errorf("an earlier version's hour-old temp dir not swept: %v", err)
+	}
+	if _, err := os.Stat(legacyNew); err != nil {
+		t.Errorf("an earlier version's recent temp dir removed: %v", err)
+	}
+	removeAll(legacyNew)
 	if _, err := os.Stat(live); err != nil {
 		t.Errorf("live run's temp dir removed: %v", err)
 	}

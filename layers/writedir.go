@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -26,6 +27,13 @@ const markerContent = "This directory was written by oslayer render; the next re
 // ("." + base + tmpInfix + random); sweepTemps removes those of runs that
 // were killed.
 const tmpInfix = ".oslayer-tmp-"
+
+// legacyTmpInfix named the temporary directories of versions before the
+// lock; sweepTemps removes those older than legacyAge.
+const (
+	legacyTmpInfix = ".tmp-"
+	legacyAge      = time.Hour
+)
 
 // WriteDir writes the result to dir:
 //
@@ -188,11 +196,23 @@ func sweepTemps(parent, base string) {
 		return
 	}
 	prefix := "." + base + tmpInfix
+	legacy := "." + base + legacyTmpInfix
 	for _, e := range ents {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
+		if !e.IsDir() {
 			continue
 		}
 		p := filepath.Join(parent, e.Name())
+		if strings.HasPrefix(e.Name(), legacy) {
+			// Written by an earlier version, which took no lock: only
+			// what no run has touched for an hour.
+			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > legacyAge {
+				_ = removeAll(p)
+			}
+			continue
+		}
+		if !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
 		l, err := lockDir(p)
 		if err != nil {
 			continue // a running write, or gone already
