@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/oslayer/oslayer/preflight"
+	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
 )
@@ -122,6 +123,20 @@ func TestContentCheckWritesNothing(t *testing.T) {
 	}
 	if strings.Contains(stderr, "pool/worker@sha256:") {
 		t.Errorf("the error names a digest in the target:\n%s", stderr)
+	}
+
+	// The OpenShift worker set: its pull secret /var/lib/kubelet/config.json
+	// never reaches the registry.
+	proxy.Reset()
+	_, stderr, code = cli(t, "build", "--base", baseRef, "--pool", "worker", "--machineconfig", fixtures.Path(t, "mco", "aws", "worker"),
+		"--push", proxy.Host+"/os/aws:latest")
+	if code == 0 || !strings.Contains(stderr, "secrets /") || !strings.Contains(stderr, "kubelet/config.json (layer") {
+		t.Fatalf("build of the OpenShift worker set: exit %d\n%s", code, stderr)
+	}
+	for _, r := range proxy.Requests() {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			t.Errorf("the OpenShift build stopped by the secrets check sent %s %s?%s", r.Method, r.Path, r.Query)
+		}
 	}
 
 	dir := filepath.Join(t.TempDir(), "layout")
