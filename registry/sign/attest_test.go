@@ -1,6 +1,7 @@
 package sign
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,5 +62,17 @@ func TestStatementPathsRelative(t *testing.T) {
 	want := []string{"oci:bases/fcos@sha256:" + hex, "pools/worker-osc.yaml", "mcs/00-worker.yaml", "../elsewhere.yaml"}
 	if strings.Join(uris, " ") != strings.Join(want, " ") {
 		t.Errorf("resolvedDependencies URIs %q, want %q", uris, want)
+	}
+}
+
+// Modes in JSON are octal strings everywhere, trust's files included.
+func TestTrustFileModeJSON(t *testing.T) {
+	b, err := json.Marshal(TrustFile{Path: "policy.json", NodePath: "/etc/containers/policy.json", Mode: 0o644})
+	if err != nil || string(b) != `{"path":"policy.json","nodePath":"/etc/containers/policy.json","mode":"0644"}` {
+		t.Fatalf("%s, %v", b, err)
+	}
+	var f TrustFile
+	if err := json.Unmarshal(b, &f); err != nil || f.Mode != 0o644 || f.Path != "policy.json" {
+		t.Errorf("round trip: %+v, %v", f, err)
 	}
 }

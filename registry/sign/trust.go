@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -51,6 +52,35 @@ type TrustFile struct {
 	NodePath string `json:"nodePath,omitempty"`
 	Mode     uint32 `json:"mode"`
 	Content  []byte `json:"-"`
+}
+
+// MarshalJSON writes Mode as an octal string ("0644"), as every mode in
+// oslayer's JSON output is (render's report and manifest).
+func (f TrustFile) MarshalJSON() ([]byte, error) {
+	type plain TrustFile
+	return json.Marshal(struct {
+		plain
+		Mode string `json:"mode"`
+	}{plain(f), fmt.Sprintf("%04o", f.Mode)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (f *TrustFile) UnmarshalJSON(b []byte) error {
+	type plain TrustFile
+	var v struct {
+		plain
+		Mode string `json:"mode"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	m, err := strconv.ParseUint(v.Mode, 8, 32)
+	if err != nil {
+		return fmt.Errorf("trust file %s: mode %q: want octal, e.g. \"0644\"", v.Path, v.Mode)
+	}
+	*f = TrustFile(v.plain)
+	f.Mode = uint32(m)
+	return nil
 }
 
 // TrustBundle is what a node needs to enforce the signatures of one
