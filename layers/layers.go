@@ -69,6 +69,7 @@
 package layers
 
 import (
+	"io"
 	"io/fs"
 	"time"
 
@@ -81,8 +82,11 @@ import (
 // Request is what to render.
 type Request struct {
 	// OSCs are Gardener inputs: OperatingSystemConfig YAML/JSON, a Secret
-	// manifest with data key osc.yaml, or a bare osc.yaml.
+	// manifest with data key osc.yaml, or a bare osc.yaml. "-" is read
+	// from Stdin.
 	OSCs []string
+	// Stdin is read for an OSC named "-".
+	Stdin io.Reader
 	// MachineConfigs are MachineConfig files or directories of them.
 	MachineConfigs []string
 	// Pool selects MachineConfigs labelled machineconfiguration.openshift.io/role=Pool,

@@ -103,6 +103,7 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 		return err
 	}
 	reg.UserAgent = "oslayer/" + version
+	f.in.stdin = cmd.InOrStdin()
 	rreq, err := f.in.request(reg)
 	if err != nil {
 		return err

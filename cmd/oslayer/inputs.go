@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 // inputFlags are the render inputs shared by render and build.
 type inputFlags struct {
+	stdin         io.Reader // read for --osc -
 	oscs          []string
 	mcs           []string
 	mcps          []string
@@ -28,7 +30,7 @@ type inputFlags struct {
 }
 
 func (f *inputFlags) register(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&f.oscs, "osc", nil, "Gardener OperatingSystemConfig, node-agent Secret manifest, or bare osc.yaml (repeatable)")
+	fs.StringArrayVar(&f.oscs, "osc", nil, "Gardener OperatingSystemConfig, node-agent Secret manifest, or bare osc.yaml; - reads standard input (repeatable)")
 	fs.StringArrayVar(&f.mcs, "machineconfig", nil, "MachineConfig file or directory of them (repeatable)")
 	fs.StringArrayVar(&f.mcps, "machineconfigpool", nil, "MachineConfigPool file; its machineConfigSelector selects the MachineConfigs (repeatable; --pool NAME picks one of several)")
 	fs.StringVar(&f.pool, "pool", "", "pool name; selects MachineConfigs labelled machineconfiguration.openshift.io/role=NAME (with --machineconfigpool: the pool of that name)")
@@ -59,6 +61,7 @@ func (f *inputFlags) request(reg *registry.Options) (layers.Request, error) {
 	epoch, err := sourceDateEpoch()
 	r := layers.Request{
 		OSCs:               f.oscs,
+		Stdin:              f.stdin,
 		MachineConfigs:     f.mcs,
 		MachineConfigPools: f.mcps,
 		Pool:               f.pool,

@@ -58,6 +58,7 @@ existing DIR is replaced only when an earlier render wrote it (it holds the
 			if err != nil {
 				return err
 			}
+			in.stdin = cmd.InOrStdin()
 			req, err := in.request(ro)
 			if err != nil {
 				return err

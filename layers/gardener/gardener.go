@@ -57,6 +57,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -127,6 +128,8 @@ type Options struct {
 	// MaxContentSize bounds one file's decoded inline or secret content;
 	// 0 means model.MaxContentSize (64 MiB).
 	MaxContentSize int
+	// Stdin is read for an input named "-" (once).
+	Stdin io.Reader
 	// Pool, when set, is the pool being built: an OSC (or its node-agent
 	// Secret) labelled PoolLabel with another pool is an error.
 	Pool string
@@ -163,7 +166,7 @@ func Load(ctx context.Context, paths []string, opts Options) (*model.Config, err
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		data, err := inputfile.Read(p)
+		data, err := l.read(p)
 		if err != nil {
 			return nil, fmt.Errorf("OSC input: %w", err)
 		}
@@ -199,10 +202,34 @@ func (l *loader) finish(cfgs []*model.Config) (*model.Config, error) {
 	return c, nil
 }
 
+// read reads an input file, or standard input for "-" (once, bounded
+// like a file).
+func (l *loader) read(p string) ([]byte, error) {
+	if p != StdinName {
+		return inputfile.Read(p)
+	}
+	if l.opts.Stdin == nil || l.stdinRead {
+		return nil, fmt.Errorf("%s: standard input can be given once, and only where there is one", p)
+	}
+	l.stdinRead = true
+	b, err := io.ReadAll(io.LimitReader(l.opts.Stdin, inputfile.MaxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("standard input: %w", err)
+	}
+	if len(b) > inputfile.MaxSize {
+		return nil, fmt.Errorf("standard input: more than %d bytes, the limit for an input file", inputfile.MaxSize)
+	}
+	return b, nil
+}
+
+// StdinName is the input name that stands for standard input.
+const StdinName = "-"
+
 type loader struct {
-	opts    Options
-	secrets map[string][]secretEntry // by metadata.name, loaded lazily
-	used    map[string]bool          // secrets whose content was baked
+	stdinRead bool
+	opts      Options
+	secrets   map[string][]secretEntry // by metadata.name, loaded lazily
+	used      map[string]bool          // secrets whose content was baked
 }
 
 type secretEntry struct {
