@@ -656,6 +656,10 @@ func (l *loader) secret(name, key string) ([]byte, error) {
 // and indexes the Secret documents by metadata.name. Other kinds are ignored.
 func (l *loader) loadSecrets() error {
 	l.secrets = map[string][]secretEntry{}
+	// Opening a pipe given as the directory would block.
+	if _, err := inputfile.Stat(l.opts.SecretsDir); err != nil {
+		return fmt.Errorf("secrets directory: %w", err)
+	}
 	ents, err := os.ReadDir(l.opts.SecretsDir)
 	if err != nil {
 		return fmt.Errorf("secrets directory: %w", err)

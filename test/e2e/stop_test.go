@@ -160,6 +160,7 @@ func TestSpecialFileInputs(t *testing.T) {
 		{"--machineconfig DIR with a FIFO", []string{"render", "--machineconfig", mcDir, "--output-dir", out}, mcFIFO},
 		{"--machineconfig FIFO", []string{"render", "--machineconfig", mcFIFO, "--output-dir", out}, mcFIFO},
 		{"--secrets DIR with a FIFO", []string{"render", "--osc", secretOSC, "--secrets", secDir, "--bake-secrets", "--output-dir", out}, secFIFO},
+		{"--secrets FIFO", []string{"render", "--osc", secretOSC, "--secrets", authFIFO, "--bake-secrets", "--output-dir", out}, authFIFO},
 		{"--authfile FIFO", []string{"render", "--osc", exampleOSC(t), "--authfile", authFIFO, "--output-dir", out}, authFIFO},
 		{"build --sign-key FIFO", []string{"build", "--base", "oci:examples/base", "--pool", "worker", "--osc", exampleOSC(t),
 			"--sign-key", keyFIFO, "--push", "oci:" + filepath.Join(dir, "layout")}, keyFIFO},
