@@ -469,12 +469,15 @@ func mergeIgnition(merged, later igntypes.Config) igntypes.Config {
 	return out
 }
 
-// parseIgnition parses spec.config. ok is false when there is no config.
+// parseIgnition parses spec.config. ok is false when there is no config
+// (absent or null; the MCO skips a nil config). An empty object has no
+// ignition.version and is refused, as the MCO's IgnParseWrapper refuses it
+// ("invalid version").
 // warns are the non-fatal entries of Ignition's validation report (such as
 // unused keys).
 func parseIgnition(raw []byte) (cfg igntypes.Config, ok bool, warns []string, err error) {
 	t := bytes.TrimSpace(raw)
-	if len(t) == 0 || bytes.Equal(t, []byte("null")) || bytes.Equal(t, []byte("{}")) {
+	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
 		return igntypes.Config{}, false, nil, nil
 	}
 	var stub struct {

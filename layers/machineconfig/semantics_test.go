@@ -310,3 +310,26 @@ func TestMCOFieldRules(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestEmptyConfig: an absent or null spec.config is no config (the MCO
+// skips it); an empty object has no Ignition version and the MCO refuses
+// it, so does oslayer.
+func TestEmptyConfig(t *testing.T) {
+	head := "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata: {name: 10-k, labels: {machineconfiguration.openshift.io/role: worker}}\nspec:\n  kernelArguments: [nosmt]\n"
+	for _, c := range []struct{ config, err string }{
+		{"", ""},
+		{"  config: null\n", ""},
+		{"  config: {}\n", "e.yaml (MachineConfig 10-k) spec.config: invalid Ignition config: ignition.version is missing"},
+	} {
+		cfg, err := machineconfig.Decode(context.Background(), "e.yaml", []byte(head+c.config), machineconfig.Options{})
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: err = %v, want %q", c.config, err, c.err)
+			}
+			continue
+		}
+		if err != nil || len(cfg.KernelArgs) != 1 {
+			t.Errorf("%q: %v %+v", c.config, err, cfg)
+		}
+	}
+}
