@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -15,13 +13,9 @@ import (
 // "warning: ...", and a preflight error only once (in the error it
 // returns); --log-format json turns them into slog JSON records.
 func TestBuildWarningsAndErrorsOnce(t *testing.T) {
-	root, err := fixtures.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	mcs := fixtures.Path(t, "mco", "aws", "worker")
 	args := func(extra ...string) []string {
-		return append([]string{"build", "--base", "oci:" + filepath.Join(root, "examples", "base"), "--pool", "worker",
+		return append([]string{"build", "--base", "oci:" + example(t, "base"), "--pool", "worker",
 			"--machineconfig", mcs, "--push", "oci:" + filepath.Join(t.TempDir(), "out")}, extra...)
 	}
 
@@ -72,19 +66,15 @@ func TestBuildWarningsAndErrorsOnce(t *testing.T) {
 // build takes --jobs (nothing else uploads).
 func TestRenderWarningsOnStderr(t *testing.T) {
 	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
-	cmd := newRootCmd()
-	var out, errb bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&errb)
-	cmd.SetArgs([]string{"render", "--machineconfig", fixtures.Path(t, "mco", "aws", "worker"), "--pool", "worker", "--output-dir", filepath.Join(t.TempDir(), "r")})
-	if err := cmd.ExecuteContext(context.Background()); err != nil {
-		t.Fatalf("%v\n%s", err, errb.String())
+	out, errb, err := runCLIIO(t, nil, "render", "--machineconfig", fixtures.Path(t, "mco", "aws", "worker"), "--pool", "worker", "--output-dir", filepath.Join(t.TempDir(), "r"))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errb)
 	}
-	if strings.Contains(out.String(), "warning:") || !strings.Contains(errb.String(), "warning: ") {
-		t.Errorf("warnings not (only) on stderr:\nstdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+	if strings.Contains(out, "warning:") || !strings.Contains(errb, "warning: ") {
+		t.Errorf("warnings not (only) on stderr:\nstdout:\n%s\nstderr:\n%s", out, errb)
 	}
-	if !strings.Contains(out.String(), "inputs: 3 documents (") {
-		t.Errorf("summary:\n%s", out.String())
+	if !strings.Contains(out, "inputs: 3 documents (") {
+		t.Errorf("summary:\n%s", out)
 	}
 	for _, c := range []string{"render", "preflight", "verify"} {
 		if _, err := runCLI(t, c, "--jobs", "2"); err == nil || !strings.Contains(err.Error(), "unknown flag: --jobs") {

@@ -4,19 +4,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/oslayer/oslayer/test/fixtures"
 )
 
 // The pool built must be the inputs' pool: an OSC labelled for another
 // worker pool, and MachineConfigs of several roles without --pool, are
 // errors that say what to give; nothing is written.
 func TestPoolMismatch(t *testing.T) {
-	root, err := fixtures.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex := func(p ...string) string { return filepath.Join(append([]string{root, "examples"}, p...)...) }
+	ex := func(p ...string) string { return example(t, p...) }
 	out := t.TempDir()
 	for _, c := range []struct {
 		args []string

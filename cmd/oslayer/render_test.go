@@ -21,13 +21,32 @@ import (
 // runCLI runs the oslayer root command in-process.
 func runCLI(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	stdout, stderr, err := runCLIIO(t, nil, args...)
+	return stdout + stderr, err
+}
+
+// runCLIIO runs the root command in-process on stdin and returns stdout
+// and stderr apart.
+func runCLIIO(t *testing.T, stdin []byte, args ...string) (string, string, error) {
+	t.Helper()
 	cmd := newRootCmd()
 	var out, errb bytes.Buffer
+	cmd.SetIn(bytes.NewReader(stdin))
 	cmd.SetOut(&out)
 	cmd.SetErr(&errb)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(context.Background())
-	return out.String() + errb.String(), err
+	return out.String(), errb.String(), err
+}
+
+// example is a path under the repository's examples/.
+func example(t *testing.T, elem ...string) string {
+	t.Helper()
+	root, err := fixtures.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(append([]string{root, "examples"}, elem...)...)
 }
 
 func TestRenderCLIMachineConfigs(t *testing.T) {
