@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -165,7 +166,7 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 		return err
 	}
 	if f.digestFile != "" {
-		if err := os.WriteFile(f.digestFile, []byte(res.Image+"\n"), 0o644); err != nil {
+		if err := writeAtomic(f.digestFile, []byte(res.Image+"\n")); err != nil {
 			return fmt.Errorf("--digest-file %s: %w", f.digestFile, err)
 		}
 	}
@@ -251,4 +252,35 @@ func already(existing bool) string {
 		return " (already there)"
 	}
 	return ""
+}
+
+// writeAtomic writes data to path through a temporary file beside it and a
+// rename: path holds its old content or all of data, never a part, even
+// when the process is killed.
+func writeAtomic(path string, data []byte) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".oslayer-tmp-")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
