@@ -31,3 +31,21 @@ func TestPoolMismatch(t *testing.T) {
 		t.Errorf("refused commands wrote %v", ents)
 	}
 }
+
+// --arch takes the kernel's spellings too, on build as on preflight: the
+// amd64 example base builds with x86_64 and is refused for aarch64.
+func TestArchSpellings(t *testing.T) {
+	args := func(arch string) []string {
+		return []string{"build", "--base", "oci:" + example(t, "base"), "--pool", "worker", "--arch", arch,
+			"--osc", example(t, "gardener", "worker-osc.yaml"), "--push", "oci:" + filepath.Join(t.TempDir(), "o")}
+	}
+	if text, err := runCLI(t, args("x86_64")...); err != nil {
+		t.Errorf("--arch x86_64: %v\n%s", err, text)
+	}
+	if _, err := runCLI(t, args("aarch64")...); err == nil || !strings.Contains(err.Error(), `image is for architecture "amd64", --arch is "aarch64"`) {
+		t.Errorf("--arch aarch64 on an amd64 base: %v", err)
+	}
+	if text, err := runCLI(t, "preflight", "oci:"+example(t, "base"), "--arch", "x86_64"); strings.Contains(text, "architecture") {
+		t.Errorf("preflight --arch x86_64 of an amd64 image: %v\n%s", err, text)
+	}
+}
