@@ -96,7 +96,8 @@ func digestsIn(b []byte) []string {
 // TestConcurrentBuildsOneRepository: 20 builds at once into the repository
 // that holds their base (the first build mounted it there from the base's
 // own repository): half of them rebuild the image the live tag names and
-// move that tag, half build other pools to their own tags, while three
+// move that tag, half build other images (another version label, another
+// digest) to their own tags, while three
 // clients read the live tag and every blob it names. Every build succeeds
 // and no reader sees an error. Before, builds failed with DIGEST_INVALID
 // or MANIFEST_BLOB_UNKNOWN and readers saw HTTP 500s: base blobs the
@@ -116,7 +117,7 @@ func TestConcurrentBuildsOneRepository(t *testing.T) {
 	if _, err := synth.Push(ctx, synthBase(t), base); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := buildPool(t, base, reg.Host+"/os/pool:live", "worker"); err != nil {
+	if _, err := buildVersion(t, base, reg.Host+"/os/pool:live", "e2e"); err != nil {
 		t.Fatal(err)
 	}
 	stop := make(chan struct{})
@@ -129,11 +130,11 @@ func TestConcurrentBuildsOneRepository(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			target, pool := reg.Host+"/os/pool:live", "worker"
+			target, version := reg.Host+"/os/pool:live", "e2e"
 			if i%2 == 1 {
-				target, pool = fmt.Sprintf("%s/os/pool:p%d", reg.Host, i), fmt.Sprintf("pool-%d", i)
+				target, version = fmt.Sprintf("%s/os/pool:p%d", reg.Host, i), fmt.Sprintf("e2e-%d", i)
 			}
-			_, errs[i] = buildPool(t, base, target, pool)
+			_, errs[i] = buildVersion(t, base, target, version)
 		}()
 	}
 	wg.Wait()

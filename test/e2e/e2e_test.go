@@ -117,12 +117,13 @@ func build(t *testing.T, base, target string, stages ...builder.Stage) *builder.
 
 func tryBuild(t *testing.T, base, target string, stages ...builder.Stage) (*builder.Result, error) {
 	t.Helper()
-	return buildPool(t, base, target, "worker", stages...)
+	return buildVersion(t, base, target, "e2e", stages...)
 }
 
-// buildPool builds the example OSC for pool onto base and pushes it to
-// target.
-func buildPool(t *testing.T, base, target, pool string, stages ...builder.Stage) (*builder.Result, error) {
+// buildVersion builds the example OSC onto base as oslayer version
+// (recorded in a label: another version, another image digest) and pushes
+// it to target.
+func buildVersion(t *testing.T, base, target, version string, stages ...builder.Stage) (*builder.Result, error) {
 	t.Helper()
 	reg := &registry.Options{}
 	pub, err := push.New(target, reg)
@@ -140,10 +141,10 @@ func buildPool(t *testing.T, base, target, pool string, stages ...builder.Stage)
 		iopts.Repository = tag.Context().Name()
 	}
 	return builder.Build(ctxT(t), builder.Request{
-		Render:   layers.Request{OSCs: []string{exampleOSC(t)}, Pool: pool},
+		Render:   layers.Request{OSCs: []string{exampleOSC(t)}, Pool: "worker"},
 		Base:     base,
 		Registry: reg,
-		Version:  "e2e",
+		Version:  version,
 		Index:    iopts,
 	}, pub, stages...)
 }
