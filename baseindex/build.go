@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -38,6 +39,9 @@ type Stats struct {
 	BytesRead int64
 	// Layers is the number of layers read.
 	Layers int
+	// Retries counts layers read a second time after an error that was
+	// not a digest or size mismatch (a connection broken mid-layer).
+	Retries int
 }
 
 // ostreeStore is the ostree object store an ostree-ext tar stream carries
@@ -116,7 +120,7 @@ func Build(ctx context.Context, img v1.Image, opts Options) (*Index, Stats, erro
 		results[i] = make(chan result, 1)
 	}
 	slots := make(chan struct{}, jobs)
-	var read atomic.Int64
+	var read, retries atomic.Int64
 	var wg sync.WaitGroup
 	go func() {
 		for i := range ls {
@@ -132,6 +136,12 @@ func Build(ctx context.Context, img v1.Image, opts Options) (*Index, Stats, erro
 			go func(i int) {
 				defer wg.Done()
 				cs, err := readLayer(ls[i], m.Layers[i], &read)
+				if err != nil && ctx.Err() == nil && !errors.Is(err, errMismatch) {
+					// A broken connection in the middle of a layer: read
+					// that layer once more from its start.
+					retries.Add(1)
+					cs, err = readLayer(ls[i], m.Layers[i], &read)
+				}
 				if err != nil {
 					err = fmt.Errorf("base index of %s: layer %d (%s): %w", base, i, m.Layers[i].Digest, err)
 				}
@@ -163,7 +173,7 @@ func Build(ctx context.Context, img v1.Image, opts Options) (*Index, Stats, erro
 		}
 	}
 	wg.Wait()
-	st.BytesRead, st.Layers = read.Load(), n
+	st.BytesRead, st.Layers, st.Retries = read.Load(), n, int(retries.Load())
 	if firstErr != nil {
 		return nil, st, firstErr
 	}
@@ -248,10 +258,14 @@ func readLayer(l v1.Layer, desc v1.Descriptor, read *atomic.Int64) (*changeset, 
 		return nil, err
 	}
 	if desc.Size > 0 && cr.total != desc.Size {
-		return nil, fmt.Errorf("size %d, manifest says %d", cr.total, desc.Size)
+		return nil, fmt.Errorf("%w: size %d, manifest says %d", errMismatch, cr.total, desc.Size)
 	}
 	return cs, nil
 }
+
+// errMismatch marks a layer whose bytes are not the ones the manifest
+// names: reading it again does not help.
+var errMismatch = errors.New("mismatch")
 
 type hasher struct {
 	want v1.Hash
@@ -267,7 +281,7 @@ func (h *hasher) check(what string) error {
 	}
 	got := hex.EncodeToString(h.h.Sum(nil))
 	if got != h.want.Hex {
-		return fmt.Errorf("%s mismatch: content is sha256:%s, expected %s", what, got, h.want)
+		return fmt.Errorf("%s %w: content is sha256:%s, expected %s", what, errMismatch, got, h.want)
 	}
 	return nil
 }

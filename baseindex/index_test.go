@@ -425,3 +425,48 @@ func TestOstreeBase(t *testing.T) {
 		t.Errorf("kernels %v", ix.Kernels)
 	}
 }
+
+// flaky breaks the first read of its layer in the middle.
+type flaky struct {
+	v1.Layer
+	calls int
+}
+
+func (f *flaky) Compressed() (io.ReadCloser, error) {
+	f.calls++
+	rc, err := f.Layer.Compressed()
+	if err != nil || f.calls > 1 {
+		return rc, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(io.LimitReader(rc, 20), errReader{}), rc}, nil
+}
+
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, errors.New("connection reset by peer") }
+
+// A layer whose connection breaks is read once more; a layer whose bytes
+// are wrong is not.
+func TestRetriesBrokenLayer(t *testing.T) {
+	good := image(t, []te{{name: "etc/passwd", data: "root:x:0:0::/root:/bin/bash\n", typ: tar.TypeReg}})
+	m, _ := good.Manifest()
+	cf, _ := good.ConfigFile()
+	ls, _ := good.Layers()
+	fl := &flaky{Layer: ls[0]}
+	ix, st, err := Build(context.Background(), &swapped{Image: good, layer: fl, m: m, cf: cf}, Options{})
+	if err != nil || st.Retries != 1 || fl.calls != 2 {
+		t.Fatalf("retries %d, reads %d: %v", st.Retries, fl.calls, err)
+	}
+	if b, err := fs.ReadFile(ix.FS(), "etc/passwd"); err != nil || !strings.HasPrefix(string(b), "root:") {
+		t.Errorf("etc/passwd %q %v", b, err)
+	}
+	other := synth.TarLayer(t, tarBytes(t, te{name: "etc/passwd", data: "evil\n", typ: tar.TypeReg}))
+	counted := &flaky{Layer: other, calls: 1} // never breaks
+	_, st, err = Build(context.Background(), &swapped{Image: good, layer: counted, m: m, cf: cf}, Options{})
+	if err == nil || st.Retries != 0 || counted.calls != 2 {
+		t.Errorf("mismatch: retries %d, reads %d: %v", st.Retries, counted.calls-1, err)
+	}
+}
