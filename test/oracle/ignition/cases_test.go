@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
 	"github.com/oslayer/oslayer/test/fixtures"
@@ -28,11 +30,18 @@ type input struct {
 	role string
 }
 
-// mcCase is one MachineConfig set, rendered for pool.
+// mcCase is one MachineConfig set, rendered for pool. Without mcp, the
+// pool selects the configs labelled with its role, as the MCO's worker and
+// master pools do; with mcp, a MachineConfigPool (file or Template) named
+// pool selects them with its machineConfigSelector.
 type mcCase struct {
 	name   string
 	pool   string
 	inputs []input
+	mcp    *input
+	// oracle lists file contents the oracle's node must have (a check of
+	// the oracle itself).
+	oracle map[string]string
 }
 
 func fx(p string) input { return input{path: "fixtures:" + p} }
@@ -142,6 +151,27 @@ func cases(t *testing.T) []mcCase {
 		set("pool-baremetal-worker-ignition-support", "worker", fx("mco/baremetal/worker"), fx("mco/misc/99_openshift-machineconfig_worker.yaml"),
 			td("testdata/mc/mco-ignition-support")),
 	)
+	// A custom pool from the MCO e2e template (role In [worker, infra]):
+	// it inherits the worker configs, and its own configs override theirs
+	// although they sort first (the MCO merges worker configs first).
+	infra := &input{path: "fixtures:mco/pools/custom-machine-config-pool.yaml", params: map[string]string{"NAME": "infra"}}
+	cs = append(cs,
+		mcCase{name: "custom-pool-infra-aws", pool: "infra", mcp: infra, oracle: map[string]string{
+			"/etc/chrony.conf": "pool infra.example.com iburst\n", "/var/home/core/test": "hello world\n", "/etc/infratest": "infra",
+		}, inputs: []input{
+			fx("mco/aws/worker"), fx("mco/misc/99_openshift-machineconfig_worker.yaml"),
+			tmpl(e2e+"change-workers-chrony-configuration.yaml", map[string]string{"NAME": "99-worker-chrony", "POOL": "worker"}),
+			generic("00-infra-chrony", map[string]string{"POOL": "infra",
+				"FILES": `[{"contents": {"source": "data:,` + url.PathEscape("pool infra.example.com iburst\n") + `"}, "path": "/etc/chrony.conf", "mode": 420}]`}),
+			fx("mco/misc/extended-priv-templates/machineconfigs-infra-testfile-mc.yaml"),
+			td("testdata/mc/mco-docs/custom-pools-1.yaml"),
+			fx("mco/misc/99_openshift-machineconfig_master.yaml"),
+		}},
+		mcCase{name: "custom-pool-infra-only-own", pool: "infra", mcp: infra, inputs: []input{
+			fx("mco/misc/extended-priv-templates/machineconfigs-infra-testfile-mc.yaml"),
+			td("testdata/mc/mco-docs/custom-pools-1.yaml"),
+		}},
+	)
 	// Real-world configs collected in testdata/mc.
 	ents, err := os.ReadDir("testdata/mc/mco-ignition-support")
 	if err != nil {
@@ -160,6 +190,62 @@ func cases(t *testing.T) []mcCase {
 		set("doc-custom-pool-infra", "infra", td("testdata/mc/mco-docs/custom-pools-1.yaml")),
 	)
 	return cs
+}
+
+// machineConfigPool returns the case's MachineConfigPool (nil without one).
+func (c mcCase) machineConfigPool(t *testing.T) *mcfgv1.MachineConfigPool {
+	t.Helper()
+	if c.mcp == nil {
+		return nil
+	}
+	for _, doc := range documents(t, c.mcpPath(t), c.mcp.params) {
+		mcp := &mcfgv1.MachineConfigPool{}
+		if err := yaml.Unmarshal(doc, mcp); err != nil {
+			t.Fatal(err)
+		}
+		if mcp.Kind == "MachineConfigPool" && mcp.Name == c.pool {
+			return mcp
+		}
+	}
+	t.Fatalf("case %s: no MachineConfigPool %s", c.name, c.pool)
+	return nil
+}
+
+func (c mcCase) mcpPath(t *testing.T) string {
+	p := c.mcp.path
+	if rel, ok := strings.CutPrefix(p, "fixtures:"); ok {
+		p = fixtures.Path(t, strings.Split(rel, "/")...)
+	}
+	return p
+}
+
+// writePool writes the case's MachineConfigPool (a Template processed) to
+// p and returns p.
+func (c mcCase) writePool(t *testing.T, p string) string {
+	t.Helper()
+	b, err := yaml.Marshal(c.machineConfigPool(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// selects reports whether the case's pool selects mc: the role label, or
+// the MachineConfigPool's machineConfigSelector as Kubernetes evaluates it.
+func (c mcCase) selects(t *testing.T, mc *mcfgv1.MachineConfig) bool {
+	t.Helper()
+	mcp := c.machineConfigPool(t)
+	if mcp == nil {
+		return mc.Labels[roleLabel] == c.pool
+	}
+	sel, err := metav1.LabelSelectorAsSelector(mcp.Spec.MachineConfigSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sel.Matches(labels.Set(mc.Labels))
 }
 
 var paramRe = regexp.MustCompile(`\$\{\{?([A-Z0-9_]+)\}?\}`)
@@ -213,7 +299,7 @@ func (c mcCase) write(t *testing.T, dir string) []*mcfgv1.MachineConfig {
 				if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 					t.Fatal(err)
 				}
-				if mc.Labels[roleLabel] == c.pool {
+				if c.selects(t, mc) {
 					out = append(out, mc)
 				}
 			}

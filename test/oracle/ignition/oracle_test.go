@@ -147,6 +147,11 @@ func compareCase(t *testing.T, tl tools, base string, c mcCase) []string {
 		}
 		oracleErr = ignitionApply(tl, oracle, cfg)
 	}
+	for p, want := range c.oracle {
+		if got, err := os.ReadFile(filepath.Join(oracle, p)); err != nil || string(got) != want {
+			t.Errorf("the oracle's node has %s = %q (%v), want %q", p, got, err, want)
+		}
+	}
 	if oracleErr == nil {
 		regtest.Run(t, nil, tl.systemctl, "--root="+oracle, "preset-all")
 		regtest.Run(t, nil, tl.tmpfiles, "--root="+oracle, "--create")
@@ -156,9 +161,12 @@ func compareCase(t *testing.T, tl tools, base string, c mcCase) []string {
 	layoutDir := filepath.Join(work, "out")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	build := exec.CommandContext(ctx, tl.oslayer, "build", "--base", "oci:"+base+":latest",
-		"--machineconfig", mcDir, "--pool", c.pool, "--push", "oci:"+layoutDir+":pool",
-		"--skip", "secrets")
+	args := []string{"build", "--base", "oci:" + base + ":latest", "--machineconfig", mcDir,
+		"--pool", c.pool, "--push", "oci:" + layoutDir + ":pool", "--skip", "secrets"}
+	if c.mcp != nil {
+		args = append(args, "--machineconfigpool", c.writePool(t, filepath.Join(work, "pool.yaml")))
+	}
+	build := exec.CommandContext(ctx, tl.oslayer, args...)
 	var stderr bytes.Buffer
 	build.Stderr = &stderr
 	buildErr := build.Run()
