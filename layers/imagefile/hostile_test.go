@@ -14,10 +14,12 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/compression"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/oslayer/oslayer/layers/imagefile"
 	"github.com/oslayer/oslayer/registry"
@@ -264,4 +266,50 @@ func TestHostileContentRefused(t *testing.T) {
 	}
 	stalled := regtest.Stalled(t) + "/x/hyperkube:v1"
 	check("time bound", reader(imagefile.WithTimeout(500*time.Millisecond)), stalled, "/kubelet", "took longer than the bound of 500ms")
+}
+
+// TestReadZstdLayer reads a file from a zstd-compressed layer, and refuses
+// a zstd layer of zeros as a decompression bomb.
+func TestReadZstdLayer(t *testing.T) {
+	reg := regtest.Start(t, regtest.Config{})
+	tarOf := func(name string, body []byte) []byte {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(body))}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(body); err != nil {
+			t.Fatal(err)
+		}
+		if err := tw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	zstdLayer := func(tarBytes []byte) v1.Layer {
+		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(tarBytes)), nil },
+			tarball.WithCompression(compression.ZStd), tarball.WithMediaType(types.OCILayerZStd))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := l.Compressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		magic := make([]byte, 4)
+		_, err = io.ReadFull(rc, magic)
+		rc.Close()
+		if err != nil || !bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}) {
+			t.Fatalf("not a zstd blob: %x %v", magic, err)
+		}
+		return l
+	}
+	ok := pushImage(t, reg, "zstd/ok", zstdLayer(tarOf("kubelet", []byte("zstd kubelet"))))
+	if data, mode, _, err := reader().ReadFile(context.Background(), ok, "/kubelet"); err != nil || string(data) != "zstd kubelet" || mode != 0o755 {
+		t.Fatalf("zstd layer: %q %04o %v", data, mode, err)
+	}
+	bomb := pushImage(t, reg, "zstd/bomb", zstdLayer(tarOf("kubelet", make([]byte, 100<<20))))
+	if _, _, _, err := reader().ReadFile(context.Background(), bomb, "/kubelet"); !errors.Is(err, imagefile.ErrRefused) || !strings.Contains(err.Error(), "decompression bomb") {
+		t.Fatalf("zstd bomb: %v", err)
+	}
 }

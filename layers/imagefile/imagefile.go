@@ -654,7 +654,8 @@ func (r *Reader) open(ctx context.Context, l v1.Layer) (io.ReadCloser, error) {
 		}
 		out = zr
 	case len(magic) == 4 && magic[0] == 0x28 && magic[1] == 0xb5 && magic[2] == 0x2f && magic[3] == 0xfd:
-		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1))
+		// A hostile frame cannot claim a window beyond what real layers use.
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxWindow(128<<20))
 		if err != nil {
 			rc.Close()
 			return nil, err
