@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"archive/zip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,5 +71,97 @@ func TestVersionFromBuildInfo(t *testing.T) {
 	goBuild("-ldflags", "-X main.version=v1.2.3")
 	if v := version(); v != "v1.2.3" {
 		t.Errorf("--version with -X main.version=v1.2.3: %q", v)
+	}
+}
+
+// go install github.com/oslayer/oslayer/cmd/oslayer@VERSION works and the
+// binary says VERSION: the committed tree is served as module version
+// v0.1.0 by a file module proxy (as the Go module proxy serves a tag).
+func TestGoInstallVersion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds oslayer from a module proxy")
+	}
+	regtest.Require(t, "git")
+	root := repoRoot(t)
+	if _, err := os.Stat(filepath.Join(root, ".git")); err != nil {
+		t.Skip("not a git checkout")
+	}
+	const mod, ver = "github.com/oslayer/oslayer", "v0.1.0"
+	proxy := t.TempDir()
+	dir := filepath.Join(proxy, mod, "@v")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeModuleZip(t, root, filepath.Join(dir, ver+".zip"), mod+"@"+ver+"/")
+	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{
+		ver + ".mod":  gomod,
+		ver + ".info": []byte(`{"Version":"` + ver + `","Time":"2026-01-01T00:00:00Z"}`),
+		"list":        []byte(ver + "\n"),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := t.TempDir()
+	cmd := exec.CommandContext(ctxT(t), "go", "install", mod+"/cmd/oslayer@"+ver)
+	cmd.Dir = t.TempDir()
+	// Dependencies come from the module cache the test's own build filled.
+	cmd.Env = append(os.Environ(), "GOPROXY=file://"+proxy, "GOSUMDB=off", "GOBIN="+bin, "GOFLAGS=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go install %s@%s: %v\n%s", mod, ver, err, out)
+	}
+	if out := run(t, filepath.Join(bin, "oslayer"), "--version"); out != "oslayer version "+ver+"\n" {
+		t.Errorf("--version of go install @%s: %q", ver, out)
+	}
+}
+
+// writeModuleZip writes the files git tracks in the repository at root (as
+// they are in the work tree) as a
+// module zip (every path under prefix; nested modules left out, as the go
+// command does).
+func writeModuleZip(t *testing.T, root, path, prefix string) {
+	t.Helper()
+	var nested []string
+	files := strings.Split(strings.TrimRight(run(t, "git", "-C", root, "ls-files", "-z"), "\x00"), "\x00")
+	for _, f := range files {
+		if strings.HasSuffix(f, "/go.mod") {
+			nested = append(nested, strings.TrimSuffix(f, "go.mod"))
+		}
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	z := zip.NewWriter(out)
+files:
+	for _, f := range files {
+		for _, n := range nested {
+			if strings.HasPrefix(f, n) {
+				continue files
+			}
+		}
+		fi, err := os.Lstat(filepath.Join(root, f))
+		if err != nil || !fi.Mode().IsRegular() {
+			continue // deleted in the work tree, or a link
+		}
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := z.Create(prefix + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := z.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
