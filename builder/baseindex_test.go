@@ -183,3 +183,16 @@ func TestBuildBaseIndexUnreadable(t *testing.T) {
 		t.Errorf("rendered %d times, publisher calls %v", len(spy.bases), pub.calls)
 	}
 }
+
+// With the index off, the warning names the units whose [Install] was
+// assumed.
+func TestOffWarningNamesAssumedUnits(t *testing.T) {
+	rep := &layers.Report{Units: []layers.UnitReport{{Name: "a.service", InstallFrom: "fallback"}, {Name: "b.service", InstallFrom: "unit"}}}
+	w := offWarning(rep)
+	if !strings.Contains(w, "a.service") || strings.Contains(w, "b.service") || !strings.Contains(w, "WantedBy=multi-user.target") {
+		t.Errorf("warning %q", w)
+	}
+	if w := offWarning(&layers.Report{}); strings.Contains(w, "WantedBy") {
+		t.Errorf("warning without assumed units %q", w)
+	}
+}

@@ -222,7 +222,9 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage) (*Re
 		}
 	}
 	if req.BaseIndex == BaseIndexOff {
-		res.Warnings = append(res.Warnings, "base index off: the base image was not read; units the OS ships were enabled with WantedBy="+layers.FallbackWantedBy+" (see the report's units), and nothing was checked against the base's files, users or groups")
+		w := offWarning(r.Report)
+		res.Warnings = append(res.Warnings, w)
+		log.Warn(w, "pool", res.Pool)
 	}
 	res.Report, res.KernelArgs, res.InputsDigest, res.Inputs = r.Report, r.KernelArgs, r.InputsDigest, r.Inputs
 
@@ -317,4 +319,21 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage) (*Re
 	}
 	log.Info("built", "pool", res.Pool, "image", res.Image)
 	return res, nil
+}
+
+// offWarning says what a build with the base index off assumed.
+func offWarning(rep *layers.Report) string {
+	var assumed []string
+	if rep != nil {
+		for _, u := range rep.Units {
+			if u.InstallFrom == "fallback" {
+				assumed = append(assumed, u.Name)
+			}
+		}
+	}
+	msg := "base index off: the base image was not read, so nothing was checked against its units, files, users or groups"
+	if len(assumed) > 0 {
+		msg += "; assumed WantedBy=" + layers.FallbackWantedBy + " for the units it ships: " + strings.Join(assumed, ", ")
+	}
+	return msg
 }

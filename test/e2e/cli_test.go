@@ -198,6 +198,16 @@ func TestCLIRegistry(t *testing.T) {
 			t.Errorf("build %d: %d base layers downloaded, want %d:\n%s", i+1, n, wantGets, e.proxy.Dump())
 		}
 	}
+	// --base-index=off reads nothing and says what it assumed.
+	e.proxy.Reset()
+	stdout, stderr, code := cli(t, "build", "--base", e.base, "--pool", "worker", "--base-index", "off",
+		"--osc", "examples/gardener/worker-osc.yaml", "--push", e.proxy.Host+"/pools/worker-off:v1")
+	if code != 0 || !strings.Contains(stderr, "base index off") || strings.Contains(stderr, "  index  sha256:") {
+		t.Errorf("--base-index=off: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if n := baseLayerGets(t, e.proxy); n != 0 {
+		t.Errorf("--base-index=off: %d base layers downloaded", n)
+	}
 }
 
 func TestCLIErrors(t *testing.T) {
