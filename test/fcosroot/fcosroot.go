@@ -194,28 +194,14 @@ func WriteTree(t testing.TB, root string, es []Entry) {
 		}
 		if err == nil && e.typ != tar.TypeSymlink {
 			if err = os.Lchown(p, e.uid, e.gid); err == nil {
-				err = os.Chmod(p, fileMode(e.mode))
+				// tar.Header converts the 07000 bits to os.FileMode flags.
+				err = os.Chmod(p, (&tar.Header{Mode: e.mode}).FileInfo().Mode()&(os.ModePerm|os.ModeSetuid|os.ModeSetgid|os.ModeSticky))
 			}
 		}
 		if err != nil {
 			t.Fatalf("skeleton %s: %v", e.path, err)
 		}
 	}
-}
-
-// fileMode converts a tar mode (with 07000 bits) to an os.FileMode.
-func fileMode(m int64) os.FileMode {
-	fm := os.FileMode(m & 0o777)
-	if m&0o4000 != 0 {
-		fm |= os.ModeSetuid
-	}
-	if m&0o2000 != 0 {
-		fm |= os.ModeSetgid
-	}
-	if m&0o1000 != 0 {
-		fm |= os.ModeSticky
-	}
-	return fm
 }
 
 var epoch = time.Date(2025, 9, 1, 0, 0, 0, 0, time.UTC)
