@@ -462,7 +462,7 @@ func (p *placer) placeUnits(units []model.Unit) {
 		}
 	}
 	p.disableUnits(units, reports, bad)
-	p.placePresets(units, reports, bad)
+	p.placePresets(units, reports, bad, fsys)
 	p.startOnBoot(units, reports, bad)
 	for _, ur := range reports {
 		if ur != nil {

@@ -902,3 +902,30 @@ func TestUsrReplacementWarning(t *testing.T) {
 		t.Errorf("without a base: %v, warnings %q", err, res.Report.Warnings)
 	}
 }
+
+// TestUnitPresetDisableOnlyIfEnabled: with a base tree, a disabled unit
+// gets a "disable" rule only when systemctl is-enabled succeeds for it
+// before the disable (enabled, static), as Ignition writes its file.
+func TestUnitPresetDisableOnlyIfEnabled(t *testing.T) {
+	const usr = "usr/lib/systemd/system/"
+	base := fstest.MapFS{
+		usr + "sshd.service":    {Data: []byte("[Service]\nExecStart=/usr/sbin/sshd\n[Install]\nWantedBy=multi-user.target\n")},
+		usr + "rpcbind.service": {Data: []byte("[Service]\nExecStart=/usr/bin/rpcbind\n[Install]\nWantedBy=multi-user.target\n")},
+		usr + "static.service":  {Data: []byte("[Service]\nExecStart=/bin/true\n")},
+		"etc/systemd/system/multi-user.target.wants/sshd.service": {Data: []byte("/usr/lib/systemd/system/sshd.service"), Mode: fs.ModeSymlink | 0o777},
+	}
+	cfg := &model.Config{Units: []model.Unit{
+		{Name: "sshd.service", Enabled: ptr(false), Origin: org("spec.units[0]")},
+		{Name: "rpcbind.service", Enabled: ptr(false), Origin: org("spec.units[1]")},
+		{Name: "static.service", Enabled: ptr(false), Origin: org("spec.units[2]")},
+		{Name: "absent.service", Enabled: ptr(false), Origin: org("spec.units[3]")},
+	}}
+	res, err := RenderConfig(context.Background(), Request{Base: base}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ok := res.tree.Get(PresetPath)
+	if want := "disable sshd.service\ndisable static.service\n"; !ok || !strings.HasSuffix(string(e.Data), "\n"+want) {
+		t.Errorf("%s: %q, want the rules %q", PresetPath, e.Data, want)
+	}
+}

@@ -1,6 +1,7 @@
 package layers
 
 import (
+	"io/fs"
 	"sort"
 	"strings"
 
@@ -20,11 +21,15 @@ const PresetPath = "/etc/systemd/system-preset/20-oslayer.preset"
 
 // placePresets writes PresetPath with a rule for every unit the
 // configuration enables or disables, the way Ignition writes its preset
-// file: "enable NAME" and "disable NAME"; enabled instances of one template
-// share one line "enable TEMPLATE INSTANCE..." (systemd matches instances
-// only in that form). Lines are sorted, so the file is deterministic.
-// Masked units get none: a mask needs no preset.
-func (p *placer) placePresets(units []model.Unit, reports []*UnitReport, bad []bool) {
+// file: "enable NAME", and "disable NAME" only for a unit that
+// `systemctl is-enabled` calls enabled (or static, indirect, alias) in
+// before, the image's units before enabling and disabling (Ignition asks
+// is-enabled before it disables; without a base tree every disabled unit
+// gets its rule). Enabled instances of one template share one line
+// "enable TEMPLATE INSTANCE..." (systemd matches instances only in that
+// form). Lines are sorted, so the file is deterministic. Masked units get
+// none: a mask needs no preset.
+func (p *placer) placePresets(units []model.Unit, reports []*UnitReport, bad []bool, before fs.FS) {
 	instances := map[string][]string{} // template -> enabled instances
 	var lines []string
 	for i, u := range units {
@@ -32,6 +37,11 @@ func (p *placer) placePresets(units []model.Unit, reports []*UnitReport, bad []b
 			continue
 		}
 		if !*u.Enabled {
+			if p.req.Base != nil {
+				if st, err := systemd.IsEnabled(before, u.Name); err != nil || !st.Succeeds() {
+					continue
+				}
+			}
 			lines = append(lines, "disable "+u.Name)
 			continue
 		}

@@ -324,3 +324,53 @@ func TestOraclePresetAll(t *testing.T) {
 		})
 	}
 }
+
+// TestOracleIsEnabled compares IsEnabled with `systemctl --root is-enabled`
+// for every unit name of the disable and preset trees (and a few that are
+// not there), on the trees as written.
+func TestOracleIsEnabled(t *testing.T) {
+	bin := regtest.Require(t, "systemctl")
+	trees := map[string]map[string]string{"preset": presetTree()}
+	for _, c := range disableCases {
+		trees["disable-"+c.name] = c.files
+	}
+	extra := map[string]string{
+		usrUnits + "zzonlyalso.service":                    svc + "[Install]\nAlso=zzsshd.service\n",
+		usrUnits + "zzindirect.service":                    svc + "[Install]\nWantedBy=multi-user.target\n",
+		etcUnits + "zzx.target.wants/zzother-name.service": "->/usr/lib/systemd/system/zzindirect.service",
+		usrUnits + "zzlinked-src.service":                  svc,
+		etcUnits + "zzlinked.service":                      "->/opt/zzlinked.service",
+		"opt/zzlinked.service":                             svc + "[Install]\nWantedBy=multi-user.target\n",
+	}
+	for k, v := range presetTree() {
+		extra[k] = v
+	}
+	trees["extra"] = extra
+	var n int
+	for tname, files := range trees {
+		dir := t.TempDir()
+		writeTree(t, dir, files)
+		names := map[string]bool{"zznothere.service": true, "zzgetty@tty9.service": true}
+		for p := range files {
+			if b := filepath.Base(p); Classify(b) != Invalid {
+				names[b] = true
+			}
+		}
+		for name := range names {
+			got, err := IsEnabled(os.DirFS(dir), name)
+			if err != nil {
+				t.Errorf("%s: %s: %v", tname, name, err)
+				continue
+			}
+			out := strings.TrimSpace(systemctlIn(t, bin, dir, true, "is-enabled", name))
+			if strings.HasPrefix(out, "Failed to get unit file state for "+name+": No such file or directory") {
+				out = string(StateNotFound)
+			}
+			if lines := strings.Split(out, "\n"); string(got) != lines[len(lines)-1] {
+				t.Errorf("%s: is-enabled %s: ours %q, systemctl %q", tname, name, got, out)
+			}
+			n++
+		}
+	}
+	t.Logf("%d names in %d trees agree with systemctl is-enabled", n, len(trees))
+}
