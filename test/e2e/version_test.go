@@ -119,10 +119,9 @@ func TestGoInstallVersion(t *testing.T) {
 	}
 }
 
-// writeModuleZip writes the files git tracks in the repository at root (as
-// they are in the work tree) as a
-// module zip (every path under prefix; nested modules left out, as the go
-// command does).
+// writeModuleZip writes the files git tracks in the repository at root, as
+// they are in the work tree, as a module zip: every path under prefix,
+// nested modules left out as the go command leaves them out.
 func writeModuleZip(t *testing.T, root, path, prefix string) {
 	t.Helper()
 	var nested []string
