@@ -115,9 +115,10 @@ func unitTree(t *testing.T, root string) []string {
 
 // TestDisabledUnitsOnUnpackedImage builds, onto a base (OCI layout) whose
 // /etc has enablement links, a MachineConfig pool and a Gardener OSC that
-// disable OS units, unpacks the final image with umoci, and requires its
-// /etc/systemd to be exactly what the real `systemctl --root disable` of
-// the same units leaves on the unpacked base.
+// disable OS units (the MachineConfig also masks one), unpacks the final
+// image with umoci, and requires its /etc/systemd/system to be exactly what
+// the real `systemctl --root disable` (and `mask`) of the same units leaves
+// on the unpacked base.
 func TestDisabledUnitsOnUnpackedImage(t *testing.T) {
 	regtest.Require(t, "umoci")
 	systemctl := regtest.Require(t, "systemctl")
@@ -140,6 +141,12 @@ func TestDisabledUnitsOnUnpackedImage(t *testing.T) {
 		mcUnits.WriteString("      - name: " + u + "\n        enabled: false\n")
 		oscUnits.WriteString("  - name: " + u + "\n    enable: false\n")
 	}
+	// The MachineConfig also masks an OS unit the base enables: the mask
+	// link comes, the enablement link stays, as with systemctl mask.
+	masked := []string{"zincati.service"}
+	for _, u := range masked {
+		mcUnits.WriteString("      - name: " + u + "\n        mask: true\n")
+	}
 	mc := filepath.Join(dir, "99-worker-disable.yaml")
 	osc := filepath.Join(dir, "osc.yaml")
 	for p, doc := range map[string]string{
@@ -152,22 +159,31 @@ func TestDisabledUnitsOnUnpackedImage(t *testing.T) {
 		}
 	}
 
-	// The oracle: the unpacked base after systemctl disable.
-	baseBundle := filepath.Join(t.TempDir(), "bundle")
-	run(t, "umoci", "unpack", "--rootless", "--image", baseDir+":stable", baseBundle)
-	oracleRoot := filepath.Join(baseBundle, "rootfs")
-	before := unitTree(t, oracleRoot)
-	run(t, systemctl, append([]string{"--root=" + oracleRoot, "--no-reload", "disable"}, disabled...)...)
-	want := unitTree(t, oracleRoot)
-	if len(want) >= len(before) {
-		t.Fatalf("systemctl disable removed nothing:\n%s", strings.Join(want, "\n"))
+	// The oracle: the unpacked base after systemctl disable (and mask).
+	oracle := func(t *testing.T, mask []string) []string {
+		baseBundle := filepath.Join(t.TempDir(), "bundle")
+		run(t, "umoci", "unpack", "--rootless", "--image", baseDir+":stable", baseBundle)
+		oracleRoot := filepath.Join(baseBundle, "rootfs")
+		before := unitTree(t, oracleRoot)
+		run(t, systemctl, append([]string{"--root=" + oracleRoot, "--no-reload", "disable"}, disabled...)...)
+		if len(unitTree(t, oracleRoot)) >= len(before) {
+			t.Fatalf("systemctl disable removed nothing:\n%s", strings.Join(before, "\n"))
+		}
+		if len(mask) > 0 {
+			run(t, systemctl, append([]string{"--root=" + oracleRoot, "--no-reload", "mask"}, mask...)...)
+		}
+		return unitTree(t, oracleRoot)
 	}
 
-	for name, rreq := range map[string]layers.Request{
-		"machineconfig": {MachineConfigs: []string{mc}, Pool: "worker"},
-		"gardener":      {OSCs: []string{osc}, Pool: "worker"},
+	for name, c := range map[string]struct {
+		rreq layers.Request
+		mask []string
+	}{
+		"machineconfig": {layers.Request{MachineConfigs: []string{mc}, Pool: "worker"}, masked},
+		"gardener":      {layers.Request{OSCs: []string{osc}, Pool: "worker"}, nil},
 	} {
 		t.Run(name, func(t *testing.T) {
+			rreq, want := c.rreq, oracle(t, c.mask)
 			out := filepath.Join(t.TempDir(), "out")
 			pub, err := push.New("oci:"+out, &registry.Options{})
 			if err != nil {
@@ -181,7 +197,7 @@ func TestDisabledUnitsOnUnpackedImage(t *testing.T) {
 			run(t, "umoci", "unpack", "--rootless", "--image", out+":latest", bundle)
 			got := unitTree(t, filepath.Join(bundle, "rootfs"))
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
-				t.Errorf("etc/systemd/system of the image differs from systemctl disable on the base:\n image:\n  %s\n systemctl:\n  %s",
+				t.Errorf("etc/systemd/system of the image differs from systemctl disable (and mask) on the base:\n image:\n  %s\n systemctl:\n  %s",
 					strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 			}
 			var whiteouts int
