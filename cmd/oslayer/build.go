@@ -223,8 +223,9 @@ func summary(w io.Writer, r *builder.Result) {
 	for _, l := range r.Layers {
 		fmt.Fprintf(w, "  layer  %s %7d B  %s\n", l.Digest, l.Size, l.Source)
 	}
-	// BytesSkipped includes the mounted bytes.
-	fmt.Fprintf(w, "  bytes  uploaded %d B, already there %d B, mounted %d B\n", r.BytesUploaded, r.BytesSkipped-r.BytesMounted, r.BytesMounted)
+	// BytesSkipped (JSON bytesSkipped) includes the mounted bytes.
+	fmt.Fprintf(w, "  bytes  uploaded %d B, skipped %d B (already there %d B, mounted %d B)\n",
+		r.BytesUploaded, r.BytesSkipped, r.BytesSkipped-r.BytesMounted, r.BytesMounted)
 	var ph []string
 	var total float64
 	for _, p := range r.Phases {

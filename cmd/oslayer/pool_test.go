@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,5 +49,31 @@ func TestArchSpellings(t *testing.T) {
 	}
 	if text, err := runCLI(t, "preflight", "oci:"+example(t, "base"), "--arch", "x86_64"); strings.Contains(text, "architecture") {
 		t.Errorf("preflight --arch x86_64 of an amd64 image: %v\n%s", err, text)
+	}
+}
+
+// The summary's byte counts are the JSON result's, with their unit.
+func TestSummaryBytesMatchJSON(t *testing.T) {
+	args := []string{"build", "--base", "oci:" + example(t, "base"), "--pool", "worker",
+		"--osc", example(t, "gardener", "worker-osc.yaml"), "--push", "oci:" + filepath.Join(t.TempDir(), "o")}
+	if _, _, err := runCLIIO(t, nil, args...); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := runCLIIO(t, nil, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, err := runCLIIO(t, nil, append(args, "-o", "json")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct{ BytesUploaded, BytesSkipped, BytesMounted int64 }
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || res.BytesSkipped == 0 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	want := fmt.Sprintf("  bytes  uploaded %d B, skipped %d B (already there %d B, mounted %d B)\n",
+		res.BytesUploaded, res.BytesSkipped, res.BytesSkipped-res.BytesMounted, res.BytesMounted)
+	if !strings.Contains(stderr, want) {
+		t.Errorf("summary lacks %q:\n%s", want, stderr)
 	}
 }
