@@ -29,12 +29,14 @@ package builder
 
 import (
 	"context"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/oslayer/oslayer/baseindex"
 	"github.com/oslayer/oslayer/layers/model"
+	"github.com/oslayer/oslayer/registry"
 )
 
 // LabelPrefix is the prefix of every label oslayer adds to an image config.
@@ -138,4 +140,37 @@ type PreWrite interface {
 func IsPreWrite(s Stage) bool {
 	pw, ok := s.(PreWrite)
 	return ok && pw.PreWrite()
+}
+
+// OutputFlags are the options that change a build's output, recorded in
+// its provenance (Request.Flags): oslayer build and a fleet build of the
+// same pool record the same and give the same image digest.
+type OutputFlags struct {
+	Pool          string
+	Base          string
+	BaseIndex     string
+	Arch          string
+	BakeSecrets   bool
+	AllowTopLevel []string
+}
+
+// Map returns the flags as provenance records them.
+func (f OutputFlags) Map() map[string]string {
+	m := map[string]string{"pool": f.Pool}
+	if f.Base != "" {
+		m["base"] = f.Base
+	}
+	if f.BaseIndex == BaseIndexOff {
+		m["base-index"] = BaseIndexOff
+	}
+	if f.Arch != "" {
+		m["arch"] = registry.NormalizeArch(f.Arch)
+	}
+	if f.BakeSecrets {
+		m["bake-secrets"] = "true"
+	}
+	if len(f.AllowTopLevel) > 0 {
+		m["allow-toplevel"] = strings.Join(f.AllowTopLevel, ",")
+	}
+	return m
 }

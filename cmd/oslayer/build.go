@@ -186,23 +186,8 @@ func printJSON(w io.Writer, v any) error {
 
 // provenanceFlags are the options that change the output.
 func provenanceFlags(f *buildFlags) map[string]string {
-	m := map[string]string{"pool": f.in.pool}
-	if f.base != "" {
-		m["base"] = f.base
-	}
-	if f.index.mode == builder.BaseIndexOff {
-		m["base-index"] = builder.BaseIndexOff
-	}
-	if f.arch != "" {
-		m["arch"] = registry.NormalizeArch(f.arch)
-	}
-	if f.in.bakeSecrets {
-		m["bake-secrets"] = "true"
-	}
-	if len(f.in.allowTopLevel) > 0 {
-		m["allow-toplevel"] = strings.Join(f.in.allowTopLevel, ",")
-	}
-	return m
+	return builder.OutputFlags{Pool: f.in.pool, Base: f.base, BaseIndex: f.index.mode, Arch: f.arch,
+		BakeSecrets: f.in.bakeSecrets, AllowTopLevel: f.in.allowTopLevel}.Map()
 }
 
 // summary tells the user on stderr what was produced.

@@ -82,6 +82,7 @@ signs it, so nodes rebase onto one verified, reproducible image.`,
 		newKeygenCmd,
 		newVerifyCmd,
 		newTrustCmd,
+		newFleetCmd,
 	} {
 		root.AddCommand(c(g))
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -46,7 +45,7 @@ func checkNames() []string {
 
 // options validates the flags into preflight options.
 func (f *preflightFlags) options(g *globals) (preflight.Options, error) {
-	n, err := parseBytes(f.maxAdded)
+	n, err := preflight.ParseBytes(f.maxAdded)
 	if err != nil {
 		return preflight.Options{}, fmt.Errorf("--max-added-bytes %q: %v", f.maxAdded, err)
 	}
@@ -68,29 +67,6 @@ func (f *preflightFlags) options(g *globals) (preflight.Options, error) {
 		MaxAddedBytes:   n,
 		Log:             g.log,
 	}, nil
-}
-
-// parseBytes parses "1234", "500MB", "2GiB".
-func parseBytes(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	mult := int64(1)
-	for _, u := range []struct {
-		suf string
-		m   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}} {
-		if strings.HasSuffix(t, u.suf) {
-			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suf)), u.m
-			break
-		}
-	}
-	v, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || v <= 0 {
-		return 0, fmt.Errorf("want a positive number of bytes, e.g. 2GiB")
-	}
-	if v > (1<<62)/mult {
-		return 0, fmt.Errorf("too large")
-	}
-	return v * mult, nil
 }
 
 // stages returns the two preflight stages of build: the content checks

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/oslayer/oslayer/baseindex"
+	"github.com/oslayer/oslayer/fleet"
+)
+
+// fleetFlags are the options of oslayer fleet build.
+type fleetFlags struct {
+	reg          registryFlags
+	jobs         int
+	uploadJobs   int
+	summary      string
+	indexCache   string
+	imageBudget  string
+	imageTimeout time.Duration
+}
+
+func newFleetCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "fleet",
+		Short:   "Build many pools' images (clusters × pools) in one process",
+		Example: `  oslayer fleet build fleet.yaml --jobs 8 --summary summary.json`,
+	}
+	cmd.AddCommand(newFleetBuildCmd(g))
+	return cmd
+}
+
+func newFleetBuildCmd(g *globals) *cobra.Command {
+	f := &fleetFlags{}
+	cmd := &cobra.Command{
+		Use:   "build PLAN",
+		Short: "Build, check, push and sign every pool of a fleet plan",
+		Long: `fleet build builds every pool a plan lists (YAML: defaults, clusters, pools;
+see the README) in one process, --jobs pools at a time. Each pool is what
+oslayer build with the same options builds (same image digest); the pools
+share the resolved base and its index, registry credentials and
+connections, the imageRef files read for rendering and the signing key.
+
+The whole plan is validated first: every error is reported with its place
+in the plan (clusters[3].pools[1].base) and nothing is built. Pools are
+independent: one failing never stops another.
+
+Progress goes to stderr (a line per pool; a status line on a terminal). The
+summary table goes to stdout (-o json: the full summary), and --summary FILE
+writes the full summary as JSON (per pool: image digest, inputs digest,
+uploaded bytes, phases, error with its step).
+
+Exit codes: 0 every pool built; 1 the plan is invalid, or some pool failed
+for its input or a preflight check (retrying won't help); 2 some pool could
+not run (registry, credentials: retrying may help).`,
+		Example: `  oslayer fleet build fleet.yaml --jobs 8 --summary summary.json`,
+		Args:    cobra.ExactArgs(1),
+		RunE:    func(cmd *cobra.Command, args []string) error { return runFleetBuild(cmd, g, f, args[0]) },
+	}
+	fs := cmd.Flags()
+	f.reg.registerReads(fs)
+	fs.IntVar(&f.jobs, "jobs", 8, "pools built at once")
+	fs.IntVar(&f.uploadJobs, "upload-jobs", defaultJobs, "parallel blob uploads per image")
+	fs.StringVar(&f.summary, "summary", "", "write the full result as JSON to this file")
+	fs.StringVar(&f.indexCache, "base-index-cache", "", "directory of cached base indexes (default $"+baseindex.CacheEnv+", else $XDG_CACHE_HOME/oslayer/baseindex)")
+	fs.StringVar(&f.imageBudget, "imageref-budget", "1GiB", "total size of all Gardener imageRef files read by the run (a file many pools name counts once)")
+	fs.DurationVar(&f.imageTimeout, "imageref-timeout", 0, "time bound for reading all imageRef files of the run (default 10m)")
+	return cmd
+}
+
+func runFleetBuild(cmd *cobra.Command, g *globals, f *fleetFlags, planPath string) error {
+	ctx := cmd.Context()
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if f.jobs < 1 || f.jobs > 256 {
+		return fmt.Errorf("--jobs %d: want 1 to 256", f.jobs)
+	}
+	f.reg.jobs = f.uploadJobs
+	reg, err := f.reg.options()
+	if err != nil {
+		return err
+	}
+	reg.UserAgent = "oslayer/" + version
+	budget, err := parseSize(f.imageBudget)
+	if err != nil {
+		return fmt.Errorf("--imageref-budget: %w", err)
+	}
+	if f.imageTimeout < 0 {
+		return fmt.Errorf("--imageref-timeout %s: want a positive duration", f.imageTimeout)
+	}
+	epoch, err := sourceDateEpoch()
+	if err != nil {
+		return err
+	}
+	pools, err := fleet.Load(planPath)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	cache := f.indexCache
+	if cache == "" {
+		if cache, err = baseindex.DefaultCacheDir(); err != nil {
+			return err
+		}
+	}
+	sum, err := fleet.Run(ctx, pools, fleet.Options{
+		Registry: reg, Jobs: f.jobs, Version: version, Epoch: epoch, IndexCacheDir: cache,
+		ImageBudget: budget, ImageTimeout: f.imageTimeout,
+		Password: []byte(os.Getenv("COSIGN_PASSWORD")),
+		Progress: stderr, Terminal: isTTY(stderr), Logger: g.log,
+	})
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if f.summary != "" {
+		var b bytes.Buffer
+		if err := sum.WriteJSON(&b); err != nil {
+			return err
+		}
+		if err := writeAtomic(f.summary, b.Bytes()); err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("--summary %s: %w", f.summary, err)}
+		}
+	}
+	if g.json() {
+		err = sum.WriteJSON(stdout)
+	} else {
+		err = sum.WriteTable(stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if code := sum.ExitCode(); code != 0 {
+		return &exitError{code: code, err: fmt.Errorf("fleet: %d of %d pools failed", sum.Failed, sum.Total)}
+	}
+	return nil
+}
+
+// isTTY reports whether w is a terminal.
+func isTTY(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,500 @@
+// Package fleet builds many pools' images in one process: a plan (YAML)
+// lists defaults and clusters, each with pools; every pool is one
+// builder.Build, and the pools share what they can share (the resolved base
+// and its index, the registry credentials and connections, the imageRef
+// files read for rendering, the signing key).
+//
+// A plan:
+//
+//	defaults:                      # inherited by every cluster and pool
+//	  base: quay.io/fedora/fedora-coreos@sha256:...
+//	  target: registry.example.com/os/{cluster}/{pool}:latest
+//	  signKey: cosign.key
+//	  preflight: {fatalWarnings: true}
+//	clusters:
+//	- name: prod-eu1
+//	  arch: arm64                  # a cluster overrides the defaults
+//	  pools:
+//	  - name: worker
+//	    osc: [prod-eu1/worker-osc.yaml]
+//	  - name: infra
+//	    machineConfig: [prod-eu1/mcs/]
+//
+// Scalars (base, target, arch, signKey, secrets, ...) are inherited and
+// overridden by the innermost level that sets them; lists (osc,
+// machineConfig, machineConfigPool, allowTopLevel, preflight.skip,
+// preflight.allowSecrets) add up, outermost first. In target, {cluster} and
+// {pool} are replaced by the names. Relative paths are relative to the
+// plan's directory.
+//
+// Load validates the whole plan before anything is built and reports every
+// error, each naming its place in the plan ("clusters[3].pools[1].base").
+package fleet
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/oslayer/oslayer/preflight"
+	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/registry/push"
+)
+
+// MaxPlanSize bounds the plan file.
+const MaxPlanSize = 64 << 20
+
+// Plan is a fleet: defaults and clusters.
+type Plan struct {
+	Defaults Settings  `json:"defaults"`
+	Clusters []Cluster `json:"clusters"`
+}
+
+// Cluster is a named group of pools with its own settings.
+type Cluster struct {
+	Name string `json:"name"`
+	Settings
+	Pools []PoolSpec `json:"pools"`
+}
+
+// PoolSpec is one pool as the plan writes it.
+type PoolSpec struct {
+	Name string `json:"name"`
+	Settings
+}
+
+// Settings are what a level of the plan may set; unset fields inherit.
+type Settings struct {
+	// Inputs: Gardener OSCs (or node-agent Secret manifests),
+	// MachineConfig files or directories, MachineConfigPool files.
+	OSC               []string `json:"osc,omitempty"`
+	MachineConfig     []string `json:"machineConfig,omitempty"`
+	MachineConfigPool []string `json:"machineConfigPool,omitempty"`
+	// Secrets is the directory of Secret manifests for Gardener secretRef files.
+	Secrets       string   `json:"secrets,omitempty"`
+	BakeSecrets   *bool    `json:"bakeSecrets,omitempty"`
+	AllowTopLevel []string `json:"allowTopLevel,omitempty"`
+	// Base is the base image ("" for MachineConfig pools: their osImageURL).
+	Base string `json:"base,omitempty"`
+	// Target is REG/REPO[:TAG] or oci:DIR[:TAG]; {cluster} and {pool}
+	// are replaced.
+	Target string `json:"target,omitempty"`
+	Arch   string `json:"arch,omitempty"`
+	// SignKey is a cosign key file (or Secret manifest); empty: unsigned.
+	SignKey             string `json:"signKey,omitempty"`
+	SignKeyPasswordFile string `json:"signKeyPasswordFile,omitempty"`
+	// BaseIndex is "auto" (default) or "off".
+	BaseIndex string     `json:"baseIndex,omitempty"`
+	Preflight *Preflight `json:"preflight,omitempty"`
+}
+
+// Preflight are a pool's preflight options (see oslayer build's flags).
+type Preflight struct {
+	Skip            []string `json:"skip,omitempty"`
+	FatalWarnings   *bool    `json:"fatalWarnings,omitempty"`
+	ExpectVersion   string   `json:"expectVersion,omitempty"`
+	RequireBase     string   `json:"requireBase,omitempty"`
+	AllowSecrets    []string `json:"allowSecrets,omitempty"`
+	MaxAddedBytes   string   `json:"maxAddedBytes,omitempty"`
+	DenyUsrOverride *bool    `json:"denyUsrOverride,omitempty"`
+}
+
+// Pool is one pool with every setting resolved.
+type Pool struct {
+	Cluster string `json:"cluster"`
+	Name    string `json:"pool"`
+	// Path is the pool's place in the plan ("clusters[0].pools[1]").
+	Path string `json:"path"`
+	// Index is the pool's position in the plan (0-based, across clusters).
+	Index int `json:"-"`
+	Settings
+}
+
+// ID is "cluster/pool".
+func (p *Pool) ID() string { return p.Cluster + "/" + p.Name }
+
+// Errors are every problem of a plan, each naming its place.
+type Errors []error
+
+func (e Errors) Error() string {
+	s := make([]string, len(e))
+	for i, err := range e {
+		s[i] = err.Error()
+	}
+	return fmt.Sprintf("plan has %d error(s):\n  %s", len(e), strings.Join(s, "\n  "))
+}
+
+// Unwrap lets errors.Is and errors.As see each error.
+func (e Errors) Unwrap() []error { return e }
+
+// Load reads, resolves and validates the plan at path.
+func Load(path string) ([]Pool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return nil, fmt.Errorf("plan %s: %w", path, err)
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("plan %s: not a regular file", path)
+	} else if st.Size() > MaxPlanSize {
+		return nil, fmt.Errorf("plan %s: %d bytes, more than %d", path, st.Size(), MaxPlanSize)
+	}
+	data := make([]byte, 0, 4096)
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := f.Read(buf)
+		data = append(data, buf[:n]...)
+		if err != nil {
+			break
+		}
+	}
+	return Parse(data, filepath.Dir(path), path)
+}
+
+// Parse decodes a plan (YAML or JSON), resolves inheritance and relative
+// paths (against dir) and validates every pool; name is the plan's name in
+// errors.
+func Parse(data []byte, dir, name string) ([]Pool, error) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("plan %s: %w", name, err)
+	}
+	var generic any
+	if err := json.Unmarshal(js, &generic); err != nil {
+		return nil, fmt.Errorf("plan %s: %w", name, err)
+	}
+	var errs Errors
+	checkKeys("", generic, reflect.TypeOf(Plan{}), &errs)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("plan %s: %w", name, errs)
+	}
+	var p Plan
+	if err := json.Unmarshal(js, &p); err != nil {
+		return nil, fmt.Errorf("plan %s: %w", name, err)
+	}
+	pools, errs := p.resolve(dir)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("plan %s: %w", name, errs)
+	}
+	return pools, nil
+}
+
+// checkKeys reports every key of v that t (a struct, slice or pointer of
+// one) has no JSON field for, and values of the wrong kind, with its path.
+func checkKeys(path string, v any, t reflect.Type, errs *Errors) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	at := func(p string) string {
+		if p == "" {
+			return "the plan"
+		}
+		return p
+	}
+	if v == nil {
+		return
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			*errs = append(*errs, fmt.Errorf("%s: want a mapping", at(path)))
+			return
+		}
+		fields := map[string]reflect.Type{}
+		structFields(t, fields)
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			sub := k
+			if path != "" {
+				sub = path + "." + k
+			}
+			ft, ok := fields[k]
+			if !ok {
+				*errs = append(*errs, fmt.Errorf("%s: unknown field", sub))
+				continue
+			}
+			checkKeys(sub, m[k], ft, errs)
+		}
+	case reflect.Slice:
+		l, ok := v.([]any)
+		if !ok {
+			*errs = append(*errs, fmt.Errorf("%s: want a list", at(path)))
+			return
+		}
+		for i, e := range l {
+			checkKeys(fmt.Sprintf("%s[%d]", path, i), e, t.Elem(), errs)
+		}
+	case reflect.String:
+		if _, ok := v.(string); !ok {
+			*errs = append(*errs, fmt.Errorf("%s: want a string", at(path)))
+		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			*errs = append(*errs, fmt.Errorf("%s: want true or false", at(path)))
+		}
+	}
+}
+
+func structFields(t reflect.Type, out map[string]reflect.Type) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Anonymous {
+			structFields(f.Type, out)
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			out[name] = f.Type
+		}
+	}
+}
+
+var knownArch = map[string]bool{"amd64": true, "arm64": true, "ppc64le": true, "s390x": true}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$`)
+
+// resolve applies inheritance and validates; every error names its path.
+func (p *Plan) resolve(dir string) ([]Pool, Errors) {
+	var errs Errors
+	add := func(path, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+	}
+	p.Defaults.check("defaults", dir, add)
+	if len(p.Clusters) == 0 {
+		add("clusters", "no clusters")
+	}
+	var pools []Pool
+	clusters := map[string]string{}
+	targets := map[string]string{}
+	for ci := range p.Clusters {
+		c := &p.Clusters[ci]
+		cpath := fmt.Sprintf("clusters[%d]", ci)
+		if !nameRE.MatchString(c.Name) {
+			add(cpath+".name", "%q: want a lower-case name (letters, digits, '.', '_', '-'; at most 63)", c.Name)
+		} else if prev, ok := clusters[c.Name]; ok {
+			add(cpath+".name", "%q is also the name of %s", c.Name, prev)
+		} else {
+			clusters[c.Name] = cpath
+		}
+		c.Settings.check(cpath, dir, add)
+		if len(c.Pools) == 0 {
+			add(cpath+".pools", "no pools")
+		}
+		names := map[string]string{}
+		for pi := range c.Pools {
+			ps := &c.Pools[pi]
+			ppath := fmt.Sprintf("%s.pools[%d]", cpath, pi)
+			if !nameRE.MatchString(ps.Name) {
+				add(ppath+".name", "%q: want a lower-case name (letters, digits, '.', '_', '-'; at most 63)", ps.Name)
+			} else if prev, ok := names[ps.Name]; ok {
+				add(ppath+".name", "%q is also the name of %s", ps.Name, prev)
+			} else {
+				names[ps.Name] = ppath
+			}
+			ps.Settings.check(ppath, dir, add)
+			s := p.Defaults.merge(c.Settings).merge(ps.Settings)
+			pool := Pool{Cluster: c.Name, Name: ps.Name, Path: ppath, Index: len(pools), Settings: s}
+			pool.Target = strings.NewReplacer("{cluster}", c.Name, "{pool}", ps.Name).Replace(s.Target)
+			pool.validate(add)
+			if pool.Target != "" {
+				key := pool.Target
+				if !registry.IsLayout(key) {
+					if t, err := push.ParseTarget(key); err == nil {
+						key = t.Name()
+					}
+				}
+				if prev, ok := targets[key]; ok {
+					add(ppath+".target", "%s is also the target of %s", pool.Target, prev)
+				} else {
+					targets[key] = ppath
+				}
+			}
+			pools = append(pools, pool)
+		}
+	}
+	return pools, errs
+}
+
+// check validates what one level sets and makes its paths absolute.
+func (s *Settings) check(path, dir string, add func(path, format string, args ...any)) {
+	files := func(field string, l []string, wantDir int) {
+		for i := range l {
+			fp := fmt.Sprintf("%s.%s[%d]", path, field, i)
+			l[i] = checkPath(fp, dir, l[i], wantDir, add)
+		}
+	}
+	files("osc", s.OSC, 0)
+	files("machineConfig", s.MachineConfig, -1)
+	files("machineConfigPool", s.MachineConfigPool, 0)
+	if s.Secrets != "" {
+		s.Secrets = checkPath(path+".secrets", dir, s.Secrets, 1, add)
+	}
+	if s.SignKey != "" {
+		s.SignKey = checkPath(path+".signKey", dir, s.SignKey, 0, add)
+	}
+	if s.SignKeyPasswordFile != "" {
+		s.SignKeyPasswordFile = checkPath(path+".signKeyPasswordFile", dir, s.SignKeyPasswordFile, 0, add)
+	}
+	if s.Base != "" {
+		if registry.IsLayout(s.Base) {
+			if l, err := registry.ParseLayout(s.Base); err != nil {
+				add(path+".base", "%v", err)
+			} else {
+				d := checkPath(path+".base", dir, l.Dir, 1, add)
+				s.Base = registry.LayoutPrefix + d + strings.TrimPrefix(s.Base, registry.LayoutPrefix+l.Dir)
+			}
+		} else if _, err := (&registry.Options{}).ParseReference(s.Base); err != nil {
+			add(path+".base", "%v", err)
+		}
+	}
+	if registry.IsLayout(s.Target) {
+		if l, tag, err := registry.SplitLayout(s.Target); err == nil && !filepath.IsAbs(l) {
+			s.Target = registry.LayoutPrefix + filepath.Join(dir, l)
+			if tag != "" {
+				s.Target += ":" + tag
+			}
+		}
+	}
+	if s.Arch != "" && !knownArch[registry.NormalizeArch(s.Arch)] {
+		add(path+".arch", "%q: want one of amd64, arm64, ppc64le, s390x (or x86_64, aarch64)", s.Arch)
+	}
+	switch s.BaseIndex {
+	case "", "auto", "off":
+	default:
+		add(path+".baseIndex", "%q: want auto or off", s.BaseIndex)
+	}
+	if pf := s.Preflight; pf != nil {
+		known := map[string]bool{}
+		var names []string
+		for _, c := range preflight.Default() {
+			known[c.Name()] = true
+			names = append(names, c.Name())
+		}
+		for i, sk := range pf.Skip {
+			if !known[sk] {
+				add(fmt.Sprintf("%s.preflight.skip[%d]", path, i), "%q: no such check (have %s)", sk, strings.Join(names, ", "))
+			}
+		}
+		if pf.MaxAddedBytes != "" {
+			if _, err := preflight.ParseBytes(pf.MaxAddedBytes); err != nil {
+				add(path+".preflight.maxAddedBytes", "%q: %v", pf.MaxAddedBytes, err)
+			}
+		}
+	}
+}
+
+// checkPath makes p absolute against dir and checks it exists: a file
+// (wantDir 0), a directory (1) or either (-1).
+func checkPath(field, dir, p string, wantDir int, add func(path, format string, args ...any)) string {
+	if p == "" {
+		add(field, "empty path")
+		return p
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	st, err := os.Stat(p)
+	switch {
+	case err != nil:
+		add(field, "%v", err)
+	case wantDir == 1 && !st.IsDir():
+		add(field, "%s: not a directory", p)
+	case wantDir == 0 && !st.Mode().IsRegular():
+		add(field, "%s: not a regular file", p)
+	}
+	return p
+}
+
+// merge returns s with what o sets on top: scalars override, lists add up.
+func (s Settings) merge(o Settings) Settings {
+	cat := func(a, b []string) []string {
+		if len(b) == 0 {
+			return a
+		}
+		return append(append([]string(nil), a...), b...)
+	}
+	str := func(a, b string) string {
+		if b != "" {
+			return b
+		}
+		return a
+	}
+	boolp := func(a, b *bool) *bool {
+		if b != nil {
+			return b
+		}
+		return a
+	}
+	r := Settings{
+		OSC:                 cat(s.OSC, o.OSC),
+		MachineConfig:       cat(s.MachineConfig, o.MachineConfig),
+		MachineConfigPool:   cat(s.MachineConfigPool, o.MachineConfigPool),
+		Secrets:             str(s.Secrets, o.Secrets),
+		BakeSecrets:         boolp(s.BakeSecrets, o.BakeSecrets),
+		AllowTopLevel:       cat(s.AllowTopLevel, o.AllowTopLevel),
+		Base:                str(s.Base, o.Base),
+		Target:              str(s.Target, o.Target),
+		Arch:                str(s.Arch, o.Arch),
+		SignKey:             str(s.SignKey, o.SignKey),
+		SignKeyPasswordFile: str(s.SignKeyPasswordFile, o.SignKeyPasswordFile),
+		BaseIndex:           str(s.BaseIndex, o.BaseIndex),
+	}
+	if s.Preflight != nil || o.Preflight != nil {
+		a, b := Preflight{}, Preflight{}
+		if s.Preflight != nil {
+			a = *s.Preflight
+		}
+		if o.Preflight != nil {
+			b = *o.Preflight
+		}
+		r.Preflight = &Preflight{
+			Skip:            cat(a.Skip, b.Skip),
+			FatalWarnings:   boolp(a.FatalWarnings, b.FatalWarnings),
+			ExpectVersion:   str(a.ExpectVersion, b.ExpectVersion),
+			RequireBase:     str(a.RequireBase, b.RequireBase),
+			AllowSecrets:    cat(a.AllowSecrets, b.AllowSecrets),
+			MaxAddedBytes:   str(a.MaxAddedBytes, b.MaxAddedBytes),
+			DenyUsrOverride: boolp(a.DenyUsrOverride, b.DenyUsrOverride),
+		}
+	}
+	return r
+}
+
+// validate checks what only the resolved pool can tell.
+func (p *Pool) validate(add func(path, format string, args ...any)) {
+	if len(p.OSC) == 0 && len(p.MachineConfig) == 0 && len(p.MachineConfigPool) == 0 {
+		add(p.Path, "no inputs: give osc, machineConfig or machineConfigPool (here or inherited)")
+	}
+	if p.Base == "" && len(p.MachineConfig) == 0 && len(p.MachineConfigPool) == 0 {
+		add(p.Path+".base", "no base: give base (here or inherited); only MachineConfig pools may take their osImageURL")
+	}
+	switch {
+	case p.Target == "":
+		add(p.Path+".target", "no target: give target (here or inherited), e.g. registry.example.com/os/{cluster}/{pool}:latest")
+	case registry.IsLayout(p.Target):
+		if _, _, err := registry.SplitLayout(p.Target); err != nil {
+			add(p.Path+".target", "%v", err)
+		}
+	default:
+		if _, err := push.ParseTarget(p.Target); err != nil {
+			add(p.Path+".target", "%v", err)
+		}
+	}
+	if p.SignKeyPasswordFile != "" && p.SignKey == "" {
+		add(p.Path+".signKeyPasswordFile", "needs signKey")
+	}
+}
