@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -71,4 +73,44 @@ func TestCLIRegistryRestart(t *testing.T) {
 		t.Errorf("injected %v", fp.Injected())
 	}
 	t.Logf("0.5s registry restart during the upload: exit 0 after %v", lastWall.Round(time.Millisecond))
+}
+
+// TestCLIRenderStalledImageRef: `oslayer render` of an OSC whose imageRef
+// image lives on a registry that accepts connections and never answers
+// ends after --timeout with an error naming the registry and the request.
+// Before, render hung for ever without output.
+func TestCLIRenderStalledImageRef(t *testing.T) {
+	reg := regtest.Start(t, regtest.Config{})
+	fp := regtest.NewFaultProxy(t, reg.Host)
+	fp.SetFault(func(*http.Request) regtest.Fault { return regtest.Fault{Stall: true} })
+	osc := filepath.Join(t.TempDir(), "osc.yaml")
+	if err := os.WriteFile(osc, []byte(`apiVersion: extensions.gardener.cloud/v1alpha1
+kind: OperatingSystemConfig
+metadata:
+  name: worker
+  namespace: shoot--dev--example
+spec:
+  type: coreos
+  purpose: reconcile
+  files:
+  - path: /opt/bin/kubelet
+    permissions: 0755
+    content:
+      imageRef:
+        image: `+fp.Host+`/hyperkube:v1.34.3
+        filePathInImage: /kubelet
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := cli(t, "render", "--osc", osc, "--output", filepath.Join(t.TempDir(), "out"), "--timeout", "2s")
+	if code == 0 {
+		t.Fatalf("render with an imageRef on a silent registry succeeded\n%s", stderr)
+	}
+	if !strings.Contains(stderr, "registry "+fp.Host+" did not answer GET /v2/") || !strings.Contains(stderr, "(--timeout)") {
+		t.Errorf("stderr does not name the silent registry and the request:\n%s", stderr)
+	}
+	if lastWall > 60*time.Second {
+		t.Errorf("render took %v with --timeout 2s", lastWall)
+	}
+	t.Logf("render with a silent imageRef registry: exit %d after %v", code, lastWall.Round(time.Millisecond))
 }
