@@ -5,14 +5,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -468,5 +472,68 @@ func TestRetriesBrokenLayer(t *testing.T) {
 	_, st, err = Build(context.Background(), &swapped{Image: good, layer: counted, m: m, cf: cf}, Options{})
 	if err == nil || st.Retries != 0 || counted.calls != 2 {
 		t.Errorf("mismatch: retries %d, reads %d: %v", st.Retries, counted.calls-1, err)
+	}
+}
+
+// gated counts the reads of its layers; the first read waits for open.
+type gated struct {
+	v1.Image
+	reads *atomic.Int64
+	open  chan struct{}
+}
+
+func (g *gated) Layers() ([]v1.Layer, error) {
+	ls, err := g.Image.Layers()
+	out := make([]v1.Layer, len(ls))
+	for i, l := range ls {
+		out[i] = &gatedLayer{Layer: l, g: g}
+	}
+	return out, err
+}
+
+type gatedLayer struct {
+	v1.Layer
+	g *gated
+}
+
+func (l *gatedLayer) Compressed() (io.ReadCloser, error) {
+	<-l.g.open
+	l.g.reads.Add(1)
+	return l.Layer.Compressed()
+}
+
+// Concurrent resolutions of one base in a process read it once: the others
+// wait and share the index.
+func TestResolveShared(t *testing.T) {
+	img := image(t, []te{{name: "etc/passwd", data: "root:x:0:0::/root:/bin/bash\n", typ: tar.TypeReg}},
+		[]te{{name: "etc/group", data: "root:x:0:\n", typ: tar.TypeReg}})
+	g := &gated{Image: img, reads: &atomic.Int64{}, open: make(chan struct{})}
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	sources := make([]Source, 6)
+	digests := make([]string, 6)
+	for i := range sources {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := (&Resolver{Cache: &Cache{Dir: dir}}).Resolve(context.Background(), g)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			sources[i], digests[i] = res.Source, res.Index.Digest
+		}()
+	}
+	time.Sleep(200 * time.Millisecond)
+	close(g.open)
+	wg.Wait()
+	slices.Sort(sources)
+	if got := fmt.Sprint(sources); got != "[built shared shared shared shared shared]" || g.reads.Load() != 2 {
+		t.Errorf("sources %s, %d layer reads", got, g.reads.Load())
+	}
+	for _, d := range digests {
+		if d != digests[0] {
+			t.Errorf("digests %v", digests)
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -18,6 +20,9 @@ const (
 	SourceCache    Source = "cache"    // the disk cache
 	SourceRegistry Source = "registry" // the artifact in the repository
 	SourceBuilt    Source = "built"    // read from the base's layers now
+	// SourceShared: another resolution of the same base in this process
+	// was under way; this one waited for its index.
+	SourceShared Source = "shared"
 )
 
 // Resolver finds or makes the index of a base: the disk cache, then the
@@ -49,15 +54,69 @@ type Resolved struct {
 	Warnings []string
 }
 
-// Resolve returns the index of img (whose manifest digest is base).
+// inflight are the resolutions under way in this process, by base digest:
+// concurrent builds on one base (a controller building many pools) share
+// one read of it.
+var inflight = struct {
+	sync.Mutex
+	m map[v1.Hash]*flight
+}{m: map[v1.Hash]*flight{}}
+
+type flight struct {
+	done chan struct{}
+	ix   *Index
+}
+
+// Resolve returns the index of img (whose manifest digest is base). While
+// another Resolve of the same base runs in this process, it waits for that
+// one's index (SourceShared) instead of reading the base again.
 func (r *Resolver) Resolve(ctx context.Context, img v1.Image) (*Resolved, error) {
-	log := r.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	base, err := img.Digest()
 	if err != nil {
 		return nil, fmt.Errorf("base index: %w", err)
+	}
+	for {
+		inflight.Lock()
+		f, busy := inflight.m[base]
+		if !busy {
+			f = &flight{done: make(chan struct{})}
+			inflight.m[base] = f
+			inflight.Unlock()
+			break
+		}
+		inflight.Unlock()
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if f.ix != nil {
+			res := &Resolved{Index: f.ix, Source: SourceShared}
+			if r.Cache != nil {
+				if _, err := os.Stat(r.Cache.File(base)); err != nil {
+					r.store(f.ix, func(msg string) { res.Warnings = append(res.Warnings, msg) })
+				}
+			}
+			return res, nil
+		}
+		// The other resolution failed: try again, maybe as the leader.
+	}
+	res, err := r.resolve(ctx, img, base)
+	inflight.Lock()
+	f := inflight.m[base]
+	delete(inflight.m, base)
+	inflight.Unlock()
+	if err == nil {
+		f.ix = res.Index
+	}
+	close(f.done)
+	return res, err
+}
+
+func (r *Resolver) resolve(ctx context.Context, img v1.Image, base v1.Hash) (*Resolved, error) {
+	log := r.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	res := &Resolved{}
 	warn := func(msg string) {

@@ -41,8 +41,9 @@ type IndexInfo struct {
 	// Digest is the index's own digest, Base the base manifest digest.
 	Digest string `json:"digest"`
 	Base   string `json:"base"`
-	// Source is "cache", "registry", "built" or "given" (resolved by the
-	// caller and shared).
+	// Source is "cache", "registry", "built", "shared" (a concurrent build
+	// on the same base in this process read it) or "given" (resolved by
+	// the caller and shared).
 	Source string `json:"source"`
 	// BytesRead counts the compressed base layer bytes read (0 unless
 	// built).
