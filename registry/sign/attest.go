@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,7 +111,12 @@ func NewStatement(b *builder.Built, d name.Digest, version string) (*Statement, 
 	}
 	bd := &st.Predicate.BuildDefinition
 	bd.BuildType = BuildType
-	bd.ExternalParameters = ExternalParameters{Pool: b.Pool, Base: relRef(b.Base.Ref), Flags: b.Flags}
+	flags := b.Flags
+	if base, ok := flags["base"]; ok {
+		flags = maps.Clone(flags)
+		flags["base"] = relRef(base)
+	}
+	bd.ExternalParameters = ExternalParameters{Pool: b.Pool, Base: relRef(b.Base.Ref), Flags: flags}
 	if b.InputsDigest != "" {
 		bd.InternalParameters = map[string]string{"inputsDigest": b.InputsDigest}
 	}

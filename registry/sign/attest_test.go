@@ -35,8 +35,9 @@ func TestStatementPathsRelative(t *testing.T) {
 	t.Chdir(wd)
 	hex := strings.Repeat("cd", 32)
 	b := &builder.Built{
-		Pool: "worker",
-		Base: builder.Base{Ref: "oci:" + filepath.Join(wd, "bases", "fcos") + ":stable", Digest: v1.Hash{Algorithm: "sha256", Hex: hex}},
+		Pool:  "worker",
+		Flags: map[string]string{"pool": "worker", "base": "oci:" + filepath.Join(wd, "bases", "fcos") + ":stable"},
+		Base:  builder.Base{Ref: "oci:" + filepath.Join(wd, "bases", "fcos") + ":stable", Digest: v1.Hash{Algorithm: "sha256", Hex: hex}},
 		Inputs: []model.Input{
 			{Path: filepath.Join(wd, "pools", "worker-osc.yaml"), Kind: "OperatingSystemConfig", SHA256: hex},
 			{Path: "mcs/00-worker.yaml", Kind: "MachineConfig", SHA256: hex},
@@ -52,8 +53,8 @@ func TestStatementPathsRelative(t *testing.T) {
 		t.Fatal(err)
 	}
 	bd := st.Predicate.BuildDefinition
-	if bd.ExternalParameters.Base != "oci:bases/fcos:stable" {
-		t.Errorf("externalParameters.base %q", bd.ExternalParameters.Base)
+	if bd.ExternalParameters.Base != "oci:bases/fcos:stable" || bd.ExternalParameters.Flags["base"] != "oci:bases/fcos:stable" || b.Flags["base"] == "oci:bases/fcos:stable" {
+		t.Errorf("externalParameters.base %q, flags %v (the build's flags: %v)", bd.ExternalParameters.Base, bd.ExternalParameters.Flags, b.Flags)
 	}
 	var uris []string
 	for _, rd := range bd.ResolvedDependencies {
