@@ -28,7 +28,7 @@ func (p *placer) clearDropInDirs(units []model.Unit) {
 			continue
 		}
 		dir := path.Join(UnitDir, u.Name+".d")
-		if _, err := lstatFS(p.req.Base, dir[1:]); err != nil {
+		if _, err := fs.Lstat(p.req.Base, dir[1:]); err != nil {
 			continue
 		}
 		hidden = append(hidden, dir[1:])
@@ -97,5 +97,5 @@ func (h hideFS) Lstat(name string) (fs.FileInfo, error) {
 	if h.gone(name) {
 		return nil, h.notExist("lstat", name)
 	}
-	return lstatFS(h.fsys, name)
+	return fs.Lstat(h.fsys, name)
 }

@@ -236,19 +236,24 @@ func (p *placer) warnUsrReplacements() {
 		if b.Generated || b.StoredAt != "" || !strings.HasPrefix(b.Path, "/usr/") || b.Type == "dir" || b.Type == "whiteout" {
 			continue
 		}
-		fi, err := lstatFS(p.req.Base, strings.TrimPrefix(b.Path, "/"))
+		fi, err := fs.Lstat(p.req.Base, strings.TrimPrefix(b.Path, "/"))
 		if err != nil || fi.IsDir() {
 			continue
 		}
-		what := "file"
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			what = "symlink"
-		case fi.Mode().IsRegular():
-			what = fmt.Sprintf("file (%d bytes)", fi.Size())
-		}
-		p.warns = append(p.warns, fmt.Sprintf("%s: writes %s, which replaces the base image's %s %s: an OS update no longer changes it", b.Source, b.Path, what, b.Path))
+		p.warns = append(p.warns, fmt.Sprintf("%s: writes %s, which replaces the base image's %s %s: an OS update no longer changes it", b.Source, b.Path, BaseFileKind(fi), b.Path))
 	}
+}
+
+// BaseFileKind names a file of the base tree in messages: "symlink",
+// "file (N bytes)" for a regular file, "file" otherwise.
+func BaseFileKind(fi fs.FileInfo) string {
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return "symlink"
+	case fi.Mode().IsRegular():
+		return fmt.Sprintf("file (%d bytes)", fi.Size())
+	}
+	return "file"
 }
 
 func (p *placer) placeDir(d model.Dir) {
@@ -680,7 +685,7 @@ func (p *placer) disableUnits(units []model.Unit, reports []*UnitReport, bad []b
 		if below(q) || p.req.Base == nil {
 			continue
 		}
-		if _, err := lstatFS(p.req.Base, strings.TrimPrefix(q, "/")); err != nil {
+		if _, err := fs.Lstat(p.req.Base, strings.TrimPrefix(q, "/")); err != nil {
 			continue // only in this layer: not creating it is enough
 		}
 		p.add(tree.Entry{Path: q, Kind: tree.Whiteout, Layer: LayerConfig},
@@ -700,14 +705,6 @@ func (p *placer) disableUnits(units []model.Unit, reports []*UnitReport, bad []b
 		}
 		ur.Links = kept
 	}
-}
-
-// lstatFS is fs.Lstat where fsys supports it, fs.Stat otherwise.
-func lstatFS(fsys fs.FS, name string) (fs.FileInfo, error) {
-	if _, ok := fsys.(fs.ReadLinkFS); ok {
-		return fs.Lstat(fsys, name)
-	}
-	return fs.Stat(fsys, name)
 }
 
 // placeKargs writes the bootc kargs.d file.

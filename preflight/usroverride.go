@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+
+	"github.com/oslayer/oslayer/layers"
 )
 
 // usrOverrideCheck: a file or link the added layers write under usr/ at a
@@ -45,27 +47,12 @@ func (c usrOverrideCheck) Run(ctx context.Context, t *Target) ([]Finding, error)
 			if e.Whiteout || e.Opaque || e.IsDir() || !strings.HasPrefix(e.Path, "usr/") || ownedByOslayer(e.Path) {
 				continue
 			}
-			fi, err := lstatTree(t.BaseTree, e.Path)
+			fi, err := fs.Lstat(t.BaseTree, e.Path)
 			if err != nil || fi.IsDir() {
 				continue
 			}
-			what := "file"
-			switch {
-			case fi.Mode()&fs.ModeSymlink != 0:
-				what = "symlink"
-			case fi.Mode().IsRegular():
-				what = fmt.Sprintf("file (%d bytes)", fi.Size())
-			}
-			out = append(out, l.Finding(c, sev, e.Path, fmt.Sprintf("replaces the base image's %s /%s: an OS update no longer changes it", what, path.Clean(e.Path))))
+			out = append(out, l.Finding(c, sev, e.Path, fmt.Sprintf("replaces the base image's %s /%s: an OS update no longer changes it", layers.BaseFileKind(fi), path.Clean(e.Path))))
 		}
 	}
 	return out, nil
-}
-
-// lstatTree is fs.Lstat where the tree supports it, fs.Stat otherwise.
-func lstatTree(fsys fs.FS, name string) (fs.FileInfo, error) {
-	if _, ok := fsys.(fs.ReadLinkFS); ok {
-		return fs.Lstat(fsys, name)
-	}
-	return fs.Stat(fsys, name)
 }
