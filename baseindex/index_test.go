@@ -75,11 +75,15 @@ func image(t *testing.T, layers ...[]te) v1.Image {
 
 func build(t *testing.T, img v1.Image) *Index {
 	t.Helper()
-	ix, st, err := Build(context.Background(), img, Options{})
+	var applied []int
+	ix, st, err := Build(context.Background(), img, Options{Progress: func(layer, layers int, read int64) { applied = append(applied, layer) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m, _ := img.Manifest()
+	if len(applied) != len(m.Layers) || !slices.IsSorted(applied) {
+		t.Errorf("progress reported layers %v of %d", applied, len(m.Layers))
+	}
 	var want int64
 	for _, l := range m.Layers {
 		want += l.Size

@@ -149,7 +149,13 @@ func (r *Resolver) resolve(ctx context.Context, img v1.Image, base v1.Hash) (*Re
 		}
 	}
 	log.Info("reading the base once to index it", "base", base.String())
-	ix, st, err := Build(ctx, img, r.Build)
+	opts := r.Build
+	if opts.Progress == nil {
+		opts.Progress = func(layer, layers int, read int64) {
+			log.Debug("base layer indexed", "base", base.String(), "layer", layer, "layers", layers, "bytesRead", read)
+		}
+	}
+	ix, st, err := Build(ctx, img, opts)
 	if err != nil {
 		return nil, err
 	}
