@@ -245,7 +245,7 @@ func Assemble(ctx context.Context, req AssembleRequest) (*Built, error) {
 		if createdBy == "" {
 			createdBy = "oslayer " + rl.Name
 		}
-		h, _ := json.Marshal(v1.History{Created: v1.Time{Time: epoch}, CreatedBy: createdBy, Comment: "oslayer layer " + rl.Name})
+		h, _ := json.Marshal(v1.History{Created: v1.Time{Time: epoch}, CreatedBy: createdBy, Comment: HistoryCommentPrefix + rl.Name})
 		history = append(history, h)
 		added = append(added, AddedLayer{Digest: l.digest, DiffID: l.diffID, Size: int64(len(l.gz)), Source: createdBy})
 	}

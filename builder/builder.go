@@ -51,6 +51,11 @@ const (
 	LabelBaseDigest   = LabelPrefix + "base-digest"
 )
 
+// HistoryCommentPrefix starts the config history comment of every layer
+// oslayer adds ("oslayer layer NAME"): the added layers of an image are
+// known from its history even when its base has no ostree.final-diffid.
+const HistoryCommentPrefix = "oslayer layer "
+
 // Base is the resolved base image. Image is lazy: reading its layers' blobs
 // would download them, which builder never does.
 type Base struct {

@@ -171,21 +171,43 @@ func TestFormat(t *testing.T) {
 	rep = run(t, Target{Image: mutate.MediaType(img, types.DockerManifestSchema1Signed)}, only(c, Options{}))
 	assertFindings(t, rep.Findings, []Finding{{Check: "format", Severity: Error, Message: "manifest is Docker schema1 (application/vnd.docker.distribution.manifest.v1+prettyjws): nodes cannot pull it; push it again as OCI (skopeo copy --format oci)"}})
 
+}
+
+// TestLayers: the layer count against the default and the configured
+// limits, and one history entry per layer.
+func TestLayers(t *testing.T) {
+	b := newBase(t, 3, 1, fcosLabels)
+	c := layersCheck{}
+	img := derive(t, b.img, cleanLayer(t))
+	rep := run(t, Target{Image: img}, only(c, Options{}))
+	assertFindings(t, rep.Findings, nil)
+	if want := (LayerCount{Layers: 4, History: 4, WarnAbove: 127, ErrorAt: 500}); rep.Layers != want {
+		t.Errorf("layer count %+v, want %+v", rep.Layers, want)
+	}
+
 	trunc := synth.WithConfig(t, img, func(cf *v1.ConfigFile) { cf.History = cf.History[:2] })
 	rep = run(t, Target{Image: trunc}, only(c, Options{}))
-	assertFindings(t, rep.Findings, []Finding{{Check: "format", Severity: Error, Message: `config history has 2 non-empty entries for 4 layers: bootc refuses it ("Truncated history"); add a history entry for every layer`}})
+	assertFindings(t, rep.Findings, []Finding{{Check: "layers", Severity: Error, Rule: "history", Message: `config history has 2 non-empty entries for 4 layers: bootc refuses it ("Truncated history"); add a history entry for every layer`}})
+	extra := synth.WithConfig(t, img, func(cf *v1.ConfigFile) { cf.History = append(cf.History, v1.History{CreatedBy: "LABEL a=b"}) })
+	rep = run(t, Target{Image: extra}, only(c, Options{}))
+	assertFindings(t, rep.Findings, []Finding{{Check: "layers", Severity: Warning, Rule: "history", Message: "config history has 5 non-empty entries for 4 layers: tools that pair history entries with layers describe the wrong layers; mark entries without a layer empty_layer"}})
 
 	var many []v1.Layer
-	for i := 0; i < 98; i++ {
+	for i := 0; i < 125; i++ {
 		many = append(many, tarLayer(t, file(fmt.Sprintf("usr/share/l%d", i), "x")))
 	}
-	rep = run(t, Target{Image: derive(t, b.img, many...)}, only(c, Options{})) // 101 layers
-	assertFindings(t, rep.Findings, []Finding{{Check: "format", Severity: Warning, Message: "image has 101 layers, more than 100: keep the total small and add few layers"}})
-	for i := 0; i < 27; i++ {
-		many = append(many, tarLayer(t, file(fmt.Sprintf("usr/share/m%d", i), "x")))
+	img = derive(t, b.img, many...) // 128 layers
+	rep = run(t, Target{Image: img}, only(c, Options{}))
+	assertFindings(t, rep.Findings, []Finding{{Check: "layers", Severity: Warning, Rule: "count", Message: "image has 128 layers, more than 127 (--warn-layers): docker pull and other clients limited to 127 layers fail on it; bootc and rpm-ostree pull it"}})
+	rep = run(t, Target{Image: derive(t, b.img, many[:124]...)}, only(c, Options{})) // 127 layers
+	assertFindings(t, rep.Findings, nil)
+	rep = run(t, Target{Image: img}, only(c, Options{MaxLayers: 128}))
+	assertFindings(t, rep.Findings, []Finding{{Check: "layers", Severity: Error, Rule: "count", Message: "image has 128 layers, at or above the limit of 128 (--max-layers): containers-storage cannot store it; use a base with fewer layers (rechunk it with a lower maximum)"}})
+	rep = run(t, Target{Image: img}, only(c, Options{WarnLayers: 128, MaxLayers: 129}))
+	assertFindings(t, rep.Findings, nil)
+	if rep.Layers.WarnAbove != 128 || rep.Layers.ErrorAt != 129 {
+		t.Errorf("configured limits reported as %+v", rep.Layers)
 	}
-	rep = run(t, Target{Image: derive(t, b.img, many...)}, only(c, Options{})) // 128 layers
-	assertFindings(t, rep.Findings, []Finding{{Check: "format", Severity: Error, Message: "image has 128 layers, more than 127: overlay and nodes cannot handle it; merge the added layers"}})
 }
 
 func TestSize(t *testing.T) {
@@ -446,7 +468,7 @@ func TestRunner(t *testing.T) {
 	})
 	t.Run("unknown added layers", func(t *testing.T) {
 		rep := run(t, Target{Image: withLabels(t, img, nil, LabelFinalDiffID)}, Options{})
-		assertFindings(t, findingsOf(rep, "preflight"), []Finding{{Check: "preflight", Severity: Warning, Rule: "added-layers", Message: "no base image given and no ostree.final-diffid label: the added layers are unknown, content checks are skipped; pass --base REF"}})
+		assertFindings(t, findingsOf(rep, "preflight"), []Finding{{Check: "preflight", Severity: Warning, Rule: "added-layers", Message: "no base image given, no ostree.final-diffid label and no layer oslayer added (config history): the added layers are unknown, content checks are skipped; pass --base REF"}})
 		if b.reads.Load() != 0 {
 			t.Errorf("base blobs read")
 		}

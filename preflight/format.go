@@ -7,14 +7,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// Layer count limits: keep the total small (nodes pull and import every layer).
-const (
-	WarnLayers = 100
-	MaxLayers  = 127
-)
-
-// formatCheck: manifest and layer media types nodes can pull, a history
-// entry per layer (bootc fails "Truncated history"), and a bounded layer count.
+// formatCheck: manifest and layer media types nodes can pull (the layer
+// count and history are checked by layersCheck).
 type formatCheck struct{}
 
 func (formatCheck) Name() string       { return "format" }
@@ -40,25 +34,6 @@ func (c formatCheck) Run(_ context.Context, t *Target) ([]Finding, error) {
 		default:
 			out = append(out, Finding{Layer: l.Digest.String(), Message: fmt.Sprintf("layer %d has media type %q: not a gzip tar layer nodes can import", i, l.MediaType)})
 		}
-	}
-	nl := len(t.Manifest.Layers)
-	if nd := len(t.Config.RootFS.DiffIDs); nd != nl {
-		out = append(out, Finding{Message: fmt.Sprintf("manifest has %d layers but config rootfs.diff_ids has %d", nl, nd)})
-	}
-	nh := 0
-	for _, h := range t.Config.History {
-		if !h.EmptyLayer {
-			nh++
-		}
-	}
-	if nh < nl {
-		out = append(out, Finding{Message: fmt.Sprintf("config history has %d non-empty entries for %d layers: bootc refuses it (\"Truncated history\"); add a history entry for every layer", nh, nl)})
-	}
-	switch {
-	case nl > MaxLayers:
-		out = append(out, Finding{Message: fmt.Sprintf("image has %d layers, more than %d: overlay and nodes cannot handle it; merge the added layers", nl, MaxLayers)})
-	case nl > WarnLayers:
-		out = append(out, Finding{Severity: Warning, Message: fmt.Sprintf("image has %d layers, more than %d: keep the total small and add few layers", nl, WarnLayers)})
 	}
 	return out, nil
 }

@@ -58,6 +58,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/oslayer/oslayer/builder"
 )
 
 // Severity of a finding.
@@ -182,6 +184,10 @@ type Options struct {
 	DenyUsrOverride bool
 	// AllowSecrets are paths (or path.Match patterns) that may hold secrets.
 	AllowSecrets []string
+	// WarnLayers and MaxLayers are the layer count limits of the final
+	// image: a warning above WarnLayers, an error at or above MaxLayers;
+	// 0: DefaultWarnLayers, DefaultMaxLayers.
+	WarnLayers, MaxLayers int
 	// MaxAddedBytes is the budget of compressed added bytes; 0: DefaultMaxAddedBytes.
 	MaxAddedBytes int64
 	// Scan bounds the added-layer scan; zero values use the defaults.
@@ -217,8 +223,10 @@ type Report struct {
 	Base        string         `json:"base,omitempty"`
 	RequireBase string         `json:"requireBase,omitempty"`
 	AddedLayers []LayerSummary `json:"addedLayers"`
-	Checks      []CheckResult  `json:"checks"`
-	Findings    []Finding      `json:"findings"`
+	// Layers is the final layer count against the limits.
+	Layers   LayerCount    `json:"layerCount"`
+	Checks   []CheckResult `json:"checks"`
+	Findings []Finding     `json:"findings"`
 	// Result is "passed" (no error) or "failed".
 	Result   string `json:"result"`
 	Errors   int    `json:"errors"`
@@ -297,6 +305,7 @@ func Run(ctx context.Context, t Target, opts Options) (*Report, error) {
 		rep.Digest = d.String()
 	}
 
+	rep.Layers = countLayers(tt)
 	var runnerFindings []Finding
 	tt.FirstAdded, runnerFindings = addedStart(tt)
 	needAdded := false
@@ -342,7 +351,7 @@ func Run(ctx context.Context, t Target, opts Options) (*Report, error) {
 		case c.Needs()&NeedBaseTree != 0 && t.BaseTree == nil:
 			cr.Status, cr.Reason = "skipped", "the base's tree is not known (a build's base index)"
 		case c.Needs()&NeedAdded != 0 && tt.FirstAdded < 0:
-			cr.Status, cr.Reason = "skipped", "added layers unknown: no base and no ostree.final-diffid label"
+			cr.Status, cr.Reason = "skipped", "added layers unknown: no base, no ostree.final-diffid label, no oslayer history"
 		}
 		if cr.Status != "" {
 			rep.Checks = append(rep.Checks, cr)
@@ -430,15 +439,19 @@ const LabelFinalDiffID = "ostree.final-diffid"
 // addedStart finds the index of the first added layer: after the base's
 // layers when a base is given (the layers of the candidate whose digest is
 // not a base layer are all scanned, see Scan), else after the layer whose
-// diff_id is ostree.final-diffid. -1 when unknown.
+// diff_id is ostree.final-diffid, else (a rechunked base drops that label)
+// the trailing layers whose history entries oslayer wrote. -1 when unknown.
 func addedStart(t *Target) (int, []Finding) {
 	if bm, _, _ := t.base(); bm != nil {
 		return min(len(bm.Layers), len(t.Manifest.Layers)), nil
 	}
 	fd := t.Labels[LabelFinalDiffID]
 	if fd == "" {
+		if i := addedByHistory(t); i >= 0 {
+			return i, nil
+		}
 		return -1, []Finding{{Check: "preflight", Severity: Warning, Rule: "added-layers",
-			Message: "no base image given and no " + LabelFinalDiffID + " label: the added layers are unknown, content checks are skipped; pass --base REF"}}
+			Message: "no base image given, no " + LabelFinalDiffID + " label and no layer oslayer added (config history): the added layers are unknown, content checks are skipped; pass --base REF"}}
 	}
 	for i, d := range t.Config.RootFS.DiffIDs {
 		if d.String() == fd {
@@ -447,6 +460,33 @@ func addedStart(t *Target) (int, []Finding) {
 	}
 	return -1, []Finding{{Check: "preflight", Severity: Error, Rule: "added-layers",
 		Message: fmt.Sprintf("label %s=%s names no layer of the image (rootfs.diff_ids): the OS layers were changed; pass --base REF to compare", LabelFinalDiffID, fd)}}
+}
+
+// addedByHistory returns the index of the first of the trailing layers
+// whose history comment oslayer wrote (builder.HistoryCommentPrefix), when
+// the image has the oslayer labels and one non-empty history entry per
+// layer; -1 otherwise.
+func addedByHistory(t *Target) int {
+	if t.Labels[builder.LabelBaseDigest] == "" {
+		return -1
+	}
+	var hist []v1.History
+	for _, h := range t.Config.History {
+		if !h.EmptyLayer {
+			hist = append(hist, h)
+		}
+	}
+	if len(hist) != len(t.Manifest.Layers) {
+		return -1
+	}
+	i := len(hist)
+	for i > 0 && strings.HasPrefix(hist[i-1].Comment, builder.HistoryCommentPrefix) {
+		i--
+	}
+	if i == len(hist) {
+		return -1
+	}
+	return i
 }
 
 // cleanPath turns a tar entry name into a clean relative path ("" for the root).

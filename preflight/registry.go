@@ -9,6 +9,7 @@ func Default() []Check {
 		platformCheck{},
 		versionCheck{},
 		formatCheck{},
+		layersCheck{},
 		contentCheck{},
 		secretsCheck{},
 		unitsCheck{},

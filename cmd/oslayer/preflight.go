@@ -37,10 +37,12 @@ func newPreflightCmd(g *globals) *cobra.Command {
 		Long: `preflight checks an image built on an ostree-native base (by oslayer or
 elsewhere, e.g. a customer base built with podman) before nodes rebase onto it:
 base layers present, bootable, platform, version, manifest format, content of
-the added layers (mirroring bootc container lint), secrets, systemd units and
-size. It reads only manifests, configs and the added layers (those after
---base, or after the ostree.final-diffid label); base layer blobs are never
-downloaded.
+the added layers (mirroring bootc container lint), secrets, systemd units,
+size, and the layer count (--warn-layers, --max-layers) with one history entry
+per layer. It reads only manifests, configs and the added layers (those after
+--base, after the ostree.final-diffid label, or, on a rechunked base without
+it, the trailing layers oslayer's history entries name); base layer blobs are
+never downloaded.
 
 IMAGE is a registry reference or an OCI layout (oci:DIR[:TAG]).
 
@@ -150,8 +152,9 @@ func printReport(w io.Writer, rep *preflight.Report) error {
 	if rep.Errors > 0 {
 		result = "FAILED"
 	}
-	_, err := fmt.Fprintf(w, "%s: %d checks (%d passed, %d warned, %d failed, %d skipped); %d errors, %d warnings, %d notes; %d added layers\n",
-		result, len(rep.Checks), counts["passed"], counts["warned"], counts["failed"], counts["skipped"], rep.Errors, rep.Warnings, rep.Infos, len(rep.AddedLayers))
+	lc := rep.Layers
+	_, err := fmt.Fprintf(w, "%s: %d checks (%d passed, %d warned, %d failed, %d skipped); %d errors, %d warnings, %d notes; %d added layers; %d layers (warning above %d, error at %d)\n",
+		result, len(rep.Checks), counts["passed"], counts["warned"], counts["failed"], counts["skipped"], rep.Errors, rep.Warnings, rep.Infos, len(rep.AddedLayers), lc.Layers, lc.WarnAbove, lc.ErrorAt)
 	if err == nil && len(skipped) > 0 {
 		_, err = fmt.Fprintf(w, "skipped: %s\n", strings.Join(skipped, ", "))
 	}

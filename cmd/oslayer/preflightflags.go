@@ -23,6 +23,8 @@ type preflightFlags struct {
 	denyUsr       bool
 	allowSecrets  []string
 	maxAdded      string
+	warnLayers    int
+	maxLayers     int
 }
 
 func (f *preflightFlags) register(fs *pflag.FlagSet) {
@@ -32,6 +34,8 @@ func (f *preflightFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.fatalWarnings, "fatal-warnings", false, "treat preflight warnings as errors")
 	fs.BoolVar(&f.denyUsr, "deny-usr-override", false, "an added file that replaces a file of the base under /usr is an error (check usr-override; build only: it needs the base index)")
 	fs.StringArrayVar(&f.allowSecrets, "allow-secret", nil, "path (or glob) in the image allowed to hold a secret, e.g. /etc/pki/tls/private/*.key (repeatable)")
+	fs.IntVar(&f.warnLayers, "warn-layers", preflight.DefaultWarnLayers, "warn when the image has more layers than this (docker pull fails at 128)")
+	fs.IntVar(&f.maxLayers, "max-layers", preflight.DefaultMaxLayers, "fail when the image has this many layers or more (containers-storage cannot store about 500)")
 	fs.StringVar(&f.maxAdded, "max-added-bytes", "2GiB", "budget for the compressed size of the added layers (bytes, or with KB/MB/GB/KiB/MiB/GiB)")
 }
 
@@ -49,6 +53,12 @@ func (f *preflightFlags) options(g *globals) (preflight.Options, error) {
 	if err != nil {
 		return preflight.Options{}, fmt.Errorf("--max-added-bytes %q: %v", f.maxAdded, err)
 	}
+	if f.warnLayers <= 0 || f.maxLayers <= 0 {
+		return preflight.Options{}, fmt.Errorf("--warn-layers %d, --max-layers %d: want positive layer counts", f.warnLayers, f.maxLayers)
+	}
+	if f.warnLayers >= f.maxLayers {
+		return preflight.Options{}, fmt.Errorf("--warn-layers %d must be below --max-layers %d", f.warnLayers, f.maxLayers)
+	}
 	names := map[string]bool{}
 	for _, c := range checkNames() {
 		names[c] = true
@@ -65,6 +75,8 @@ func (f *preflightFlags) options(g *globals) (preflight.Options, error) {
 		DenyUsrOverride: f.denyUsr,
 		AllowSecrets:    f.allowSecrets,
 		MaxAddedBytes:   n,
+		WarnLayers:      f.warnLayers,
+		MaxLayers:       f.maxLayers,
 		Log:             g.log,
 	}, nil
 }

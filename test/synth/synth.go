@@ -60,15 +60,62 @@ func FCOSBase(scale float64) (v1.Image, error) {
 	if scale <= 0 {
 		return nil, fmt.Errorf("synth: scale %v must be positive", scale)
 	}
+	sizes := make([]int64, len(FCOSLayerSizes))
+	for i, size := range FCOSLayerSizes {
+		sizes[i] = max(int64(float64(size)*scale), MinLayerSize)
+	}
+	return layered(sizes, "ostree chunk %d of %d", func(last v1.Hash) map[string]string {
+		return map[string]string{
+			"containers.bootc":                 "1",
+			"ostree.bootable":                  "1",
+			"ostree.commit":                    "89635f7cba9de932fc60d71a6bded65ad0db06a35c9d016da03ca7ade9ba4736",
+			"ostree.final-diffid":              last.String(),
+			"ostree.linux":                     KernelRelease,
+			"org.opencontainers.image.version": Version,
+			"org.opencontainers.image.title":   "Synthetic Fedora CoreOS testing-devel",
+			"com.coreos.osname":                "fedora-coreos",
+			"com.coreos.stream":                "testing-devel",
+		}
+	})
+}
+
+// ChunkahBase returns a base shaped like a rechunked Fedora CoreOS (the
+// `next` stream, built with chunkah): layers layers of small random
+// payloads (the first also carries the root tree of FCOSBase), one history
+// entry per layer, and the labels of FCOSBase without ostree.commit and
+// ostree.final-diffid, which rechunking drops. The same count always gives
+// the same image digest.
+func ChunkahBase(layers int) (v1.Image, error) {
+	if layers < 1 {
+		return nil, fmt.Errorf("synth: %d layers: want at least one", layers)
+	}
+	sizes := make([]int64, layers)
+	for i := range sizes {
+		sizes[i] = MinLayerSize
+	}
+	return layered(sizes, "chunkah: chunk %d of %d", func(v1.Hash) map[string]string {
+		return map[string]string{
+			"containers.bootc":                 "1",
+			"ostree.bootable":                  "1",
+			"ostree.linux":                     KernelRelease,
+			"org.opencontainers.image.version": Version,
+			"org.opencontainers.image.title":   "Synthetic Fedora CoreOS next, rechunked",
+			"com.coreos.osname":                "fedora-coreos",
+			"com.coreos.stream":                "next",
+		}
+	})
+}
+
+// layered returns an OCI image of len(sizes) gzip layers (layer i holds a
+// random payload of sizes[i] bytes, the first also the root tree), each
+// with a history entry createdBy (formatted with its number and the
+// count), and the config labels labels(diff_id of the last layer).
+func layered(sizes []int64, createdBy string, labels func(last v1.Hash) map[string]string) (v1.Image, error) {
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	var adds []mutate.Addendum
 	var last v1.Hash
-	for i, size := range FCOSLayerSizes {
-		n := int64(float64(size) * scale)
-		if n < MinLayerSize {
-			n = MinLayerSize
-		}
+	for i, n := range sizes {
 		idx, payload := i, n
 		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 			return gzipStream(func(tw *tar.Writer) error { return writeLayer(tw, idx, payload) }), nil
@@ -81,7 +128,7 @@ func FCOSBase(scale float64) (v1.Image, error) {
 		}
 		adds = append(adds, mutate.Addendum{Layer: l, MediaType: types.OCILayer, History: v1.History{
 			Created:   v1.Time{Time: Epoch},
-			CreatedBy: fmt.Sprintf("ostree chunk %d of %d", i+1, len(FCOSLayerSizes)),
+			CreatedBy: fmt.Sprintf(createdBy, i+1, len(sizes)),
 		}})
 	}
 	cf := &v1.ConfigFile{
@@ -90,19 +137,9 @@ func FCOSBase(scale float64) (v1.Image, error) {
 		Created:      v1.Time{Time: Epoch},
 		RootFS:       v1.RootFS{Type: "layers"},
 		Config: v1.Config{
-			Env: []string{"container=oci", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"},
-			Cmd: []string{"/sbin/init"},
-			Labels: map[string]string{
-				"containers.bootc":                 "1",
-				"ostree.bootable":                  "1",
-				"ostree.commit":                    "89635f7cba9de932fc60d71a6bded65ad0db06a35c9d016da03ca7ade9ba4736",
-				"ostree.final-diffid":              last.String(),
-				"ostree.linux":                     KernelRelease,
-				"org.opencontainers.image.version": Version,
-				"org.opencontainers.image.title":   "Synthetic Fedora CoreOS testing-devel",
-				"com.coreos.osname":                "fedora-coreos",
-				"com.coreos.stream":                "testing-devel",
-			},
+			Env:    []string{"container=oci", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"},
+			Cmd:    []string{"/sbin/init"},
+			Labels: labels(last),
 		},
 	}
 	img, err := mutate.ConfigFile(img, cf)
@@ -228,7 +265,7 @@ func writeLayer(tw *tar.Writer, idx int, payload int64) error {
 		return err
 	}
 	var seed [32]byte
-	seed[0], seed[1] = byte(idx), 0x51
+	seed[0], seed[1], seed[2] = byte(idx), 0x51, byte(idx>>8)
 	_, err := io.CopyN(tw, rand.NewChaCha8(seed), payload)
 	return err
 }

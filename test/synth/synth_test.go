@@ -77,3 +77,32 @@ func TestOstreeBaseDeterministic(t *testing.T) {
 		t.Error("a base with fewer files than units")
 	}
 }
+
+// TestChunkahBase: the rechunked shape: as many layers and history entries
+// as asked, all distinct, no ostree.commit or ostree.final-diffid label.
+func TestChunkahBase(t *testing.T) {
+	img, err := ChunkahBase(400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := img.Manifest()
+	cf, _ := img.ConfigFile()
+	if len(m.Layers) != 400 || len(cf.History) != 400 || len(cf.RootFS.DiffIDs) != 400 {
+		t.Fatalf("%d layers, %d history entries, %d diff_ids", len(m.Layers), len(cf.History), len(cf.RootFS.DiffIDs))
+	}
+	seen := map[string]int{}
+	for i, l := range m.Layers {
+		if j, ok := seen[l.Digest.String()]; ok {
+			t.Fatalf("layers %d and %d are both %s", j, i, l.Digest)
+		}
+		seen[l.Digest.String()] = i
+	}
+	for _, k := range []string{"ostree.commit", "ostree.final-diffid"} {
+		if v, ok := cf.Config.Labels[k]; ok {
+			t.Errorf("label %s=%s on a rechunked base", k, v)
+		}
+	}
+	if cf.Config.Labels["containers.bootc"] != "1" {
+		t.Errorf("labels %v", cf.Config.Labels)
+	}
+}
