@@ -248,21 +248,27 @@ func writeBlob(dir, tmpDir string, s blobSource, log *slog.Logger) (int64, error
 		tmp.Close()
 		return 0, fmt.Errorf("content is sha256:%s (%d bytes), want %s (%d bytes)", got, n, s.digest, s.size)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return 0, err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return 0, err
-	}
-	if err := tmp.Close(); err != nil {
-		return 0, err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := install(tmp, path); err != nil {
 		return 0, err
 	}
 	return n, nil
+}
+
+// install makes the written temp file tmp readable by all, syncs it,
+// closes it and renames it to path.
+func install(tmp *os.File, path string) error {
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 // fileDigest returns the sha256 (hex) and size of the file at path.
@@ -454,18 +460,7 @@ func writeFileAtomic(dir, tmpDir, name string, b []byte) error {
 		tmp.Close()
 		return err
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, name))
+	return install(tmp, filepath.Join(dir, name))
 }
 
 func (l *layoutPublisher) Commit(ctx context.Context, b *builder.Built, pub *builder.Published) error {
