@@ -31,6 +31,9 @@ echo "== node-agent oracle (test/oracle/nodeagent, a module of its own)"
   # gardener's module graph is large; go mod download fills the module
   # cache once and is a no-op afterwards.
   go mod download
+  # It builds oslayer from this checkout: a dependency change of the main
+  # module needs `go mod tidy` here too.
+  go mod tidy -diff
   go vet ./...
   go test -count=1 -timeout 20m ./...
 )
