@@ -62,6 +62,8 @@ type placer struct {
 	errs   []error
 	varEnt []varmech.Entry
 	varSrc map[string]varItem // canonical node path -> item
+	// firstBoot are the links a first boot's presets add (firstBootPresets).
+	firstBoot []string
 	// layerOf remembers the layer of each regular file, for hard links.
 	layerOf map[string]string
 }
@@ -469,6 +471,7 @@ func (p *placer) placeUnits(units []model.Unit) {
 	p.disableUnits(units, reports, bad)
 	p.placePresets(units, reports, bad, fsys)
 	p.startOnBoot(units, reports, bad)
+	p.firstBootPresets(units, reports)
 	for _, ur := range reports {
 		if ur != nil {
 			p.units = append(p.units, *ur)

@@ -1,7 +1,9 @@
 package layers
 
 import (
+	"fmt"
 	"io/fs"
+	"path"
 	"sort"
 	"strings"
 
@@ -64,4 +66,49 @@ func (p *placer) placePresets(units []model.Unit, reports []*UnitReport, bad []b
 		"# systemd applies presets (on a first boot).\n" + strings.Join(lines, "\n") + "\n"
 	p.add(tree.Entry{Path: PresetPath, Kind: tree.File, Mode: 0o644, Data: []byte(data), Layer: LayerConfig},
 		Baked{Path: PresetPath, Source: model.Origin{Document: "oslayer", Field: "unit presets"}, Generated: true})
+}
+
+// firstBootPresets computes, when the base tree is known, the links that
+// the presets of a first boot add to the image: systemd's PID 1 runs
+// `systemctl preset-all` in enable-only mode when /etc/machine-id is not
+// initialised (systemd.PresetAll over the base with this layer, its
+// whiteouts applied). Report.FirstBoot lists them; a link the
+// configuration's disable removed, or of a unit it disables, is a warning:
+// presets name units, so the vendor presets enable it again (an Also= unit,
+// the unit behind an alias, an instance), as they do after Ignition's
+// preset file.
+func (p *placer) firstBootPresets(units []model.Unit, reports []*UnitReport) {
+	if p.req.Base == nil {
+		return
+	}
+	var gone systemd.Removal
+	for _, e := range p.tree.Entries() {
+		if e.Kind == tree.Whiteout {
+			gone.Links = append(gone.Links, e.Path)
+		}
+	}
+	removedBy := map[string]model.Origin{}
+	for i, ur := range reports {
+		if ur == nil {
+			continue
+		}
+		for _, r := range ur.Removed {
+			removedBy[r] = units[i].Origin
+		}
+		if u := units[i]; u.Enabled != nil && !*u.Enabled && !u.Mask {
+			removedBy["name:"+u.Name] = u.Origin
+		}
+	}
+	view := systemd.Without(systemd.Overlay(p.unitFS(), p.req.Base), gone)
+	ch, _ := systemd.PresetAll(view, systemd.PresetEnableOnly)
+	for _, l := range ch.Links {
+		p.firstBoot = append(p.firstBoot, l.Path+" -> "+l.Target)
+		o, ok := removedBy[l.Path]
+		if !ok {
+			o, ok = removedBy["name:"+path.Base(l.Path)]
+		}
+		if ok {
+			p.warns = append(p.warns, fmt.Sprintf("%s: a first boot's presets (systemctl preset-all, enable-only) create %s -> %s again, which this disable removes: presets name units (an enabled unit pulls in its Also= units), so they cannot keep it disabled", o, l.Path, l.Target))
+		}
+	}
 }

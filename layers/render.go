@@ -92,6 +92,7 @@ func RenderConfig(ctx context.Context, req Request, cfg *model.Config) (*Result,
 		Packages:   pkgs,
 		KernelArgs: cfg.KernelArgs,
 		Warnings:   append(append([]string(nil), cfg.Warnings...), p.warns...),
+		FirstBoot:  p.firstBoot,
 	}
 	// The ownership manifest lists everything placed so far.
 	items := p.bakedList()

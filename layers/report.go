@@ -25,6 +25,10 @@ type Report struct {
 	Packages   []string `json:"packages,omitempty"`
 	KernelArgs []string `json:"kernelArgs,omitempty"`
 	Warnings   []string `json:"warnings,omitempty"`
+	// FirstBoot lists the enablement links ("PATH -> TARGET") that the
+	// presets of a first boot add to the image (enable-only preset-all of
+	// the base with the layers); only computed when the base tree is known.
+	FirstBoot []string `json:"firstBoot,omitempty"`
 }
 
 // Baked is one entry of the image.

@@ -276,7 +276,7 @@ func PresetAll(fsys fs.FS, mode PresetMode) (PresetChange, error) {
 		if err != nil {
 			errs = append(errs, err)
 		}
-		view = without(fsys, ch.Removed)
+		view = Without(fsys, ch.Removed)
 	}
 	if mode != PresetDisableOnly {
 		created := map[string]string{}
@@ -333,8 +333,10 @@ func loadFollowingLinks(fsys fs.FS, name string) (UnitFile, error) {
 	return u, err
 }
 
-// without returns fsys with the removed links and directories missing.
-func without(fsys fs.FS, r Removal) fs.FS {
+// Without returns a read-only view of fsys without the removed links and
+// directories (and what lies below them): the tree after a disable, or a
+// base with a layer's whiteouts applied.
+func Without(fsys fs.FS, r Removal) fs.FS {
 	gone := map[string]bool{}
 	for _, p := range r.Links {
 		gone[rel(p)] = true
