@@ -2,10 +2,15 @@ package fleet
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -103,6 +108,13 @@ type keyEntry struct {
 // Run builds every pool, Jobs at a time, and returns the summary. Pools
 // are independent: one failing never stops another. Run returns an error
 // only when it could not start.
+//
+// Every pool is rendered first (Jobs at a time). Pools whose targets are
+// in one repository and whose rendered content, base and options are the
+// same become one image: it is built, pushed and signed once (by the first
+// of them in the plan), and each of the others only moves its tag to it
+// (the registry already has the image and its signature, so nothing else
+// is written). Its pool label and provenance name the pools it serves.
 func Run(ctx context.Context, pools []Pool, o Options) (*Summary, error) {
 	if o.Registry == nil {
 		o.Registry = &registry.Options{}
@@ -128,24 +140,21 @@ func Run(ctx context.Context, pools []Pool, o Options) (*Summary, error) {
 	r.progress = newProgress(o.Progress, o.Terminal, len(pools))
 	sum := &Summary{Total: len(pools), Pools: make([]PoolResult, len(pools))}
 
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < min(o.Jobs, len(pools)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				res := r.buildPool(ctx, &pools[i])
-				sum.Pools[i] = res
-				r.progress.done(&res)
-			}
-		}()
-	}
-	for i := range pools {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
+	prep := make([]*prepared, len(pools))
+	parallel(o.Jobs, len(pools), func(i int) {
+		prep[i] = r.prepare(ctx, &pools[i])
+		if prep[i].done {
+			sum.Pools[i] = prep[i].res
+			r.progress.done(&prep[i].res)
+		}
+	})
+	groups := group(prep)
+	parallel(o.Jobs, len(groups), func(g int) {
+		for _, p := range r.buildGroup(ctx, groups[g]) {
+			sum.Pools[p.pool.Index] = p.res
+			r.progress.done(&p.res)
+		}
+	})
 	r.progress.finish()
 	sum.Seconds = time.Since(start).Seconds()
 	for _, b := range r.bases {
@@ -155,80 +164,242 @@ func Run(ctx context.Context, pools []Pool, o Options) (*Summary, error) {
 	return sum, nil
 }
 
-// buildPool builds one pool; a panic in it fails only this pool.
-func (r *run) buildPool(ctx context.Context, p *Pool) (res PoolResult) {
-	res = PoolResult{Cluster: p.Cluster, Pool: p.Name, Path: p.Path, Target: p.Target}
+// parallel runs f(0..n-1), jobs at a time.
+func parallel(jobs, n int, f func(i int)) {
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < min(jobs, n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				f(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+}
+
+// prepared is a pool with its shared base resolved and its content
+// rendered, or its result when that failed (done).
+type prepared struct {
+	pool   *Pool
+	res    PoolResult
+	done   bool
+	start  time.Time
+	mode   string
+	repo   string
+	base   *builder.Base
+	stages []builder.Stage
+	// rendered is nil for a pool that takes its base from its
+	// MachineConfigs (builder renders it twice); renderSecs its time.
+	rendered   *layers.Result
+	renderSecs float64
+	// prepSecs is the time prepare took besides rendering (shared base
+	// resolution waits count).
+	prepSecs float64
+	// key is the identity of the image it becomes ("" never shared).
+	key string
+}
+
+// prepare resolves what the pool shares and renders it; a panic fails only
+// this pool.
+func (r *run) prepare(ctx context.Context, p *Pool) (pr *prepared) {
+	pr = &prepared{pool: p, start: time.Now(), res: PoolResult{Cluster: p.Cluster, Pool: p.Name, Path: p.Path, Target: p.Target}}
+	fail := func(step, kind string, err error) *prepared {
+		pr.res.fail(step, kind, err)
+		pr.res.Seconds = time.Since(pr.start).Seconds()
+		pr.done = true
+		return pr
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			fail("internal", KindRun, fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		return fail("start", KindRun, err)
+	}
+	pr.mode = p.BaseIndex
+	if pr.mode == "" {
+		pr.mode = builder.BaseIndexAuto
+	}
+	if !registry.IsLayout(p.Target) {
+		t, err := push.ParseTarget(p.Target)
+		if err != nil {
+			return fail("push", KindInput, err)
+		}
+		pr.repo = t.Context().Name()
+	} else {
+		dir, _, _ := registry.SplitLayout(p.Target)
+		pr.repo = registry.LayoutPrefix + dir
+	}
+	var err error
+	if pr.stages, err = r.stages(p); err != nil {
+		return fail(sign.StageSign, KindInput, err)
+	}
+	if p.Base == "" {
+		pr.prepSecs = time.Since(pr.start).Seconds()
+		return pr
+	}
+	indexRepo := pr.repo
+	if registry.IsLayout(indexRepo) {
+		indexRepo = ""
+	}
+	b := r.base(ctx, p.Base, p.Arch, pr.mode, indexRepo)
+	if b.err != nil {
+		return fail(b.step, KindRun, b.err)
+	}
+	pr.base = b.base
+	rreq := r.renderRequest(p)
+	if pr.base.Index != nil && pr.mode != builder.BaseIndexOff {
+		rreq.Base = pr.base.Index.FS()
+	}
+	rreq.BaseName = fmt.Sprintf("base %s (%s)", pr.base.Ref, pr.base.Digest)
+	t0 := time.Now()
+	pr.rendered, err = layers.Render(ctx, rreq)
+	pr.renderSecs = time.Since(t0).Seconds()
+	if err != nil {
+		pr.res.Phases = []builder.Phase{{Name: "render", Seconds: pr.renderSecs}}
+		return fail("render", stepKind(ctx, "render"), fmt.Errorf("render: %w", err))
+	}
+	pr.key = pr.identity()
+	pr.prepSecs = time.Since(pr.start).Seconds() - pr.renderSecs
+	return pr
+}
+
+func (r *run) renderRequest(p *Pool) layers.Request {
+	return layers.Request{
+		OSCs: p.OSC, MachineConfigs: p.MachineConfig, MachineConfigPools: p.MachineConfigPool,
+		Pool: p.Name, SecretsDir: p.Secrets, BakeSecrets: p.bake(), AllowTopLevel: p.AllowTopLevel,
+		Epoch: r.o.Epoch, Images: r.images,
+	}
+}
+
+func (p *Pool) bake() bool { return p.BakeSecrets != nil && *p.BakeSecrets }
+
+// identity is what makes two pools one image: the target repository, the
+// base, every option that reaches the image or its checks, and the
+// rendered layers and kernel arguments.
+func (pr *prepared) identity() string {
+	p, rd := pr.pool, pr.rendered
+	h := sha256.New()
+	opts, _ := json.Marshal([]any{pr.repo, p.Base, pr.base.Digest.String(), registry.NormalizeArch(p.Arch), pr.mode,
+		p.bake(), p.AllowTopLevel, p.SignKey, p.SignKeyPasswordFile, p.Preflight,
+		rd.KernelArgs, rd.Packages, rd.OSImageURL})
+	h.Write(opts)
+	for _, l := range rd.Layers {
+		fmt.Fprintf(h, "\n%s %s %s", l.Name, l.Digest, l.CreatedBy)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// group puts the prepared pools that become one image together, in plan
+// order; pools done already are left out.
+func group(prep []*prepared) [][]*prepared {
+	var groups [][]*prepared
+	byKey := map[string]int{}
+	for _, pr := range prep {
+		if pr.done {
+			continue
+		}
+		if pr.key != "" {
+			if g, ok := byKey[pr.key]; ok {
+				groups[g] = append(groups[g], pr)
+				continue
+			}
+			byKey[pr.key] = len(groups)
+		}
+		groups = append(groups, []*prepared{pr})
+	}
+	return groups
+}
+
+// buildGroup builds the group's image once, for its first pool, then
+// moves every other pool's tag to it.
+func (r *run) buildGroup(ctx context.Context, g []*prepared) []*prepared {
+	names := map[string]bool{}
+	var label []string
+	for _, pr := range g {
+		if !names[pr.pool.Name] {
+			names[pr.pool.Name] = true
+			label = append(label, pr.pool.Name)
+		}
+	}
+	sort.Strings(label)
+	lead := g[0]
+	r.buildPool(ctx, lead, lead.rendered, strings.Join(label, ","))
+	for _, pr := range g[1:] {
+		pr.res.SameImageAs = lead.pool.Path
+		if lead.res.Status != "built" {
+			// The same image: it would fail the same way.
+			pr.res.Phases = []builder.Phase{{Name: "render", Seconds: pr.renderSecs}}
+			pr.res.fail(lead.res.Step, lead.res.Kind, fmt.Errorf("%s (the same image as %s, which failed)", lead.res.Error, lead.pool.Path))
+			pr.res.Seconds = pr.prepSecs + pr.renderSecs
+			continue
+		}
+		// The first pool's render: the same layers, and the inputs digest
+		// the image records.
+		r.buildPool(ctx, pr, lead.rendered, strings.Join(label, ","))
+	}
+	return g
+}
+
+// buildPool builds one prepared pool under the pool label name, from
+// rendered (nil: builder renders); a panic
+// fails only this pool.
+func (r *run) buildPool(ctx context.Context, pr *prepared, rendered *layers.Result, name string) {
+	p := pr.pool
+	res := &pr.res
 	start := time.Now()
 	defer func() {
 		if v := recover(); v != nil {
 			res.fail("internal", KindRun, fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
 		}
-		res.Seconds = time.Since(start).Seconds()
+		res.Seconds = pr.prepSecs + pr.renderSecs + time.Since(start).Seconds()
 	}()
-	if err := ctx.Err(); err != nil {
-		res.fail("start", KindRun, err)
-		return res
-	}
-	mode := p.BaseIndex
-	if mode == "" {
-		mode = builder.BaseIndexAuto
-	}
-	var repo string
-	if !registry.IsLayout(p.Target) {
-		t, err := push.ParseTarget(p.Target)
-		if err != nil {
-			res.fail("push", KindInput, err)
-			return res
-		}
-		repo = t.Context().Name()
-	}
-	var base *builder.Base
-	if p.Base != "" {
-		b := r.base(ctx, p.Base, p.Arch, mode, repo)
-		if b.err != nil {
-			kind := KindRun
-			if ctx.Err() == nil && b.step == "base-index" {
-				kind = KindInput
-			}
-			res.fail(b.step, kind, b.err)
-			return res
-		}
-		base = b.base
-	}
-	stages, err := r.stages(ctx, p)
-	if err != nil {
-		res.fail(sign.StageSign, KindInput, err)
-		return res
-	}
 	pub, err := push.New(p.Target, r.o.Registry, push.WithLogger(r.log))
 	if err != nil {
 		res.fail("push", KindInput, err)
-		return res
+		return
 	}
-	bake := p.BakeSecrets != nil && *p.BakeSecrets
+	rreq := r.renderRequest(p)
+	rreq.Pool = name
 	req := builder.Request{
-		Render: layers.Request{
-			OSCs: p.OSC, MachineConfigs: p.MachineConfig, MachineConfigPools: p.MachineConfigPool,
-			Pool: p.Name, SecretsDir: p.Secrets, BakeSecrets: bake, AllowTopLevel: p.AllowTopLevel,
-			Epoch: r.o.Epoch, Images: r.images,
-		},
+		Render:    rreq,
 		Base:      p.Base,
-		BaseImage: base,
+		BaseImage: pr.base,
 		Registry:  r.o.Registry,
 		Arch:      p.Arch,
 		Version:   r.o.Version,
-		Flags: builder.OutputFlags{Pool: p.Name, Base: p.Base, BaseIndex: mode, Arch: p.Arch,
-			BakeSecrets: bake, AllowTopLevel: p.AllowTopLevel}.Map(),
+		Flags: builder.OutputFlags{Pool: name, Base: p.Base, BaseIndex: pr.mode, Arch: p.Arch,
+			BakeSecrets: p.bake(), AllowTopLevel: p.AllowTopLevel}.Map(),
 		Logger:    r.log,
-		BaseIndex: mode,
+		BaseIndex: pr.mode,
 		Index:     builder.IndexOptions{CacheDir: r.o.IndexCacheDir, Registry: r.o.Registry, Logger: r.log},
 	}
-	if repo != "" && r.firstInRepo(repo, base) {
-		// The base index artifact goes once into every target repository.
-		req.Index.Repository = repo
+	if rendered != nil {
+		req.Renderer = func(context.Context, layers.Request) (*layers.Result, error) { return rendered, nil }
 	}
-	br, err := builder.Build(ctx, req, pub, stages...)
+	if !registry.IsLayout(pr.repo) && r.firstInRepo(pr.repo, pr.base) {
+		// The base index artifact goes once into every target repository.
+		req.Index.Repository = pr.repo
+	}
+	br, err := builder.Build(ctx, req, pub, pr.stages...)
 	res.fill(br)
+	if pr.rendered != nil {
+		// The pool's own render (the image may carry the group's first).
+		res.InputsDigest = pr.rendered.InputsDigest
+		for i := range res.Phases {
+			if res.Phases[i].Name == "render" {
+				res.Phases[i].Seconds = pr.renderSecs
+			}
+		}
+	}
 	if err != nil {
 		step := "build"
 		if br != nil && len(br.Phases) > 0 {
@@ -236,7 +407,6 @@ func (r *run) buildPool(ctx context.Context, p *Pool) (res PoolResult) {
 		}
 		res.fail(step, stepKind(ctx, step), err)
 	}
-	return res
 }
 
 // stepKind says whether a failure at step is the input's (or a preflight
@@ -307,7 +477,7 @@ func (r *run) base(ctx context.Context, ref, arch, mode, repo string) *baseEntry
 
 // stages returns the pool's preflight and signing stages; the signing key
 // is loaded once per file.
-func (r *run) stages(ctx context.Context, p *Pool) ([]builder.Stage, error) {
+func (r *run) stages(p *Pool) ([]builder.Stage, error) {
 	po := preflight.Options{Log: r.log, MaxAddedBytes: 2 << 30}
 	if pf := p.Preflight; pf != nil {
 		po.Skip, po.ExpectVersion, po.AllowSecrets = pf.Skip, pf.ExpectVersion, pf.AllowSecrets

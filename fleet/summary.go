@@ -41,6 +41,10 @@ type PoolResult struct {
 	Digest       string `json:"digest,omitempty"`
 	InputsDigest string `json:"inputsDigest,omitempty"`
 	BaseDigest   string `json:"baseDigest,omitempty"`
+	// SameImageAs is the pool (its place in the plan) whose image this
+	// pool shares: same repository, content, base and options; only the
+	// tag was moved.
+	SameImageAs string `json:"sameImageAs,omitempty"`
 	// Signature is the cosign signature tag, when signed.
 	Signature     string          `json:"signature,omitempty"`
 	BytesUploaded int64           `json:"bytesUploaded"`

@@ -1,0 +1,105 @@
+package fleet_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/test/regtest"
+)
+
+// TestFleetSharedImage: three pools in one repository with the same
+// content (two named worker in two clusters, one named edge) become one
+// image with three tags, pushed once and signed once (cosign verifies it
+// by every tag); a pool with other content gets its own image.
+func TestFleetSharedImage(t *testing.T) {
+	crane := regtest.Require(t, "crane")
+	cosign := regtest.Require(t, "cosign")
+	e := newEnv(t)
+	kp, err := sign.GenerateKeyPair(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile, pubFile := filepath.Join(e.dir, "cosign.key"), filepath.Join(e.dir, "cosign.pub")
+	if err := os.WriteFile(keyFile, kp.Private, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pubFile, kp.Public, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.osc(t, "a/same.yaml", "the same")
+	e.osc(t, "b/same.yaml", "the same")
+	e.osc(t, "other.yaml", "other")
+	pools := e.plan(t, fmt.Sprintf(`
+defaults: {base: %[1]s, target: "%[2]s/os/images:{cluster}-{pool}", signKey: cosign.key}
+clusters:
+- name: a
+  pools:
+  - {name: worker, osc: [a/same.yaml]}
+  - {name: edge, osc: [a/same.yaml]}
+  - {name: other, osc: [other.yaml]}
+- name: b
+  pools:
+  - {name: worker, osc: [b/same.yaml]}
+`, e.base, e.host))
+	sum := e.run(t, pools)
+	if sum.Built != 4 {
+		t.Fatalf("%+v", sum.Pools)
+	}
+	shared := sum.Pools[0].Digest
+	for _, i := range []int{1, 3} {
+		if sum.Pools[i].Digest != shared || sum.Pools[i].SameImageAs != "clusters[0].pools[0]" || sum.Pools[i].BytesUploaded != 0 {
+			t.Errorf("%s: digest %s same as %q, uploaded %d; want %s, the first pool's",
+				sum.Pools[i].Path, sum.Pools[i].Digest, sum.Pools[i].SameImageAs, sum.Pools[i].BytesUploaded, shared)
+		}
+	}
+	if sum.Pools[2].Digest == shared || sum.Pools[2].SameImageAs != "" {
+		t.Errorf("other content shares the image: %+v", sum.Pools[2])
+	}
+	// One manifest and one signature written for the three pools.
+	manifestPuts, sigPuts := 0, 0
+	hex := strings.TrimPrefix(shared, "sha256:")
+	for _, r := range e.proxy.Requests() {
+		if r.Method != http.MethodPut {
+			continue
+		}
+		switch r.Path {
+		case "/v2/os/images/manifests/" + shared:
+			manifestPuts++
+		case "/v2/os/images/manifests/sha256-" + hex + ".sig":
+			sigPuts++
+		}
+	}
+	if manifestPuts != 1 || sigPuts != 1 {
+		t.Errorf("shared image: %d manifest PUTs, %d signature PUTs; want 1 and 1", manifestPuts, sigPuts)
+	}
+	for _, tag := range []string{"a-worker", "a-edge", "b-worker"} {
+		ref := e.host + "/os/images:" + tag
+		out, err := exec.Command(crane, "digest", ref).CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != shared {
+			t.Errorf("%s: %s %v, want %s", ref, out, err, shared)
+		}
+		if out, err := exec.Command(cosign, "verify", "--key", pubFile, "--insecure-ignore-tlog", "--allow-http-registry", ref).CombinedOutput(); err != nil {
+			t.Errorf("cosign verify %s: %v\n%s", ref, err, out)
+		}
+	}
+	out, err := exec.Command(crane, "config", e.host+"/os/images:b-worker").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Config struct{ Labels map[string]string }
+	}
+	if err := json.Unmarshal(out, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Config.Labels["io.oslayer.pool"]; got != "edge,worker" {
+		t.Errorf("pool label %q, want the pools the image serves: edge,worker", got)
+	}
+}
