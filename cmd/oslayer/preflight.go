@@ -99,7 +99,7 @@ Exit codes: 0 all checks passed, 1 errors found, 2 the checks could not run.`,
 				return fail(err)
 			}
 			if rep.Errors > 0 {
-				return &exitError{code: 1, err: fmt.Errorf("preflight: %s: %d error(s), %d warning(s)", args[0], rep.Errors, rep.Warnings)}
+				return &exitError{code: 1, err: fmt.Errorf("preflight: %s: %s, %s", args[0], count(rep.Errors, "error"), count(rep.Warnings, "warning"))}
 			}
 			return nil
 		},
@@ -153,12 +153,22 @@ func printReport(w io.Writer, rep *preflight.Report) error {
 		result = "FAILED"
 	}
 	lc := rep.Layers
-	_, err := fmt.Fprintf(w, "%s: %d checks (%d passed, %d warned, %d failed, %d skipped); %d errors, %d warnings, %d notes; %d added layers; %d layers (warning above %d, error at %d)\n",
-		result, len(rep.Checks), counts["passed"], counts["warned"], counts["failed"], counts["skipped"], rep.Errors, rep.Warnings, rep.Infos, len(rep.AddedLayers), lc.Layers, lc.WarnAbove, lc.ErrorAt)
+	_, err := fmt.Fprintf(w, "%s: %s (%d passed, %d warned, %d failed, %d skipped); %s, %s, %s; %s; %s (warning above %d, error at %d)\n",
+		result, count(len(rep.Checks), "check"), counts["passed"], counts["warned"], counts["failed"], counts["skipped"],
+		count(rep.Errors, "error"), count(rep.Warnings, "warning"), count(rep.Infos, "note"), count(len(rep.AddedLayers), "added layer"),
+		count(lc.Layers, "layer"), lc.WarnAbove, lc.ErrorAt)
 	if err == nil && len(skipped) > 0 {
 		_, err = fmt.Fprintf(w, "skipped: %s\n", strings.Join(skipped, ", "))
 	}
 	return err
+}
+
+// count is "1 error", "2 errors".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func dash(s string) string {

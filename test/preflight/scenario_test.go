@@ -220,7 +220,7 @@ func TestCommand(t *testing.T) {
 
 	t.Run("remote text", func(t *testing.T) {
 		out, stderr, code := cli(t, "preflight", ref, "--base", offRef, "--arch", "x86_64", "--expect-version", "43")
-		if code != 0 || !strings.Contains(out, "PASSED: 11 checks (10 passed, 0 warned, 0 failed, 1 skipped); 0 errors, 0 warnings, 0 notes; 1 added layers; ") {
+		if code != 0 || !strings.Contains(out, "PASSED: 11 checks (10 passed, 0 warned, 0 failed, 1 skipped); 0 errors, 0 warnings, 0 notes; 1 added layer; ") {
 			t.Errorf("exit %d\n%s\n%s", code, out, stderr)
 		}
 	})
@@ -250,7 +250,7 @@ func TestCommand(t *testing.T) {
 		badRef := push(t, bad, reg.Host+"/pool/worker:bad")
 		out, _, code := cli(t, "preflight", badRef, "--expect-version", "42")
 		if code != 1 || !strings.HasPrefix(out, "CHECK") || !strings.Contains(out, "content/etc-usretc  error") || !strings.Contains(out, "/usr/etc") ||
-			!strings.Contains(out, "FAILED: 11 checks (7 passed, 0 warned, 2 failed, 2 skipped); 2 errors, 0 warnings, 0 notes; 1 added layers; ") {
+			!strings.Contains(out, "FAILED: 11 checks (7 passed, 0 warned, 2 failed, 2 skipped); 2 errors, 0 warnings, 0 notes; 1 added layer; ") {
 			t.Errorf("exit %d\n%s", code, out)
 		}
 	})
