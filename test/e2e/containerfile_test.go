@@ -133,3 +133,32 @@ func TestParseContainerfileCatchesRoot(t *testing.T) {
 		t.Errorf("parsed %+v", st)
 	}
 }
+
+// The Containerfile links VERSION into the binary (--version, the image
+// label of what it builds, the provenance) and labels its own image with it.
+func TestContainerfileVersion(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "Containerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stages := parseContainerfile(t, string(b))
+	has := func(stage []instr, cmd, want string) bool {
+		for _, in := range stage {
+			if in.cmd == cmd && strings.Contains(in.args, want) {
+				return true
+			}
+		}
+		return false
+	}
+	for i, st := range [][]instr{stages[0], stages[len(stages)-1]} {
+		if !has(st, "ARG", "VERSION") {
+			t.Errorf("stage %d does not declare ARG VERSION", i)
+		}
+	}
+	if !has(stages[0], "RUN", "-X main.version=${VERSION}") {
+		t.Error("go build does not link VERSION into main.version")
+	}
+	if !has(stages[len(stages)-1], "LABEL", "org.opencontainers.image.version=${VERSION}") {
+		t.Error("the image has no org.opencontainers.image.version label from VERSION")
+	}
+}
