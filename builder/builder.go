@@ -114,6 +114,18 @@ type Published struct {
 	Uploaded int64
 	Skipped  int64
 	Mounted  int64
+	// Attached are manifests stages stored next to the image in an OCI
+	// layout (signatures, attestations): Commit lists them in the
+	// layout's index.json together with the tag. Registry targets keep
+	// them under their own tags instead.
+	Attached []Attached
+}
+
+// Attached is a manifest a stage wrote into an OCI layout for the image
+// (its blobs are there); Kind is its "kind" annotation in index.json.
+type Attached struct {
+	Kind       string        `json:"kind"`
+	Descriptor v1.Descriptor `json:"descriptor"`
 }
 
 // Publisher writes an image by digest and, once every stage succeeded, moves

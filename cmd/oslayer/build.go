@@ -117,7 +117,7 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 	if err != nil {
 		return err
 	}
-	ss, err := f.sign.stages(g, reg)
+	ss, err := f.sign.stages(g, reg, target)
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,17 @@ import (
 // RefNameAnnotation tags a manifest in an OCI layout's index.json.
 const RefNameAnnotation = "org.opencontainers.image.ref.name"
 
+// The "kind" annotations of a layout `cosign save` writes: the image, its
+// signatures image and its attestations image, one each; `cosign verify
+// --local-image` reads them. A layout holds the signatures of one image
+// (the one whose entry has KindImage).
+const (
+	KindAnnotation   = "kind"
+	KindImage        = "dev.cosignproject.cosign/image"
+	KindSignatures   = "dev.cosignproject.cosign/sigs"
+	KindAttestations = "dev.cosignproject.cosign/atts"
+)
+
 type layoutPublisher struct{ p *Publisher }
 
 type blobSource struct {
@@ -515,8 +526,9 @@ func (l *layoutPublisher) Commit(ctx context.Context, b *builder.Built, pub *bui
 			return fail("read index.json", fmt.Errorf("manifests: not an array"))
 		}
 	}
-	kept := make([]json.RawMessage, 0, len(entries)+1)
+	kept := make([]json.RawMessage, 0, len(entries)+1+len(pub.Attached))
 	var replaced []string
+	signed := len(pub.Attached) > 0
 	for i, e := range entries {
 		var desc struct {
 			Digest      string            `json:"digest"`
@@ -529,18 +541,56 @@ func (l *layoutPublisher) Commit(ctx context.Context, b *builder.Built, pub *bui
 			replaced = append(replaced, desc.Digest)
 			continue
 		}
+		if signed {
+			// The layout's signatures now belong to this image: the
+			// earlier signatures and attestations go, an earlier
+			// signed image stays as a plain tagged entry.
+			switch desc.Annotations[KindAnnotation] {
+			case KindSignatures, KindAttestations:
+				continue
+			case KindImage:
+				var full map[string]any
+				if err := json.Unmarshal(e, &full); err != nil {
+					return fail("read index.json", fmt.Errorf("manifests[%d]: %v", i, err))
+				}
+				ann, _ := full["annotations"].(map[string]any)
+				delete(ann, KindAnnotation)
+				if len(ann) == 0 {
+					delete(full, "annotations")
+				}
+				if e, err = json.Marshal(full); err != nil {
+					return fail("write index.json", err)
+				}
+			}
+		}
 		kept = append(kept, e)
+	}
+	ann := map[string]string{RefNameAnnotation: p.layoutTag}
+	if signed {
+		ann[KindAnnotation] = KindImage
 	}
 	entry, err := json.Marshal(v1.Descriptor{
 		MediaType:   mt,
 		Digest:      d,
 		Size:        int64(len(raw)),
-		Annotations: map[string]string{RefNameAnnotation: p.layoutTag},
+		Annotations: ann,
 	})
 	if err != nil {
 		return fail("write index.json", err)
 	}
 	kept = append(kept, entry)
+	for _, a := range pub.Attached {
+		if st, err := os.Stat(blobPath(p.dir, a.Descriptor.Digest)); err != nil || st.Size() != a.Descriptor.Size {
+			return fail("check", fmt.Errorf("%s manifest %s is not in the layout", a.Kind, a.Descriptor.Digest))
+		}
+		desc := a.Descriptor
+		desc.Annotations = map[string]string{KindAnnotation: a.Kind}
+		e, err := json.Marshal(desc)
+		if err != nil {
+			return fail("write index.json", err)
+		}
+		kept = append(kept, e)
+	}
 	if idx["manifests"], err = json.Marshal(kept); err != nil {
 		return fail("write index.json", err)
 	}

@@ -38,6 +38,7 @@ type options struct {
 	log       *slog.Logger
 	referrers bool
 	version   string
+	identity  string
 }
 
 func makeOptions(opts []Option) *options {

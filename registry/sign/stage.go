@@ -68,18 +68,19 @@ type signStage struct{ *shared }
 func (*signStage) Name() string { return StageSign }
 
 func (s *signStage) Run(ctx context.Context, b *builder.Built, p *builder.Published) (any, error) {
-	if p == nil || p.Digest == nil {
-		ref := ""
-		if p != nil {
-			ref = p.Ref
-		}
-		return nil, fmt.Errorf("%s: %s: only images pushed to a registry can be signed", StageSign, ref)
+	if p == nil {
+		return nil, fmt.Errorf("%s: no published image", StageSign)
 	}
 	sg, err := s.get(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", StageSign, err)
 	}
-	r, err := sg.Sign(ctx, *p.Digest)
+	var r *SignResult
+	if p.Digest == nil {
+		r, err = sg.SignLayout(ctx, p)
+	} else {
+		r, err = sg.Sign(ctx, *p.Digest)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", StageSign, err)
 	}
@@ -91,12 +92,29 @@ type attestStage struct{ *shared }
 func (*attestStage) Name() string { return StageAttest }
 
 func (s *attestStage) Run(ctx context.Context, b *builder.Built, p *builder.Published) (any, error) {
-	if p == nil || p.Digest == nil {
-		return nil, fmt.Errorf("%s: only images pushed to a registry can be attested", StageAttest)
+	if p == nil {
+		return nil, fmt.Errorf("%s: no published image", StageAttest)
 	}
 	sg, err := s.get(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", StageAttest, err)
+	}
+	if p.Digest == nil {
+		// An OCI layout: signatures and attestations are listed in its
+		// index.json with the tag, by Commit.
+		d, _, err := sg.layoutDigest(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", StageAttest, err)
+		}
+		st, err := NewStatement(b, d, sg.o.version)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", StageAttest, err)
+		}
+		r, err := sg.AttestLayout(ctx, p, st)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", StageAttest, err)
+		}
+		return r, nil
 	}
 	st, err := NewStatement(b, *p.Digest, sg.o.version)
 	if err != nil {

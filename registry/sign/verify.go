@@ -11,9 +11,13 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 	"github.com/sigstore/cosign/v2/pkg/oci"
+	colayout "github.com/sigstore/cosign/v2/pkg/oci/layout"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
+
+	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/registry/push"
 )
 
 // Verification is what Verify found. Err fields are empty on success.
@@ -72,23 +76,40 @@ func verify(ctx context.Context, ref string, pub signature.Verifier, o *options)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrVerify, err)
 	}
-	if res.Ref == nil {
-		return nil, fmt.Errorf("%s: verify needs a registry reference, not an OCI layout", ref)
-	}
-	d := res.Ref.Context().Digest(res.Digest.String())
-	v := &Verification{Ref: d.String(), Digest: res.Digest.String()}
-	// The identity a node checks is the repository it pulls, before any
-	// mirror rewriting.
-	want := d.Context().Name()
-	if given, err := name.ParseReference(ref); err == nil {
-		want = given.Context().Name()
-	}
+	var v *Verification
 	co := &cosign.CheckOpts{
 		RegistryClientOpts: []ociremote.Option{ociremote.WithRemoteOptions(o.remoteOpts(ctx)...)},
 		SigVerifier:        pub,
 		IgnoreTlog:         true,
 		IgnoreSCT:          true,
-		ClaimVerifier: func(sig oci.Signature, h v1.Hash, ann map[string]interface{}) error {
+	}
+	var sigs, atts []oci.Signature
+	var sigErr, attErr error
+	if res.Ref == nil {
+		// An OCI layout as `cosign save` writes it: the signatures and
+		// attestations of the image whose entry has the kind annotation.
+		l, err := registry.ParseLayout(ref)
+		if err != nil {
+			return nil, err
+		}
+		v = &Verification{Ref: registry.LayoutPrefix + l.Dir + "@" + res.Digest.String(), Digest: res.Digest.String()}
+		if err := layoutSignedImage(l.Dir, res.Digest); err != nil {
+			return v, fmt.Errorf("%w for %s: %v", ErrVerify, v.Ref, err)
+		}
+		co.ClaimVerifier = cosign.SimpleClaimVerifier
+		sigs, _, sigErr = cosign.VerifyLocalImageSignatures(ctx, l.Dir, co)
+		co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
+		atts, _, attErr = cosign.VerifyLocalImageAttestations(ctx, l.Dir, co)
+	} else {
+		d := res.Ref.Context().Digest(res.Digest.String())
+		v = &Verification{Ref: d.String(), Digest: res.Digest.String()}
+		// The identity a node checks is the repository it pulls, before any
+		// mirror rewriting.
+		want := d.Context().Name()
+		if given, err := name.ParseReference(ref); err == nil {
+			want = given.Context().Name()
+		}
+		co.ClaimVerifier = func(sig oci.Signature, h v1.Hash, ann map[string]interface{}) error {
 			if err := cosign.SimpleClaimVerifier(sig, h, ann); err != nil {
 				return err
 			}
@@ -100,20 +121,20 @@ func verify(ctx context.Context, ref string, pub signature.Verifier, o *options)
 				return fmt.Errorf("signature names %q, not repository %q", id, want)
 			}
 			return nil
-		},
+		}
+		sigs, _, sigErr = cosign.VerifyImageSignatures(ctx, d, co)
+		co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
+		atts, _, attErr = cosign.VerifyImageAttestations(ctx, d, co)
 	}
-	sigs, _, err := cosign.VerifyImageSignatures(ctx, d, co)
-	if err != nil {
-		v.SignatureError = err.Error()
+	if sigErr != nil {
+		v.SignatureError = sigErr.Error()
 	} else {
 		v.Signatures = len(sigs)
 		if len(sigs) > 0 {
 			v.SignedIdentity, _ = signedIdentity(sigs[0])
 		}
 	}
-
-	co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
-	atts, _, err := cosign.VerifyImageAttestations(ctx, d, co)
+	err = attErr
 	if err != nil {
 		v.AttestationError = err.Error()
 	} else {
@@ -149,7 +170,7 @@ func verify(ctx context.Context, ref string, pub signature.Verifier, o *options)
 		errs = append(errs, "attestation: "+v.AttestationError)
 	}
 	if len(errs) > 0 {
-		return v, fmt.Errorf("%w for %s: %s", ErrVerify, d, strings.Join(errs, "; "))
+		return v, fmt.Errorf("%w for %s: %s", ErrVerify, v.Ref, strings.Join(errs, "; "))
 	}
 	return v, nil
 }
@@ -186,4 +207,28 @@ func repoName(s string) string {
 		return s
 	}
 	return r.Name()
+}
+
+// layoutSignedImage checks that the image the OCI layout dir holds
+// signatures for (cosign's kind annotation) is d.
+func layoutSignedImage(dir string, d v1.Hash) error {
+	idx, err := colayout.SignedImageIndex(dir)
+	if err != nil {
+		return err
+	}
+	si, err := idx.SignedImage(v1.Hash{})
+	if err != nil {
+		return err
+	}
+	if si == nil {
+		return fmt.Errorf("the layout %s holds no signed image (no index.json entry with annotation kind=%s; build with --sign-key or cosign save)", dir, push.KindImage)
+	}
+	h, err := si.Digest()
+	if err != nil {
+		return err
+	}
+	if h != d {
+		return fmt.Errorf("the layout %s holds signatures for %s, not for %s", dir, h, d)
+	}
+	return nil
 }

@@ -1,0 +1,233 @@
+package sign
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	ggcrlayout "github.com/google/go-containerregistry/pkg/v1/layout"
+	cremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
+	"github.com/sigstore/cosign/v2/pkg/oci"
+	"github.com/sigstore/cosign/v2/pkg/oci/empty"
+	colayout "github.com/sigstore/cosign/v2/pkg/oci/layout"
+	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
+	"github.com/sigstore/cosign/v2/pkg/oci/static"
+	ctypes "github.com/sigstore/cosign/v2/pkg/types"
+	"github.com/sigstore/sigstore/pkg/signature/dsse"
+	sigopts "github.com/sigstore/sigstore/pkg/signature/options"
+
+	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/registry/push"
+)
+
+// WithIdentity sets the repository a signature of an image in an OCI
+// layout names (its docker-reference) and the provenance's subject: the
+// repository nodes will pull the image from once it is copied there. A
+// registry target names its own repository.
+func WithIdentity(repo string) Option { return func(o *options) { o.identity = repo } }
+
+// layoutDigest is the digested identity reference of an image written to
+// an OCI layout (p.Ref "oci:DIR@sha256:...") and the layout's directory.
+func (s *Signer) layoutDigest(p *builder.Published) (name.Digest, layoutRef, error) {
+	if s.o.identity == "" {
+		return name.Digest{}, layoutRef{}, fmt.Errorf("%s: signing an OCI layout needs --sign-identity REPO, the repository nodes pull the image from (the signature names it)", p.Ref)
+	}
+	l, err := parseLayoutRef(p.Ref)
+	if err != nil {
+		return name.Digest{}, layoutRef{}, err
+	}
+	d, err := name.NewDigest(s.o.identity + "@" + l.digest.String())
+	if err != nil {
+		return name.Digest{}, layoutRef{}, fmt.Errorf("--sign-identity %q: %w", s.o.identity, err)
+	}
+	return d, l, nil
+}
+
+// layoutSigned returns the signatures and attestations the layout dir
+// already holds for digest d (cosign's kind annotations); empty when its
+// signed image is another one or it has none.
+func layoutSigned(dir string, d v1.Hash) (sigs, atts oci.Signatures, err error) {
+	sigs, atts = empty.Signatures(), empty.Signatures()
+	if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
+		return sigs, atts, nil
+	}
+	idx, err := colayout.SignedImageIndex(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read OCI layout %s: %w", dir, err)
+	}
+	si, err := idx.SignedImage(v1.Hash{})
+	if err != nil || si == nil {
+		return sigs, atts, err
+	}
+	if h, err := si.Digest(); err != nil || h != d {
+		return sigs, atts, err
+	}
+	if s, err := idx.Signatures(); err != nil {
+		return nil, nil, fmt.Errorf("read signatures in OCI layout %s: %w", dir, err)
+	} else if s != nil {
+		sigs = s
+	}
+	if a, err := idx.Attestations(); err != nil {
+		return nil, nil, fmt.Errorf("read attestations in OCI layout %s: %w", dir, err)
+	} else if a != nil {
+		atts = a
+	}
+	return sigs, atts, nil
+}
+
+// writeAttached writes img's blobs into the layout dir and returns it as
+// an attachment of kind for Commit to list.
+func writeAttached(dir, kind string, img v1.Image) (builder.Attached, error) {
+	if err := ggcrlayout.Path(dir).WriteImage(img); err != nil {
+		return builder.Attached{}, fmt.Errorf("write %s into OCI layout %s: %w", kind, dir, err)
+	}
+	raw, err := img.RawManifest()
+	if err != nil {
+		return builder.Attached{}, err
+	}
+	mt, err := img.MediaType()
+	if err != nil {
+		return builder.Attached{}, err
+	}
+	h, _, err := v1.SHA256(bytes.NewReader(raw))
+	if err != nil {
+		return builder.Attached{}, err
+	}
+	return builder.Attached{Kind: kind, Descriptor: v1.Descriptor{MediaType: mt, Digest: h, Size: int64(len(raw))}}, nil
+}
+
+// SignLayout signs the image p names in an OCI layout (written, its tag
+// not yet moved) and writes the signatures image into the layout, merged
+// with the signatures it already holds for that digest; p.Attached gets it
+// so the layout's Commit lists it as `cosign save` does.
+func (s *Signer) SignLayout(ctx context.Context, p *builder.Published) (*SignResult, error) {
+	d, l, err := s.layoutDigest(p)
+	if err != nil {
+		return nil, err
+	}
+	dir := l.dir
+	pl, err := Payload(d)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := s.sv.SignMessage(bytes.NewReader(pl), sigopts.WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("signing %s: %w", d, err)
+	}
+	sig, err := static.NewSignature(pl, base64.StdEncoding.EncodeToString(raw))
+	if err != nil {
+		return nil, err
+	}
+	existing, _, err := layoutSigned(dir, l.digest)
+	if err != nil {
+		return nil, err
+	}
+	res := &SignResult{Ref: d.String(), SignatureTag: p.Ref}
+	sigs := existing
+	if dup, err := cosignDupe(s, existing, sig); err != nil {
+		return nil, err
+	} else if dup {
+		res.Existing = true
+	} else if sigs, err = mutate.AppendSignatures(existing, false, sig); err != nil {
+		return nil, err
+	}
+	res.Signatures = count(sigs)
+	a, err := writeAttached(dir, push.KindSignatures, sigs)
+	if err != nil {
+		return nil, err
+	}
+	p.Attached = append(p.Attached, a)
+	res.SignatureTag = registry.LayoutPrefix + dir + "@" + a.Descriptor.Digest.String()
+	s.o.log.InfoContext(ctx, "signed in OCI layout", "ref", d.String(), "layout", dir, "signatures", res.Signatures)
+	return res, nil
+}
+
+// AttestLayout DSSE-signs st and writes the attestations image into the
+// layout of p (replacing our own earlier attestation of the predicate type
+// for that digest, keeping others), like SignLayout.
+func (s *Signer) AttestLayout(ctx context.Context, p *builder.Published, st *Statement) (*AttestResult, error) {
+	d, l, err := s.layoutDigest(p)
+	if err != nil {
+		return nil, err
+	}
+	dir := l.dir
+	pl, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	_, existing, err := layoutSigned(dir, l.digest)
+	if err != nil {
+		return nil, err
+	}
+	res := &AttestResult{Ref: d.String(), PredicateType: st.PredicateType}
+	el, err := existing.Get()
+	if err != nil {
+		return nil, err
+	}
+	atts := existing
+	same := false
+	for _, a := range el {
+		same = same || s.sameAttestation(a, pl)
+	}
+	if same {
+		res.Existing = true
+	} else {
+		env, err := dsse.WrapSigner(s.sv, ctypes.IntotoPayloadType).SignMessage(bytes.NewReader(pl), sigopts.WithContext(ctx))
+		if err != nil {
+			return nil, fmt.Errorf("signing statement for %s: %w", d, err)
+		}
+		att, err := static.NewAttestation(env, static.WithLayerMediaType(ctypes.DssePayloadType),
+			static.WithAnnotations(map[string]string{"predicateType": st.PredicateType}))
+		if err != nil {
+			return nil, err
+		}
+		ro := &replaceOp{predicateType: st.PredicateType, ours: s.ownAttestation}
+		kept, err := ro.Replace(existing, att)
+		if err != nil {
+			return nil, err
+		}
+		kl, _ := kept.Get()
+		if atts, err = mutate.AppendSignatures(empty.Signatures(), false, kl...); err != nil {
+			return nil, err
+		}
+		res.Replaced = ro.replaced
+	}
+	res.Attestations = count(atts)
+	a, err := writeAttached(dir, push.KindAttestations, atts)
+	if err != nil {
+		return nil, err
+	}
+	p.Attached = append(p.Attached, a)
+	res.AttestationTag = registry.LayoutPrefix + dir + "@" + a.Descriptor.Digest.String()
+	s.o.log.InfoContext(ctx, "attested in OCI layout", "ref", d.String(), "layout", dir, "attestations", res.Attestations)
+	return res, nil
+}
+
+// cosignDupe reports whether sigs holds sig's payload signed by s's key.
+func cosignDupe(s *Signer, sigs oci.Signatures, sig oci.Signature) (bool, error) {
+	dup, err := cremote.NewDupeDetector(s.sv).Find(sigs, sig)
+	return dup != nil, err
+}
+
+type layoutRef struct {
+	dir    string
+	digest v1.Hash
+}
+
+func parseLayoutRef(ref string) (layoutRef, error) {
+	l, err := registry.ParseLayout(ref)
+	if err != nil {
+		return layoutRef{}, err
+	}
+	if l.Digest.Hex == "" {
+		return layoutRef{}, fmt.Errorf("%s: not a digested OCI layout reference", ref)
+	}
+	return layoutRef{dir: l.Dir, digest: l.Digest}, nil
+}
