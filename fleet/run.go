@@ -143,6 +143,7 @@ func Run(ctx context.Context, pools []Pool, o Options) (*Summary, error) {
 	prep := make([]*prepared, len(pools))
 	parallel(o.Jobs, len(pools), func(i int) {
 		prep[i] = r.prepare(ctx, &pools[i])
+		prep[i].at = i
 		if prep[i].done {
 			sum.Pools[i] = prep[i].res
 			r.progress.done(&prep[i].res)
@@ -151,7 +152,7 @@ func Run(ctx context.Context, pools []Pool, o Options) (*Summary, error) {
 	groups := group(prep)
 	parallel(o.Jobs, len(groups), func(g int) {
 		for _, p := range r.buildGroup(ctx, groups[g]) {
-			sum.Pools[p.pool.Index] = p.res
+			sum.Pools[p.at] = p.res
 			r.progress.done(&p.res)
 		}
 	})
@@ -188,6 +189,7 @@ func parallel(jobs, n int, f func(i int)) {
 // rendered, or its result when that failed (done).
 type prepared struct {
 	pool   *Pool
+	at     int // position in the pools Run builds
 	res    PoolResult
 	done   bool
 	start  time.Time

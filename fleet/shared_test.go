@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oslayer/oslayer/fleet"
 	"github.com/oslayer/oslayer/registry/sign"
 	"github.com/oslayer/oslayer/test/regtest"
 )
@@ -101,5 +102,75 @@ clusters:
 	}
 	if got := cfg.Config.Labels["io.oslayer.pool"]; got != "edge,worker" {
 		t.Errorf("pool label %q, want the pools the image serves: edge,worker", got)
+	}
+}
+
+// TestFleetShards runs the 3 shards of a plan at once against one
+// registry, as 3 pods of an Indexed Job would: every pool is built by
+// exactly one shard, each tag is written once, and the pools that share an
+// image (same content, one repository) share it across the fleet.
+func TestFleetShards(t *testing.T) {
+	e := newEnv(t)
+	var b strings.Builder
+	fmt.Fprintf(&b, "defaults: {base: %s, target: \"%s/os/{cluster}:{pool}\"}\nclusters:\n", e.base, e.host)
+	for c := 0; c < 3; c++ {
+		fmt.Fprintf(&b, "- name: c%d\n  pools:\n", c)
+		for p := 0; p < 4; p++ {
+			body := fmt.Sprintf("pool %d of %d", p, c)
+			if p == 0 {
+				body = "same in the cluster"
+			}
+			e.osc(t, fmt.Sprintf("c%d/p%d.yaml", c, p), body)
+			fmt.Fprintf(&b, "  - {name: p%d, osc: [c%d/p%d.yaml]}\n", p, c, p)
+		}
+		// A second pool with p0's content in the same repository.
+		fmt.Fprintf(&b, "  - {name: q0, osc: [c%d/p0.yaml]}\n", c)
+	}
+	pools := e.plan(t, b.String())
+	const n = 3
+	sums := make([]*fleet.Summary, n)
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func(i int) {
+			var err error
+			sums[i], err = fleet.Run(ctxT(t), fleet.Shard(pools, i, n), fleet.Options{Jobs: 2, Version: "test",
+				IndexCacheDir: filepath.Join(e.dir, "cache")})
+			errs <- err
+		}(i)
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	built := map[string]int{}
+	for i, s := range sums {
+		if s.Failed != 0 || s.Total == 0 {
+			t.Errorf("shard %d: %d of %d failed: %+v", i, s.Failed, s.Total, s.Pools)
+		}
+		for _, p := range s.Pools {
+			built[p.Cluster+"/"+p.Pool]++
+			if strings.HasPrefix(p.Pool, "q") && p.SameImageAs == "" {
+				t.Errorf("%s/%s did not share p0's image", p.Cluster, p.Pool)
+			}
+		}
+	}
+	tagPuts := map[string]int{}
+	for _, r := range e.proxy.Requests() {
+		if r.Method == http.MethodPut && strings.Contains(r.Path, "/manifests/") && !strings.Contains(r.Path, "/manifests/sha256") {
+			tagPuts[r.Path]++
+		}
+	}
+	for _, p := range pools {
+		if built[p.ID()] != 1 {
+			t.Errorf("%s built by %d shards", p.ID(), built[p.ID()])
+		}
+		path := "/v2/os/" + p.Cluster + "/manifests/" + p.Name
+		if tagPuts[path] != 1 {
+			t.Errorf("%s written %d times", path, tagPuts[path])
+		}
+	}
+	if len(built) != len(pools) {
+		t.Errorf("%d pools built, plan has %d", len(built), len(pools))
 	}
 }

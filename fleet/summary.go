@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -209,4 +211,31 @@ func (p *progress) finish() {
 	if p != nil && p.w != nil && p.terminal {
 		fmt.Fprintln(p.w)
 	}
+}
+
+// WriteTektonResults writes the Tekton results Tekton Chains reads into
+// dir: IMAGES (every built image, "REPO@sha256:...", one per line, each
+// once), IMAGE_URL and IMAGE_DIGEST (the first of them: Chains takes them
+// as the one image of a task that built a single one). Failed pools are
+// not listed.
+func (s *Summary) WriteTektonResults(dir string) error {
+	var images []string
+	seen := map[string]bool{}
+	for _, p := range s.Pools {
+		if p.Status != "built" || p.Image == "" || seen[p.Image] {
+			continue
+		}
+		seen[p.Image] = true
+		images = append(images, p.Image)
+	}
+	url, digest := "", ""
+	if len(images) > 0 {
+		url, digest, _ = strings.Cut(images[0], "@")
+	}
+	for name, v := range map[string]string{"IMAGES": strings.Join(images, "\n"), "IMAGE_URL": url, "IMAGE_DIGEST": digest} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,6 +23,9 @@ type fleetFlags struct {
 	indexCache   string
 	imageBudget  string
 	imageTimeout time.Duration
+	shard        string
+	shards       int
+	results      string
 }
 
 func newFleetCmd(g *globals) *cobra.Command {
@@ -68,7 +73,28 @@ not run (registry, credentials: retrying may help).`,
 	fs.StringVar(&f.indexCache, "base-index-cache", "", "directory of cached base indexes (default $"+baseindex.CacheEnv+", else $XDG_CACHE_HOME/oslayer/baseindex)")
 	fs.StringVar(&f.imageBudget, "imageref-budget", "1GiB", "total size of all Gardener imageRef files read by the run (a file many pools name counts once)")
 	fs.DurationVar(&f.imageTimeout, "imageref-timeout", 0, "time bound for reading all imageRef files of the run (default 10m)")
+	fs.StringVar(&f.shard, "shard", "", "build only shard I of N (I/N, 0 <= I < N): a deterministic, balanced slice of the plan; N runs build every pool once")
+	fs.IntVar(&f.shards, "shards", 0, "build the shard $JOB_COMPLETION_INDEX of this many (a Kubernetes Indexed Job's completions)")
+	fs.StringVar(&f.results, "tekton-results", "", "write Tekton results IMAGES, IMAGE_URL and IMAGE_DIGEST into this directory (e.g. /tekton/results)")
 	return cmd
+}
+
+// shard returns the shard the flags (or $JOB_COMPLETION_INDEX) select:
+// "" when none.
+func (f *fleetFlags) shardSpec() (string, error) {
+	switch {
+	case f.shard != "" && f.shards != 0:
+		return "", errors.New("give --shard I/N or --shards N, not both")
+	case f.shard != "":
+		return f.shard, nil
+	case f.shards != 0:
+		idx, ok := os.LookupEnv("JOB_COMPLETION_INDEX")
+		if !ok {
+			return "", errors.New("--shards N reads the shard index from $JOB_COMPLETION_INDEX, which is not set (give --shard I/N)")
+		}
+		return idx + "/" + strconv.Itoa(f.shards), nil
+	}
+	return "", nil
 }
 
 func runFleetBuild(cmd *cobra.Command, g *globals, f *fleetFlags, planPath string) error {
@@ -94,10 +120,21 @@ func runFleetBuild(cmd *cobra.Command, g *globals, f *fleetFlags, planPath strin
 	if err != nil {
 		return err
 	}
+	spec, err := f.shardSpec()
+	if err != nil {
+		return err
+	}
+	shard, shards := 0, 1
+	if spec != "" {
+		if shard, shards, err = fleet.ParseShard(spec); err != nil {
+			return err
+		}
+	}
 	pools, err := fleet.Load(planPath)
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
+	pools = fleet.Shard(pools, shard, shards)
 	cache := f.indexCache
 	if cache == "" {
 		if cache, err = baseindex.DefaultCacheDir(); err != nil {
@@ -112,6 +149,12 @@ func runFleetBuild(cmd *cobra.Command, g *globals, f *fleetFlags, planPath strin
 	})
 	if err != nil {
 		return &exitError{code: 2, err: err}
+	}
+	sum.Shard = spec
+	if f.results != "" {
+		if err := sum.WriteTektonResults(f.results); err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("--tekton-results: %w", err)}
+		}
 	}
 	if f.summary != "" {
 		var b bytes.Buffer

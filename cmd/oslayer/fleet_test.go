@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,5 +84,68 @@ clusters:
 		if len(entries) != 2 {
 			t.Errorf("out/ has %d entries after the invalid plan, want the 2 of the first run", len(entries))
 		}
+	}
+}
+
+// TestFleetCLIShards: the two shards of the example plan, one chosen by
+// $JOB_COMPLETION_INDEX and --shards, one by --shard, build both pools
+// once; --tekton-results writes the results Tekton Chains reads.
+func TestFleetCLIShards(t *testing.T) {
+	t.Setenv("OSLAYER_BASEINDEX_CACHE", t.TempDir())
+	plan := example(t, "fleet", "fleet.yaml")
+	out := t.TempDir()
+	// The example's targets are oci:out/...: relative to the plan, so
+	// build a copy of the plan next to copies of nothing else but paths.
+	data, err := os.ReadFile(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := filepath.Join(out, "fleet.yaml")
+	text := strings.ReplaceAll(string(data), "../", filepath.Dir(filepath.Dir(plan))+"/")
+	if err := os.WriteFile(local, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runCLIIO(t, nil, "fleet", "build", local, "--shards", "2"); err == nil || !strings.Contains(err.Error(), "JOB_COMPLETION_INDEX") {
+		t.Errorf("--shards without $JOB_COMPLETION_INDEX: %v", err)
+	}
+	t.Setenv("JOB_COMPLETION_INDEX", "0")
+	var all fleet.Summary
+	for i, args := range [][]string{{"--shards", "2"}, {"--shard", "1/2"}} {
+		res := filepath.Join(out, fmt.Sprintf("results-%d", i))
+		if err := os.Mkdir(res, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr, err := runCLIIO(t, nil, append([]string{"fleet", "build", local, "-o", "json", "--tekton-results", res}, args...)...)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, stderr)
+		}
+		var sum fleet.Summary
+		if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+			t.Fatal(err)
+		}
+		if sum.Shard != fmt.Sprintf("%d/2", i) || sum.Built != sum.Total || sum.Total == 0 {
+			t.Errorf("shard %d: %s", i, stdout)
+		}
+		all.Pools = append(all.Pools, sum.Pools...)
+		images, _ := os.ReadFile(filepath.Join(res, "IMAGES"))
+		url, _ := os.ReadFile(filepath.Join(res, "IMAGE_URL"))
+		digest, _ := os.ReadFile(filepath.Join(res, "IMAGE_DIGEST"))
+		if string(url)+"@"+string(digest) != sum.Pools[0].Image || !strings.Contains(string(images), sum.Pools[0].Image) {
+			t.Errorf("shard %d results: IMAGES %q IMAGE_URL %q IMAGE_DIGEST %q", i, images, url, digest)
+		}
+	}
+	pools, err := fleet.Load(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all.Pools) != len(pools) {
+		t.Errorf("the shards built %d pools, the plan has %d", len(all.Pools), len(pools))
+	}
+	seen := map[string]bool{}
+	for _, p := range all.Pools {
+		if seen[p.Path] {
+			t.Errorf("%s built twice", p.Path)
+		}
+		seen[p.Path] = true
 	}
 }
