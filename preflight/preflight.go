@@ -349,7 +349,7 @@ func Run(ctx context.Context, t Target, opts Options) (*Report, error) {
 		case c.Needs()&NeedBase != 0 && t.Base == nil && t.Require == nil:
 			cr.Status, cr.Reason = "skipped", "no base image given (--base / --require-base)"
 		case c.Needs()&NeedBaseTree != 0 && t.BaseTree == nil:
-			cr.Status, cr.Reason = "skipped", "the base's tree is not known (a build's base index)"
+			cr.Status, cr.Reason = "skipped", "the base's tree is not known (no base index: build indexes the base; preflight --base uses the index a build cached)"
 		case c.Needs()&NeedAdded != 0 && tt.FirstAdded < 0:
 			cr.Status, cr.Reason = "skipped", "added layers unknown: no base, no ostree.final-diffid label, no oslayer history"
 		}

@@ -10,6 +10,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 
+	"github.com/oslayer/oslayer/baseindex"
 	"github.com/oslayer/oslayer/preflight"
 )
 
@@ -77,6 +78,16 @@ Exit codes: 0 all checks passed, 1 errors found, 2 the checks could not run.`,
 					return fail(fmt.Errorf("preflight: --base: %w", err))
 				}
 				t.BaseRef = base
+				// A base a build indexed has its index in the disk cache:
+				// the usr-override check reads the base's tree from it (no
+				// base blob is read; without it the check is skipped).
+				if d, err := t.Base.Digest(); err == nil {
+					if dir, err := baseindex.DefaultCacheDir(); err == nil {
+						if ix, err := (baseindex.Cache{Dir: dir}).Load(d); err == nil && ix != nil {
+							t.BaseTree = ix.FS()
+						}
+					}
+				}
 			}
 			if pf.requireBase != "" {
 				if t.Require, _, err = reg.Image(ctx, pf.requireBase, platform); err != nil {

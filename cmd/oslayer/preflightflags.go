@@ -32,7 +32,7 @@ func (f *preflightFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.expectVersion, "expect-version", "", "OS version the image must have (org.opencontainers.image.version or version label; \"9.6\" matches \"9.6.2025...\")")
 	fs.StringArrayVar(&f.skip, "skip", nil, "skip a preflight check by name (repeatable): "+strings.Join(checkNames(), ", "))
 	fs.BoolVar(&f.fatalWarnings, "fatal-warnings", false, "treat preflight warnings as errors")
-	fs.BoolVar(&f.denyUsr, "deny-usr-override", false, "an added file that replaces a file of the base under /usr is an error (check usr-override; build only: it needs the base index)")
+	fs.BoolVar(&f.denyUsr, "deny-usr-override", false, "an added file that replaces a file of the base under /usr is an error (check usr-override; it reads the base index)")
 	fs.StringArrayVar(&f.allowSecrets, "allow-secret", nil, "path (or glob) in the image allowed to hold a secret, e.g. /etc/pki/tls/private/*.key (repeatable)")
 	fs.IntVar(&f.warnLayers, "warn-layers", preflight.DefaultWarnLayers, "warn when the image has more layers than this (docker pull fails at 128)")
 	fs.IntVar(&f.maxLayers, "max-layers", preflight.DefaultMaxLayers, "fail when the image has this many layers or more (containers-storage cannot store about 500)")

@@ -288,6 +288,12 @@ func TestBuildUsrOverride(t *testing.T) {
 	if !strings.Contains(stdout, `"usr-override"`) {
 		t.Errorf("no usr-override finding in the result:\n%s", stdout)
 	}
+	// preflight on its own, against the base, reads the index the build
+	// cached.
+	stdout, stderr, code = cli(t, "preflight", out+":latest", "--base", "oci:examples/base")
+	if code != 0 || !strings.Contains(stdout, "usr-override") || !strings.Contains(stdout, "usr/lib/systemd/system/containerd.service") {
+		t.Errorf("preflight --base: exit %d\n%s\n%s", code, stdout, stderr)
+	}
 	out2 := filepath.Join(t.TempDir(), "out2")
 	stdout, _, code = cli(t, "build", "--base", "oci:examples/base", "--pool", "worker", "--osc", osc, "--push", "oci:"+out2, "--deny-usr-override", "-o", "json")
 	if code == 0 || !strings.Contains(stdout, "usr-override") {
