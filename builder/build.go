@@ -82,6 +82,11 @@ type Result struct {
 	Tagged bool `json:"tagged"`
 	// Error is why the build stopped (empty on success).
 	Error string `json:"error,omitempty"`
+
+	// What BuildMulti needs of a platform's build.
+	built     *Built
+	published *Published
+	indexOpts IndexOptions
 }
 
 // Phase is one step of a build and its wall time.
@@ -99,14 +104,16 @@ type Targeter interface{ Target() string }
 // leaves the tag where it was. The returned Result is filled as far as the
 // build got, also on error.
 func Build(ctx context.Context, req Request, pub Publisher, stages ...Stage) (*Result, error) {
-	res, err := build(ctx, req, pub, stages)
+	res, err := build(ctx, req, pub, stages, true)
 	if err != nil {
 		res.Error = err.Error()
 	}
 	return res, err
 }
 
-func build(ctx context.Context, req Request, pub Publisher, stages []Stage) (*Result, error) {
+// build runs one build; with commit false it stops after the stages (the
+// tag and the base index artifact are left to BuildMulti).
+func build(ctx context.Context, req Request, pub Publisher, stages []Stage, commit bool) (*Result, error) {
 	log := req.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -301,24 +308,34 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage) (*Re
 	if err := runStages(post, p); err != nil {
 		return res, err
 	}
+	res.built, res.published, res.indexOpts = b, p, iopts
+	if !commit {
+		return res, nil
+	}
 
 	if err := phase("tag", func() error { return pub.Commit(ctx, b, p) }); err != nil {
 		return res, err
 	}
 	res.Tagged = true
-	if res.BaseIndex != nil && res.BaseIndex.Source != string(baseindex.SourceRegistry) && iopts.Repository != "" {
-		// Shared with every later build into this repository. The image
-		// is complete without it: a failure is a warning.
-		err := phase("base-index-publish", func() error { return PublishIndex(ctx, base, iopts) })
-		if err != nil {
-			res.Warnings = append(res.Warnings, err.Error())
-			log.Warn("base index not published", "error", err)
-		} else {
-			res.BaseIndex.Published = iopts.Repository + ":" + baseindex.Tag(base.Index.Base)
-		}
-	}
+	res.publishIndex(ctx, base, iopts, phase, log)
 	log.Info("built", "pool", res.Pool, "image", res.Image)
 	return res, nil
+}
+
+// publishIndex pushes the base index artifact next to the images once the
+// tag moved: shared with every later build into this repository. The
+// image is complete without it: a failure is a warning.
+func (res *Result) publishIndex(ctx context.Context, base *Base, iopts IndexOptions, phase func(string, func() error) error, log *slog.Logger) {
+	if res.BaseIndex == nil || res.BaseIndex.Source == string(baseindex.SourceRegistry) || iopts.Repository == "" || base == nil || base.Index == nil {
+		return
+	}
+	err := phase("base-index-publish", func() error { return PublishIndex(ctx, base, iopts) })
+	if err != nil {
+		res.Warnings = append(res.Warnings, err.Error())
+		log.Warn("base index not published", "error", err)
+	} else {
+		res.BaseIndex.Published = iopts.Repository + ":" + baseindex.Tag(base.Index.Base)
+	}
 }
 
 // offWarning says what a build with the base index off assumed.

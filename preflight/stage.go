@@ -51,13 +51,37 @@ func Stages(opts Options) []builder.Stage {
 func Stage(opts Options) builder.Stage { return &stage{sh: &shared{opts: opts}, all: true} }
 
 // shared is what the two halves share: the options and the required base,
-// opened once.
+// opened once per platform.
 type shared struct {
 	opts Options
 
-	once    sync.Once
-	require v1.Image
-	reqErr  error
+	mu sync.Mutex
+	// required holds the required base per platform (a multi-platform
+	// build checks each platform against its own).
+	required map[string]*required
+}
+
+// required is the required base for one platform, opened once.
+type required struct {
+	once sync.Once
+	img  v1.Image
+	err  error
+}
+
+func (sh *shared) requiredFor(plat *v1.Platform) *required {
+	key := ""
+	if plat != nil {
+		key = plat.String()
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.required == nil {
+		sh.required = map[string]*required{}
+	}
+	if sh.required[key] == nil {
+		sh.required[key] = &required{}
+	}
+	return sh.required[key]
 }
 
 type stage struct {
@@ -172,11 +196,12 @@ func (s *stage) Run(ctx context.Context, b *builder.Built, p *builder.Published)
 		if opts.Open == nil {
 			return nil, fmt.Errorf("--require-base %s: no way to open images", opts.RequireBase)
 		}
-		s.sh.once.Do(func() { s.sh.require, s.sh.reqErr = opts.Open(ctx, opts.RequireBase, plat) })
-		if s.sh.reqErr != nil {
-			return nil, fmt.Errorf("--require-base %s: %w", opts.RequireBase, s.sh.reqErr)
+		rq := s.sh.requiredFor(plat)
+		rq.once.Do(func() { rq.img, rq.err = opts.Open(ctx, opts.RequireBase, plat) })
+		if rq.err != nil {
+			return nil, fmt.Errorf("--require-base %s: %w", opts.RequireBase, rq.err)
 		}
-		t.Require, t.RequireRef = s.sh.require, opts.RequireBase
+		t.Require, t.RequireRef = rq.img, opts.RequireBase
 	}
 	rep, err := Run(ctx, t, opts)
 	if err != nil {

@@ -189,3 +189,76 @@ func pickPlatform(idx v1.ImageIndex, want v1.Platform, ref string) (v1.Image, er
 	}
 	return nil, fmt.Errorf("image %s: %w %s (index has %v)", ref, ErrNoPlatform, want.String(), have)
 }
+
+// Platforms lists the platforms of ref's index (a registry reference or
+// "oci:DIR[:TAG]"), in index order, without reading any image. A reference
+// to a single image is an error naming it: it has no platforms to choose
+// from.
+func (o *Options) Platforms(ctx context.Context, ref string) ([]v1.Platform, error) {
+	var idx v1.ImageIndex
+	if IsLayout(ref) {
+		l, err := ParseLayout(ref)
+		if err != nil {
+			return nil, err
+		}
+		p, err := layout.FromPath(l.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("OCI layout %s: %w", l.Dir, err)
+		}
+		top, err := p.ImageIndex()
+		if err != nil {
+			return nil, fmt.Errorf("OCI layout %s: %w", l.Dir, err)
+		}
+		im, err := top.IndexManifest()
+		if err != nil {
+			return nil, fmt.Errorf("OCI layout %s: %w", l.Dir, err)
+		}
+		for _, d := range im.Manifests {
+			match := d.Annotations["org.opencontainers.image.ref.name"] == l.Tag || l.Tag == ""
+			if l.Digest != (v1.Hash{}) {
+				match = d.Digest == l.Digest
+			}
+			if match && d.MediaType.IsIndex() {
+				if idx, err = top.ImageIndex(d.Digest); err != nil {
+					return nil, fmt.Errorf("OCI layout %s: %w", l.Dir, err)
+				}
+				break
+			}
+		}
+		if idx == nil {
+			return nil, fmt.Errorf("image %s: not a multi-platform index", ref)
+		}
+	} else {
+		r, err := o.ParseReference(ref)
+		if err != nil {
+			return nil, err
+		}
+		desc, err := remote.Get(r, o.RemoteOptions(ctx)...)
+		if err != nil {
+			return nil, fmt.Errorf("image %s: %w", ref, err)
+		}
+		if !desc.MediaType.IsIndex() {
+			return nil, fmt.Errorf("image %s: not a multi-platform index (it is one %s image)", ref, desc.MediaType)
+		}
+		if idx, err = desc.ImageIndex(); err != nil {
+			return nil, fmt.Errorf("image %s: %w", ref, err)
+		}
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", ref, err)
+	}
+	var ps []v1.Platform
+	for _, d := range im.Manifests {
+		// Attestation manifests (buildkit's "unknown/unknown") are not
+		// platforms.
+		if d.Platform == nil || d.Platform.OS == "unknown" || d.MediaType.IsIndex() {
+			continue
+		}
+		ps = append(ps, *d.Platform)
+	}
+	if len(ps) == 0 {
+		return nil, fmt.Errorf("image %s: the index names no platform", ref)
+	}
+	return ps, nil
+}

@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 
 	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/layers/model"
 	"github.com/oslayer/oslayer/registry"
 	"github.com/oslayer/oslayer/registry/push"
 	"github.com/oslayer/oslayer/registry/sign"
@@ -81,7 +83,7 @@ set, is the time stamped on every file and on the image.`,
 	f.index.register(fs)
 	fs.StringVar(&f.base, "base", "", "base image: registry reference (pin @sha256:...) or oci:DIR[:TAG]; default: the MachineConfigs' osImageURL")
 	fs.StringVar(&f.push, "push", "", "target: registry REG/REPO[:TAG] or OCI layout oci:DIR[:TAG] (tag defaults to latest)")
-	fs.StringVar(&f.arch, "arch", "", "architecture to build for (amd64, arm64, x86_64, aarch64, ...): selects the platform of a multi-arch base and must match a single-arch one (default amd64)")
+	fs.StringVar(&f.arch, "arch", "", "architecture to build for (amd64, arm64, x86_64, aarch64, ...): selects the platform of a multi-arch base and must match a single-arch one (default amd64); several (amd64,arm64) or all (every platform of the base's index) build one image per platform and push an OCI index of them")
 	fs.StringVar(&f.digestFile, "digest-file", "", "also write the digested reference to this file")
 	return withLegacyOutput(cmd, "push")
 }
@@ -133,6 +135,29 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 	iopts, err := f.index.options(reg, repo, g.log)
 	if err != nil {
 		return err
+	}
+
+	arches, err := builder.ParseArches(f.arch)
+	if err != nil {
+		return err
+	}
+	images, err := f.in.images(reg)
+	if err != nil {
+		return err
+	}
+	if len(arches) == 1 && arches[0] != builder.ArchAll && arches[0] != "" {
+		// imageRef content of the platform built for.
+		rreq.Images = images(&v1.Platform{OS: "linux", Architecture: arches[0]})
+	}
+	if len(arches) > 1 || arches[0] == builder.ArchAll {
+		return runBuildMulti(cmd, g, f, builder.MultiRequest{
+			Request: builder.Request{
+				Render: rreq, Base: f.base, Registry: reg, Version: version,
+				Flags: provenanceFlags(f), Logger: g.log, BaseIndex: f.index.mode, Index: iopts,
+			},
+			Arches: arches,
+			Images: func(p v1.Platform) model.ImageFiles { return images(&p) },
+		}, pub, stages)
 	}
 
 	res, err := builder.Build(ctx, builder.Request{
@@ -269,4 +294,49 @@ func writeAtomic(path string, data []byte) (err error) {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// runBuildMulti builds one image per platform and publishes their index
+// (--arch with several architectures, or all).
+func runBuildMulti(cmd *cobra.Command, g *globals, f *buildFlags, req builder.MultiRequest, pub *push.Publisher, stages []builder.Stage) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	res, err := builder.BuildMulti(cmd.Context(), req, pub, stages...)
+	if !g.json() && res != nil {
+		for _, r := range res.Platforms {
+			if r.Report != nil {
+				for _, w := range r.Report.Warnings {
+					g.warn(w)
+				}
+			}
+			for _, w := range r.Warnings {
+				g.warn(w)
+			}
+		}
+	}
+	if err != nil {
+		if g.json() && res != nil {
+			_ = printJSON(stdout, res)
+		}
+		return err
+	}
+	if f.digestFile != "" {
+		if err := writeAtomic(f.digestFile, []byte(res.Image+"\n")); err != nil {
+			return fmt.Errorf("--digest-file %s: %w", f.digestFile, err)
+		}
+	}
+	if g.json() {
+		return printJSON(stdout, res)
+	}
+	for _, r := range res.Platforms {
+		summary(stderr, r)
+	}
+	fmt.Fprintf(stderr, "pool %s: index %s (%d platforms)\n", res.Pool, res.Image, len(res.Platforms))
+	if v, ok := res.Stages[sign.StageSign].(*sign.SignResult); ok {
+		fmt.Fprintf(stderr, "  signed %s%s\n", v.SignatureTag, already(v.Existing))
+	}
+	if res.Target != "" {
+		fmt.Fprintf(stderr, "  tagged %s\n", res.Target)
+	}
+	_, err = fmt.Fprintln(stdout, res.Image)
+	return err
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/pflag"
 
 	"github.com/oslayer/oslayer/layers"
@@ -74,16 +75,32 @@ func (f *inputFlags) request(reg *registry.Options) (layers.Request, error) {
 		return r, err
 	}
 	if reg != nil {
-		budget, err := parseSize(f.imageBudget)
+		images, err := f.images(reg)
 		if err != nil {
-			return r, fmt.Errorf("--imageref-budget: %w", err)
+			return r, err
 		}
-		if f.imageTimeout <= 0 {
-			return r, fmt.Errorf("--imageref-timeout %s: want a positive duration", f.imageTimeout)
-		}
-		r.Images = imagefile.New(reg, imagefile.WithBudget(budget), imagefile.WithTimeout(f.imageTimeout))
+		r.Images = images(nil)
 	}
 	return r, nil
+}
+
+// images checks the imageRef flags and returns a constructor of readers
+// of imageRef files for a platform (nil: linux/amd64).
+func (f *inputFlags) images(reg *registry.Options) (func(*v1.Platform) *imagefile.Reader, error) {
+	budget, err := parseSize(f.imageBudget)
+	if err != nil {
+		return nil, fmt.Errorf("--imageref-budget: %w", err)
+	}
+	if f.imageTimeout <= 0 {
+		return nil, fmt.Errorf("--imageref-timeout %s: want a positive duration", f.imageTimeout)
+	}
+	return func(p *v1.Platform) *imagefile.Reader {
+		opts := []imagefile.Option{imagefile.WithBudget(budget), imagefile.WithTimeout(f.imageTimeout)}
+		if p != nil {
+			opts = append(opts, imagefile.WithPlatform(*p))
+		}
+		return imagefile.New(reg, opts...)
+	}, nil
 }
 
 // parseSize reads "1073741824", "512MiB", "1GiB", "64KiB".

@@ -483,12 +483,6 @@ func (l *layoutPublisher) Commit(ctx context.Context, b *builder.Built, pub *bui
 	if err != nil {
 		return fail("image", err)
 	}
-	if want := registry.LayoutPrefix + p.dir + "@" + d.String(); pub.Ref != want {
-		return fail("check", fmt.Errorf("commit of %s, which this publisher did not write (want %s)", pub.Ref, want))
-	}
-	if err := ctx.Err(); err != nil {
-		return fail("check", err)
-	}
 	mt, err := b.Image.MediaType()
 	if err != nil {
 		return fail("read manifest", err)
@@ -496,6 +490,22 @@ func (l *layoutPublisher) Commit(ctx context.Context, b *builder.Built, pub *bui
 	raw, err := b.Image.RawManifest()
 	if err != nil {
 		return fail("read manifest", err)
+	}
+	return l.commit(ctx, pub, d, mt, raw)
+}
+
+// commit points the layout's tag at the manifest (an image's or an
+// index's) d, which Write or WriteIndex put in the layout as pub.
+func (l *layoutPublisher) commit(ctx context.Context, pub *builder.Published, d v1.Hash, mt types.MediaType, raw []byte) error {
+	p := l.p
+	fail := func(step string, err error) error {
+		return fmt.Errorf("commit OCI layout %s:%s: %s: %w", p.dir, p.layoutTag, step, err)
+	}
+	if want := registry.LayoutPrefix + p.dir + "@" + d.String(); pub.Ref != want {
+		return fail("check", fmt.Errorf("commit of %s, which this publisher did not write (want %s)", pub.Ref, want))
+	}
+	if err := ctx.Err(); err != nil {
+		return fail("check", err)
 	}
 	if st, err := os.Stat(blobPath(p.dir, d)); err != nil || st.Size() != int64(len(raw)) {
 		return fail("check", fmt.Errorf("manifest blob %s is not in the layout (was Write called?)", d))

@@ -117,7 +117,7 @@ func (r *remotePublisher) Write(ctx context.Context, b *builder.Built) (*builder
 		finish(err)
 		return fail("upload blobs", err)
 	}
-	if err := s.putManifest(ctx, dref, b.Image, func(ctx context.Context, r name.Reference, img v1.Image) error { return pusher.Put(ctx, r, img) }, log); err != nil {
+	if err := s.putManifest(ctx, dref, b.Image, func(ctx context.Context, r name.Reference, img remote.Taggable) error { return pusher.Put(ctx, r, img) }, log); err != nil {
 		finish(err)
 		return fail("put manifest", err)
 	}
@@ -153,7 +153,7 @@ func (r *remotePublisher) Commit(ctx context.Context, b *builder.Built, pub *bui
 		p.o.log.Info("tag already current", "tag", p.tag.String(), "digest", d.String())
 		return nil
 	}
-	err = s.putManifest(ctx, *p.tag, b.Image, func(ctx context.Context, r name.Reference, img v1.Image) error {
+	err = s.putManifest(ctx, *p.tag, b.Image, func(ctx context.Context, r name.Reference, img remote.Taggable) error {
 		return remote.Put(r, img, s.remoteOptions(ctx)...)
 	}, p.o.log)
 	if err != nil {

@@ -263,11 +263,11 @@ func (s *session) has(ctx context.Context, d v1.Hash) (bool, error) {
 	return false, transport.CheckError(resp, http.StatusOK, http.StatusNotFound)
 }
 
-// putManifest puts the manifest of img at ref, retrying (a bounded number
+// putManifest puts the manifest of img (an image or an index) at ref, retrying (a bounded number
 // of times) answers that say a blob it names is unknown or does not match:
 // every blob was just written or found, so the registry read a link that
 // a concurrent writer (another build) was rewriting at that moment.
-func (s *session) putManifest(ctx context.Context, ref name.Reference, img v1.Image, put func(context.Context, name.Reference, v1.Image) error, log *slog.Logger) error {
+func (s *session) putManifest(ctx context.Context, ref name.Reference, img remote.Taggable, put func(context.Context, name.Reference, remote.Taggable) error, log *slog.Logger) error {
 	const attempts = 5
 	wait := 100 * time.Millisecond
 	for i := 1; ; i++ {

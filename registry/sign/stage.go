@@ -87,6 +87,16 @@ func (s *signStage) Run(ctx context.Context, b *builder.Built, p *builder.Publis
 	return r, nil
 }
 
+// RunIndex signs a multi-platform build's index, so a node that
+// resolves the tag to the index verifies as well as one that resolves a
+// platform's manifest (signed by Run). The provenance stays on each
+// platform image: it names that platform's base and layers.
+func (s *signStage) RunIndex(ctx context.Context, ix *builder.BuiltIndex, p *builder.Published) (any, error) {
+	return s.Run(ctx, nil, p)
+}
+
+var _ builder.IndexStage = (*signStage)(nil)
+
 type attestStage struct{ *shared }
 
 func (*attestStage) Name() string { return StageAttest }

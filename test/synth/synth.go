@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
@@ -56,7 +57,14 @@ const MinLayerSize = 256
 // scaled to scale × its FCOS size (at least MinLayerSize bytes): 0.001 gives
 // about 0.7 MB, 1 about 697 MB, 1.5 about 1 GB. Payloads are random, so the
 // compressed sizes follow the payload sizes.
-func FCOSBase(scale float64) (v1.Image, error) {
+func FCOSBase(scale float64) (v1.Image, error) { return ArchBase("amd64", scale) }
+
+// ArchBase is FCOSBase for another architecture: "amd64" gives FCOSBase
+// itself; any other gives an image of the same shape whose config names
+// arch, whose kernel release ends in the matching machine name and whose
+// layer payloads differ (seeded with the architecture), so no layer is
+// shared with the amd64 image.
+func ArchBase(arch string, scale float64) (v1.Image, error) {
 	if scale <= 0 {
 		return nil, fmt.Errorf("synth: scale %v must be positive", scale)
 	}
@@ -64,19 +72,67 @@ func FCOSBase(scale float64) (v1.Image, error) {
 	for i, size := range FCOSLayerSizes {
 		sizes[i] = max(int64(float64(size)*scale), MinLayerSize)
 	}
-	return layered(sizes, "ostree chunk %d of %d", func(last v1.Hash) map[string]string {
+	kernel := KernelRelease
+	if arch != "amd64" {
+		kernel = strings.TrimSuffix(KernelRelease, "x86_64") + machine(arch)
+	}
+	return layered(shape{arch: arch, kernel: kernel, sizes: sizes, createdBy: "ostree chunk %d of %d"}, func(last v1.Hash) map[string]string {
 		return map[string]string{
 			"containers.bootc":                 "1",
 			"ostree.bootable":                  "1",
 			"ostree.commit":                    "89635f7cba9de932fc60d71a6bded65ad0db06a35c9d016da03ca7ade9ba4736",
 			"ostree.final-diffid":              last.String(),
-			"ostree.linux":                     KernelRelease,
+			"ostree.linux":                     kernel,
 			"org.opencontainers.image.version": Version,
 			"org.opencontainers.image.title":   "Synthetic Fedora CoreOS testing-devel",
 			"com.coreos.osname":                "fedora-coreos",
 			"com.coreos.stream":                "testing-devel",
 		}
 	})
+}
+
+// machine is the kernel's name (uname -m) of a Go architecture.
+func machine(arch string) string {
+	switch arch {
+	case "amd64":
+		return "x86_64"
+	case "arm64":
+		return "aarch64"
+	}
+	return arch
+}
+
+// MultiArchBase returns an OCI index of ArchBase(arch, scale) for each
+// arch, in the order given, each described with its platform (linux/arch).
+func MultiArchBase(scale float64, arches ...string) (v1.ImageIndex, error) {
+	var adds []mutate.IndexAddendum
+	for _, a := range arches {
+		img, err := ArchBase(a, scale)
+		if err != nil {
+			return nil, err
+		}
+		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
+			MediaType: types.OCIManifestSchema1, Platform: &v1.Platform{OS: "linux", Architecture: a},
+		}})
+	}
+	return mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...), nil
+}
+
+// PushIndex writes idx (every image and the index) to ref and returns the
+// digested reference of the index.
+func PushIndex(ctx context.Context, idx v1.ImageIndex, ref string, opts ...remote.Option) (name.Digest, error) {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return name.Digest{}, fmt.Errorf("synth: %q: %w", ref, err)
+	}
+	if err := remote.WriteIndex(r, idx, append([]remote.Option{remote.WithContext(ctx)}, opts...)...); err != nil {
+		return name.Digest{}, fmt.Errorf("synth: push %s: %w", ref, err)
+	}
+	d, err := idx.Digest()
+	if err != nil {
+		return name.Digest{}, err
+	}
+	return r.Context().Digest(d.String()), nil
 }
 
 // ChunkahBase returns a base shaped like a rechunked Fedora CoreOS (the
@@ -93,7 +149,7 @@ func ChunkahBase(layers int) (v1.Image, error) {
 	for i := range sizes {
 		sizes[i] = MinLayerSize
 	}
-	return layered(sizes, "chunkah: chunk %d of %d", func(v1.Hash) map[string]string {
+	return layered(shape{arch: "amd64", kernel: KernelRelease, sizes: sizes, createdBy: "chunkah: chunk %d of %d"}, func(v1.Hash) map[string]string {
 		return map[string]string{
 			"containers.bootc":                 "1",
 			"ostree.bootable":                  "1",
@@ -106,19 +162,36 @@ func ChunkahBase(layers int) (v1.Image, error) {
 	})
 }
 
-// layered returns an OCI image of len(sizes) gzip layers (layer i holds a
-// random payload of sizes[i] bytes, the first also the root tree), each
+// shape is what layered makes: layer i holds a random payload of
+// sizes[i] bytes (seeded with its number and, unless amd64, arch; the
+// first layer's tree ships kernel), each
 // with a history entry createdBy (formatted with its number and the
-// count), and the config labels labels(diff_id of the last layer).
-func layered(sizes []int64, createdBy string, labels func(last v1.Hash) map[string]string) (v1.Image, error) {
+// count), and a config for linux/arch.
+type shape struct {
+	arch      string
+	kernel    string
+	sizes     []int64
+	createdBy string
+}
+
+// layered returns an OCI image of len(sh.sizes) gzip layers (the first
+// also holds the root tree) and the config labels labels(diff_id of the
+// last layer).
+func layered(sh shape, labels func(last v1.Hash) map[string]string) (v1.Image, error) {
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	var adds []mutate.Addendum
 	var last v1.Hash
-	for i, n := range sizes {
+	var salt byte
+	if sh.arch != "amd64" {
+		for _, c := range []byte(sh.arch) {
+			salt = salt*31 + c
+		}
+	}
+	for i, n := range sh.sizes {
 		idx, payload := i, n
 		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-			return gzipStream(func(tw *tar.Writer) error { return writeLayer(tw, idx, payload) }), nil
+			return gzipStream(func(tw *tar.Writer) error { return writeLayer(tw, idx, payload, salt, sh.kernel) }), nil
 		}, tarball.WithMediaType(types.OCILayer))
 		if err != nil {
 			return nil, fmt.Errorf("synth: layer %d: %w", i, err)
@@ -128,11 +201,11 @@ func layered(sizes []int64, createdBy string, labels func(last v1.Hash) map[stri
 		}
 		adds = append(adds, mutate.Addendum{Layer: l, MediaType: types.OCILayer, History: v1.History{
 			Created:   v1.Time{Time: Epoch},
-			CreatedBy: fmt.Sprintf(createdBy, i+1, len(sizes)),
+			CreatedBy: fmt.Sprintf(sh.createdBy, i+1, len(sh.sizes)),
 		}})
 	}
 	cf := &v1.ConfigFile{
-		Architecture: "amd64",
+		Architecture: sh.arch,
 		OS:           "linux",
 		Created:      v1.Time{Time: Epoch},
 		RootFS:       v1.RootFS{Type: "layers"},
@@ -194,7 +267,10 @@ type entry struct {
 }
 
 // tree is the small ostree-native root the first layer carries.
-func tree() []entry {
+func tree() []entry { return treeFor(KernelRelease) }
+
+// treeFor is tree with the kernel release kernel.
+func treeFor(kernel string) []entry {
 	d := func(n string) entry { return entry{name: n, typ: tar.TypeDir, mode: 0o755} }
 	l := func(n, t string) entry { return entry{name: n, typ: tar.TypeSymlink, mode: 0o777, linkname: t} }
 	f := func(n string, mode int64, data string) entry {
@@ -223,8 +299,8 @@ func tree() []entry {
 		d("usr/bin/"),
 		d("usr/lib/"),
 		d("usr/lib/modules/"),
-		d("usr/lib/modules/" + KernelRelease + "/"),
-		f("usr/lib/modules/"+KernelRelease+"/vmlinuz", 0o755, "synthetic kernel "+KernelRelease+"\n"),
+		d("usr/lib/modules/" + kernel + "/"),
+		f("usr/lib/modules/"+kernel+"/vmlinuz", 0o755, "synthetic kernel "+kernel+"\n"),
 		f("usr/lib/os-release", 0o644, "NAME=\"Fedora Linux\"\nVERSION=\"43.20260301.20.dev1 (CoreOS)\"\nID=fedora\nVERSION_ID=43\nVARIANT=\"CoreOS\"\nVARIANT_ID=coreos\nOSTREE_VERSION='"+Version+"'\n"),
 		d("usr/lib/systemd/"),
 		d("usr/lib/systemd/system/"),
@@ -253,9 +329,9 @@ func writeEntries(tw *tar.Writer, es []entry) error {
 	return nil
 }
 
-func writeLayer(tw *tar.Writer, idx int, payload int64) error {
+func writeLayer(tw *tar.Writer, idx int, payload int64, salt byte, kernel string) error {
 	if idx == 0 {
-		if err := writeEntries(tw, tree()); err != nil {
+		if err := writeEntries(tw, treeFor(kernel)); err != nil {
 			return err
 		}
 	}
@@ -265,7 +341,7 @@ func writeLayer(tw *tar.Writer, idx int, payload int64) error {
 		return err
 	}
 	var seed [32]byte
-	seed[0], seed[1], seed[2] = byte(idx), 0x51, byte(idx>>8)
+	seed[0], seed[1], seed[2], seed[3] = byte(idx), 0x51, byte(idx>>8), salt
 	_, err := io.CopyN(tw, rand.NewChaCha8(seed), payload)
 	return err
 }

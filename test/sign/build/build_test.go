@@ -43,7 +43,9 @@ func tool(t *testing.T, env []string, bin string, args ...string) (string, bool)
 	cmd := exec.CommandContext(ctxT(t), bin, args...)
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = &out, &out
-	return out.String(), cmd.Run() == nil
+	// Run first: the output is read once the tool has ended.
+	ok := cmd.Run() == nil
+	return out.String(), ok
 }
 
 func build(t *testing.T, base, target string, stages ...builder.Stage) (*builder.Result, error) {

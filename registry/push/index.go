@@ -1,0 +1,139 @@
+package push
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/registry"
+)
+
+var _ builder.IndexPublisher = (*Publisher)(nil)
+
+// indexManifest checks ix and returns its digest, media type and raw
+// manifest.
+func indexManifest(ix *builder.BuiltIndex, target string) (v1.Hash, []byte, error) {
+	if ix == nil || ix.Index == nil {
+		return v1.Hash{}, nil, fmt.Errorf("push %s: no index", target)
+	}
+	d, err := ix.Index.Digest()
+	if err != nil {
+		return v1.Hash{}, nil, fmt.Errorf("push %s: index: %w", target, err)
+	}
+	if ix.Digest != (v1.Hash{}) && ix.Digest != d {
+		return v1.Hash{}, nil, fmt.Errorf("push %s: index digest %s differs from the built digest %s", target, d, ix.Digest)
+	}
+	raw, err := ix.Index.RawManifest()
+	if err != nil {
+		return v1.Hash{}, nil, fmt.Errorf("push %s: index: %w", target, err)
+	}
+	return d, raw, nil
+}
+
+// WriteIndex implements builder.IndexPublisher: it writes the index by
+// digest. Every image it names must have been written by Write before (a
+// registry refuses an index naming a manifest it lacks; a layout is
+// checked here).
+func (p *Publisher) WriteIndex(ctx context.Context, ix *builder.BuiltIndex) (*builder.Published, error) {
+	d, raw, err := indexManifest(ix, p.target)
+	if err != nil {
+		return nil, err
+	}
+	if p.tag == nil {
+		return p.writeLayoutIndex(ctx, ix, d, raw)
+	}
+	dref := p.tag.Context().Digest(d.String())
+	s, err := p.connect(ctx, p.reg.Transport, nil)
+	if err != nil {
+		return nil, fmt.Errorf("push %s: write index by digest %s: connect: %w", p.target, d, explain(err, dref))
+	}
+	pub := &builder.Published{Ref: dref.String(), Digest: &dref}
+	if desc, herr := remote.Head(dref, s.remoteOptions(ctx)...); herr == nil && desc.Digest == d {
+		pub.Skipped = int64(len(raw))
+	} else if herr != nil && !isStatus(herr, http.StatusNotFound, http.StatusForbidden) {
+		return nil, fmt.Errorf("push %s: write index by digest %s: check manifest: %w", p.target, d, explain(herr, dref))
+	} else {
+		err := s.putManifest(ctx, dref, ix.Index, func(ctx context.Context, r name.Reference, m remote.Taggable) error {
+			return remote.Put(r, m, s.remoteOptions(ctx)...)
+		}, p.o.log)
+		if err != nil {
+			return nil, fmt.Errorf("push %s: write index by digest %s: put manifest: %w", p.target, d, explain(err, dref))
+		}
+		pub.Uploaded = int64(len(raw))
+	}
+	p.keep(pub, s)
+	p.o.log.Info("index written by digest", "target", dref.String(), "platforms", len(ix.Platforms))
+	return pub, nil
+}
+
+// CommitIndex implements builder.IndexPublisher: it moves the tag to the
+// index WriteIndex wrote (left alone when it already names it).
+func (p *Publisher) CommitIndex(ctx context.Context, ix *builder.BuiltIndex, pub *builder.Published) error {
+	d, raw, err := indexManifest(ix, p.target)
+	if err != nil {
+		return err
+	}
+	if pub == nil {
+		return fmt.Errorf("push %s: commit without a written index", p.target)
+	}
+	if p.tag == nil {
+		mt, err := ix.Index.MediaType()
+		if err != nil {
+			return fmt.Errorf("push %s: index: %w", p.target, err)
+		}
+		return (&layoutPublisher{p: p}).commit(ctx, pub, d, mt, raw)
+	}
+	if pub.Digest == nil || pub.Digest.DigestStr() != d.String() || pub.Digest.Context().String() != p.tag.Context().String() {
+		return fmt.Errorf("push %s: commit of %s, which this publisher did not write", p.target, pub.Ref)
+	}
+	s := p.take(pub)
+	if s == nil {
+		if s, err = p.connect(ctx, p.reg.Transport, nil); err != nil {
+			return fmt.Errorf("push %s: move tag %s to %s: %w", p.target, p.tag.TagStr(), d, explain(err, p.tag))
+		}
+	}
+	if desc, herr := remote.Head(*p.tag, s.remoteOptions(ctx)...); herr == nil && desc.Digest == d {
+		p.o.log.Info("tag already current", "tag", p.tag.String(), "digest", d.String())
+		return nil
+	}
+	err = s.putManifest(ctx, *p.tag, ix.Index, func(ctx context.Context, r name.Reference, m remote.Taggable) error {
+		return remote.Put(r, m, s.remoteOptions(ctx)...)
+	}, p.o.log)
+	if err != nil {
+		return fmt.Errorf("push %s: move tag %s to %s: %w", p.target, p.tag.TagStr(), d, explain(err, p.tag))
+	}
+	p.o.log.Info("tag moved", "tag", p.tag.String(), "digest", d.String())
+	return nil
+}
+
+// writeLayoutIndex writes the index manifest as a blob of the layout once
+// every manifest it names is there.
+func (p *Publisher) writeLayoutIndex(ctx context.Context, ix *builder.BuiltIndex, d v1.Hash, raw []byte) (*builder.Published, error) {
+	fail := func(step string, err error) (*builder.Published, error) {
+		return nil, fmt.Errorf("write OCI layout %s: %s: %w", p.dir, step, err)
+	}
+	im, err := ix.Index.IndexManifest()
+	if err != nil {
+		return fail("index", err)
+	}
+	for _, m := range im.Manifests {
+		if h, _, err := fileDigest(blobPath(p.dir, m.Digest)); err != nil || h != m.Digest.Hex {
+			return fail("index", fmt.Errorf("manifest %s (%s) is not in the layout (was Write called?)", m.Digest, m.Platform))
+		}
+	}
+	rt, err := newRunTemp(p.dir, p.o.log)
+	if err != nil {
+		return fail("create temp dir", err)
+	}
+	defer rt.close()
+	w := &layoutWriter{dir: p.dir, tmp: rt.dir, log: p.o.log}
+	if err := w.write(ctx, blobSource{digest: d, size: int64(len(raw)), open: bytesOpener(raw), what: "index " + d.String()}); err != nil {
+		return fail("write index", err)
+	}
+	return &builder.Published{Ref: registry.LayoutPrefix + p.dir + "@" + d.String(), Uploaded: w.written, Skipped: w.skipped}, nil
+}
