@@ -150,6 +150,9 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 		rreq.Images = images(&v1.Platform{OS: "linux", Architecture: arches[0]})
 	}
 	if len(arches) > 1 || arches[0] == builder.ArchAll {
+		if f.sign.key != "" && registry.IsLayout(f.push) {
+			return fmt.Errorf("--arch %s with --sign-key: signing a multi-platform image in an OCI layout is not supported; push it to a registry", f.arch)
+		}
 		return runBuildMulti(cmd, g, f, builder.MultiRequest{
 			Request: builder.Request{
 				Render: rreq, Base: f.base, Registry: reg, Version: version,

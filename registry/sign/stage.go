@@ -91,7 +91,12 @@ func (s *signStage) Run(ctx context.Context, b *builder.Built, p *builder.Publis
 // resolves the tag to the index verifies as well as one that resolves a
 // platform's manifest (signed by Run). The provenance stays on each
 // platform image: it names that platform's base and layers.
+// Signatures of a multi-platform image in an OCI layout are not written
+// (the layout form of cosign save holds one image): RunIndex refuses them.
 func (s *signStage) RunIndex(ctx context.Context, ix *builder.BuiltIndex, p *builder.Published) (any, error) {
+	if p != nil && p.Digest == nil {
+		return nil, fmt.Errorf("%s: %s: signing a multi-platform image in an OCI layout is not supported; push it to a registry", StageSign, p.Ref)
+	}
 	return s.Run(ctx, nil, p)
 }
 
