@@ -36,8 +36,12 @@
 //     disabled unit loses the links `systemctl --root disable` removes:
 //     this layer's are not created, the base's (and directories left
 //     empty) are removed with whiteouts (tree.Whiteout, ".wh." entries).
-//     PresetPath holds a preset rule for every enabled or disabled unit,
-//     so that presets applied on a first boot keep that enablement.
+//     PresetPath holds an "enable" rule for every enabled unit and a
+//     "disable" rule for every disabled one that was enabled (as Ignition
+//     writes them), so that presets applied on a first boot keep that
+//     enablement; Report.FirstBoot lists the links a first boot's presets
+//     still add, with a warning for one that undoes a disable. A file
+//     written under /usr where the base has one is a warning.
 //     A unit that cannot be loaded (masked, linked, unreadable) or enabled
 //     (e.g. a template without DefaultInstance= wanted by a plain target)
 //     is an error naming the document, the field and the unit, as
