@@ -27,6 +27,20 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
+# Debian packages the package-stage tests assemble a test base from: only
+# their files are needed (apt-get download, unpacked by the test with
+# dpkg-deb -x), nothing is installed.
+mkdir -p "$OSLAYER_TOOLS/debs"
+for pkg in busybox-static; do
+  ls "$OSLAYER_TOOLS/debs/${pkg}_"*.deb >/dev/null 2>&1 && continue
+  echo "setup: apt-get download $pkg" >&2
+  if ! (cd "$OSLAYER_TOOLS/debs" && apt-get download -qq "$pkg" 2>/dev/null); then
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq
+    (cd "$OSLAYER_TOOLS/debs" && apt-get download -qq "$pkg" 2>/dev/null)
+  fi
+done
+
 gobin() { # gobin NAME MODULE@VERSION
   [ -x "$OSLAYER_TOOLS/bin/$1" ] && return 0
   echo "setup: go install $2" >&2

@@ -1,0 +1,376 @@
+//go:build containers_image_openpgp && exclude_graphdriver_btrfs && exclude_graphdriver_devicemapper
+
+// Package bud executes a planned package stage (packagestage.Plan) with
+// buildah as a library: chroot isolation, the vfs storage driver, storage in
+// a scratch directory that is removed afterwards. The result, the package
+// base, is pushed by digest and tagged with the plan's key; a later run
+// whose tag exists with the same recorded key (label io.oslayer.package-key)
+// runs no buildah and reads no base blob.
+//
+// Programs that use this package must call buildah's reexec init first in
+// main (and TestMain): if InitReexec() returns true, return at once.
+//
+// It builds with the tags containers_image_openpgp,
+// exclude_graphdriver_btrfs and exclude_graphdriver_devicemapper (no
+// gpgme, btrfs or devicemapper C libraries needed).
+package bud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"golang.org/x/sys/unix"
+
+	"go.podman.io/buildah"
+	"go.podman.io/buildah/define"
+	"go.podman.io/buildah/imagebuildah"
+	"go.podman.io/image/v5/transports/alltransports"
+	"go.podman.io/image/v5/types"
+	"go.podman.io/storage"
+
+	"github.com/oslayer/oslayer/packagestage"
+	"github.com/oslayer/oslayer/registry"
+)
+
+// InitReexec must be called first in main and TestMain; when it returns
+// true the process was started as one of buildah's helpers and has done its
+// work: return at once.
+func InitReexec() bool { return buildah.InitReexec() }
+
+// Options say what to build and where the package base goes.
+type Options struct {
+	Plan *packagestage.Plan
+	// Base is the official base pinned by digest as a registry reference
+	// ("REG/REPO@sha256:..."); it is pulled only on a cache miss.
+	Base string
+	// Repository is where the package base is pushed ("REG/REPO"): by
+	// digest, and tagged with Plan.Key.Tag().
+	Repository string
+	// Secrets are build secrets by id ("id" → file); RUN
+	// --mount=type=secret,id=ID sees them. They are in no layer, label or
+	// history, and not in the key.
+	Secrets map[string]string
+	// Registry reaches the registries (insecure hosts, timeouts).
+	Registry *registry.Options
+	// ScratchDir is where the scratch storage is made ("" for the system's
+	// temporary directory). It is removed afterwards.
+	ScratchDir string
+	// Log receives buildah's output.
+	Log io.Writer
+}
+
+// Result reports the package stage.
+type Result struct {
+	// Hit reports that the tagged package base was used without building.
+	Hit bool `json:"hit"`
+	// Key is the plan's key; Ref is the package base by digest.
+	Key    string  `json:"key"`
+	Ref    string  `json:"ref"`
+	Digest v1.Hash `json:"digest"`
+	// Commands are the instructions of the Containerfile that ran
+	// (empty for a hit).
+	Commands []string `json:"commands,omitempty"`
+	// AddedLayers and AddedBytes are the layers on top of the official
+	// base and their compressed size.
+	AddedLayers int           `json:"addedLayers"`
+	AddedBytes  int64         `json:"addedBytes"`
+	Duration    time.Duration `json:"duration"`
+}
+
+// Run looks the package base up by its key and builds and pushes it on a
+// miss. A failing step fails naming its Containerfile line, and nothing is
+// pushed or tagged.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	start := time.Now()
+	if o.Plan == nil || o.Base == "" || o.Repository == "" {
+		return nil, errors.New("package stage: plan, base and repository are required")
+	}
+	reg := o.Registry
+	if reg == nil {
+		reg = &registry.Options{}
+	}
+	log := o.Log
+	if log == nil {
+		log = io.Discard
+	}
+	key := o.Plan.Key
+	tagRef := o.Repository + ":" + key.Tag()
+	res := &Result{Key: key.String()}
+
+	if hit, err := lookup(ctx, reg, tagRef, key.String()); err != nil {
+		return nil, err
+	} else if hit != nil {
+		res.Hit = true
+		if err := describe(ctx, reg, res, o.Repository, hit, o.Plan.BaseDigest, o.Base); err != nil {
+			return nil, err
+		}
+		res.Duration = time.Since(start)
+		return res, nil
+	}
+
+	scratch, err := os.MkdirTemp(o.ScratchDir, "oslayer-packages-")
+	if err != nil {
+		return nil, fmt.Errorf("package stage: scratch directory: %w", err)
+	}
+	defer os.RemoveAll(scratch)
+	if err := build(ctx, o, reg, scratch, log); err != nil {
+		return nil, err
+	}
+	res.Commands = commands(o.Plan.Containerfile)
+	img, err := remote.Image(mustRef(tagRef), reg.RemoteOptions(ctx)...)
+	if err != nil {
+		return nil, fmt.Errorf("package stage: reading the pushed package base %s: %w", tagRef, err)
+	}
+	if err := describe(ctx, reg, res, o.Repository, img, o.Plan.BaseDigest, o.Base); err != nil {
+		return nil, err
+	}
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+func mustRef(s string) name.Reference {
+	r, err := name.ParseReference(s, name.Insecure)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// lookup returns the image tagged ref if it records key, nil if the tag is
+// missing or records another key.
+func lookup(ctx context.Context, reg *registry.Options, ref, key string) (v1.Image, error) {
+	r, err := reg.ParseReference(ref)
+	if err != nil {
+		return nil, fmt.Errorf("package stage: repository: %w", err)
+	}
+	img, err := remote.Image(r, reg.RemoteOptions(ctx)...)
+	if err != nil {
+		var te *transport.Error
+		if errors.As(err, &te) && te.StatusCode == 404 {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("package stage: looking up %s: %w", ref, err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("package stage: %s: config: %w", ref, err)
+	}
+	if cfg.Config.Labels[packagestage.LabelKey] != key {
+		return nil, nil
+	}
+	return img, nil
+}
+
+// describe fills in the digest, reference and added layers of img.
+func describe(ctx context.Context, reg *registry.Options, res *Result, repo string, img v1.Image, baseDigest v1.Hash, base string) error {
+	d, err := img.Digest()
+	if err != nil {
+		return err
+	}
+	res.Digest = d
+	res.Ref = repo + "@" + d.String()
+	br, err := reg.ParseReference(base)
+	if err != nil {
+		return fmt.Errorf("package stage: base: %w", err)
+	}
+	bimg, err := remote.Image(br, reg.RemoteOptions(ctx)...)
+	if err != nil {
+		return fmt.Errorf("package stage: base %s: %w", base, err)
+	}
+	bm, err := bimg.Manifest()
+	if err != nil {
+		return err
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		return err
+	}
+	if len(m.Layers) < len(bm.Layers) {
+		return fmt.Errorf("package stage: %s has fewer layers than its base", res.Ref)
+	}
+	for _, l := range m.Layers[len(bm.Layers):] {
+		res.AddedLayers++
+		res.AddedBytes += l.Size
+	}
+	return nil
+}
+
+// commands lists the instructions of the Containerfile.
+func commands(cf *packagestage.Containerfile) []string {
+	var out []string
+	for _, l := range strings.Split(string(cf.Bytes()), "\n") {
+		t := strings.TrimSpace(l)
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// policy accepts any image: the base is pinned by digest and verified by
+// its digest, not by signature policy.
+const policy = `{"default":[{"type":"insecureAcceptAnything"}]}`
+
+// build runs buildah and pushes the result by digest and under the key's
+// tag.
+func build(ctx context.Context, o Options, reg *registry.Options, scratch string, log io.Writer) error {
+	plan := o.Plan
+	policyPath := filepath.Join(scratch, "policy.json")
+	cfPath := filepath.Join(scratch, "Containerfile")
+	if err := os.WriteFile(policyPath, []byte(policy), 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(cfPath, plan.Containerfile.Bytes(), 0o600); err != nil {
+		return err
+	}
+	contextDir := plan.ContextDir
+	if contextDir == "" {
+		contextDir = filepath.Join(scratch, "context")
+		if err := os.Mkdir(contextDir, 0o700); err != nil {
+			return err
+		}
+	}
+	var extra map[string]*define.AdditionalBuildContext
+	if len(plan.Repos) > 0 {
+		dir := filepath.Join(scratch, "repos")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return err
+		}
+		for n, data := range plan.Repos {
+			if err := os.WriteFile(filepath.Join(dir, n), data, 0o644); err != nil {
+				return err
+			}
+		}
+		extra = map[string]*define.AdditionalBuildContext{packagestage.ReposContext: {Value: dir}}
+	}
+	store, err := storage.GetStore(storage.StoreOptions{
+		RunRoot:         filepath.Join(scratch, "run"),
+		GraphRoot:       filepath.Join(scratch, "root"),
+		GraphDriverName: "vfs",
+	})
+	if err != nil {
+		return fmt.Errorf("package stage: storage: %w", err)
+	}
+	defer store.Shutdown(true)
+
+	sys := &types.SystemContext{SignaturePolicyPath: policyPath}
+	host := strings.SplitN(o.Repository, "/", 2)[0]
+	if reg.IsInsecure(host) || strings.HasPrefix(host, "127.0.0.1") || strings.HasPrefix(host, "localhost") || strings.HasPrefix(host, "[::1]") {
+		sys.DockerInsecureSkipTLSVerify = types.OptionalBoolTrue
+	}
+	args := map[string]string{packagestage.BaseArg: o.Base}
+	for k, v := range plan.BuildArgs {
+		args[k] = v
+	}
+	var secrets []string
+	for id, src := range o.Secrets {
+		secrets = append(secrets, "id="+id+",src="+src)
+	}
+	// buildah raises nofile and nproc for RUN steps unless told; a pod or
+	// container may not raise them, so the steps keep the current limits.
+	var ulimits []string
+	for _, l := range []struct {
+		name string
+		res  int
+	}{{"nofile", unix.RLIMIT_NOFILE}, {"nproc", unix.RLIMIT_NPROC}} {
+		var lim unix.Rlimit
+		if err := unix.Getrlimit(l.res, &lim); err != nil {
+			return fmt.Errorf("package stage: %s limit: %w", l.name, err)
+		}
+		ulimits = append(ulimits, l.name+"="+strconv.FormatUint(lim.Cur, 10)+":"+strconv.FormatUint(lim.Max, 10))
+	}
+	output := "localhost/oslayer-packages:" + plan.Key.Tag()
+	var stderr strings.Builder
+	errw := io.MultiWriter(log, &stderr)
+	id, _, err := imagebuildah.BuildDockerfiles(ctx, store, define.BuildOptions{
+		ContextDirectory:        contextDir,
+		PullPolicy:              define.PullIfMissing,
+		Isolation:               define.IsolationChroot,
+		Args:                    args,
+		AdditionalBuildContexts: extra,
+		Output:                  output,
+		OutputFormat:            define.OCIv1ImageManifest,
+		Labels:                  []string{packagestage.LabelKey + "=" + plan.Key.String()},
+		CommonBuildOpts: &define.CommonBuildOptions{
+			Ulimit:  ulimits,
+			Secrets: secrets,
+		},
+		SystemContext:       sys,
+		SignaturePolicyPath: policyPath,
+		Out:                 log,
+		Err:                 errw,
+		ReportWriter:        errw,
+		NoCache:             true,
+	}, cfPath)
+	if err != nil {
+		return stepError(plan.Containerfile, err, stderr.String())
+	}
+	dest, err := alltransports.ParseImageName("docker://" + o.Repository + ":" + plan.Key.Tag())
+	if err != nil {
+		return fmt.Errorf("package stage: repository %s: %w", o.Repository, err)
+	}
+	if _, _, err := buildah.Push(ctx, id, dest, buildah.PushOptions{
+		Store:               store,
+		SystemContext:       sys,
+		SignaturePolicyPath: policyPath,
+		ManifestType:        v1MediaTypeOCIManifest,
+		ReportWriter:        log,
+		MaxRetries:          3,
+	}); err != nil {
+		return fmt.Errorf("package stage: pushing to %s: %w", o.Repository, err)
+	}
+	return nil
+}
+
+const v1MediaTypeOCIManifest = "application/vnd.oci.image.manifest.v1+json"
+
+// stepRE finds the failing step in buildah's error ("building at STEP
+// \"RUN ...\": ...").
+var stepRE = regexp.MustCompile(`building at STEP "([^"]*)"`)
+
+// stepError names the Containerfile line of the failing step.
+func stepError(cf *packagestage.Containerfile, err error, _ string) error {
+	m := stepRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return fmt.Errorf("package stage: %w", err)
+	}
+	step := m[1]
+	lines := strings.Split(string(cf.Bytes()), "\n")
+	for i := range lines {
+		if instructionAt(lines, i) == step {
+			return fmt.Errorf("package stage: %s: %s: %w", cf.Locate(i+1), firstLine(step), err)
+		}
+	}
+	return fmt.Errorf("package stage: %w", err)
+}
+
+// instructionAt joins the instruction starting at line i as buildah
+// prints it (continuations joined).
+func instructionAt(lines []string, i int) string {
+	s := strings.TrimSpace(lines[i])
+	for strings.HasSuffix(s, `\`) && i+1 < len(lines) {
+		i++
+		s = strings.TrimSuffix(s, `\`) + strings.TrimSpace(lines[i])
+	}
+	return s
+}
+
+func firstLine(s string) string {
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
+}
