@@ -113,7 +113,7 @@ func TestRechunkedBase(t *testing.T) {
 	if _, stderr, code = cli(t, "build", "--base", bigRef, "--pool", "pool", "--osc", osc, "--push", bigTarget, "--max-layers", "700"); code != 0 {
 		t.Errorf("build on the 600-layer base with --max-layers 700: exit %d\n%s", code, stderr)
 	}
-	if _, stderr, code = cli(t, "preflight", bigRef, "--max-layers", "600", "--warn-layers", "550"); code != 1 || !strings.Contains(stderr, "1 error(s)") {
+	if _, stderr, code = cli(t, "preflight", bigRef, "--max-layers", "600", "--warn-layers", "550"); code != 1 || !strings.Contains(stderr, ": 1 error,") {
 		t.Errorf("preflight of the 600-layer base at --max-layers 600: exit %d\n%s", code, stderr)
 	}
 }
