@@ -101,6 +101,14 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 	if target == "" {
 		return errors.New("give a target: --push REG/REPO[:TAG] or --push oci:DIR[:TAG]")
 	}
+	arches, err := builder.ParseArches(f.arch)
+	if err != nil {
+		return err
+	}
+	multi := len(arches) > 1 || arches[0] == builder.ArchAll
+	if multi && f.sign.key != "" && registry.IsLayout(f.push) {
+		return fmt.Errorf("--arch %s with --sign-key: signing a multi-platform image in an OCI layout is not supported; push it to a registry", f.arch)
+	}
 	reg, err := f.reg.options()
 	if err != nil {
 		return err
@@ -137,10 +145,6 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 		return err
 	}
 
-	arches, err := builder.ParseArches(f.arch)
-	if err != nil {
-		return err
-	}
 	images, err := f.in.images(reg)
 	if err != nil {
 		return err
@@ -149,10 +153,7 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 		// imageRef content of the platform built for.
 		rreq.Images = images(&v1.Platform{OS: "linux", Architecture: arches[0]})
 	}
-	if len(arches) > 1 || arches[0] == builder.ArchAll {
-		if f.sign.key != "" && registry.IsLayout(f.push) {
-			return fmt.Errorf("--arch %s with --sign-key: signing a multi-platform image in an OCI layout is not supported; push it to a registry", f.arch)
-		}
+	if multi {
 		return runBuildMulti(cmd, g, f, builder.MultiRequest{
 			Request: builder.Request{
 				Render: rreq, Base: f.base, Registry: reg, Version: version,

@@ -87,6 +87,13 @@ func printVerification(w io.Writer, v *sign.Verification) {
 	} else {
 		fmt.Fprintf(w, "attestation: OK (%d %s by this key)\n", v.Attestations, sign.PredicateType)
 	}
+	if v.Index != "" {
+		if v.IndexSignatureError != "" {
+			fmt.Fprintf(w, "index:       FAIL %s: %s\n", v.Index, v.IndexSignatureError)
+		} else {
+			fmt.Fprintf(w, "index:       OK %s (%d signatures by this key)\n", v.Index, v.IndexSignatures)
+		}
+	}
 	if v.Provenance == nil {
 		return
 	}

@@ -26,6 +26,14 @@ type Verification struct {
 	Ref string `json:"ref"`
 	// Digest is the single-arch manifest digest that was verified.
 	Digest string `json:"digest"`
+	// Index is the digest of the multi-platform index the reference
+	// named (a multi-arch pool image), whose signature is checked too: a
+	// node that resolves the tag to the index verifies that signature.
+	Index string `json:"index,omitempty"`
+	// IndexSignatures counts valid signatures of Index by the key.
+	IndexSignatures int `json:"indexSignatures,omitempty"`
+	// IndexSignatureError says why the index's signature check failed.
+	IndexSignatureError string `json:"indexSignatureError,omitempty"`
 	// Signatures counts valid signatures by the key.
 	Signatures int `json:"signatures"`
 	// SignedIdentity is the docker-reference the signature names.
@@ -46,7 +54,7 @@ type Verification struct {
 
 // OK reports whether both checks passed.
 func (v *Verification) OK() bool {
-	return v.SignatureError == "" && v.AttestationError == "" && v.Signatures > 0 && v.Attestations > 0
+	return v.SignatureError == "" && v.AttestationError == "" && v.IndexSignatureError == "" && v.Signatures > 0 && v.Attestations > 0
 }
 
 // ErrVerify is wrapped by every verification failure (not by errors reaching
@@ -54,7 +62,8 @@ func (v *Verification) OK() bool {
 var ErrVerify = errors.New("verification failed")
 
 // Verify checks ref (a tag or digest reference; tags are resolved, index
-// references select linux/amd64) with the public key pub:
+// references select linux/amd64, and the index's own signature is
+// checked too) with the public key pub:
 //
 //   - the manifest the registry serves must hash to the digest;
 //   - a cosign signature by pub whose payload names that exact digest and
@@ -123,6 +132,15 @@ func verify(ctx context.Context, ref string, pub signature.Verifier, o *options)
 			return nil
 		}
 		sigs, _, sigErr = cosign.VerifyImageSignatures(ctx, d, co)
+		if res.IndexDigest != nil {
+			v.Index = res.IndexDigest.String()
+			isigs, _, err := cosign.VerifyImageSignatures(ctx, res.Ref.Context().Digest(v.Index), co)
+			if err != nil {
+				v.IndexSignatureError = err.Error()
+			} else if v.IndexSignatures = len(isigs); len(isigs) == 0 {
+				v.IndexSignatureError = "no signature by this key"
+			}
+		}
 		co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
 		atts, _, attErr = cosign.VerifyImageAttestations(ctx, d, co)
 	}
@@ -168,6 +186,9 @@ func verify(ctx context.Context, ref string, pub signature.Verifier, o *options)
 	}
 	if v.AttestationError != "" {
 		errs = append(errs, "attestation: "+v.AttestationError)
+	}
+	if v.IndexSignatureError != "" {
+		errs = append(errs, "index "+v.Index+" signature: "+v.IndexSignatureError)
 	}
 	if len(errs) > 0 {
 		return v, fmt.Errorf("%w for %s: %s", ErrVerify, v.Ref, strings.Join(errs, "; "))

@@ -239,6 +239,16 @@ func TestBuildMultiArch(t *testing.T) {
 		"docker://"+res.Image, "oci:"+filepath.Join(t.TempDir(), "oci"))...); !ok {
 		t.Fatalf("skopeo copy --override-arch arm64 %s:\n%s", res.Image, out)
 	}
+	// oslayer's own verify: the tag resolves to the index, whose signature
+	// is checked with the amd64 image's signature and provenance.
+	pv, err := sign.LoadPublicKey(ctx, pubPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := sign.Verify(ctx, target, pv)
+	if err != nil || v.Index != res.Digest.String() || v.IndexSignatures != 1 || v.Digest != im.Manifests[0].Digest.String() || !v.OK() {
+		t.Fatalf("verify %s: %v %+v", target, err, v)
+	}
 	// The policy can fail: another key verifies neither.
 	other, err := sign.GenerateKeyPair([]byte(password))
 	if err != nil {
@@ -248,6 +258,13 @@ func TestBuildMultiArch(t *testing.T) {
 	os.WriteFile(otherPub, other.Public, 0o644)
 	if out, ok := tool(t, env, cosignBin, "verify", "--key", otherPub, "--insecure-ignore-tlog", "--allow-http-registry", res.Image); ok {
 		t.Fatalf("cosign verify with another key passed:\n%s", out)
+	}
+	opv, err := sign.LoadPublicKey(ctx, otherPub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := sign.Verify(ctx, target, opv); err == nil || v == nil || v.IndexSignatureError == "" || v.OK() {
+		t.Fatalf("verify %s with another key: %v %+v", target, err, v)
 	}
 	otb, err := sign.Trust(r.Host+"/pools/worker", other.Public, sign.TrustOptions{NodeKeyPath: otherPub})
 	if err != nil {
