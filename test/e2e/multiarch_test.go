@@ -1,14 +1,20 @@
 package e2e
 
 import (
+	"archive/tar"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/oslayer/oslayer/builder"
 	"github.com/oslayer/oslayer/test/regtest"
@@ -105,4 +111,96 @@ func mustRef(t *testing.T, s string) name.Reference {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// An imageRef file of a multi-arch build comes from each platform's image
+// of a multi-platform source: the amd64 pool image has the amd64 kubelet,
+// the arm64 one the arm64 kubelet.
+func TestCLIMultiArchImageRef(t *testing.T) {
+	reg := regtest.Start(t, regtest.Config{})
+	base, err := synth.MultiArchBase(0.0002, "amd64", "arm64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := synth.PushIndex(ctxT(t), base, reg.Host+"/fcos/multi:stable"); err != nil {
+		t.Fatal(err)
+	}
+	var adds []mutate.IndexAddendum
+	for _, arch := range []string{"amd64", "arm64"} {
+		var buf strings.Builder
+		tw := tar.NewWriter(&buf)
+		body := "kubelet for " + arch + "\n"
+		tw.WriteHeader(&tar.Header{Name: "kubelet", Mode: 0o755, Size: int64(len(body)), Typeflag: tar.TypeReg})
+		io.WriteString(tw, body)
+		tw.Close()
+		img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{Layer: synth.TarLayer(t, []byte(buf.String()))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		img = synth.WithConfig(t, img, func(cf *v1.ConfigFile) { cf.OS, cf.Architecture = "linux", arch })
+		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
+	}
+	tools := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
+	if _, err := synth.PushIndex(ctxT(t), tools, reg.Host+"/tools/kubelet:v1"); err != nil {
+		t.Fatal(err)
+	}
+	osc := imageRefOSC(t, t.TempDir(), reg.Host+"/tools/kubelet:v1")
+	stdout, stderr, code := cli(t, "build", "--base", reg.Host+"/fcos/multi:stable", "--pool", "pool", "--osc", osc,
+		"--push", reg.Host+"/pools/pool:v1", "--arch", "amd64,arm64")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	idx, err := remote.Index(mustRef(t, reg.Host+"/pools/pool:v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, arch := range []string{"amd64", "arm64"} {
+		img, err := idx.Image(im.Manifests[i].Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := fileInLayers(t, img, "bin/kubelet"), "kubelet for "+arch+"\n"; got != want {
+			t.Errorf("%s image: kubelet %q, want %q", arch, got, want)
+		}
+	}
+}
+
+// fileInLayers returns the content of the last regular file whose path
+// ends in suffix among img's layers.
+func fileInLayers(t *testing.T, img v1.Image, suffix string) string {
+	t.Helper()
+	ls, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := ""
+	for _, l := range ls {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Typeflag == tar.TypeReg && strings.HasSuffix(h.Name, suffix) {
+				b, err := io.ReadAll(tr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				found = string(b)
+			}
+		}
+		rc.Close()
+	}
+	return found
 }
