@@ -88,6 +88,7 @@ type run struct {
 	bases    map[string]*baseEntry
 	keys     map[string]*keyEntry
 	repoIdx  map[string]bool // repositories that get the base index artifact
+	known    push.KnownBlobs // blobs seen in target repositories during the run
 	progress *progress
 }
 
@@ -149,13 +150,27 @@ func Run(ctx context.Context, pools []Pool, o Options) (*Summary, error) {
 			r.progress.done(&prep[i].res)
 		}
 	})
-	groups := group(prep)
-	parallel(o.Jobs, len(groups), func(g int) {
-		for _, p := range r.buildGroup(ctx, groups[g]) {
-			sum.Pools[p.at] = p.res
-			r.progress.done(&p.res)
+	// The first image of each repository goes first, the others once it
+	// is there: the base layers are mounted into a repository once, and
+	// the later pools know they are there without asking.
+	var first, rest [][]*prepared
+	seen := map[string]bool{}
+	for _, g := range group(prep) {
+		if seen[g[0].repo] {
+			rest = append(rest, g)
+		} else {
+			seen[g[0].repo] = true
+			first = append(first, g)
 		}
-	})
+	}
+	for _, wave := range [][][]*prepared{first, rest} {
+		parallel(o.Jobs, len(wave), func(g int) {
+			for _, p := range r.buildGroup(ctx, wave[g]) {
+				sum.Pools[p.at] = p.res
+				r.progress.done(&p.res)
+			}
+		})
+	}
 	r.progress.finish()
 	sum.Seconds = time.Since(start).Seconds()
 	for _, b := range r.bases {
@@ -364,7 +379,7 @@ func (r *run) buildPool(ctx context.Context, pr *prepared, rendered *layers.Resu
 		}
 		res.Seconds = pr.prepSecs + pr.renderSecs + time.Since(start).Seconds()
 	}()
-	pub, err := push.New(p.Target, r.o.Registry, push.WithLogger(r.log))
+	pub, err := push.New(p.Target, r.o.Registry, push.WithLogger(r.log), push.WithKnownBlobs(&r.known))
 	if err != nil {
 		res.fail("push", KindInput, err)
 		return

@@ -137,3 +137,14 @@ func (c *counter) stats() (uploaded, skipped, mounted int64, blobPuts int, manif
 	defer c.mu.Unlock()
 	return c.uploaded, c.skipped + c.mounted, c.mounted, c.blobPuts, c.manifestExists
 }
+
+// skip counts blob h as found in the target without a request (it is
+// known to be there).
+func (c *counter) skip(h v1.Hash) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.seen[h] {
+		c.seen[h] = true
+		c.skipped += c.sizes[h]
+	}
+}

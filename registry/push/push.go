@@ -93,6 +93,7 @@ type options struct {
 	progress io.Writer
 	log      *slog.Logger
 	terminal *bool
+	known    *KnownBlobs
 }
 
 // Option configures a Publisher.
@@ -106,6 +107,42 @@ func WithProgress(w io.Writer) Option { return func(o *options) { o.progress = w
 // bar regardless of what the progress writer is.
 func WithTerminal(isTerminal bool) Option {
 	return func(o *options) { o.terminal = &isTerminal }
+}
+
+// WithKnownBlobs shares k between publishers: a blob one of them found,
+// mounted or uploaded in a repository is not checked again by any of them
+// (no HEAD, no mount). Meant for one run of many builds into the same
+// repositories (a fleet), where nothing deletes blobs meanwhile.
+func WithKnownBlobs(k *KnownBlobs) Option { return func(o *options) { o.known = k } }
+
+// KnownBlobs is a set of blobs known to be in repositories, safe for
+// concurrent use; the zero value is empty and ready.
+type KnownBlobs struct {
+	mu sync.Mutex
+	m  map[string]bool
+}
+
+func (k *KnownBlobs) key(repo name.Repository, d string) string { return repo.Name() + "@" + d }
+
+func (k *KnownBlobs) has(repo name.Repository, d string) bool {
+	if k == nil {
+		return false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.m[k.key(repo, d)]
+}
+
+func (k *KnownBlobs) add(repo name.Repository, d string) {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil {
+		k.m = map[string]bool{}
+	}
+	k.m[k.key(repo, d)] = true
 }
 
 // WithLogger logs each step (debug: every blob) to l.

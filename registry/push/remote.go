@@ -85,6 +85,7 @@ func (r *remotePublisher) Write(ctx context.Context, b *builder.Built) (*builder
 		finish(err)
 		return fail("connect", err)
 	}
+	s.ctr = ctr
 
 	// An image already there by digest: send nothing more.
 	if desc, herr := remote.Head(dref, s.remoteOptions(ctx)...); herr == nil && desc.Digest == d {

@@ -38,6 +38,10 @@ type session struct {
 	tr    http.RoundTripper // a transport.Wrapper: go-containerregistry adds nothing to it
 	retry registry.Retry
 	jobs  int
+	// known are blobs known to be in repositories (WithKnownBlobs); ctr
+	// counts one found there as skipped.
+	known *KnownBlobs
+	ctr   *counter
 }
 
 // connect pings the target registry once and authenticates for pushing to
@@ -70,7 +74,7 @@ func (p *Publisher) connect(ctx context.Context, inner http.RoundTripper, pulls 
 	if jobs <= 0 {
 		jobs = 4
 	}
-	return &session{repo: repo, tr: tr, retry: p.reg.Retry, jobs: jobs}, nil
+	return &session{repo: repo, tr: tr, retry: p.reg.Retry, jobs: jobs, known: p.o.known}, nil
 }
 
 // remoteOptions makes go-containerregistry use the session's transport
@@ -211,6 +215,13 @@ func (s *session) writeBlobs(ctx context.Context, pusher *remote.Pusher, blobs [
 func (s *session) writeBlob(ctx context.Context, pusher *remote.Pusher, b blob, prog *progress, log *slog.Logger) error {
 	l := b.layer
 	if ml, src, ok := mountFrom(s.repo, b); ok {
+		if s.known.has(s.repo, b.digest.String()) {
+			if s.ctr != nil {
+				s.ctr.skip(b.digest)
+			}
+			prog.add(b.size)
+			return nil
+		}
 		// Never mount what the repository already has: a mount rewrites
 		// the blob's link in the repository, and registries that store
 		// links as files (distribution's filesystem driver) serve errors
@@ -220,6 +231,7 @@ func (s *session) writeBlob(ctx context.Context, pusher *remote.Pusher, b blob, 
 			return fmt.Errorf("check %s %s: %w", b.what, b.digest, err)
 		}
 		if has {
+			s.known.add(s.repo, b.digest.String())
 			prog.add(b.size)
 			return nil
 		}
@@ -228,6 +240,7 @@ func (s *session) writeBlob(ctx context.Context, pusher *remote.Pusher, b blob, 
 			return fmt.Errorf("mount %s %s from %s: %w", b.what, b.digest, src.RepositoryStr(), err)
 		}
 		if mounted {
+			s.known.add(s.repo, b.digest.String())
 			prog.add(b.size)
 			return nil
 		}
@@ -239,6 +252,7 @@ func (s *session) writeBlob(ctx context.Context, pusher *remote.Pusher, b blob, 
 	if err := pusher.Upload(ctx, s.repo, l); err != nil {
 		return fmt.Errorf("upload %s %s: %w", b.what, b.digest, err)
 	}
+	s.known.add(s.repo, b.digest.String())
 	return nil
 }
 

@@ -4,10 +4,11 @@
 # with wall time, bytes down/up, peak RSS and the ratios.
 #   test/bench/run.sh              # ~14 MB base, 1/10/100 pools
 #   test/bench/run.sh -bench.gb    # ~1 GB base
+#   BENCH=BenchmarkFleet test/bench/run.sh   # oslayer fleet build of 1,000 pools
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 tools=$(bash test/setup.sh | tail -n 1)
 export PATH="$tools:$PATH"
 mkdir -p test/bench/results
-go test -run '^$' -bench BenchmarkPeers -benchtime 1x -timeout 60m ./test/bench/ \
-  -args -bench.md "$PWD/test/bench/results/latest.md" "$@"
+go test -run '^$' -bench "${BENCH:-BenchmarkPeers}" -benchtime 1x -timeout 60m ./test/bench/ \
+  -args -bench.md "$PWD/test/bench/results/${BENCH:-latest}.md" "$@"
