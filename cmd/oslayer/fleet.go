@@ -12,6 +12,7 @@ import (
 
 	"github.com/oslayer/oslayer/baseindex"
 	"github.com/oslayer/oslayer/fleet"
+	"github.com/oslayer/oslayer/registry/push"
 )
 
 // fleetFlags are the options of oslayer fleet build.
@@ -145,7 +146,7 @@ func runFleetBuild(cmd *cobra.Command, g *globals, f *fleetFlags, planPath strin
 		Registry: reg, Jobs: f.jobs, Version: version, Epoch: epoch, IndexCacheDir: cache,
 		ImageBudget: budget, ImageTimeout: f.imageTimeout,
 		Password: []byte(os.Getenv("COSIGN_PASSWORD")),
-		Progress: stderr, Terminal: isTTY(stderr), Logger: g.log,
+		Progress: stderr, Terminal: push.IsTerminal(stderr), Logger: g.log,
 	})
 	if err != nil {
 		return &exitError{code: 2, err: err}
@@ -177,14 +178,4 @@ func runFleetBuild(cmd *cobra.Command, g *globals, f *fleetFlags, planPath strin
 		return &exitError{code: code, err: fmt.Errorf("fleet: %d of %d pools failed", sum.Failed, sum.Total)}
 	}
 	return nil
-}
-
-// isTTY reports whether w is a terminal.
-func isTTY(w any) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

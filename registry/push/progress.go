@@ -31,7 +31,8 @@ type progress struct {
 	remote, own int64
 }
 
-func isTerminal(w io.Writer) bool {
+// IsTerminal reports whether w is a terminal (a character device).
+func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
@@ -47,7 +48,7 @@ func newProgress(o options, label string, total int64) *progress {
 	if o.progress == nil {
 		return nil
 	}
-	term := isTerminal(o.progress)
+	term := IsTerminal(o.progress)
 	if o.terminal != nil {
 		term = *o.terminal
 	}

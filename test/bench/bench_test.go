@@ -124,17 +124,14 @@ func (e *env) median(name string, f func(i int) (time.Duration, int64)) run {
 	return rs[len(rs)/2]
 }
 
-func BenchmarkPeers(b *testing.B) {
-	if *gb {
-		*scale = 1.5
-	}
+// newEnv builds the oslayer binary under test (measured as a process like
+// its peers), starts a registry on disk behind a counting proxy and pushes
+// the synthetic base (-bench.scale) to it. It returns the base image and
+// the repository root.
+func newEnv(b *testing.B) (*env, v1.Image, string) {
 	regtest.Require(b, "docker-registry")
-	crane := regtest.Require(b, "crane")
-	ctx := context.Background()
 	dir := b.TempDir()
 	e := &env{t: b, dir: dir}
-
-	// The binary under test, built once, measured as a process like its peers.
 	root, err := fixtures.RepoRoot()
 	if err != nil {
 		b.Fatal(err)
@@ -143,19 +140,27 @@ func BenchmarkPeers(b *testing.B) {
 	if out, err := exec.Command("go", "build", "-o", e.oslayer, filepath.Join(root, "cmd", "oslayer")).CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
-
 	reg := regtest.Start(b, regtest.Config{Filesystem: true})
 	e.proxy = regtest.NewProxy(b, reg.Host)
-
 	img, err := synth.FCOSBase(*scale)
 	if err != nil {
 		b.Fatal(err)
 	}
-	baseDigest, err := synth.Push(ctx, img, e.proxy.Host+"/fcos/base:stable")
+	baseDigest, err := synth.Push(context.Background(), img, e.proxy.Host+"/fcos/base:stable")
 	if err != nil {
 		b.Fatal(err)
 	}
 	e.base = baseDigest.String()
+	return e, img, root
+}
+
+func BenchmarkPeers(b *testing.B) {
+	if *gb {
+		*scale = 1.5
+	}
+	crane := regtest.Require(b, "crane")
+	e, img, root := newEnv(b)
+	dir := e.dir
 	baseSize := int64(0)
 	if m, err := img.Manifest(); err == nil {
 		for _, l := range m.Layers {
@@ -198,29 +203,11 @@ func BenchmarkPeers(b *testing.B) {
 			writePoolOSC(b, dir, i)
 		}
 		r := e.measure(fmt.Sprintf("oslayer, %d pools (%d parallel invocations)", n, *parallel), func() (time.Duration, int64) {
-			start := time.Now()
-			var mu sync.Mutex
-			var maxRSS int64
-			sem := make(chan struct{}, *parallel)
-			var wg sync.WaitGroup
-			for i := 0; i < n; i++ {
-				wg.Add(1)
-				sem <- struct{}{}
-				go func(i int) {
-					defer wg.Done()
-					defer func() { <-sem }()
-					pool := fmt.Sprintf("pool%03d", i)
-					_, rss := build(pool, fmt.Sprintf("%s/pools/%s:latest", e.proxy.Host, pool),
-						"--osc", filepath.Join(dir, "pools", pool+".yaml"))
-					mu.Lock()
-					if rss > maxRSS {
-						maxRSS = rss
-					}
-					mu.Unlock()
-				}(i)
-			}
-			wg.Wait()
-			return time.Since(start), maxRSS
+			return e.parallelRuns(n, func(i int) (time.Duration, int64) {
+				pool := fmt.Sprintf("pool%03d", i)
+				return build(pool, fmt.Sprintf("%s/pools/%s:latest", e.proxy.Host, pool),
+					"--osc", filepath.Join(dir, "pools", pool+".yaml"))
+			})
 		})
 		return r
 	}

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -15,9 +14,7 @@ import (
 	"time"
 
 	"github.com/oslayer/oslayer/baseindex"
-	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/regtest"
-	"github.com/oslayer/oslayer/test/synth"
 )
 
 var (
@@ -34,30 +31,9 @@ var (
 // crane append (-bench.parallel at once) of a sample of the pools, scaled
 // to the fleet's size. Run it with BENCH=BenchmarkFleet test/bench/run.sh.
 func BenchmarkFleet(b *testing.B) {
-	regtest.Require(b, "docker-registry")
 	crane := regtest.Require(b, "crane")
-	ctx := context.Background()
-	dir := b.TempDir()
-	e := &env{t: b, dir: dir}
-	root, err := fixtures.RepoRoot()
-	if err != nil {
-		b.Fatal(err)
-	}
-	e.oslayer = filepath.Join(dir, "oslayer")
-	if out, err := exec.Command("go", "build", "-o", e.oslayer, filepath.Join(root, "cmd", "oslayer")).CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
-	reg := regtest.Start(b, regtest.Config{Filesystem: true})
-	e.proxy = regtest.NewProxy(b, reg.Host)
-	img, err := synth.FCOSBase(*scale)
-	if err != nil {
-		b.Fatal(err)
-	}
-	baseDigest, err := synth.Push(ctx, img, e.proxy.Host+"/fcos/base:stable")
-	if err != nil {
-		b.Fatal(err)
-	}
-	e.base = baseDigest.String()
+	e, _, _ := newEnv(b)
+	dir := e.dir
 
 	// The plan: every pool has its own OSC (a unit, a drop-in and files).
 	n := *fleetClusters * *fleetPools
