@@ -295,7 +295,12 @@ func Assemble(ctx context.Context, req AssembleRequest) (*Built, error) {
 	img.rawConfig, img.config = rawOut, cf
 	img.rawManifest, img.manifest = rawM, m
 	img.digest = sha256Hash(rawM)
+	var files []layers.Baked
+	if req.Rendered.Report != nil {
+		files = req.Rendered.Report.Baked
+	}
 	return &Built{
+		Files:        files,
 		Image:        img,
 		Digest:       img.digest,
 		Base:         *base,

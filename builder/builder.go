@@ -35,6 +35,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/oslayer/oslayer/baseindex"
+	"github.com/oslayer/oslayer/layers"
 	"github.com/oslayer/oslayer/layers/model"
 	"github.com/oslayer/oslayer/registry"
 )
@@ -92,6 +93,10 @@ type Built struct {
 	// Warnings are what the user should know about (unpinned base, base
 	// without bootable label, ...).
 	Warnings []string
+	// Files are the items oslayer placed, as the ownership manifest lists
+	// them (path, type, digest, layer and the document and field each
+	// came from), for the SBOM.
+	Files []layers.Baked
 }
 
 // AddedLayer describes one appended layer.

@@ -27,7 +27,9 @@ func newVerifyCmd(g *globals) *cobra.Command {
 		Long: `verify checks IMAGE (REG/REPO@sha256:... or a tag) offline with a cosign
 public key, as a node's sigstoreSigned policy does: the manifest must hash to
 its digest, a signature by the key must name that digest and the repository,
-and a SLSA provenance v1 attestation by the key must have it as subject.
+and a SLSA provenance v1 attestation by the key must have it as subject; an
+SPDX SBOM attestation by the key (the files oslayer added, each with its
+digests and the document and field it came from) is checked and printed.
 No transparency log is consulted. Exit code 0: every check passed; 1: a
 check failed (signature or attestation missing, by another key, or for
 another digest or repository); 2: the checks could not run (registry
@@ -92,6 +94,23 @@ func printVerification(w io.Writer, v *sign.Verification) {
 			fmt.Fprintf(w, "index:       FAIL %s: %s\n", v.Index, v.IndexSignatureError)
 		} else {
 			fmt.Fprintf(w, "index:       OK %s (%d signatures by this key)\n", v.Index, v.IndexSignatures)
+		}
+	}
+	switch {
+	case v.SBOMError != "":
+		fmt.Fprintf(w, "sbom:        FAIL %s\n", v.SBOMError)
+	case v.SBOM == nil:
+		fmt.Fprintf(w, "sbom:        none by this key (images built before oslayer attached one)\n")
+	default:
+		fmt.Fprintf(w, "sbom:        OK (%s, %d files added)\n", v.SBOM.SPDXVersion, len(v.SBOM.Files))
+		for _, f := range v.SBOM.Files {
+			sum := ""
+			for _, c := range f.Checksums {
+				if c.Algorithm == "SHA256" {
+					sum = "sha256:" + c.ChecksumValue
+				}
+			}
+			fmt.Fprintf(w, "  %-40s %s %s\n", strings.TrimPrefix(f.FileName, "."), sum, strings.TrimPrefix(f.Comment, "source: "))
 		}
 	}
 	if v.Provenance == nil {

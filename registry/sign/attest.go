@@ -227,6 +227,9 @@ type AttestResult struct {
 	// added again ("signature", "attestation"): other writers replaced a
 	// tag after it was written.
 	Readded []string `json:"readded,omitempty"`
+	// SBOM is what attaching the SPDX SBOM attestation wrote (registry
+	// targets; in an OCI layout both are in one attestations image).
+	SBOM *AttestResult `json:"sbom,omitempty"`
 }
 
 // Attest DSSE-signs st and attaches it to d the way `cosign attest` does
@@ -238,16 +241,52 @@ type AttestResult struct {
 // reads the tag back after writing and merges again when another writer
 // replaced it meanwhile (at most MaxMergeAttempts writes).
 func (s *Signer) Attest(ctx context.Context, d name.Digest, st *Statement) (*AttestResult, error) {
-	pl, err := json.Marshal(st)
+	stm, err := newStatement(st.PredicateType, st)
 	if err != nil {
 		return nil, fmt.Errorf("encoding statement for %s: %w", d, err)
 	}
+	return s.attest(ctx, d, stm)
+}
+
+// AttestSBOM attaches the SBOM statement st to d like Attest.
+func (s *Signer) AttestSBOM(ctx context.Context, d name.Digest, st *SBOMStatement) (*AttestResult, error) {
+	stm, err := newStatement(st.PredicateType, st)
+	if err != nil {
+		return nil, fmt.Errorf("encoding SBOM for %s: %w", d, err)
+	}
+	return s.attest(ctx, d, stm)
+}
+
+// statement is an encoded in-toto statement and its predicate type.
+type statement struct {
+	predicateType string
+	payload       []byte
+}
+
+func newStatement(predicateType string, v any) (statement, error) {
+	b, err := json.Marshal(v)
+	return statement{predicateType: predicateType, payload: b}, err
+}
+
+// envelope DSSE-signs stm into an attestation layer.
+func (s *Signer) envelope(ctx context.Context, stm statement) (oci.Signature, error) {
+	env, err := dsse.WrapSigner(s.sv, ctypes.IntotoPayloadType).SignMessage(bytes.NewReader(stm.payload), sigopts.WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("signing %s statement: %w", stm.predicateType, err)
+	}
+	return static.NewAttestation(env, static.WithLayerMediaType(ctypes.DssePayloadType),
+		static.WithAnnotations(map[string]string{"predicateType": stm.predicateType}))
+}
+
+func (s *Signer) attest(ctx context.Context, d name.Digest, stm statement) (*AttestResult, error) {
+	pl := stm.payload
+	var err error
 	oo := s.ociOpts(ctx)
 	at, err := ociremote.AttestationTag(d, oo...)
 	if err != nil {
 		return nil, err
 	}
-	res := &AttestResult{Ref: d.String(), AttestationTag: at.String(), PredicateType: st.PredicateType}
+	res := &AttestResult{Ref: d.String(), AttestationTag: at.String(), PredicateType: stm.predicateType}
 	var att oci.Signature
 	// Merge, never replace: as in Sign, read, add ours, write, read back,
 	// and merge again while another writer keeps replacing the tag.
@@ -276,17 +315,11 @@ func (s *Signer) Attest(ctx context.Context, d name.Digest, st *Statement) (*Att
 			return nil, err
 		}
 		if att == nil {
-			env, err := dsse.WrapSigner(s.sv, ctypes.IntotoPayloadType).SignMessage(bytes.NewReader(pl), sigopts.WithContext(ctx))
-			if err != nil {
-				return nil, fmt.Errorf("signing statement for %s: %w", d, err)
-			}
-			if att, err = static.NewAttestation(env,
-				static.WithLayerMediaType(ctypes.DssePayloadType),
-				static.WithAnnotations(map[string]string{"predicateType": st.PredicateType})); err != nil {
-				return nil, err
+			if att, err = s.envelope(ctx, stm); err != nil {
+				return nil, fmt.Errorf("%s: %w", d, err)
 			}
 		}
-		ro := &replaceOp{predicateType: st.PredicateType, ours: s.ownAttestation}
+		ro := &replaceOp{predicateType: stm.predicateType, ours: s.ownAttestation}
 		nse, err := mutate.AttachAttestationToEntity(se, att, mutate.WithReplaceOp(ro))
 		if err != nil {
 			return nil, err

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -18,8 +18,6 @@ import (
 	colayout "github.com/sigstore/cosign/v2/pkg/oci/layout"
 	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
 	"github.com/sigstore/cosign/v2/pkg/oci/static"
-	ctypes "github.com/sigstore/cosign/v2/pkg/types"
-	"github.com/sigstore/sigstore/pkg/signature/dsse"
 	sigopts "github.com/sigstore/sigstore/pkg/signature/options"
 
 	"github.com/oslayer/oslayer/builder"
@@ -149,47 +147,40 @@ func (s *Signer) SignLayout(ctx context.Context, p *builder.Published) (*SignRes
 	return res, nil
 }
 
-// AttestLayout DSSE-signs st and writes the attestations image into the
-// layout of p (replacing our own earlier attestation of the predicate type
-// for that digest, keeping others), like SignLayout.
-func (s *Signer) AttestLayout(ctx context.Context, p *builder.Published, st *Statement) (*AttestResult, error) {
+// AttestLayout DSSE-signs the statements and writes the attestations
+// image into the layout of p (replacing our own earlier attestations of
+// their predicate types for that digest, keeping others), like SignLayout.
+func (s *Signer) attestLayout(ctx context.Context, p *builder.Published, stms ...statement) (*AttestResult, error) {
 	d, l, err := s.layoutDigest(p)
 	if err != nil {
 		return nil, err
 	}
 	dir := l.dir
-	pl, err := json.Marshal(st)
+	_, atts, err := layoutSigned(dir, l.digest)
 	if err != nil {
 		return nil, err
 	}
-	_, existing, err := layoutSigned(dir, l.digest)
-	if err != nil {
-		return nil, err
-	}
-	res := &AttestResult{Ref: d.String(), PredicateType: st.PredicateType}
-	el, err := existing.Get()
-	if err != nil {
-		return nil, err
-	}
-	atts := existing
-	same := false
-	for _, a := range el {
-		same = same || s.sameAttestation(a, pl)
-	}
-	if same {
-		res.Existing = true
-	} else {
-		env, err := dsse.WrapSigner(s.sv, ctypes.IntotoPayloadType).SignMessage(bytes.NewReader(pl), sigopts.WithContext(ctx))
-		if err != nil {
-			return nil, fmt.Errorf("signing statement for %s: %w", d, err)
-		}
-		att, err := static.NewAttestation(env, static.WithLayerMediaType(ctypes.DssePayloadType),
-			static.WithAnnotations(map[string]string{"predicateType": st.PredicateType}))
+	res := &AttestResult{Ref: d.String(), Existing: true}
+	for _, stm := range stms {
+		res.PredicateType = strings.TrimPrefix(res.PredicateType+", "+stm.predicateType, ", ")
+		el, err := atts.Get()
 		if err != nil {
 			return nil, err
 		}
-		ro := &replaceOp{predicateType: st.PredicateType, ours: s.ownAttestation}
-		kept, err := ro.Replace(existing, att)
+		same := false
+		for _, a := range el {
+			same = same || s.sameAttestation(a, stm.payload)
+		}
+		if same {
+			continue
+		}
+		res.Existing = false
+		att, err := s.envelope(ctx, stm)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", d, err)
+		}
+		ro := &replaceOp{predicateType: stm.predicateType, ours: s.ownAttestation}
+		kept, err := ro.Replace(atts, att)
 		if err != nil {
 			return nil, err
 		}
@@ -197,7 +188,7 @@ func (s *Signer) AttestLayout(ctx context.Context, p *builder.Published, st *Sta
 		if atts, err = mutate.AppendSignatures(empty.Signatures(), false, kl...); err != nil {
 			return nil, err
 		}
-		res.Replaced = ro.replaced
+		res.Replaced += ro.replaced
 	}
 	res.Attestations = count(atts)
 	a, err := writeAttached(dir, push.KindAttestations, atts)

@@ -114,32 +114,47 @@ func (s *attestStage) Run(ctx context.Context, b *builder.Built, p *builder.Publ
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", StageAttest, err)
 	}
+	d := p.Digest
+	if d == nil {
+		ld, _, err := sg.layoutDigest(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", StageAttest, err)
+		}
+		d = &ld
+	}
+	st, err := NewStatement(b, *d, sg.o.version)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", StageAttest, err)
+	}
+	sbom, err := NewSBOM(b, *d, sg.o.version)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", StageAttest, err)
+	}
 	if p.Digest == nil {
 		// An OCI layout: signatures and attestations are listed in its
 		// index.json with the tag, by Commit.
-		d, _, err := sg.layoutDigest(p)
+		stp, err := newStatement(st.PredicateType, st)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", StageAttest, err)
 		}
-		st, err := NewStatement(b, d, sg.o.version)
+		sbp, err := newStatement(sbom.PredicateType, sbom)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", StageAttest, err)
 		}
-		r, err := sg.AttestLayout(ctx, p, st)
+		r, err := sg.attestLayout(ctx, p, stp, sbp)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", StageAttest, err)
 		}
 		return r, nil
 	}
-	st, err := NewStatement(b, *p.Digest, sg.o.version)
+	r, err := sg.Attest(ctx, *d, st)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", StageAttest, err)
 	}
-	r, err := sg.Attest(ctx, *p.Digest, st)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", StageAttest, err)
+	if r.SBOM, err = sg.AttestSBOM(ctx, *d, sbom); err != nil {
+		return nil, fmt.Errorf("%s: SBOM: %w", StageAttest, err)
 	}
-	if r.Readded, err = sg.Confirm(ctx, *p.Digest, st); err != nil {
+	if r.Readded, err = sg.Confirm(ctx, *d, st, sbom); err != nil {
 		return nil, fmt.Errorf("%s: %w", StageAttest, err)
 	}
 	return r, nil
@@ -150,16 +165,19 @@ func (s *attestStage) Run(ctx context.Context, b *builder.Built, p *builder.Publ
 const confirmRounds = 3
 
 // Confirm verifies d on the registry with the signer's own key, as
-// `oslayer verify` does, and adds the signature (Sign) or the attestation
-// of st (Attest) again when another writer replaced the tag after they
-// were written; it returns what it added again. It fails when they still
-// do not verify after a few rounds: the tag must not move to an image its
-// own key does not verify.
-func (s *Signer) Confirm(ctx context.Context, d name.Digest, st *Statement) ([]string, error) {
+// `oslayer verify` does, and adds the signature (Sign), the attestation
+// of st (Attest) or the SBOM sbom (AttestSBOM, when given) again when
+// another writer replaced the tag after they were written; it returns what
+// it added again. It fails when they still do not verify after a few
+// rounds: the tag must not move to an image its own key does not verify.
+func (s *Signer) Confirm(ctx context.Context, d name.Digest, st *Statement, sbom *SBOMStatement) ([]string, error) {
 	var last error
 	var readded []string
 	for round := 0; round < confirmRounds; round++ {
 		v, err := verify(ctx, d.String(), s.sv, s.o)
+		if err == nil && v.SBOM == nil && sbom != nil {
+			err = fmt.Errorf("%w for %s: sbom: no SBOM attestation by this key", ErrVerify, d)
+		}
 		if err == nil {
 			return readded, nil
 		}
@@ -179,6 +197,12 @@ func (s *Signer) Confirm(ctx context.Context, d name.Digest, st *Statement) ([]s
 				return readded, err
 			}
 			readded = append(readded, "attestation")
+		}
+		if v.SBOM == nil && sbom != nil {
+			if _, err := s.AttestSBOM(ctx, d, sbom); err != nil {
+				return readded, err
+			}
+			readded = append(readded, "sbom")
 		}
 	}
 	return readded, fmt.Errorf("verify %s with our key after %d rounds: %w", d, confirmRounds, last)

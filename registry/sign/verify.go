@@ -2,6 +2,7 @@ package sign
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,6 +51,10 @@ type Verification struct {
 	Inputs []ResourceDescriptor `json:"inputs,omitempty"`
 	// Base is the base image the provenance names.
 	Base *ResourceDescriptor `json:"base,omitempty"`
+	// SBOM is the SPDX document of the first SBOM attestation by the key
+	// (nil: none); SBOMError says what is wrong with it.
+	SBOM      *SPDX  `json:"sbom,omitempty"`
+	SBOMError string `json:"sbomError,omitempty"`
 }
 
 // OK reports whether both checks passed.
@@ -158,6 +163,9 @@ func verify(ctx context.Context, ref string, pub signature.Verifier, o *options)
 	} else {
 		for _, a := range atts {
 			st, err := decodeStatement(a)
+			if err == nil && st.PredicateType == SBOMPredicateType && v.SBOM == nil {
+				v.SBOM, v.SBOMError = checkSBOM(a, v.Digest)
+			}
 			if err != nil || st.PredicateType != PredicateType {
 				continue
 			}
@@ -189,6 +197,9 @@ func verify(ctx context.Context, ref string, pub signature.Verifier, o *options)
 	}
 	if v.IndexSignatureError != "" {
 		errs = append(errs, "index "+v.Index+" signature: "+v.IndexSignatureError)
+	}
+	if v.SBOMError != "" {
+		errs = append(errs, "sbom: "+v.SBOMError)
 	}
 	if len(errs) > 0 {
 		return v, fmt.Errorf("%w for %s: %s", ErrVerify, v.Ref, strings.Join(errs, "; "))
@@ -252,4 +263,46 @@ func layoutSignedImage(dir string, d v1.Hash) error {
 		return fmt.Errorf("the layout %s holds signatures for %s, not for %s", dir, h, d)
 	}
 	return nil
+}
+
+// checkSBOM decodes the SPDX SBOM attestation a (its signature and
+// subject were verified) and checks it describes digest: its subject and
+// name, every file with a SHA256 and a SHA1 checksum and the source it came
+// from.
+func checkSBOM(a oci.Signature, digest string) (*SPDX, string) {
+	p, err := a.Payload()
+	if err != nil {
+		return nil, err.Error()
+	}
+	var env struct {
+		Payload string `json:"payload"`
+	}
+	if err := json.Unmarshal(p, &env); err != nil {
+		return nil, "not a DSSE envelope: " + err.Error()
+	}
+	b, err := base64.StdEncoding.DecodeString(env.Payload)
+	if err != nil {
+		return nil, "payload: " + err.Error()
+	}
+	var st SBOMStatement
+	if err := json.Unmarshal(b, &st); err != nil || st.Predicate == nil {
+		return nil, fmt.Sprintf("not an SPDX statement: %v", err)
+	}
+	doc := st.Predicate
+	if len(st.Subject) != 1 || "sha256:"+st.Subject[0].Digest["sha256"] != digest || !strings.HasSuffix(doc.Name, digest) {
+		return doc, "the SBOM describes another image than " + digest
+	}
+	if doc.SPDXVersion != "SPDX-2.3" {
+		return doc, "spdxVersion " + doc.SPDXVersion + ", want SPDX-2.3"
+	}
+	for _, f := range doc.Files {
+		algs := map[string]bool{}
+		for _, c := range f.Checksums {
+			algs[c.Algorithm] = c.ChecksumValue != ""
+		}
+		if !algs["SHA1"] || !algs["SHA256"] || !strings.HasPrefix(f.Comment, "source: ") {
+			return doc, "file " + f.FileName + " lacks a SHA1 or SHA256 checksum or its source"
+		}
+	}
+	return doc, ""
 }

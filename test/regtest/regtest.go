@@ -11,6 +11,8 @@ package regtest
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -369,4 +371,29 @@ func (c *countingReader) Close() error {
 		return nil
 	}
 	return c.r.Close()
+}
+
+// DSSEPredicateTypes returns the predicate types of the DSSE envelopes
+// `cosign verify-attestation` printed (one JSON object a line).
+func DSSEPredicateTypes(out string) []string {
+	var types []string
+	for _, line := range strings.Split(out, "\n") {
+		var env struct {
+			Payload string `json:"payload"`
+		}
+		if !strings.HasPrefix(line, "{") || json.Unmarshal([]byte(line), &env) != nil {
+			continue
+		}
+		b, err := base64.StdEncoding.DecodeString(env.Payload)
+		if err != nil {
+			continue
+		}
+		var st struct {
+			PredicateType string `json:"predicateType"`
+		}
+		if json.Unmarshal(b, &st) == nil {
+			types = append(types, st.PredicateType)
+		}
+	}
+	return types
 }

@@ -51,8 +51,9 @@ func TestResignDedupe(t *testing.T) {
 	}
 	sigN, sigH := attachedLayers(t, d, ".sig")
 	attN, attH := attachedLayers(t, d, ".att")
-	if sigN != 1 || attN != 1 {
-		t.Fatalf("after one signing: %d signature layers, %d attestation layers; want 1 and 1", sigN, attN)
+	// Two attestation layers: the provenance and the SBOM.
+	if sigN != 1 || attN != 2 {
+		t.Fatalf("after one signing: %d signature layers, %d attestation layers; want 1 and 2", sigN, attN)
 	}
 	if sr := out1[0].(*sign.SignResult); sr.Existing || sr.Signatures != 1 {
 		t.Fatalf("first sign result = %+v", sr)
@@ -68,16 +69,16 @@ func TestResignDedupe(t *testing.T) {
 			t.Fatalf("re-sign %d: result %+v, want Existing with 1 signature", i, sr)
 		}
 		ar := out[1].(*sign.AttestResult)
-		if !ar.Existing || ar.Replaced != 0 || ar.Attestations != 1 {
-			t.Fatalf("re-attest %d: result %+v, want Existing with 1 attestation", i, ar)
+		if !ar.Existing || ar.Replaced != 0 || ar.Attestations != 2 || ar.SBOM == nil || !ar.SBOM.Existing {
+			t.Fatalf("re-attest %d: result %+v, want Existing with 2 attestations (provenance and SBOM)", i, ar)
 		}
 		n, h := attachedLayers(t, d, ".sig")
 		if n != 1 || h != sigH {
 			t.Fatalf("re-sign %d: %d signature layers (manifest %s, was %s); want 1, unchanged", i, n, h, sigH)
 		}
 		n, h = attachedLayers(t, d, ".att")
-		if n != 1 || h != attH {
-			t.Fatalf("re-attest %d: %d attestation layers (manifest %s, was %s); want 1, unchanged", i, n, h, attH)
+		if n != 2 || h != attH {
+			t.Fatalf("re-attest %d: %d attestation layers (manifest %s, was %s); want 2, unchanged", i, n, h, attH)
 		}
 	}
 
@@ -87,11 +88,11 @@ func TestResignDedupe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ar := out[1].(*sign.AttestResult); ar.Existing || ar.Replaced != 1 || ar.Attestations != 1 {
-		t.Fatalf("new statement: result %+v, want 1 replaced, 1 left", ar)
+	if ar := out[1].(*sign.AttestResult); ar.Existing || ar.Replaced != 1 || ar.Attestations != 2 || ar.SBOM == nil || ar.SBOM.Replaced != 1 {
+		t.Fatalf("new statement: result %+v, want the provenance and the SBOM each replaced, 2 left", ar)
 	}
-	if n, h := attachedLayers(t, d, ".att"); n != 1 || h == attH {
-		t.Fatalf("new statement: %d attestation layers, manifest %s (was %s); want 1, changed", n, h, attH)
+	if n, h := attachedLayers(t, d, ".att"); n != 2 || h == attH {
+		t.Fatalf("new statement: %d attestation layers, manifest %s (was %s); want 2, changed", n, h, attH)
 	}
 
 	// A second key adds its own signature next to the first.

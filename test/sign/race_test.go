@@ -80,8 +80,8 @@ func TestTwoSignersOneDigest(t *testing.T) {
 		if n, _ := attachedLayers(t, d, ".sig"); n != 2 {
 			t.Fatalf("trial %d: %d signature layers, want 2", i, n)
 		}
-		if n, _ := attachedLayers(t, d, ".att"); n != 2 {
-			t.Fatalf("trial %d: %d attestation layers, want 2", i, n)
+		if n, _ := attachedLayers(t, d, ".att"); n != 4 {
+			t.Fatalf("trial %d: %d attestation layers, want 4 (provenance and SBOM of each)", i, n)
 		}
 		t.Logf("trial %d: two signers in %v, signature+attestation writes [re-added] %v", i, time.Since(start).Round(time.Millisecond), writes)
 	}
@@ -215,8 +215,9 @@ func TestTwoKeyAttestations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ar := out[1].(*sign.AttestResult); ar.Replaced != 1 || ar.Attestations != 2 {
-		t.Fatalf("re-attest with K1: %+v, want 1 replaced and 2 left", ar)
+	// Each key's provenance and SBOM: four layers, K1's provenance replaced.
+	if ar := out[1].(*sign.AttestResult); ar.Replaced != 1 || ar.Attestations != 4 {
+		t.Fatalf("re-attest with K1: %+v, want 1 replaced and 4 left", ar)
 	}
 	verifyWith(t, ctx, k2, r.Host+"/pool:b")
 	cosignBin := regtest.Require(t, "cosign")

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -131,6 +132,10 @@ func TestBuildSignedImage(t *testing.T) {
 	if out, ok := tool(t, env, cosignBin, "verify-attestation", "--key", pubPath, "--insecure-ignore-tlog", "--allow-http-registry", "--type", "slsaprovenance1", img); !ok {
 		t.Fatalf("cosign verify-attestation %s:\n%s", img, out)
 	}
+	// The SBOM: cosign verifies it as an SPDX JSON attestation.
+	if out, ok := tool(t, env, cosignBin, "verify-attestation", "--key", pubPath, "--insecure-ignore-tlog", "--allow-http-registry", "--type", "spdxjson", img); !ok || !slices.Equal(regtest.DSSEPredicateTypes(out), []string{"https://spdx.dev/Document"}) {
+		t.Fatalf("cosign verify-attestation --type spdxjson %s:\n%s", img, out)
+	}
 	tb, err := sign.Trust(proxy.Host+"/pools/worker", kp.Public, sign.TrustOptions{NodeKeyPath: pubPath})
 	if err != nil {
 		t.Fatal(err)
@@ -177,6 +182,32 @@ func TestBuildSignedImage(t *testing.T) {
 	if got := len(v.Provenance.Predicate.RunDetails.Byproducts); got != len(res.Layers) {
 		t.Fatalf("provenance names %d layers, build added %d", got, len(res.Layers))
 	}
+	// The SBOM names every regular file the build placed, with the digest
+	// of the ownership manifest and where it came from.
+	if v.SBOM == nil || v.SBOMError != "" {
+		t.Fatalf("verify found no valid SBOM: %q", v.SBOMError)
+	}
+	files := map[string]string{}
+	for _, f := range v.SBOM.Files {
+		for _, c := range f.Checksums {
+			if c.Algorithm == "SHA256" {
+				files[f.FileName] = "sha256:" + c.ChecksumValue
+			}
+		}
+	}
+	placed := 0
+	for _, b := range res.Report.Baked {
+		if b.Type != "file" {
+			continue
+		}
+		placed++
+		if got := files["."+b.Path]; got != "sha256:"+strings.TrimPrefix(b.SHA256, "sha256:") {
+			t.Errorf("SBOM file %s: %q, the ownership manifest says %s", b.Path, got, b.SHA256)
+		}
+	}
+	if placed == 0 || len(v.SBOM.Files) != placed {
+		t.Fatalf("SBOM lists %d files, the build placed %d", len(v.SBOM.Files), placed)
+	}
 
 	// Rebuilding with unchanged inputs gives the same digest and signs and
 	// attests nothing new.
@@ -197,7 +228,7 @@ func TestBuildSignedImage(t *testing.T) {
 	if sr := res2.Stages["sign"].(*sign.SignResult); !sr.Existing || sr.Signatures != 1 {
 		t.Fatalf("rebuild sign result %+v", sr)
 	}
-	if ar := res2.Stages["attest"].(*sign.AttestResult); !ar.Existing || ar.Attestations != 1 {
+	if ar := res2.Stages["attest"].(*sign.AttestResult); !ar.Existing || ar.Attestations != 2 || ar.SBOM == nil || !ar.SBOM.Existing {
 		t.Fatalf("rebuild attest result %+v", ar)
 	}
 }

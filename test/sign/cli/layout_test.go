@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,12 +107,16 @@ func TestSignedLayout(t *testing.T) {
 	if o, err := run("verify-attestation", "--key", pub, "--insecure-ignore-tlog=true", "--type", "slsaprovenance1", "--local-image", out); err != nil {
 		t.Errorf("cosign verify-attestation --local-image: %v\n%s", err, o)
 	}
+	if o, err := run("verify-attestation", "--key", pub, "--insecure-ignore-tlog=true", "--type", "spdxjson", "--local-image", out); err != nil || !slices.Equal(regtest.DSSEPredicateTypes(o), []string{"https://spdx.dev/Document"}) {
+		t.Errorf("cosign verify-attestation --type spdxjson --local-image: %v\n%s", err, o)
+	}
 	if o, err := run("verify", "--key", other, "--insecure-ignore-tlog=true", "--local-image", out); err == nil {
 		t.Errorf("cosign verify --local-image with another key passed:\n%s", o)
 	}
 
 	r = oslayer(t, bin, nil, "verify", "oci:"+out+":latest", "--key", pub)
-	if r.code != 0 || !strings.HasPrefix(r.stdout, "OK oci:"+out+"@"+res.Digest) || !strings.Contains(r.stdout, "identity registry.example.com/os/pool") {
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "OK oci:"+out+"@"+res.Digest) || !strings.Contains(r.stdout, "identity registry.example.com/os/pool") ||
+		!strings.Contains(r.stdout, "sbom:        OK (SPDX-2.3, ") || !strings.Contains(r.stdout, "/etc/motd.d/pool") {
 		t.Errorf("oslayer verify of the layout: %+v", r)
 	}
 	if r = oslayer(t, bin, nil, "verify", "oci:"+out+":latest", "--key", other); r.code != 1 {
