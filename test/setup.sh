@@ -14,7 +14,7 @@ BUILD_TAGS="containers_image_openpgp exclude_graphdriver_btrfs exclude_graphdriv
 mkdir -p "$OSLAYER_TOOLS/bin"
 
 need_apt=()
-for pair in docker-registry:docker-registry umoci:umoci buildah:buildah systemctl:systemd systemd-tmpfiles:systemd ostree:ostree; do
+for pair in docker-registry:docker-registry umoci:umoci buildah:buildah systemctl:systemd systemd-tmpfiles:systemd ostree:ostree rpmbuild:rpm dpkg-deb:dpkg; do
   cmd=${pair%%:*} pkg=${pair##*:}
   command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
@@ -29,9 +29,11 @@ fi
 
 # Debian packages the package-stage tests assemble a test base from: only
 # their files are needed (apt-get download, unpacked by the test with
-# dpkg-deb -x), nothing is installed.
+# dpkg-deb -x), nothing is installed. busybox-static is the shell; rpm,
+# rpm-common and the libraries /usr/bin/rpm links are the package manager.
 mkdir -p "$OSLAYER_TOOLS/debs"
-for pkg in busybox-static; do
+for pkg in busybox-static rpm rpm-common librpm9 librpmio9 libbz2-1.0 libc6 libcap2 libgcrypt20 \
+  libgpg-error0 liblua5.3-0 liblzma5 libpopt0 libsqlite3-0 libzstd1 zlib1g; do
   ls "$OSLAYER_TOOLS/debs/${pkg}_"*.deb >/dev/null 2>&1 && continue
   echo "setup: apt-get download $pkg" >&2
   if ! (cd "$OSLAYER_TOOLS/debs" && apt-get download -qq "$pkg" 2>/dev/null); then
