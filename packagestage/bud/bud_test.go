@@ -205,6 +205,7 @@ func TestBuildahBuildsCachesAndNamesTheFailingLine(t *testing.T) {
 	if !res2.Hit || res2.Digest != res.Digest || log.Len() != 0 {
 		t.Fatalf("second build: %+v, log %q", res2, log.String())
 	}
+	t.Logf("package stage: miss (buildah, push) %s, %d layers %d bytes added; hit %s", res.Duration, res.AddedLayers, res.AddedBytes, res2.Duration)
 	// A failing RUN names its line; nothing is tagged.
 	bad := []byte("FROM packages\nRUN true\nRUN exit 3\n")
 	plan3, err := packagestage.NewPlan(digest, packagestage.Inputs{Containerfile: bad, ContainerfileName: "bad.Containerfile"}, "")
