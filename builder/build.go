@@ -262,18 +262,8 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage, comm
 
 	runStages := func(stages []Stage, p *Published) error {
 		for _, s := range stages {
-			var out any
-			if err := phase(s.Name(), func() (err error) {
-				out, err = s.Run(ctx, b, p)
+			if err := runStage(phase, &res.Stages, s.Name(), func() (any, error) { return s.Run(ctx, b, p) }); err != nil {
 				return err
-			}); err != nil {
-				return err
-			}
-			if out != nil {
-				if res.Stages == nil {
-					res.Stages = map[string]any{}
-				}
-				res.Stages[s.Name()] = out
 			}
 		}
 		return nil
@@ -353,4 +343,23 @@ func offWarning(rep *layers.Report) string {
 		msg += "; assumed WantedBy=" + layers.FallbackWantedBy + " for the units it ships: " + strings.Join(assumed, ", ")
 	}
 	return msg
+}
+
+// runStage runs one stage as the phase name and records its output (if
+// any) in *outs under name.
+func runStage(phase func(string, func() error) error, outs *map[string]any, name string, run func() (any, error)) error {
+	var out any
+	if err := phase(name, func() (err error) {
+		out, err = run()
+		return err
+	}); err != nil {
+		return err
+	}
+	if out != nil {
+		if *outs == nil {
+			*outs = map[string]any{}
+		}
+		(*outs)[name] = out
+	}
+	return nil
 }

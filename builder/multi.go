@@ -232,18 +232,8 @@ func buildMulti(ctx context.Context, req MultiRequest, pub IndexPublisher, stage
 		if !ok || IsPreWrite(s) {
 			continue
 		}
-		var out any
-		if err := phase(s.Name(), func() (err error) {
-			out, err = is.RunIndex(ctx, ix, ip)
+		if err := runStage(phase, &res.Stages, s.Name(), func() (any, error) { return is.RunIndex(ctx, ix, ip) }); err != nil {
 			return err
-		}); err != nil {
-			return err
-		}
-		if out != nil {
-			if res.Stages == nil {
-				res.Stages = map[string]any{}
-			}
-			res.Stages[s.Name()] = out
 		}
 	}
 	if err := phase("tag", func() error { return pub.CommitIndex(ctx, ix, ip) }); err != nil {

@@ -175,36 +175,59 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 		BaseIndex: f.index.mode,
 		Index:     iopts,
 	}, pub, stages...)
-	if !g.json() && res != nil {
-		// Text mode: the render's and the build's warnings, on stderr, even
-		// when the build failed (-o json has them in the result).
-		if res.Report != nil {
-			for _, w := range res.Report.Warnings {
+	return f.report(g, stdout, []*builder.Result{res}, res, err, func() { summary(stderr, res) })
+}
+
+// report ends a build: in text mode the render's and the build's warnings
+// of every result go to stderr, even when the build failed (-o json has
+// them in out); then the --digest-file, and out as JSON or text() (the
+// summary on stderr) and the digested reference last on stdout.
+func (f *buildFlags) report(g *globals, stdout io.Writer, results []*builder.Result, out any, err error, text func()) error {
+	if !g.json() {
+		for _, res := range results {
+			if res == nil {
+				continue
+			}
+			if res.Report != nil {
+				for _, w := range res.Report.Warnings {
+					g.warn(w)
+				}
+			}
+			for _, w := range res.Warnings {
 				g.warn(w)
 			}
 		}
-		for _, w := range res.Warnings {
-			g.warn(w)
-		}
 	}
 	if err != nil {
-		if g.json() && res != nil {
+		if g.json() {
 			// A machine reader learns which step failed and what was done.
-			_ = printJSON(stdout, res)
+			_ = printJSON(stdout, out)
 		}
 		return err
 	}
+	image := digestedRef(out)
 	if f.digestFile != "" {
-		if err := writeAtomic(f.digestFile, []byte(res.Image+"\n")); err != nil {
+		if err := writeAtomic(f.digestFile, []byte(image+"\n")); err != nil {
 			return fmt.Errorf("--digest-file %s: %w", f.digestFile, err)
 		}
 	}
 	if g.json() {
-		return printJSON(stdout, res)
+		return printJSON(stdout, out)
 	}
-	summary(stderr, res)
-	_, err = fmt.Fprintln(stdout, res.Image)
+	text()
+	_, err = fmt.Fprintln(stdout, image)
 	return err
+}
+
+// digestedRef is the image a build result names.
+func digestedRef(out any) string {
+	switch r := out.(type) {
+	case *builder.Result:
+		return r.Image
+	case *builder.MultiResult:
+		return r.Image
+	}
+	return ""
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -305,42 +328,16 @@ func writeAtomic(path string, data []byte) (err error) {
 func runBuildMulti(cmd *cobra.Command, g *globals, f *buildFlags, req builder.MultiRequest, pub *push.Publisher, stages []builder.Stage) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	res, err := builder.BuildMulti(cmd.Context(), req, pub, stages...)
-	if !g.json() && res != nil {
+	return f.report(g, stdout, res.Platforms, res, err, func() {
 		for _, r := range res.Platforms {
-			if r.Report != nil {
-				for _, w := range r.Report.Warnings {
-					g.warn(w)
-				}
-			}
-			for _, w := range r.Warnings {
-				g.warn(w)
-			}
+			summary(stderr, r)
 		}
-	}
-	if err != nil {
-		if g.json() && res != nil {
-			_ = printJSON(stdout, res)
+		fmt.Fprintf(stderr, "pool %s: index %s (%d platforms)\n", res.Pool, res.Image, len(res.Platforms))
+		if v, ok := res.Stages[sign.StageSign].(*sign.SignResult); ok {
+			fmt.Fprintf(stderr, "  signed %s%s\n", v.SignatureTag, already(v.Existing))
 		}
-		return err
-	}
-	if f.digestFile != "" {
-		if err := writeAtomic(f.digestFile, []byte(res.Image+"\n")); err != nil {
-			return fmt.Errorf("--digest-file %s: %w", f.digestFile, err)
+		if res.Target != "" {
+			fmt.Fprintf(stderr, "  tagged %s\n", res.Target)
 		}
-	}
-	if g.json() {
-		return printJSON(stdout, res)
-	}
-	for _, r := range res.Platforms {
-		summary(stderr, r)
-	}
-	fmt.Fprintf(stderr, "pool %s: index %s (%d platforms)\n", res.Pool, res.Image, len(res.Platforms))
-	if v, ok := res.Stages[sign.StageSign].(*sign.SignResult); ok {
-		fmt.Fprintf(stderr, "  signed %s%s\n", v.SignatureTag, already(v.Existing))
-	}
-	if res.Target != "" {
-		fmt.Fprintf(stderr, "  tagged %s\n", res.Target)
-	}
-	_, err = fmt.Fprintln(stdout, res.Image)
-	return err
+	})
 }

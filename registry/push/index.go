@@ -88,27 +88,7 @@ func (p *Publisher) CommitIndex(ctx context.Context, ix *builder.BuiltIndex, pub
 		}
 		return (&layoutPublisher{p: p}).commit(ctx, pub, d, mt, raw)
 	}
-	if pub.Digest == nil || pub.Digest.DigestStr() != d.String() || pub.Digest.Context().String() != p.tag.Context().String() {
-		return fmt.Errorf("push %s: commit of %s, which this publisher did not write", p.target, pub.Ref)
-	}
-	s := p.take(pub)
-	if s == nil {
-		if s, err = p.connect(ctx, p.reg.Transport, nil); err != nil {
-			return fmt.Errorf("push %s: move tag %s to %s: %w", p.target, p.tag.TagStr(), d, explain(err, p.tag))
-		}
-	}
-	if desc, herr := remote.Head(*p.tag, s.remoteOptions(ctx)...); herr == nil && desc.Digest == d {
-		p.o.log.Info("tag already current", "tag", p.tag.String(), "digest", d.String())
-		return nil
-	}
-	err = s.putManifest(ctx, *p.tag, ix.Index, func(ctx context.Context, r name.Reference, m remote.Taggable) error {
-		return remote.Put(r, m, s.remoteOptions(ctx)...)
-	}, p.o.log)
-	if err != nil {
-		return fmt.Errorf("push %s: move tag %s to %s: %w", p.target, p.tag.TagStr(), d, explain(err, p.tag))
-	}
-	p.o.log.Info("tag moved", "tag", p.tag.String(), "digest", d.String())
-	return nil
+	return p.moveTag(ctx, pub, d, ix.Index)
 }
 
 // writeLayoutIndex writes the index manifest as a blob of the layout once

@@ -131,15 +131,21 @@ func (r *remotePublisher) Write(ctx context.Context, b *builder.Built) (*builder
 }
 
 func (r *remotePublisher) Commit(ctx context.Context, b *builder.Built, pub *builder.Published) error {
-	p := r.p
 	d, err := checkDigest(b)
 	if err != nil {
-		return fmt.Errorf("push %s: %w", p.target, err)
+		return fmt.Errorf("push %s: %w", r.p.target, err)
 	}
+	return r.p.moveTag(ctx, pub, d, b.Image)
+}
+
+// moveTag moves the target's tag to the manifest m (an image or an index)
+// with digest d, which Write or WriteIndex published as pub.
+func (p *Publisher) moveTag(ctx context.Context, pub *builder.Published, d v1.Hash, m remote.Taggable) error {
 	if pub.Digest == nil || pub.Digest.DigestStr() != d.String() || pub.Digest.Context().String() != p.tag.Context().String() {
 		return fmt.Errorf("push %s: commit of %s, which this publisher did not write", p.target, pub.Ref)
 	}
 	s := p.take(pub)
+	var err error
 	if s == nil {
 		if s, err = p.connect(ctx, p.reg.Transport, nil); err != nil {
 			return fmt.Errorf("push %s: move tag %s to %s: %w", p.target, p.tag.TagStr(), d, explain(err, p.tag))
@@ -154,8 +160,8 @@ func (r *remotePublisher) Commit(ctx context.Context, b *builder.Built, pub *bui
 		p.o.log.Info("tag already current", "tag", p.tag.String(), "digest", d.String())
 		return nil
 	}
-	err = s.putManifest(ctx, *p.tag, b.Image, func(ctx context.Context, r name.Reference, img remote.Taggable) error {
-		return remote.Put(r, img, s.remoteOptions(ctx)...)
+	err = s.putManifest(ctx, *p.tag, m, func(ctx context.Context, r name.Reference, m remote.Taggable) error {
+		return remote.Put(r, m, s.remoteOptions(ctx)...)
 	}, p.o.log)
 	if err != nil {
 		return fmt.Errorf("push %s: move tag %s to %s: %w", p.target, p.tag.TagStr(), d, explain(err, p.tag))

@@ -84,14 +84,7 @@ func TestBuildSignedImage(t *testing.T) {
 	if _, err := synth.Push(ctxT(t), base, r.Host+"/fcos/base:stable"); err != nil {
 		t.Fatal(err)
 	}
-	kp, err := sign.GenerateKeyPair([]byte(password))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	priv, pubPath := filepath.Join(dir, "cosign.key"), filepath.Join(dir, "cosign.pub")
-	os.WriteFile(priv, kp.Private, 0o600)
-	os.WriteFile(pubPath, kp.Public, 0o644)
+	kp, _, priv, pubPath := keyPair(t)
 
 	// A wrong password: the build fails at "sign" and the tag never appears.
 	bad := sign.Stages(sign.KeyFile(priv, sign.Password([]byte("wrong"))), sign.WithVersion("test"))
@@ -136,16 +129,7 @@ func TestBuildSignedImage(t *testing.T) {
 	if out, ok := tool(t, env, cosignBin, "verify-attestation", "--key", pubPath, "--insecure-ignore-tlog", "--allow-http-registry", "--type", "spdxjson", img); !ok || !slices.Equal(regtest.DSSEPredicateTypes(out), []string{"https://spdx.dev/Document"}) {
 		t.Fatalf("cosign verify-attestation --type spdxjson %s:\n%s", img, out)
 	}
-	tb, err := sign.Trust(proxy.Host+"/pools/worker", kp.Public, sign.TrustOptions{NodeKeyPath: pubPath})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tdir := t.TempDir()
-	for _, f := range tb.Files {
-		p := filepath.Join(tdir, f.Path)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		os.WriteFile(p, f.Content, 0o644)
-	}
+	tdir := trustFiles(t, proxy.Host+"/pools/worker", kp.Public, pubPath)
 	if out, ok := tool(t, env, skopeoBin, "copy", "--remove-signatures", "--policy", filepath.Join(tdir, "policy.json"),
 		"--registries.d", filepath.Join(tdir, "registries.d"), "--src-tls-verify=false", "docker://"+img, "oci:"+filepath.Join(t.TempDir(), "oci")); !ok {
 		t.Fatalf("skopeo copy with the trust policy %s:\n%s", img, out)
@@ -231,4 +215,44 @@ func TestBuildSignedImage(t *testing.T) {
 	if ar := res2.Stages["attest"].(*sign.AttestResult); !ar.Existing || ar.Attestations != 2 || ar.SBOM == nil || !ar.SBOM.Existing {
 		t.Fatalf("rebuild attest result %+v", ar)
 	}
+}
+
+// trustFiles writes the files `oslayer trust` writes for repo and the
+// public key pem (at pubPath on the node) into a temp dir and returns it.
+func trustFiles(t *testing.T, repo string, pem []byte, pubPath string) string {
+	t.Helper()
+	tb, err := sign.Trust(repo, pem, sign.TrustOptions{NodeKeyPath: pubPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, f := range tb.Files {
+		p := filepath.Join(dir, f.Path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, f.Content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// keyPair generates a cosign key pair encrypted with password and writes
+// it into a temp dir (returned) as cosign.key (priv) and cosign.pub.
+func keyPair(t *testing.T) (kp *sign.KeyPair, dir, priv, pubPath string) {
+	t.Helper()
+	kp, err := sign.GenerateKeyPair([]byte(password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	priv, pubPath = filepath.Join(dir, "cosign.key"), filepath.Join(dir, "cosign.pub")
+	if err := os.WriteFile(priv, kp.Private, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pubPath, kp.Public, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return kp, dir, priv, pubPath
 }

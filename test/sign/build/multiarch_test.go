@@ -67,25 +67,9 @@ func TestBuildMultiArch(t *testing.T) {
 	cosignBin := regtest.Require(t, "cosign")
 	skopeoBin := regtest.Require(t, "skopeo")
 	craneBin := regtest.Require(t, "crane")
-	r := regtest.Start(t, regtest.Config{})
+	r, baseIdx, baseRef := multiBase(t)
 	ctx := ctxT(t)
-
-	baseIdx, err := synth.MultiArchBase(0.0002, "amd64", "arm64")
-	if err != nil {
-		t.Fatal(err)
-	}
-	baseRef := r.Host + "/fcos/base:stable"
-	if _, err := synth.PushIndex(ctx, baseIdx, baseRef); err != nil {
-		t.Fatal(err)
-	}
-	kp, err := sign.GenerateKeyPair([]byte(password))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	priv, pubPath := filepath.Join(dir, "cosign.key"), filepath.Join(dir, "cosign.pub")
-	os.WriteFile(priv, kp.Private, 0o600)
-	os.WriteFile(pubPath, kp.Public, 0o644)
+	kp, dir, priv, pubPath := keyPair(t)
 
 	// --arch all is every platform of the base's index, in its order.
 	all := multiRequest(t, baseRef, builder.ArchAll)
@@ -214,16 +198,7 @@ func TestBuildMultiArch(t *testing.T) {
 	}
 
 	// cosign and the node policy verify the index and each platform.
-	tb, err := sign.Trust(r.Host+"/pools/worker", kp.Public, sign.TrustOptions{NodeKeyPath: pubPath})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tdir := t.TempDir()
-	for _, f := range tb.Files {
-		p := filepath.Join(tdir, f.Path)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		os.WriteFile(p, f.Content, 0o644)
-	}
+	tdir := trustFiles(t, r.Host+"/pools/worker", kp.Public, pubPath)
 	policy := []string{"--policy", filepath.Join(tdir, "policy.json"), "--registries.d", filepath.Join(tdir, "registries.d"), "--src-tls-verify=false"}
 	for _, ref := range append([]string{res.Image}, digests...) {
 		if out, ok := tool(t, env, cosignBin, "verify", "--key", pubPath, "--insecure-ignore-tlog", "--allow-http-registry", ref); !ok {
@@ -266,16 +241,7 @@ func TestBuildMultiArch(t *testing.T) {
 	if v, err := sign.Verify(ctx, target, opv); err == nil || v == nil || v.IndexSignatureError == "" || v.OK() {
 		t.Fatalf("verify %s with another key: %v %+v", target, err, v)
 	}
-	otb, err := sign.Trust(r.Host+"/pools/worker", other.Public, sign.TrustOptions{NodeKeyPath: otherPub})
-	if err != nil {
-		t.Fatal(err)
-	}
-	odir := t.TempDir()
-	for _, f := range otb.Files {
-		p := filepath.Join(odir, f.Path)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		os.WriteFile(p, f.Content, 0o644)
-	}
+	odir := trustFiles(t, r.Host+"/pools/worker", other.Public, otherPub)
 	if out, ok := tool(t, env, skopeoBin, "copy", "--remove-signatures", "--policy", filepath.Join(odir, "policy.json"),
 		"--registries.d", filepath.Join(odir, "registries.d"), "--src-tls-verify=false",
 		"docker://"+digests[1], "oci:"+filepath.Join(t.TempDir(), "oci")); ok {
@@ -319,16 +285,8 @@ func TestBuildMultiArch(t *testing.T) {
 // each platform opens from it.
 func TestBuildMultiArchLayout(t *testing.T) {
 	skopeoBin := regtest.Require(t, "skopeo")
-	r := regtest.Start(t, regtest.Config{})
+	_, _, baseRef := multiBase(t)
 	ctx := ctxT(t)
-	baseIdx, err := synth.MultiArchBase(0.0002, "amd64", "arm64")
-	if err != nil {
-		t.Fatal(err)
-	}
-	baseRef := r.Host + "/fcos/base:stable"
-	if _, err := synth.PushIndex(ctx, baseIdx, baseRef); err != nil {
-		t.Fatal(err)
-	}
 	dir := filepath.Join(t.TempDir(), "out")
 	pub, err := push.New("oci:"+dir+":worker", &registry.Options{})
 	if err != nil {
@@ -372,4 +330,20 @@ func ref(t *testing.T, s string) name.Reference {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// multiBase starts a registry with the two-platform (amd64, arm64)
+// synthetic base index at fcos/base:stable.
+func multiBase(t *testing.T) (*regtest.Registry, v1.ImageIndex, string) {
+	t.Helper()
+	r := regtest.Start(t, regtest.Config{})
+	idx, err := synth.MultiArchBase(0.0002, "amd64", "arm64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := r.Host + "/fcos/base:stable"
+	if _, err := synth.PushIndex(ctxT(t), idx, ref); err != nil {
+		t.Fatal(err)
+	}
+	return r, idx, ref
 }
