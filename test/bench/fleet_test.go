@@ -129,6 +129,7 @@ func BenchmarkFleet(b *testing.B) {
 	fmt.Fprintf(&s, "\nscaled to %d pools (measured %d, × %.0f): separate processes %.1f s, crane append %.1f s\n", n, sample, scaleTo, sepScaled, craneScaled)
 	fmt.Fprintf(&s, "separate processes / fleet (wall; target ≥ 10): %.1f\n", sepScaled/first.wall.Seconds())
 	fmt.Fprintf(&s, "crane append / fleet (wall): %.1f\n", craneScaled/first.wall.Seconds())
+	fmt.Fprintf(&s, "separate processes / fleet (CPU of the measured processes, scaled): %.1f\n", sep.cpu.Seconds()*scaleTo/first.cpu.Seconds())
 	fmt.Fprintf(&s, "targets: %d pools ≤ 20 s (%.2f s), unchanged ≤ 3 s (%.2f s), peak RSS ≤ 512 MB (%.1f MB)\n", n,
 		first.wall.Seconds(), again.wall.Seconds(), float64(max(first.rss, again.rss))/1024)
 	s.WriteString(breakdown.String())
