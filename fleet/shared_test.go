@@ -13,6 +13,7 @@ import (
 	"github.com/oslayer/oslayer/fleet"
 	"github.com/oslayer/oslayer/registry/sign"
 	"github.com/oslayer/oslayer/test/regtest"
+	"github.com/oslayer/oslayer/test/synth"
 )
 
 // TestFleetSharedImage: three pools in one repository with the same
@@ -172,5 +173,47 @@ func TestFleetShards(t *testing.T) {
 	}
 	if len(built) != len(pools) {
 		t.Errorf("%d pools built, plan has %d", len(built), len(pools))
+	}
+}
+
+// TestFleetBaseLayersOnce: pools into one repository check and mount the
+// base layers once between them (the first image goes first; the others
+// know the layers are there).
+func TestFleetBaseLayersOnce(t *testing.T) {
+	e := newEnv(t)
+	img, err := synth.FCOSBase(0.0002)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "defaults: {base: %s, target: \"%s/os/one:{pool}\"}\nclusters:\n- name: c\n  pools:\n", e.base, e.host)
+	for p := 0; p < 6; p++ {
+		e.osc(t, fmt.Sprintf("p%d.yaml", p), fmt.Sprintf("pool %d", p))
+		fmt.Fprintf(&b, "  - {name: p%d, osc: [p%d.yaml]}\n", p, p)
+	}
+	sum := e.run(t, e.plan(t, b.String()))
+	if sum.Built != 6 {
+		t.Fatalf("%+v", sum.Pools)
+	}
+	base := map[string]bool{}
+	for _, l := range m.Layers {
+		base[l.Digest.String()] = true
+	}
+	heads, mounts := 0, 0
+	for _, r := range e.proxy.Requests() {
+		d := r.Path[strings.LastIndex(r.Path, "/")+1:]
+		switch {
+		case r.Method == http.MethodHead && strings.HasPrefix(r.Path, "/v2/os/one/blobs/") && base[d]:
+			heads++
+		case r.Method == http.MethodPost && strings.Contains(r.Query, "mount="):
+			mounts++
+		}
+	}
+	if heads > len(m.Layers) || mounts > len(m.Layers) {
+		t.Errorf("6 pools into one repository: %d HEADs and %d mounts of the %d base layers, want each at most once", heads, mounts, len(m.Layers))
 	}
 }
