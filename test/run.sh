@@ -51,6 +51,15 @@ echo "== Tekton example (test/tekton, a module of its own)"
   go test -count=1 -timeout 10m ./...
 )
 
+echo "== OpenShift API checks (test/openshift, a module of its own)"
+(
+  cd test/openshift
+  go mod download
+  go mod tidy -diff
+  go vet ./...
+  go test -count=1 -timeout 10m ./...
+)
+
 echo "== fuzz (${FUZZTIME} each)"
 # Every Fuzz target in the tree, run one at a time.
 grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r f; do

@@ -41,7 +41,13 @@ the key, for "rpm-ostree rebase ostree-image-signed:docker://REG/REPO@sha256:...
                                (Ignition 3.4)
 
 Feed trust-osc.yaml (--osc) or 99-oslayer-trust.yaml (--machineconfig) to
-"oslayer build" so the first image already carries the key and policy.`,
+"oslayer build" so the first image already carries the key and policy.
+
+With --cluster-image-policy it also writes clusterimagepolicy.yaml, an
+OpenShift ClusterImagePolicy (config.openshift.io/v1) for REG/REPO and the
+key. On OpenShift the Machine Config Operator owns policy.json and
+generates it from these objects: apply that (oc apply -f) instead of baking
+policy.json into the pool image.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if key == "" || repo == "" || out == "" {
@@ -91,6 +97,7 @@ Feed trust-osc.yaml (--osc) or 99-oslayer-trust.yaml (--machineconfig) to
 	fs.StringVar(&o.NodeKeyPath, "node-key-path", "", "where the public key lives on the node (default /etc/pki/containers/oslayer-HASH.pub)")
 	fs.StringVar(&o.Pool, "pool", "worker", "MachineConfig role label (machineconfiguration.openshift.io/role)")
 	fs.StringVar(&basePolicy, "base-policy", "", "the nodes' current policy.json to add REG/REPO to (default: the stock Fedora CoreOS policy, accept anything else)")
+	fs.BoolVar(&o.ClusterImagePolicy, "cluster-image-policy", false, "also write clusterimagepolicy.yaml, an OpenShift ClusterImagePolicy (config.openshift.io/v1) for REG/REPO and the key")
 	fs.StringVar(&o.OSCType, "osc-type", "coreos", "OperatingSystemConfig spec.type")
 	return withLegacyOutput(cmd, "output-dir")
 }

@@ -42,6 +42,9 @@ type TrustOptions struct {
 	// registries). Empty means the stock Fedora CoreOS policy: accept
 	// anything by default.
 	BasePolicy []byte
+	// ClusterImagePolicy also writes TrustClusterImagePolicyFile, the
+	// OpenShift ClusterImagePolicy for the repository and key.
+	ClusterImagePolicy bool
 }
 
 // TrustFile is one file Trust produces.
@@ -198,6 +201,13 @@ func Trust(repo string, pub []byte, o TrustOptions) (*TrustBundle, error) {
 		TrustFile{Path: TrustOSCFile, Mode: 0o644, Content: osc},
 		TrustFile{Path: TrustMachineConfig, Mode: 0o644, Content: mc},
 	)
+	if o.ClusterImagePolicy {
+		cip, err := ClusterImagePolicy(repo, pub)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, TrustFile{Path: TrustClusterImagePolicyFile, Mode: 0o644, Content: cip})
+	}
 	return &TrustBundle{Repository: scope, Files: files}, nil
 }
 

@@ -135,6 +135,17 @@ func TestKeygenTrustVerify(t *testing.T) {
 			t.Fatalf("trust did not write %s: %v\n%s", f, err, r.stdout)
 		}
 	}
+	if _, err := os.Stat(filepath.Join(out, sign.TrustClusterImagePolicyFile)); err == nil {
+		t.Fatalf("trust wrote %s without --cluster-image-policy", sign.TrustClusterImagePolicyFile)
+	}
+	cip := filepath.Join(dir, "trust-openshift")
+	if r := oslayer(t, bin, nil, "trust", "--key", pub, "--repo", reg.Host+"/pool", "--output-dir", cip, "--cluster-image-policy"); r.code != 0 {
+		t.Fatalf("trust --cluster-image-policy: %+v", r)
+	}
+	if b, err := os.ReadFile(filepath.Join(cip, sign.TrustClusterImagePolicyFile)); err != nil ||
+		!strings.Contains(string(b), "kind: ClusterImagePolicy") || !strings.Contains(string(b), "- "+reg.Host+"/pool\n") {
+		t.Fatalf("trust --cluster-image-policy wrote %v:\n%s", err, b)
+	}
 	if r := oslayer(t, bin, nil, "trust", "--key", pub, "--repo", reg.Host+"/pool:v1", "--output-dir", out); r.code != 1 {
 		t.Fatalf("trust with a tag: %+v", r)
 	}
