@@ -1,0 +1,235 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+func metav1AddToGroupVersion(s *runtime.Scheme) { metav1.AddToGroupVersion(s, GroupVersion) }
+
+// Condition types of a PoolImage.
+const (
+	// ConditionReady is true while status.image is the image of the
+	// current inputs (built, pushed, signed when signing is asked for).
+	ConditionReady = "Ready"
+	// ConditionBuilding is true while a build runs.
+	ConditionBuilding = "Building"
+	// ConditionDegraded is true when the last build failed; its message
+	// names the step, the document and the field. status.image stays the
+	// last good image.
+	ConditionDegraded = "Degraded"
+)
+
+// PoolImage asks the controller for one pool's image: it reads the pool's
+// configuration from the source, builds it onto the base, runs preflight,
+// pushes it to the target, signs it and records the digest in status.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=pi
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.status.image`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type PoolImage struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   PoolImageSpec   `json:"spec"`
+	Status PoolImageStatus `json:"status,omitempty"`
+}
+
+// PoolImageList is a list of PoolImages.
+//
+// +kubebuilder:object:root=true
+type PoolImageList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PoolImage `json:"items"`
+}
+
+// PoolImageSpec is what to build.
+type PoolImageSpec struct {
+	// Source is where the pool's configuration comes from.
+	Source Source `json:"source"`
+	// Pool is the pool the image is for (the OSC's pool, the MachineConfig
+	// role); default: the PoolImage's name.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=253
+	Pool string `json:"pool,omitempty"`
+	// Base is the ostree-native base image; a digest (REPO@sha256:...) is
+	// recommended, a tag is resolved at every reconcile.
+	// +kubebuilder:validation:MinLength=1
+	Base string `json:"base"`
+	// Target is the repository and tag the image is pushed to (REPO:TAG);
+	// the tag moves only after every stage (preflight, signing) succeeded.
+	// +kubebuilder:validation:MinLength=1
+	Target string `json:"target"`
+	// Arch selects the base's platform (default amd64).
+	// +optional
+	// +kubebuilder:validation:Enum=amd64;arm64;ppc64le;s390x
+	Arch string `json:"arch,omitempty"`
+	// PullSecrets are kubernetes.io/dockerconfigjson Secrets in the
+	// PoolImage's namespace used to pull the base.
+	// +optional
+	PullSecrets []LocalObjectReference `json:"pullSecrets,omitempty"`
+	// PushSecret is a kubernetes.io/dockerconfigjson Secret in the
+	// PoolImage's namespace used to push to the target.
+	// +optional
+	PushSecret *LocalObjectReference `json:"pushSecret,omitempty"`
+	// Signing names the cosign key that signs the image; without it the
+	// image is pushed unsigned (status.signed false).
+	// +optional
+	Signing *Signing `json:"signing,omitempty"`
+	// Preflight are the options of the preflight checks (as the CLI's).
+	// +optional
+	Preflight *Preflight `json:"preflight,omitempty"`
+	// BakeSecrets bakes Gardener secretRef content into the image (off by
+	// default: an image is readable by everyone who can pull it).
+	// +optional
+	BakeSecrets bool `json:"bakeSecrets,omitempty"`
+}
+
+// Source is exactly one of the ways to name a pool's configuration.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.gardener) ? 1 : 0) + (has(self.documents) ? 1 : 0) == 1",message="exactly one of gardener, documents"
+type Source struct {
+	// Gardener is the OperatingSystemConfig Secret gardener-node-agent
+	// reads.
+	// +optional
+	Gardener *GardenerSource `json:"gardener,omitempty"`
+	// Documents are ConfigMaps and Secrets holding OperatingSystemConfig,
+	// MachineConfig or MachineConfigPool documents (any cluster).
+	// +optional
+	Documents *DocumentsSource `json:"documents,omitempty"`
+}
+
+// GardenerSource is the node-agent's OSC Secret (data key osc.yaml).
+type GardenerSource struct {
+	// SecretName is the OSC Secret's name.
+	// +kubebuilder:validation:MinLength=1
+	SecretName string `json:"secretName"`
+	// Namespace is the Secret's namespace; default: the PoolImage's.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// SecretRefs are the Secrets (in the same namespace) that the OSC's
+	// secretRef files name.
+	// +optional
+	SecretRefs []string `json:"secretRefs,omitempty"`
+}
+
+// DocumentsSource lists the objects whose data values are documents.
+type DocumentsSource struct {
+	// Objects are read in order; every data value of each (or the listed
+	// keys) is one document whose kind says what it is.
+	// +kubebuilder:validation:MinItems=1
+	Objects []DocumentObject `json:"objects"`
+}
+
+// DocumentObject is a ConfigMap or Secret in the PoolImage's namespace.
+type DocumentObject struct {
+	// Kind is ConfigMap or Secret.
+	// +kubebuilder:validation:Enum=ConfigMap;Secret
+	Kind string `json:"kind"`
+	// Name is the object's name.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Keys limits the documents to these data keys (default: all).
+	// +optional
+	Keys []string `json:"keys,omitempty"`
+}
+
+// LocalObjectReference names an object in the PoolImage's namespace.
+type LocalObjectReference struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+}
+
+// Signing names the cosign key Secret.
+type Signing struct {
+	// KeySecret is a Secret in the PoolImage's namespace holding the cosign
+	// private key (data key cosign.key) and its password (cosign.password),
+	// as cosign generate-key-pair k8s://NS/NAME writes it.
+	KeySecret LocalObjectReference `json:"keySecret"`
+}
+
+// Preflight are the preflight options of oslayer build.
+type Preflight struct {
+	// Skip names checks not to run.
+	// +optional
+	Skip []string `json:"skip,omitempty"`
+	// ExpectVersion is the base OS version the image must have.
+	// +optional
+	ExpectVersion string `json:"expectVersion,omitempty"`
+	// FatalWarnings fails the build on warnings.
+	// +optional
+	FatalWarnings bool `json:"fatalWarnings,omitempty"`
+	// DenyUsrOverride fails the build when a file replaces one under /usr.
+	// +optional
+	DenyUsrOverride bool `json:"denyUsrOverride,omitempty"`
+	// MaxAddedBytes bounds the bytes added on top of the base (e.g. 512Mi).
+	// +optional
+	MaxAddedBytes string `json:"maxAddedBytes,omitempty"`
+}
+
+// PoolImageStatus is what the controller built and recorded.
+type PoolImageStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// SourcesDigest is the digest of everything read from the source and
+	// the spec for the last successful build; the same value again
+	// builds nothing.
+	// +optional
+	SourcesDigest string `json:"sourcesDigest,omitempty"`
+	// FailedSourcesDigest is the sources digest of a build that failed on
+	// its input; the same input is not built again until it changes.
+	// +optional
+	FailedSourcesDigest string `json:"failedSourcesDigest,omitempty"`
+	// InputsDigest is the image's inputs digest (its io.oslayer.inputs-digest
+	// label).
+	// +optional
+	InputsDigest string `json:"inputsDigest,omitempty"`
+	// BaseDigest is the digest the base resolved to.
+	// +optional
+	BaseDigest string `json:"baseDigest,omitempty"`
+	// Image is the digested reference of the last good image.
+	// +optional
+	Image string `json:"image,omitempty"`
+	// Signed reports whether Image is signed.
+	// +optional
+	Signed bool `json:"signed,omitempty"`
+	// LastBuildTime is when the last build (good or not) ended.
+	// +optional
+	LastBuildTime *metav1.Time `json:"lastBuildTime,omitempty"`
+	// Builds are the last few builds, newest first.
+	// +optional
+	Builds []BuildRecord `json:"builds,omitempty"`
+	// Conditions are Ready, Building and Degraded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// BuildRecord is one build's outcome.
+type BuildRecord struct {
+	// Image is the digested reference built (empty when the build failed
+	// before one existed).
+	// +optional
+	Image string `json:"image,omitempty"`
+	// InputsDigest is the build's inputs digest, when it got that far.
+	// +optional
+	InputsDigest string `json:"inputsDigest,omitempty"`
+	// Time is when the build ended.
+	Time metav1.Time `json:"time"`
+	// Result is Succeeded or Failed.
+	// +kubebuilder:validation:Enum=Succeeded;Failed
+	Result string `json:"result"`
+	// Seconds is the build's wall time.
+	// +optional
+	Seconds string `json:"seconds,omitempty"`
+	// Message is why the build failed.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
