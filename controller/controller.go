@@ -1,0 +1,373 @@
+// Package controller is oslayer's in-cluster build service: a
+// controller-runtime reconciler of PoolImages (package api/v1alpha1) that
+// reads a pool's configuration from the cluster (the Gardener node-agent's
+// OSC Secret, or ConfigMaps/Secrets holding documents), builds it in the
+// controller process through builder.Build with preflight and signing,
+// pushes it and records the digest in the PoolImage's status.
+//
+// It sits above builder in the pipeline: it composes the stages
+// (preflight, registry/push, registry/sign) as the CLI does.
+//
+// Identical inputs build nothing: the digest of the spec and of every
+// document read (status.sourcesDigest), the base digest and the presence of
+// status.image in the registry decide. A failed build keeps the last good
+// status.image, sets Degraded naming the step, document and field, and
+// emits an Event; a failure of the input (a missing object, a document or
+// field that does not render, a preflight check) is not retried until the
+// input changes, a failure to run (registry down) is retried with backoff.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/sigstore/sigstore/pkg/signature"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/oslayer/oslayer/api/v1alpha1"
+	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/layers"
+	"github.com/oslayer/oslayer/preflight"
+	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/registry/push"
+	"github.com/oslayer/oslayer/registry/sign"
+)
+
+// Options configure the reconciler.
+type Options struct {
+	// Registry is the base of every build's registry options (transport,
+	// mirrors, insecure hosts); the PoolImage's Secrets add credentials.
+	Registry registry.Options
+	// Version is the oslayer version recorded in every image.
+	Version string
+	// IndexCacheDir is the base index disk cache ("" means none).
+	IndexCacheDir string
+	// Logger receives the builds' logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Reconciler reconciles PoolImages.
+type Reconciler struct {
+	Client   client.Client
+	Recorder recorder.EventRecorder
+	Options  Options
+}
+
+// keepBuilds is how many builds status.builds records.
+const keepBuilds = 5
+
+// Reasons of the conditions.
+const (
+	ReasonBuilt       = "Built"
+	ReasonUpToDate    = "UpToDate"
+	ReasonBuilding    = "Building"
+	ReasonIdle        = "Idle"
+	ReasonInvalid     = "InvalidInput"
+	ReasonBuildFailed = "BuildFailed"
+)
+
+// Reconcile builds a PoolImage when its inputs changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var pi v1alpha1.PoolImage
+	if err := r.Client.Get(ctx, req.NamespacedName, &pi); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	in, err := readInputs(ctx, r.Client, &pi)
+	if err != nil {
+		var ie *inputError
+		if errors.As(err, &ie) {
+			return ctrl.Result{}, r.fail(ctx, &pi, "", "source", err, true)
+		}
+		return ctrl.Result{}, err
+	}
+	st := pi.Status
+	if st.SourcesDigest == in.digest && st.Image != "" && r.imagePresent(ctx, &pi, st.Image) {
+		// Nothing changed since the last good build.
+		if st.ObservedGeneration != pi.Generation || !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) {
+			pi.Status.ObservedGeneration = pi.Generation
+			setCond(&pi, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonUpToDate, "image "+st.Image+" is the image of the current inputs")
+			setCond(&pi, v1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonUpToDate, "")
+			return ctrl.Result{}, r.Client.Status().Update(ctx, &pi)
+		}
+		return ctrl.Result{}, nil
+	}
+	if in.digest == failedDigest(&pi) {
+		// The same input failed before; it builds again once it changes.
+		return ctrl.Result{}, nil
+	}
+	return r.build(ctx, &pi, in)
+}
+
+// failedDigest is the sources digest of the last build that failed on
+// its input ("" if none).
+func failedDigest(pi *v1alpha1.PoolImage) string {
+	c := meta.FindStatusCondition(pi.Status.Conditions, v1alpha1.ConditionDegraded)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonInvalid {
+		return ""
+	}
+	return pi.Status.FailedSourcesDigest
+}
+
+func (r *Reconciler) build(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs) (ctrl.Result, error) {
+	log := r.logger().With("poolimage", pi.Namespace+"/"+pi.Name)
+	setCond(pi, v1alpha1.ConditionBuilding, metav1.ConditionTrue, ReasonBuilding, "building inputs "+in.digest)
+	if err := r.Client.Status().Update(ctx, pi); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.event(pi, corev1.EventTypeNormal, "BuildStarted", "build", "building pool %s onto %s", poolName(pi), pi.Spec.Base)
+	start := time.Now()
+	res, step, err := r.run(ctx, pi, in, log)
+	elapsed := time.Since(start)
+	if err != nil {
+		invalid := step == "source" || step == "render" || step == "assemble" || step == preflight.StageName || step == preflight.StageWritten || step == "config"
+		buildsTotal.WithLabelValues("failed").Inc()
+		buildDuration.WithLabelValues("failed").Observe(elapsed.Seconds())
+		rec := v1alpha1.BuildRecord{Time: metav1.Now(), Result: "Failed", Seconds: fmt.Sprintf("%.3f", elapsed.Seconds()), Message: err.Error()}
+		if res != nil {
+			rec.InputsDigest = res.InputsDigest
+		}
+		pushRecord(pi, rec)
+		if ferr := r.fail(ctx, pi, in.digest, step, err, invalid); ferr != nil {
+			return ctrl.Result{}, ferr
+		}
+		if invalid {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err // retried with the workqueue's backoff
+	}
+	buildsTotal.WithLabelValues("succeeded").Inc()
+	buildDuration.WithLabelValues("succeeded").Observe(elapsed.Seconds())
+	now := metav1.Now()
+	st := &pi.Status
+	st.ObservedGeneration = pi.Generation
+	st.SourcesDigest = in.digest
+	st.FailedSourcesDigest = ""
+	st.InputsDigest = res.InputsDigest
+	st.BaseDigest = res.Base.Digest.String()
+	st.Image = res.Image
+	_, st.Signed = res.Stages[sign.StageSign]
+	st.LastBuildTime = &now
+	pushRecord(pi, v1alpha1.BuildRecord{Image: res.Image, InputsDigest: res.InputsDigest, Time: now, Result: "Succeeded", Seconds: fmt.Sprintf("%.3f", elapsed.Seconds())})
+	setCond(pi, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonBuilt, "built "+res.Image)
+	setCond(pi, v1alpha1.ConditionBuilding, metav1.ConditionFalse, ReasonIdle, "")
+	setCond(pi, v1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonBuilt, "")
+	log.Info("built", "image", res.Image, "seconds", elapsed.Seconds())
+	r.event(pi, corev1.EventTypeNormal, "Built", "build", "built %s", res.Image)
+	return ctrl.Result{}, r.Client.Status().Update(ctx, pi)
+}
+
+// fail records a failed build: Degraded with the message, Ready false only
+// when there is no good image, status.image untouched.
+func (r *Reconciler) fail(ctx context.Context, pi *v1alpha1.PoolImage, digest, step string, err error, invalid bool) error {
+	reason := ReasonBuildFailed
+	if invalid {
+		reason = ReasonInvalid
+		pi.Status.FailedSourcesDigest = digest
+	}
+	msg := fmt.Sprintf("step %s: %v", step, err)
+	if strings.HasPrefix(err.Error(), step+":") {
+		msg = err.Error()
+	}
+	now := metav1.Now()
+	pi.Status.LastBuildTime = &now
+	pi.Status.ObservedGeneration = pi.Generation
+	setCond(pi, v1alpha1.ConditionDegraded, metav1.ConditionTrue, reason, msg)
+	setCond(pi, v1alpha1.ConditionBuilding, metav1.ConditionFalse, ReasonIdle, "")
+	if pi.Status.Image == "" {
+		setCond(pi, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, "no image built yet")
+	} else {
+		setCond(pi, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, "inputs changed and their build failed; status.image is the last good image "+pi.Status.Image)
+	}
+	r.logger().Warn("build failed", "poolimage", pi.Namespace+"/"+pi.Name, "step", step, "error", msg)
+	r.event(pi, corev1.EventTypeWarning, "BuildFailed", "build", "%s", msg)
+	return r.Client.Status().Update(ctx, pi)
+}
+
+// run builds the PoolImage's inputs; step names where a failure happened.
+func (r *Reconciler) run(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs, log *slog.Logger) (*builder.Result, string, error) {
+	dir, err := os.MkdirTemp("", "oslayer-controller-")
+	if err != nil {
+		return nil, "build", err
+	}
+	defer os.RemoveAll(dir)
+	byKind, secretsDir, err := writeDocs(filepath.Join(dir, "in"), in.docs)
+	if err != nil {
+		return nil, "build", err
+	}
+	reg := r.Options.Registry
+	kc, err := r.keychain(ctx, pi, dir)
+	if err != nil {
+		return nil, "config", err
+	}
+	reg.Keychain = kc
+	stages, err := r.stages(ctx, pi, &reg, log)
+	if err != nil {
+		return nil, "config", err
+	}
+	pub, err := push.New(pi.Spec.Target, &reg, push.WithLogger(log))
+	if err != nil {
+		return nil, "config", fmt.Errorf("spec.target: %w", err)
+	}
+	pool := poolName(pi)
+	req := builder.Request{
+		Render: layers.Request{
+			OSCs: byKind["OSC"], MachineConfigs: byKind["MachineConfig"], MachineConfigPools: byKind["MachineConfigPool"],
+			Pool: pool, SecretsDir: secretsDir, BakeSecrets: pi.Spec.BakeSecrets,
+		},
+		Base:     pi.Spec.Base,
+		Registry: &reg,
+		Arch:     pi.Spec.Arch,
+		Version:  r.Options.Version,
+		Flags: builder.OutputFlags{Pool: pool, Base: pi.Spec.Base, BaseIndex: builder.BaseIndexAuto, Arch: pi.Spec.Arch,
+			BakeSecrets: pi.Spec.BakeSecrets}.Map(),
+		Logger:    log,
+		BaseIndex: builder.BaseIndexAuto,
+		Index:     builder.IndexOptions{CacheDir: r.Options.IndexCacheDir, Registry: &reg, Logger: log},
+	}
+	res, err := builder.Build(ctx, req, pub, stages...)
+	if err != nil {
+		step := "build"
+		if res != nil && len(res.Phases) > 0 {
+			step = res.Phases[len(res.Phases)-1].Name
+		}
+		// Messages name documents as the cluster does, not by the
+		// temporary files they were written to.
+		return res, step, errors.New(strings.ReplaceAll(err.Error(), filepath.Join(dir, "in")+string(filepath.Separator), ""))
+	}
+	return res, "", nil
+}
+
+// keychain builds the credentials of the PoolImage's pull and push
+// Secrets (written as manifests under dir, removed after the build).
+func (r *Reconciler) keychain(ctx context.Context, pi *v1alpha1.PoolImage, dir string) (authn.Keychain, error) {
+	refs := append([]v1alpha1.LocalObjectReference(nil), pi.Spec.PullSecrets...)
+	if pi.Spec.PushSecret != nil {
+		refs = append(refs, *pi.Spec.PushSecret)
+	}
+	var b []byte
+	for i, ref := range refs {
+		s, err := getSecret(ctx, r.Client, pi.Namespace, ref.Name, fmt.Sprintf("spec.pullSecrets/pushSecret[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		m, err := secretManifest(s)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, "---\n"...), m...)
+	}
+	if len(b) == 0 {
+		return registry.Keychain("", "")
+	}
+	p := filepath.Join(dir, "auth.yaml")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		return nil, err
+	}
+	return registry.Keychain("", p)
+}
+
+// stages are the preflight and signing stages of the PoolImage.
+func (r *Reconciler) stages(ctx context.Context, pi *v1alpha1.PoolImage, reg *registry.Options, log *slog.Logger) ([]builder.Stage, error) {
+	po := preflight.Options{Log: log, MaxAddedBytes: 2 << 30}
+	if pf := pi.Spec.Preflight; pf != nil {
+		po.Skip, po.ExpectVersion = pf.Skip, pf.ExpectVersion
+		po.FatalWarnings, po.DenyUsrOverride = pf.FatalWarnings, pf.DenyUsrOverride
+		if pf.MaxAddedBytes != "" {
+			n, err := preflight.ParseBytes(pf.MaxAddedBytes)
+			if err != nil {
+				return nil, fmt.Errorf("spec.preflight.maxAddedBytes: %w", err)
+			}
+			po.MaxAddedBytes = n
+		}
+	}
+	po.Open = func(ctx context.Context, ref string, pl *v1.Platform) (v1.Image, error) {
+		img, _, err := reg.Image(ctx, ref, pl)
+		return img, err
+	}
+	stages := preflight.Stages(po)
+	if pi.Spec.Signing == nil {
+		return stages, nil
+	}
+	name := pi.Spec.Signing.KeySecret.Name
+	s, err := getSecret(ctx, r.Client, pi.Namespace, name, "spec.signing.keySecret")
+	if err != nil {
+		return nil, err
+	}
+	km := &sign.KeyMaterial{Source: "Secret " + pi.Namespace + "/" + name, PEM: s.Data[sign.SecretKeyField]}
+	if len(km.PEM) == 0 {
+		return nil, inputErrorf("spec.signing.keySecret: Secret %s/%s has no data key %s", pi.Namespace, name, sign.SecretKeyField)
+	}
+	if p, ok := s.Data[sign.SecretPasswordField]; ok {
+		km.Password, km.HasPassword = p, true
+	}
+	sv, err := km.Decrypt(nil)
+	if err != nil {
+		return nil, fmt.Errorf("spec.signing.keySecret: %w", err)
+	}
+	kf := func(context.Context) (signature.SignerVerifier, error) { return sv, nil }
+	return append(stages, sign.Stages(kf, sign.WithRegistry(reg), sign.WithVersion(r.Options.Version), sign.WithLogger(log))...), nil
+}
+
+// imagePresent reports whether the image is still in the registry (a
+// deleted image is built again).
+func (r *Reconciler) imagePresent(ctx context.Context, pi *v1alpha1.PoolImage, ref string) bool {
+	reg := r.Options.Registry
+	dir, err := os.MkdirTemp("", "oslayer-controller-")
+	if err != nil {
+		return false
+	}
+	defer os.RemoveAll(dir)
+	kc, err := r.keychain(ctx, pi, dir)
+	if err != nil {
+		return false
+	}
+	reg.Keychain = kc
+	_, _, err = reg.Image(ctx, ref, nil)
+	return err == nil
+}
+
+func (r *Reconciler) logger() *slog.Logger {
+	if r.Options.Logger != nil {
+		return r.Options.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (r *Reconciler) event(pi *v1alpha1.PoolImage, typ, reason, action, format string, a ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(pi, nil, typ, reason, action, format, a...)
+	}
+}
+
+func poolName(pi *v1alpha1.PoolImage) string {
+	if pi.Spec.Pool != "" {
+		return pi.Spec.Pool
+	}
+	return pi.Name
+}
+
+func setCond(pi *v1alpha1.PoolImage, typ string, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&pi.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason,
+		Message: msg, ObservedGeneration: pi.Generation})
+}
+
+func pushRecord(pi *v1alpha1.PoolImage, rec v1alpha1.BuildRecord) {
+	b := append([]v1alpha1.BuildRecord{rec}, pi.Status.Builds...)
+	if len(b) > keepBuilds {
+		b = b[:keepBuilds]
+	}
+	pi.Status.Builds = b
+}

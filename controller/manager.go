@@ -1,0 +1,104 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/oslayer/oslayer/api/v1alpha1"
+)
+
+// ManagerOptions configure the controller process.
+type ManagerOptions struct {
+	Options
+	// MetricsAddr serves /metrics ("0" disables it).
+	MetricsAddr string
+	// ProbeAddr serves /healthz and /readyz ("0" disables it).
+	ProbeAddr string
+	// LeaderElection makes only one of several replicas build.
+	LeaderElection bool
+	// LeaderElectionNamespace holds the lease ("" means the in-cluster
+	// namespace).
+	LeaderElectionNamespace string
+	// Namespaces limits the watched namespaces (none: all).
+	Namespaces []string
+}
+
+// LeaderElectionID names the lease of the controller's leader election.
+const LeaderElectionID = "oslayer-controller.oslayer.dev"
+
+// Scheme is the scheme of the controller's client: the core types and
+// oslayer.dev/v1alpha1.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// NewManager returns a manager running the PoolImage reconciler, with
+// health probes, metrics and (optionally) leader election.
+func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
+	s, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	mo := ctrl.Options{
+		Scheme:                  s,
+		Logger:                  logr.FromSlogHandler(log.Handler()),
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElection,
+		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		// A new leader takes over at once when the old one stops cleanly.
+		LeaderElectionReleaseOnCancel: true,
+	}
+	if len(o.Namespaces) > 0 {
+		mo.Cache.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.Namespaces {
+			mo.Cache.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, mo)
+	if err != nil {
+		return nil, fmt.Errorf("controller manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	r := &Reconciler{Options: o.Options}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// Run runs the controller until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, o ManagerOptions) error {
+	mgr, err := NewManager(cfg, o)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}

@@ -1,0 +1,24 @@
+package controller
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// The controller's metrics, served on the manager's metrics endpoint next
+// to controller-runtime's own (workqueue depth, reconcile counts).
+var (
+	buildDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "oslayer_build_duration_seconds",
+		Help:    "Wall time of PoolImage builds (read inputs to tag moved), by result.",
+		Buckets: []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120},
+	}, []string{"result"})
+	buildsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "oslayer_builds_total",
+		Help: "PoolImage builds, by result (succeeded, failed).",
+	}, []string{"result"})
+)
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(buildDuration, buildsTotal)
+}

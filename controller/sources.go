@@ -1,0 +1,230 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/oslayer/oslayer/api/v1alpha1"
+)
+
+// inputError is a failure of the PoolImage's input (a missing object, a
+// document that does not parse): retrying won't help until it changes.
+type inputError struct{ msg string }
+
+func (e *inputError) Error() string { return e.msg }
+
+func inputErrorf(format string, a ...any) error { return &inputError{fmt.Sprintf(format, a...)} }
+
+// document is one input document read from the cluster. Name is how
+// messages and provenance name it: "Secret/NS/NAME/KEY".
+type document struct {
+	Name    string
+	Kind    string // OSC, MachineConfig, MachineConfigPool, Secret (secretRef content)
+	Content []byte
+}
+
+// inputs is everything a build of one PoolImage reads from the cluster.
+type inputs struct {
+	docs []document
+	// digest covers the spec and every document's name and content.
+	digest string
+}
+
+// readInputs reads the PoolImage's source objects.
+func readInputs(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) (*inputs, error) {
+	var docs []document
+	src := pi.Spec.Source
+	switch {
+	case src.Gardener != nil:
+		g := src.Gardener
+		ns := g.Namespace
+		if ns == "" {
+			ns = pi.Namespace
+		}
+		s, err := getSecret(ctx, c, ns, g.SecretName, "spec.source.gardener.secretName")
+		if err != nil {
+			return nil, err
+		}
+		b, err := secretManifest(s)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, document{Name: objName("Secret", ns, g.SecretName, ""), Kind: "OSC", Content: b})
+		for i, name := range g.SecretRefs {
+			s, err := getSecret(ctx, c, ns, name, fmt.Sprintf("spec.source.gardener.secretRefs[%d]", i))
+			if err != nil {
+				return nil, err
+			}
+			b, err := secretManifest(s)
+			if err != nil {
+				return nil, err
+			}
+			docs = append(docs, document{Name: objName("Secret", ns, name, ""), Kind: "Secret", Content: b})
+		}
+	case src.Documents != nil:
+		for i, o := range src.Documents.Objects {
+			field := fmt.Sprintf("spec.source.documents.objects[%d]", i)
+			data, err := objectData(ctx, c, pi.Namespace, o, field)
+			if err != nil {
+				return nil, err
+			}
+			keys := o.Keys
+			if len(keys) == 0 {
+				for k := range data {
+					keys = append(keys, k)
+				}
+				sort.Strings(keys)
+			}
+			for _, k := range keys {
+				v, ok := data[k]
+				if !ok {
+					return nil, inputErrorf("%s: %s %s/%s has no data key %q", field+".keys", o.Kind, pi.Namespace, o.Name, k)
+				}
+				name := objName(o.Kind, pi.Namespace, o.Name, k)
+				kind, err := documentKind(v)
+				if err != nil {
+					return nil, inputErrorf("%s: %s: %v", field, name, err)
+				}
+				docs = append(docs, document{Name: name, Kind: kind, Content: v})
+			}
+		}
+	default:
+		return nil, inputErrorf("spec.source: exactly one of gardener, documents must be set")
+	}
+	h := sha256.New()
+	spec, err := json.Marshal(pi.Spec)
+	if err != nil {
+		return nil, err
+	}
+	writeField(h, spec)
+	for _, d := range docs {
+		writeField(h, []byte(d.Name))
+		writeField(h, []byte(d.Kind))
+		writeField(h, d.Content)
+	}
+	return &inputs{docs: docs, digest: "sha256:" + hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+func writeField(h interface{ Write([]byte) (int, error) }, b []byte) {
+	fmt.Fprintf(h, "%d:", len(b))
+	h.Write(b)
+}
+
+func objName(kind, ns, name, key string) string {
+	s := kind + "/" + ns + "/" + name
+	if key != "" {
+		s += "/" + key
+	}
+	return s
+}
+
+func getSecret(ctx context.Context, c client.Reader, ns, name, field string) (*corev1.Secret, error) {
+	var s corev1.Secret
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &s); err != nil {
+		return nil, notFoundInput(err, field, "Secret", ns, name)
+	}
+	return &s, nil
+}
+
+func objectData(ctx context.Context, c client.Reader, ns string, o v1alpha1.DocumentObject, field string) (map[string][]byte, error) {
+	key := types.NamespacedName{Namespace: ns, Name: o.Name}
+	switch o.Kind {
+	case "ConfigMap":
+		var cm corev1.ConfigMap
+		if err := c.Get(ctx, key, &cm); err != nil {
+			return nil, notFoundInput(err, field, o.Kind, ns, o.Name)
+		}
+		data := make(map[string][]byte, len(cm.Data)+len(cm.BinaryData))
+		for k, v := range cm.Data {
+			data[k] = []byte(v)
+		}
+		for k, v := range cm.BinaryData {
+			data[k] = v
+		}
+		return data, nil
+	case "Secret":
+		s, err := getSecret(ctx, c, ns, o.Name, field)
+		if err != nil {
+			return nil, err
+		}
+		return s.Data, nil
+	}
+	return nil, inputErrorf("%s.kind: %q is neither ConfigMap nor Secret", field, o.Kind)
+}
+
+// notFoundInput turns a missing object into an input error; other errors
+// (API server unreachable) stay retryable.
+func notFoundInput(err error, field, kind, ns, name string) error {
+	if client.IgnoreNotFound(err) == nil {
+		return inputErrorf("%s: %s %s/%s not found", field, kind, ns, name)
+	}
+	return fmt.Errorf("%s: reading %s %s/%s: %w", field, kind, ns, name, err)
+}
+
+// secretManifest writes a Secret as the manifest oslayer's readers take
+// (an OSC Secret with data key osc.yaml, a secretRef Secret).
+func secretManifest(s *corev1.Secret) ([]byte, error) {
+	m := map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"name": s.Name, "namespace": s.Namespace},
+		"data":     s.Data,
+	}
+	if s.Type != "" {
+		m["type"] = string(s.Type)
+	}
+	return yaml.Marshal(m)
+}
+
+// documentKind says what a document in a ConfigMap or Secret is.
+func documentKind(b []byte) (string, error) {
+	var tm struct {
+		Kind string `json:"kind"`
+	}
+	if err := yaml.Unmarshal(b, &tm); err != nil {
+		return "", fmt.Errorf("not a YAML or JSON document: %v", err)
+	}
+	switch tm.Kind {
+	case "OperatingSystemConfig":
+		return "OSC", nil
+	case "MachineConfig", "MachineConfigPool":
+		return tm.Kind, nil
+	case "Secret":
+		return "Secret", nil
+	}
+	return "", fmt.Errorf("kind %q is none of OperatingSystemConfig, MachineConfig, MachineConfigPool, Secret", tm.Kind)
+}
+
+// writeDocs writes the documents under dir, each at its Name, and returns
+// the paths by kind.
+func writeDocs(dir string, docs []document) (byKind map[string][]string, secretsDir string, err error) {
+	byKind = map[string][]string{}
+	secretsDir = filepath.Join(dir, "secretrefs")
+	if err := os.MkdirAll(secretsDir, 0o700); err != nil {
+		return nil, "", err
+	}
+	for i, d := range docs {
+		p := filepath.Join(dir, filepath.FromSlash(d.Name))
+		if d.Kind == "Secret" {
+			p = filepath.Join(secretsDir, fmt.Sprintf("%03d.yaml", i))
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return nil, "", err
+		}
+		if err := os.WriteFile(p, d.Content, 0o600); err != nil {
+			return nil, "", err
+		}
+		byKind[d.Kind] = append(byKind[d.Kind], p)
+	}
+	return byKind, secretsDir, nil
+}
