@@ -83,6 +83,7 @@ signs it, so nodes rebase onto one verified, reproducible image.`,
 		newVerifyCmd,
 		newTrustCmd,
 		newFleetCmd,
+		newControllerCmd,
 	} {
 		root.AddCommand(c(g))
 	}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/oslayer/oslayer/baseindex"
+	"github.com/oslayer/oslayer/controller"
+)
+
+func newControllerCmd(g *globals) *cobra.Command {
+	var (
+		reg        registryFlags
+		o          controller.ManagerOptions
+		indexCache string
+	)
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the in-cluster build service (reconciles PoolImages)",
+		Long: `controller runs the build service: it watches PoolImages (oslayer.dev/v1alpha1)
+and the Secrets and ConfigMaps they read, builds each pool's image in this
+process when its inputs change, runs preflight, pushes and signs it, and
+records the digest in the PoolImage's status. The cluster comes from the
+in-cluster service account or $KUBECONFIG. Manifests to deploy it are in
+config/ (kubectl apply -k config).`,
+		Example: `  oslayer controller --leader-elect --log-level info --log-format json
+  KUBECONFIG=~/.kube/config oslayer controller --namespace pools --metrics-bind-address 127.0.0.1:8080`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ro, err := reg.options()
+			if err != nil {
+				return err
+			}
+			ro.UserAgent = "oslayer/" + version
+			o.Registry = *ro
+			o.Version = version
+			o.Logger = g.log
+			if indexCache == "" {
+				if indexCache, err = baseindex.DefaultCacheDir(); err != nil {
+					return err
+				}
+			}
+			o.IndexCacheDir = indexCache
+			cfg, err := ctrl.GetConfig()
+			if err != nil {
+				return err
+			}
+			return controller.Run(cmd.Context(), cfg, o)
+		},
+	}
+	fs := cmd.Flags()
+	reg.register(fs)
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus /metrics endpoint ("0" disables it)`)
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" disables them)`)
+	fs.BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader among replicas; only the leader builds")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
+	fs.StringSliceVar(&o.Namespaces, "namespace", nil, "watch only these namespaces (default: all)")
+	fs.StringVar(&indexCache, "base-index-cache", "", "directory of cached base indexes (default $"+baseindex.CacheEnv+", else $XDG_CACHE_HOME/oslayer/baseindex)")
+	return cmd
+}
