@@ -74,4 +74,51 @@ if [ ! -x "$OSLAYER_TOOLS/bin/ignition-apply" ]; then
   mv "$scratch/internal" "$OSLAYER_TOOLS/bin/ignition-apply"
   rm -rf "$scratch"
 fi
+
+# The controller's tests (package controller) run controller-runtime's envtest
+# against a real kube-apiserver and etcd. kube-apiserver is built from
+# k8s.io/kubernetes at the version matching client-go, with every k8s.io/*
+# staging module replaced by the matching v0.x release (the repository's own
+# replace directives point into its tree and do not apply to a dependency).
+# Debian's etcd (3.4) is older than the 3.7 client kube-apiserver 1.37 is
+# built with, so etcd comes from the module proxy too. Both land in
+# $OSLAYER_TOOLS/kube/<version>/, which is what KUBEBUILDER_ASSETS names
+# (test/k8senv finds it there). Opt-in (OSLAYER_KUBE=1): the cold build of
+# kube-apiserver takes long on a small machine.
+if [ "${OSLAYER_KUBE:-0}" = 1 ]; then
+KUBE_VERSION=v1.37.2 KUBE_STAGING_VERSION=v0.37.2 ETCD_VERSION=v3.7.3
+kube_assets="$OSLAYER_TOOLS/kube/$KUBE_VERSION"
+mkdir -p "$kube_assets"
+if [ ! -x "$kube_assets/kube-apiserver" ]; then
+  echo "setup: building kube-apiserver $KUBE_VERSION" >&2
+  scratch=$(mktemp -d)
+  (
+    cd "$scratch"
+    go mod init oslayer.invalid/kube-apiserver-build >/dev/null 2>&1
+    for m in api apiextensions-apiserver apimachinery apiserver cli-runtime client-go \
+      cloud-provider cluster-bootstrap code-generator component-base component-helpers \
+      controller-manager cri-api cri-client cri-streaming csi-translation-lib \
+      dynamic-resource-allocation endpointslice externaljwt kms kube-aggregator \
+      kube-controller-manager kube-proxy kube-scheduler kubectl kubelet metrics \
+      mount-utils pod-security-admission sample-apiserver sample-cli-plugin \
+      sample-controller streaming; do
+      go mod edit -replace "k8s.io/$m=k8s.io/$m@$KUBE_STAGING_VERSION"
+    done
+    GOFLAGS=-mod=mod go get "k8s.io/kubernetes@$KUBE_VERSION" >/dev/null 2>&1
+    GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -o "$kube_assets/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+  )
+  rm -rf "$scratch"
+fi
+if [ ! -x "$kube_assets/etcd" ]; then
+  echo "setup: building etcd $ETCD_VERSION" >&2
+  scratch=$(mktemp -d)
+  (
+    cd "$scratch"
+    go mod init oslayer.invalid/etcd-build >/dev/null 2>&1
+    GOFLAGS=-mod=mod go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >/dev/null 2>&1
+    GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -o "$kube_assets/etcd" go.etcd.io/etcd/server/v3
+  )
+  rm -rf "$scratch"
+fi
+fi
 echo "$OSLAYER_TOOLS/bin"
