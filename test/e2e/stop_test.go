@@ -163,7 +163,7 @@ func TestSpecialFileInputs(t *testing.T) {
 		{"--secrets FIFO", []string{"render", "--osc", secretOSC, "--secrets", authFIFO, "--bake-secrets", "--output-dir", out}, authFIFO},
 		{"--authfile FIFO", []string{"render", "--osc", exampleOSC(t), "--authfile", authFIFO, "--output-dir", out}, authFIFO},
 		{"build --sign-key FIFO", []string{"build", "--base", "oci:examples/base", "--pool", "worker", "--osc", exampleOSC(t),
-			"--sign-key", keyFIFO, "--push", "oci:" + filepath.Join(dir, "layout")}, keyFIFO},
+			"--sign-key", keyFIFO, "--sign-identity", "127.0.0.1:5000/pools/worker", "--push", "oci:" + filepath.Join(dir, "layout")}, keyFIFO},
 		{"build --base oci:DIR with a FIFO index.json", []string{"build", "--base", "oci:" + baseCopy, "--pool", "worker", "--osc", exampleOSC(t),
 			"--push", "oci:" + filepath.Join(dir, "layout")}, baseFIFO},
 	} {
