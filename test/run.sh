@@ -42,23 +42,17 @@ echo "== node-agent oracle (test/oracle/nodeagent, a module of its own)"
   go test -count=1 -timeout 20m ./...
 )
 
-echo "== Tekton example (test/tekton, a module of its own)"
-(
-  cd test/tekton
-  go mod download
-  go mod tidy -diff
-  go vet ./...
-  go test -count=1 -timeout 10m ./...
-)
-
-echo "== OpenShift API checks (test/openshift, a module of its own)"
-(
-  cd test/openshift
-  go mod download
-  go mod tidy -diff
-  go vet ./...
-  go test -count=1 -timeout 10m ./...
-)
+# The Tekton example and the OpenShift API checks: modules of their own.
+for m in test/tekton test/openshift; do
+  echo "== $m (a module of its own)"
+  (
+    cd "$m"
+    go mod download
+    go mod tidy -diff
+    go vet ./...
+    go test -count=1 -timeout 10m ./...
+  )
+done
 
 echo "== fuzz (${FUZZTIME} each)"
 # Every Fuzz target in the tree, run one at a time.

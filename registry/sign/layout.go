@@ -3,7 +3,6 @@ package sign
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,8 +16,6 @@ import (
 	"github.com/sigstore/cosign/v2/pkg/oci/empty"
 	colayout "github.com/sigstore/cosign/v2/pkg/oci/layout"
 	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
-	"github.com/sigstore/cosign/v2/pkg/oci/static"
-	sigopts "github.com/sigstore/sigstore/pkg/signature/options"
 
 	"github.com/oslayer/oslayer/builder"
 	"github.com/oslayer/oslayer/registry"
@@ -80,25 +77,29 @@ func layoutSigned(dir string, d v1.Hash) (sigs, atts oci.Signatures, err error) 
 	return sigs, atts, nil
 }
 
-// writeAttached writes img's blobs into the layout dir and returns it as
-// an attachment of kind for Commit to list.
-func writeAttached(dir, kind string, img v1.Image) (builder.Attached, error) {
-	if err := ggcrlayout.Path(dir).WriteImage(img); err != nil {
-		return builder.Attached{}, fmt.Errorf("write %s into OCI layout %s: %w", kind, dir, err)
+// attach writes sigs (a signatures or attestations image) into the layout
+// dir as kind and adds it to p.Attached for Commit to list; it returns its
+// digested layout reference.
+func (s *Signer) attach(ctx context.Context, p *builder.Published, dir, kind string, sigs oci.Signatures) (string, error) {
+	if err := ggcrlayout.Path(dir).WriteImage(sigs); err != nil {
+		return "", fmt.Errorf("write %s into OCI layout %s: %w", kind, dir, err)
 	}
-	raw, err := img.RawManifest()
+	raw, err := sigs.RawManifest()
 	if err != nil {
-		return builder.Attached{}, err
+		return "", err
 	}
-	mt, err := img.MediaType()
+	mt, err := sigs.MediaType()
 	if err != nil {
-		return builder.Attached{}, err
+		return "", err
 	}
 	h, _, err := v1.SHA256(bytes.NewReader(raw))
 	if err != nil {
-		return builder.Attached{}, err
+		return "", err
 	}
-	return builder.Attached{Kind: kind, Descriptor: v1.Descriptor{MediaType: mt, Digest: h, Size: int64(len(raw))}}, nil
+	p.Attached = append(p.Attached, builder.Attached{Kind: kind, Descriptor: v1.Descriptor{MediaType: mt, Digest: h, Size: int64(len(raw))}})
+	n := count(sigs)
+	s.o.log.InfoContext(ctx, "written to OCI layout", "ref", p.Ref, "layout", dir, "kind", kind, "count", n)
+	return registry.LayoutPrefix + dir + "@" + h.String(), nil
 }
 
 // SignLayout signs the image p names in an OCI layout (written, its tag
@@ -111,15 +112,7 @@ func (s *Signer) SignLayout(ctx context.Context, p *builder.Published) (*SignRes
 		return nil, err
 	}
 	dir := l.dir
-	pl, err := Payload(d)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := s.sv.SignMessage(bytes.NewReader(pl), sigopts.WithContext(ctx))
-	if err != nil {
-		return nil, fmt.Errorf("signing %s: %w", d, err)
-	}
-	sig, err := static.NewSignature(pl, base64.StdEncoding.EncodeToString(raw))
+	sig, err := s.signature(ctx, d)
 	if err != nil {
 		return nil, err
 	}
@@ -137,13 +130,9 @@ func (s *Signer) SignLayout(ctx context.Context, p *builder.Published) (*SignRes
 		return nil, err
 	}
 	res.Signatures = count(sigs)
-	a, err := writeAttached(dir, push.KindSignatures, sigs)
-	if err != nil {
+	if res.SignatureTag, err = s.attach(ctx, p, dir, push.KindSignatures, sigs); err != nil {
 		return nil, err
 	}
-	p.Attached = append(p.Attached, a)
-	res.SignatureTag = registry.LayoutPrefix + dir + "@" + a.Descriptor.Digest.String()
-	s.o.log.InfoContext(ctx, "signed in OCI layout", "ref", d.String(), "layout", dir, "signatures", res.Signatures)
 	return res, nil
 }
 
@@ -191,13 +180,9 @@ func (s *Signer) attestLayout(ctx context.Context, p *builder.Published, stms ..
 		res.Replaced += ro.replaced
 	}
 	res.Attestations = count(atts)
-	a, err := writeAttached(dir, push.KindAttestations, atts)
-	if err != nil {
+	if res.AttestationTag, err = s.attach(ctx, p, dir, push.KindAttestations, atts); err != nil {
 		return nil, err
 	}
-	p.Attached = append(p.Attached, a)
-	res.AttestationTag = registry.LayoutPrefix + dir + "@" + a.Descriptor.Digest.String()
-	s.o.log.InfoContext(ctx, "attested in OCI layout", "ref", d.String(), "layout", dir, "attestations", res.Attestations)
 	return res, nil
 }
 

@@ -125,15 +125,7 @@ func Payload(d name.Digest) ([]byte, error) {
 // MaxMergeAttempts writes) when another writer replaced it meanwhile: it
 // returns only once the tag holds a signature that our key verifies.
 func (s *Signer) Sign(ctx context.Context, d name.Digest) (*SignResult, error) {
-	pl, err := Payload(d)
-	if err != nil {
-		return nil, fmt.Errorf("payload for %s: %w", d, err)
-	}
-	raw, err := s.sv.SignMessage(bytes.NewReader(pl), sigopts.WithContext(ctx))
-	if err != nil {
-		return nil, fmt.Errorf("signing %s: %w", d, err)
-	}
-	sig, err := static.NewSignature(pl, base64.StdEncoding.EncodeToString(raw))
+	sig, err := s.signature(ctx, d)
 	if err != nil {
 		return nil, err
 	}
@@ -187,6 +179,19 @@ func (s *Signer) Sign(ctx context.Context, d name.Digest) (*SignResult, error) {
 			return nil, fmt.Errorf("writing signature %s: %w", st, err)
 		}
 	}
+}
+
+// signature signs the simple signing payload of d with s's key.
+func (s *Signer) signature(ctx context.Context, d name.Digest) (oci.Signature, error) {
+	pl, err := Payload(d)
+	if err != nil {
+		return nil, fmt.Errorf("payload for %s: %w", d, err)
+	}
+	raw, err := s.sv.SignMessage(bytes.NewReader(pl), sigopts.WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("signing %s: %w", d, err)
+	}
+	return static.NewSignature(pl, base64.StdEncoding.EncodeToString(raw))
 }
 
 // MaxMergeAttempts bounds how often Sign and Attest write a signature or
