@@ -459,14 +459,9 @@ func (r *run) firstInRepo(repo string, base *builder.Base) bool {
 // that names it; repo is where the first pool looks for the index artifact.
 func (r *run) base(ctx context.Context, ref, arch, mode, repo string) *baseEntry {
 	key := ref + "\x00" + registry.NormalizeArch(arch) + "\x00" + mode
-	r.mu.Lock()
-	e, ok := r.bases[key]
-	if !ok {
-		e = &baseEntry{shared: Shared{What: "base", Ref: ref}}
-		r.bases[key] = e
-	}
-	e.shared.Pools++
-	r.mu.Unlock()
+	e := entry(&r.mu, r.bases, key, func(e *baseEntry) {
+		e.shared = Shared{What: "base", Ref: ref}
+	}, func(e *baseEntry) { e.shared.Pools++ })
 	e.once.Do(func() {
 		start := time.Now()
 		defer func() { e.shared.Seconds = time.Since(start).Seconds() }()
@@ -519,13 +514,7 @@ func (r *run) stages(p *Pool) ([]builder.Stage, error) {
 		return stages, nil
 	}
 	key := p.SignKey + "\x00" + p.SignKeyPasswordFile
-	r.mu.Lock()
-	e, ok := r.keys[key]
-	if !ok {
-		e = &keyEntry{}
-		r.keys[key] = e
-	}
-	r.mu.Unlock()
+	e := entry(&r.mu, r.keys, key, nil, nil)
 	e.once.Do(func() {
 		pass := sign.Password(r.o.Password)
 		if p.SignKeyPasswordFile != "" {
@@ -539,4 +528,23 @@ func (r *run) stages(p *Pool) ([]builder.Stage, error) {
 	sv := e.sv
 	kf := func(context.Context) (signature.SignerVerifier, error) { return sv, nil }
 	return append(stages, sign.Stages(kf, sign.WithRegistry(reg), sign.WithVersion(r.o.Version), sign.WithLogger(r.log))...), nil
+}
+
+// entry returns m[key] under mu, made (and set up by init) when missing;
+// each, when set, runs on it under mu.
+func entry[T any](mu *sync.Mutex, m map[string]*T, key string, init, each func(*T)) *T {
+	mu.Lock()
+	defer mu.Unlock()
+	e, ok := m[key]
+	if !ok {
+		e = new(T)
+		if init != nil {
+			init(e)
+		}
+		m[key] = e
+	}
+	if each != nil {
+		each(e)
+	}
+	return e
 }
