@@ -2,7 +2,7 @@
 # Runs a command in a fresh clone of the committed tree (HEAD), in a new
 # temporary folder that holds nothing but the clone: no sibling folders, no
 # fixtures or tools beside it. A test that reads anything outside the
-# repository through a relative path (../shared/..., ../../...) fails there.
+# repository through a relative path (a sibling folder, ../../...) fails there.
 #
 #   test/fresh-clone.sh                       # the whole suite: bash test/run.sh
 #   test/fresh-clone.sh go test ./layers/...  # any command, run in the clone
