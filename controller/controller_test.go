@@ -2,7 +2,6 @@ package controller_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,158 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/controller"
-	"github.com/oslayer/oslayer/registry"
-	"github.com/oslayer/oslayer/registry/sign"
-	"github.com/oslayer/oslayer/test/k8senv"
-	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
 )
-
-// env is a real kube-apiserver and etcd with the PoolImage CRD installed,
-// the controller running against it, and a real registry (behind a
-// counting proxy) holding the synthetic FCOS-shaped base.
-type env struct {
-	c     client.Client
-	proxy *regtest.Proxy
-	base  string
-	host  string
-	pub   []byte
-	ns    string
-}
-
-func start(t *testing.T) *env {
-	t.Helper()
-	assets := k8senv.Assets(t)
-	reg := regtest.Start(t, regtest.Config{})
-	proxy := regtest.NewProxy(t, reg.Host)
-	img, err := synth.FCOSBase(0.0002)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	t.Cleanup(cancel)
-	if _, err := synth.Push(ctx, img, reg.Host+"/fcos/base:stable"); err != nil {
-		t.Fatal(err)
-	}
-	te := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd")},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: assets,
-	}
-	cfg, err := te.Start()
-	if err != nil {
-		t.Fatalf("envtest (kube-apiserver and etcd from %s): %v", assets, err)
-	}
-	t.Cleanup(func() { _ = te.Stop() })
-	mgr, err := controller.NewManager(cfg, controller.ManagerOptions{
-		Options:     controller.Options{Version: "test", IndexCacheDir: t.TempDir()},
-		MetricsAddr: "0", ProbeAddr: "0",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("manager did not stop")
-		}
-	})
-	s, err := controller.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kp, err := sign.GenerateKeyPair([]byte("pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{c: c, proxy: proxy, base: proxy.Host + "/fcos/base:stable", host: proxy.Host, pub: kp.Public, ns: "default"}
-	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cosign", Namespace: e.ns},
-		Data: map[string][]byte{sign.SecretKeyField: kp.Private, sign.SecretPasswordField: []byte("pw")}})
-	return e
-}
-
-func (e *env) create(t *testing.T, o client.Object) {
-	t.Helper()
-	if err := e.c.Create(context.Background(), o); err != nil {
-		t.Fatalf("create %T %s: %v", o, o.GetName(), err)
-	}
-}
-
-// oscSecret is the Secret gardener-node-agent reads: the OSC under
-// data key osc.yaml, with one file of the given content.
-func oscSecret(body string) map[string][]byte {
-	files := fmt.Sprintf("  - path: /etc/oslayer/pool.conf\n    permissions: 420\n    content:\n      inline:\n        data: %q\n", body)
-	return map[string][]byte{"osc.yaml": []byte(synth.OSCFiles(files))}
-}
-
-func (e *env) get(t *testing.T, name string) *v1alpha1.PoolImage {
-	t.Helper()
-	var pi v1alpha1.PoolImage
-	if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: name}, &pi); err != nil {
-		t.Fatal(err)
-	}
-	return &pi
-}
-
-// wait polls the PoolImage until ok says so (at most a minute).
-func (e *env) wait(t *testing.T, name, what string, ok func(*v1alpha1.PoolImage) bool) *v1alpha1.PoolImage {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		pi := e.get(t, name)
-		if ok(pi) {
-			return pi
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("PoolImage %s: no %s within a minute; status %+v", name, what, pi.Status)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func (e *env) updateSecret(t *testing.T, name string, f func(*corev1.Secret)) {
-	t.Helper()
-	var s corev1.Secret
-	if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: name}, &s); err != nil {
-		t.Fatal(err)
-	}
-	f(&s)
-	if err := e.c.Update(context.Background(), &s); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func ready(pi *v1alpha1.PoolImage) bool {
-	return meta.IsStatusConditionTrue(pi.Status.Conditions, v1alpha1.ConditionReady)
-}
-
-func (e *env) verify(t *testing.T, image string) {
-	t.Helper()
-	pub, err := sign.ParsePublicKey("cosign.pub", e.pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := sign.Verify(context.Background(), image, pub, sign.WithRegistry(&registry.Options{}))
-	if err != nil {
-		t.Fatalf("verify %s: %v", image, err)
-	}
-	if v == nil {
-		t.Fatalf("verify %s: no verification", image)
-	}
-}
 
 // TestGardenerSecret runs the controller against a real API server: the
 // node-agent's OSC Secret gives a Ready PoolImage whose image is signed
@@ -176,15 +29,7 @@ func (e *env) verify(t *testing.T, image string) {
 func TestGardenerSecret(t *testing.T) {
 	e := start(t)
 	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "osc-worker", Namespace: e.ns}, Data: oscSecret("one")})
-	e.create(t, &v1alpha1.PoolImage{
-		ObjectMeta: metav1.ObjectMeta{Name: "worker", Namespace: e.ns},
-		Spec: v1alpha1.PoolImageSpec{
-			Source:  v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{SecretName: "osc-worker"}},
-			Base:    e.base,
-			Target:  e.host + "/os/worker:latest",
-			Signing: &v1alpha1.Signing{KeySecret: v1alpha1.LocalObjectReference{Name: "cosign"}},
-		},
-	})
+	e.create(t, e.poolImage("worker", v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{SecretName: "osc-worker"}}))
 	pi := e.wait(t, "worker", "Ready", ready)
 	first := pi.Status.Image
 	if !strings.HasPrefix(first, e.host+"/os/worker@sha256:") || !pi.Status.Signed {
@@ -229,12 +74,10 @@ func TestGardenerSecret(t *testing.T) {
 	// good image stays, and the same input is not built again.
 	bad := map[string][]byte{"osc.yaml": []byte(synth.OSCFiles("  - path: etc/relative\n    content:\n      inline:\n        data: x\n"))}
 	e.updateSecret(t, "osc-worker", func(s *corev1.Secret) { s.Data = bad })
-	pi = e.wait(t, "worker", "Degraded", func(pi *v1alpha1.PoolImage) bool {
-		return meta.IsStatusConditionTrue(pi.Status.Conditions, v1alpha1.ConditionDegraded)
-	})
+	pi = e.wait(t, "worker", "Degraded", degraded)
 	c := meta.FindStatusCondition(pi.Status.Conditions, v1alpha1.ConditionDegraded)
 	t.Logf("Degraded: %s: %s", c.Reason, c.Message)
-	if c.Reason != controller.ReasonInvalid || !strings.Contains(c.Message, "Secret/default/osc-worker") ||
+	if c.Reason != controller.ReasonInvalid || !strings.Contains(c.Message, "Secret/"+e.ns+"/osc-worker") ||
 		!strings.Contains(c.Message, "files[0]") || !strings.Contains(c.Message, "render") {
 		t.Errorf("Degraded %s: %q does not name the step, document and field", c.Reason, c.Message)
 	}

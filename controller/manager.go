@@ -31,6 +31,10 @@ type ManagerOptions struct {
 	LeaderElectionNamespace string
 	// Namespaces limits the watched namespaces (none: all).
 	Namespaces []string
+	// SkipNameValidation lets several managers run in one process (tests:
+	// one per namespace, two replicas); controller-runtime otherwise
+	// refuses a second controller named "poolimage".
+	SkipNameValidation bool
 }
 
 // LeaderElectionID names the lease of the controller's leader election.
@@ -70,6 +74,9 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		// A new leader takes over at once when the old one stops cleanly.
 		LeaderElectionReleaseOnCancel: true,
+	}
+	if o.SkipNameValidation {
+		mo.Controller.SkipNameValidation = &o.SkipNameValidation
 	}
 	if len(o.Namespaces) > 0 {
 		mo.Cache.DefaultNamespaces = map[string]cache.Config{}

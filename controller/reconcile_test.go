@@ -112,7 +112,7 @@ func TestReconcile(t *testing.T) {
 		t.Fatalf("not Degraded: %+v", pi.Status.Conditions)
 	}
 	t.Logf("Degraded: %s", cd.Message)
-	if !strings.Contains(cd.Message, "render") || !strings.Contains(cd.Message, "Secret/default/osc-worker") || !strings.Contains(cd.Message, "files[0]") {
+	if !strings.Contains(cd.Message, "render") || !strings.Contains(cd.Message, "Secret/"+ns+"/osc-worker") || !strings.Contains(cd.Message, "files[0]") {
 		t.Errorf("Degraded %q does not name the step, document and field", cd.Message)
 	}
 	if pi.Status.Image != second {

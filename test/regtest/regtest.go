@@ -80,6 +80,10 @@ type Registry struct {
 	Host string
 	// LogFile receives the registry's log (it records cross-repo mounts).
 	LogFile string
+	bin     string
+	cfgPath string
+	logf    *os.File
+	mu      sync.Mutex
 	cmd     *exec.Cmd
 }
 
@@ -134,34 +138,62 @@ http:
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "serve", cfgPath)
-	cmd.Stdout, cmd.Stderr = logf, logf
+	r := &Registry{Host: fmt.Sprintf("127.0.0.1:%d", port), LogFile: logPath, bin: bin, cfgPath: cfgPath, logf: logf}
+	t.Cleanup(func() {
+		r.Stop()
+		logf.Close()
+	})
+	r.launch(t)
+	return r
+}
+
+// launch starts the registry process and waits until it answers.
+func (r *Registry) launch(t testing.TB) {
+	t.Helper()
+	cmd := exec.Command(r.bin, "serve", r.cfgPath)
+	cmd.Stdout, cmd.Stderr = r.logf, r.logf
 	// Keep the registry from reading proxy settings or the host's config.
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Dir(r.cfgPath)}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start docker-registry: %v", err)
 	}
-	r := &Registry{Host: fmt.Sprintf("127.0.0.1:%d", port), LogFile: logPath, cmd: cmd}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_, _ = cmd.Process.Wait()
-		logf.Close()
-	})
+	r.mu.Lock()
+	r.cmd = cmd
+	r.mu.Unlock()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		resp, err := http.Get("http://" + r.Host + "/v2/")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 || resp.StatusCode == 401 {
-				return r
+				return
 			}
 		}
 		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logPath)
-			t.Fatalf("docker-registry did not come up on %s: %v\n%s", r.Host, err, b)
+			t.Fatalf("docker-registry did not come up on %s: %v\n%s", r.Host, err, r.Log())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Stop kills the registry process: its port refuses connections until
+// Restart. Only a Filesystem registry keeps its content across a restart.
+func (r *Registry) Stop() {
+	r.mu.Lock()
+	cmd := r.cmd
+	r.cmd = nil
+	r.mu.Unlock()
+	if cmd != nil {
+		_ = cmd.Process.Kill()
+		_, _ = cmd.Process.Wait()
+	}
+}
+
+// Restart starts a stopped registry again on the same port and storage.
+func (r *Registry) Restart(t testing.TB) {
+	t.Helper()
+	r.Stop()
+	r.launch(t)
 }
 
 // Log returns what the registry logged so far.

@@ -1,0 +1,324 @@
+package controller_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/oslayer/oslayer/api/v1alpha1"
+	"github.com/oslayer/oslayer/controller"
+	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/test/k8senv"
+	"github.com/oslayer/oslayer/test/regtest"
+	"github.com/oslayer/oslayer/test/synth"
+)
+
+// The shared test harness of the controller's tests.
+//
+// One real kube-apiserver and etcd (envtest, the binaries test/setup.sh
+// builds) serve every test of the package, with the CRDs of config/crd
+// installed; each test gets a namespace of its own, a real registry (on
+// disk, so it survives Restart) behind a counting proxy holding the
+// synthetic FCOS-shaped base, a cosign key Secret, and (with start) a
+// manager running the reconciler that watches only that namespace.
+//
+//	e := start(t)                  // API server, namespace, registry, manager
+//	e := newEnv(t); e.runManager(t, func(o *controller.ManagerOptions) {...})
+//
+// e.c is a client with the controller's scheme, e.cfg the API server's
+// admin config (for clients of other schemes or impersonation), e.logs
+// what the managers logged.
+
+// kube is the package's API server, started by the first test that needs
+// it and stopped by TestMain.
+var kube struct {
+	once sync.Once
+	env  *envtest.Environment
+	cfg  *rest.Config
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if kube.env != nil {
+		if err := kube.env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
+		}
+	}
+	os.Exit(code)
+}
+
+// kubeConfig starts the shared API server (once) and returns its admin
+// config; it skips the test without the binaries (fails with
+// OSLAYER_REQUIRE_KUBE=1).
+func kubeConfig(t *testing.T) *rest.Config {
+	t.Helper()
+	assets := k8senv.Assets(t)
+	kube.once.Do(func() {
+		kube.env = &envtest.Environment{
+			CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd")},
+			ErrorIfCRDPathMissing: true,
+			BinaryAssetsDirectory: assets,
+		}
+		kube.cfg, kube.err = kube.env.Start()
+	})
+	if kube.err != nil {
+		t.Fatalf("envtest (kube-apiserver and etcd from %s): %v", assets, kube.err)
+	}
+	return rest.CopyConfig(kube.cfg)
+}
+
+// env is one test's view of the harness.
+type env struct {
+	cfg   *rest.Config
+	c     client.Client
+	reg   *regtest.Registry
+	proxy *regtest.Proxy
+	base  string // the base image, through the proxy
+	host  string // the proxy's host: targets under it are counted
+	pub   []byte // the cosign public key of Secret "cosign"
+	ns    string
+	logs  *syncBuffer
+	ctx   context.Context
+}
+
+var namespaces atomic.Int32
+
+// newEnv is the API server, a fresh namespace, the registry with the base
+// and the cosign Secret, without a manager.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	cfg := kubeConfig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	reg := regtest.Start(t, regtest.Config{Filesystem: true})
+	proxy := regtest.NewProxy(t, reg.Host)
+	img, err := synth.FCOSBase(0.0002)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := synth.Push(ctx, img, reg.Host+"/fcos/base:stable"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := controller.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := sign.GenerateKeyPair([]byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.Trim(regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	ns := fmt.Sprintf("t%d-%s", namespaces.Add(1), name)
+	if len(ns) > 63 {
+		ns = strings.TrimRight(ns[:63], "-")
+	}
+	e := &env{cfg: cfg, c: c, reg: reg, proxy: proxy, base: proxy.Host + "/fcos/base:stable", host: proxy.Host,
+		pub: kp.Public, ns: ns, logs: &syncBuffer{}, ctx: ctx}
+	e.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cosign", Namespace: e.ns},
+		Data: map[string][]byte{sign.SecretKeyField: kp.Private, sign.SecretPasswordField: []byte("pw")}})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("controller log (last 8 KiB):\n%s", e.logs.tail(8<<10))
+		}
+	})
+	return e
+}
+
+// start is newEnv with a manager running the reconciler.
+func start(t *testing.T) *env {
+	t.Helper()
+	e := newEnv(t)
+	e.runManager(t, nil)
+	return e
+}
+
+// runManager starts a manager (the reconciler, probes and metrics off
+// unless mutate sets them) watching the test's namespace, logging into
+// e.logs. stop stops it and waits; it also runs when the test ends.
+func (e *env) runManager(t *testing.T, mutate func(*controller.ManagerOptions)) (stop func()) {
+	t.Helper()
+	o := controller.ManagerOptions{
+		Options: controller.Options{Version: "test", IndexCacheDir: t.TempDir(),
+			Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
+		MetricsAddr: "0", ProbeAddr: "0",
+		Namespaces:         []string{e.ns},
+		SkipNameValidation: true,
+	}
+	if mutate != nil {
+		mutate(&o)
+	}
+	mgr, err := controller.NewManager(e.cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("manager: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Error("manager did not stop within 30 s")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// freeAddr is a free 127.0.0.1 address for a manager's metrics or probes.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func (e *env) create(t *testing.T, o client.Object) {
+	t.Helper()
+	if err := e.c.Create(context.Background(), o); err != nil {
+		t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+	}
+}
+
+// poolImage is a PoolImage in the test's namespace building the base
+// into the proxy's os/NAME:latest, signed with Secret "cosign".
+func (e *env) poolImage(name string, src v1alpha1.Source) *v1alpha1.PoolImage {
+	return &v1alpha1.PoolImage{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
+		Spec: v1alpha1.PoolImageSpec{
+			Source:  src,
+			Base:    e.base,
+			Target:  e.host + "/os/" + name + ":latest",
+			Signing: &v1alpha1.Signing{KeySecret: v1alpha1.LocalObjectReference{Name: "cosign"}},
+		},
+	}
+}
+
+// oscSecret is the Secret gardener-node-agent reads: the OSC under
+// data key osc.yaml, with one file of the given content.
+func oscSecret(body string) map[string][]byte {
+	files := fmt.Sprintf("  - path: /etc/oslayer/pool.conf\n    permissions: 420\n    content:\n      inline:\n        data: %q\n", body)
+	return map[string][]byte{"osc.yaml": []byte(synth.OSCFiles(files))}
+}
+
+func (e *env) get(t *testing.T, name string) *v1alpha1.PoolImage {
+	t.Helper()
+	var pi v1alpha1.PoolImage
+	if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: name}, &pi); err != nil {
+		t.Fatal(err)
+	}
+	return &pi
+}
+
+// wait polls the PoolImage until ok says so (at most a minute).
+func (e *env) wait(t *testing.T, name, what string, ok func(*v1alpha1.PoolImage) bool) *v1alpha1.PoolImage {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		pi := e.get(t, name)
+		if ok(pi) {
+			return pi
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("PoolImage %s: no %s within a minute; status %+v", name, what, pi.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (e *env) updateSecret(t *testing.T, name string, f func(*corev1.Secret)) {
+	t.Helper()
+	var s corev1.Secret
+	if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: name}, &s); err != nil {
+		t.Fatal(err)
+	}
+	f(&s)
+	if err := e.c.Update(context.Background(), &s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ready(pi *v1alpha1.PoolImage) bool {
+	return meta.IsStatusConditionTrue(pi.Status.Conditions, v1alpha1.ConditionReady)
+}
+
+func degraded(pi *v1alpha1.PoolImage) bool {
+	return meta.IsStatusConditionTrue(pi.Status.Conditions, v1alpha1.ConditionDegraded)
+}
+
+// verify checks the image's signature with the key of Secret "cosign"
+// (sign.Verify, what oslayer verify runs).
+func (e *env) verify(t *testing.T, image string) {
+	t.Helper()
+	pub, err := sign.ParsePublicKey("cosign.pub", e.pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := sign.Verify(context.Background(), image, pub, sign.WithRegistry(&registry.Options{}))
+	if err != nil {
+		t.Fatalf("verify %s: %v", image, err)
+	}
+	if v == nil {
+		t.Fatalf("verify %s: no verification", image)
+	}
+}
+
+// syncBuffer is a log sink several goroutines write.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *syncBuffer) tail(n int) string {
+	s := b.String()
+	if len(s) > n {
+		s = s[len(s)-n:]
+	}
+	return s
+}
