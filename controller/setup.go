@@ -4,6 +4,8 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,7 +18,9 @@ import (
 
 // SetupWithManager registers the reconciler: it watches PoolImages (spec
 // changes only) and the Secrets and ConfigMaps they read, so a change of a
-// source reconciles every PoolImage that names it.
+// source reconciles every PoolImage that names or selects it (an update
+// is mapped with the old and the new labels, so a Secret that stops
+// matching a selector reconciles too).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -45,15 +49,16 @@ func (r *Reconciler) referrers(ctx context.Context, obj client.Object) []reconci
 	var out []reconcile.Request
 	for i := range list.Items {
 		pi := &list.Items[i]
-		if reads(pi, kind, obj.GetNamespace(), obj.GetName()) {
+		if reads(pi, kind, obj.GetNamespace(), obj.GetName(), obj.GetLabels()) {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pi)})
 		}
 	}
 	return out
 }
 
-// reads reports whether pi reads the object kind ns/name.
-func reads(pi *v1alpha1.PoolImage, kind, ns, name string) bool {
+// reads reports whether pi reads the object kind ns/name with these
+// labels.
+func reads(pi *v1alpha1.PoolImage, kind, ns, name string, objLabels map[string]string) bool {
 	if kind == "Secret" {
 		for _, s := range pi.Spec.PullSecrets {
 			if ns == pi.Namespace && s.Name == name {
@@ -72,8 +77,13 @@ func reads(pi *v1alpha1.PoolImage, kind, ns, name string) bool {
 		if gns == "" {
 			gns = pi.Namespace
 		}
-		if ns == gns && g.SecretName == name {
+		if ns == gns && g.SecretName != "" && g.SecretName == name {
 			return true
+		}
+		if g.Selector != nil && ns == gns {
+			if sel, err := metav1.LabelSelectorAsSelector(g.Selector); err == nil && sel.Matches(labels.Set(objLabels)) {
+				return true
+			}
 		}
 		for _, s := range g.SecretRefs {
 			if ns == gns && s == name {

@@ -11,6 +11,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -52,7 +53,7 @@ func readInputs(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) (*
 		if ns == "" {
 			ns = pi.Namespace
 		}
-		s, err := getSecret(ctx, c, ns, g.SecretName, "spec.source.gardener.secretName")
+		s, err := oscSecret(ctx, c, ns, g)
 		if err != nil {
 			return nil, err
 		}
@@ -60,7 +61,7 @@ func readInputs(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) (*
 		if err != nil {
 			return nil, err
 		}
-		docs = append(docs, document{Name: objName("Secret", ns, g.SecretName, ""), Kind: "OSC", Content: b})
+		docs = append(docs, document{Name: objName("Secret", ns, s.Name, ""), Kind: "OSC", Content: b})
 		for i, name := range g.SecretRefs {
 			s, err := getSecret(ctx, c, ns, name, fmt.Sprintf("spec.source.gardener.secretRefs[%d]", i))
 			if err != nil {
@@ -127,6 +128,37 @@ func objName(kind, ns, name, key string) string {
 		s += "/" + key
 	}
 	return s
+}
+
+// oscSecret is the Gardener source's OSC Secret: by name, or by label
+// selector. Several Secrets match while a worker pool rolls (Gardener names
+// the Secret after a hash of the pool's settings, and the old nodes keep
+// theirs until they are replaced): the newest (creation time, then name)
+// is the one new nodes get, and the one built.
+func oscSecret(ctx context.Context, c client.Reader, ns string, g *v1alpha1.GardenerSource) (*corev1.Secret, error) {
+	if g.Selector == nil {
+		return getSecret(ctx, c, ns, g.SecretName, "spec.source.gardener.secretName")
+	}
+	const field = "spec.source.gardener.selector"
+	sel, err := metav1.LabelSelectorAsSelector(g.Selector)
+	if err != nil {
+		return nil, inputErrorf("%s: %v", field, err)
+	}
+	var list corev1.SecretList
+	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, fmt.Errorf("%s: listing Secrets in %s: %w", field, ns, err)
+	}
+	if len(list.Items) == 0 {
+		return nil, inputErrorf("%s: no Secret in namespace %s matches %q", field, ns, sel.String())
+	}
+	newest := &list.Items[0]
+	for i := range list.Items[1:] {
+		s := &list.Items[i+1]
+		if t, nt := s.CreationTimestamp, newest.CreationTimestamp; nt.Before(&t) || (t.Equal(&nt) && s.Name > newest.Name) {
+			newest = s
+		}
+	}
+	return newest, nil
 }
 
 func getSecret(ctx context.Context, c client.Reader, ns, name, field string) (*corev1.Secret, error) {

@@ -104,11 +104,23 @@ type Source struct {
 	Documents *DocumentsSource `json:"documents,omitempty"`
 }
 
-// GardenerSource is the node-agent's OSC Secret (data key osc.yaml).
+// GardenerSource is the node-agent's OSC Secret (data key osc.yaml), by
+// name or by label selector.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.secretName) != has(self.selector)",message="exactly one of secretName, selector"
 type GardenerSource struct {
 	// SecretName is the OSC Secret's name.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
-	SecretName string `json:"secretName"`
+	SecretName string `json:"secretName,omitempty"`
+	// Selector selects the OSC Secret by its labels instead: the
+	// node-agent's Secret (kube-system/gardener-node-agent-POOL-HASH) gets
+	// a new name when the pool's settings change, its labels
+	// (gardener.cloud/role: operating-system-config,
+	// worker.gardener.cloud/pool: POOL) stay. When several Secrets match
+	// (a pool rolling), the newest is built.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 	// Namespace is the Secret's namespace; default: the PoolImage's.
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
