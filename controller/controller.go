@@ -83,6 +83,9 @@ const (
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var pi v1alpha1.PoolImage
 	if err := r.Client.Get(ctx, req.NamespacedName, &pi); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			lastSuccess.DeleteLabelValues(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	in, err := readInputs(ctx, r.Client, &pi)
@@ -151,6 +154,7 @@ func (r *Reconciler) build(ctx context.Context, pi *v1alpha1.PoolImage, in *inpu
 	buildsTotal.WithLabelValues("succeeded").Inc()
 	buildDuration.WithLabelValues("succeeded").Observe(elapsed.Seconds())
 	now := metav1.Now()
+	lastSuccess.WithLabelValues(pi.Namespace, pi.Name).Set(float64(now.Unix()))
 	st := &pi.Status
 	st.ObservedGeneration = pi.Generation
 	st.SourcesDigest = in.digest

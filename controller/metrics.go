@@ -6,7 +6,8 @@ import (
 )
 
 // The controller's metrics, served on the manager's metrics endpoint next
-// to controller-runtime's own (workqueue depth, reconcile counts).
+// to controller-runtime's own (workqueue_depth{name="poolimage"} is the
+// queue depth, controller_runtime_reconcile_total the reconciles).
 var (
 	buildDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "oslayer_build_duration_seconds",
@@ -17,8 +18,12 @@ var (
 		Name: "oslayer_builds_total",
 		Help: "PoolImage builds, by result (succeeded, failed).",
 	}, []string{"result"})
+	lastSuccess = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "oslayer_last_success_timestamp_seconds",
+		Help: "Unix time of each PoolImage's last successful build (removed with the PoolImage).",
+	}, []string{"namespace", "name"})
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(buildDuration, buildsTotal)
+	ctrlmetrics.Registry.MustRegister(buildDuration, buildsTotal, lastSuccess)
 }
