@@ -3,6 +3,8 @@ package controller_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net"
@@ -95,6 +97,9 @@ type env struct {
 	base  string // the base image, through the proxy
 	host  string // the proxy's host: targets under it are counted
 	pub   []byte // the cosign public key of Secret "cosign"
+	// password is the cosign key's password: a value no log, status or
+	// Event may show.
+	password string
 	ns    string
 	logs  *syncBuffer
 	ctx   context.Context
@@ -126,7 +131,12 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kp, err := sign.GenerateKeyPair([]byte("pw"))
+	pw := make([]byte, 12)
+	if _, err := rand.Read(pw); err != nil {
+		t.Fatal(err)
+	}
+	password := "pw-" + hex.EncodeToString(pw)
+	kp, err := sign.GenerateKeyPair([]byte(password))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,13 +146,19 @@ func newEnv(t *testing.T) *env {
 		ns = strings.TrimRight(ns[:63], "-")
 	}
 	e := &env{cfg: cfg, c: c, reg: reg, proxy: proxy, base: proxy.Host + "/fcos/base:stable", host: proxy.Host,
-		pub: kp.Public, ns: ns, logs: &syncBuffer{}, ctx: ctx}
+		pub: kp.Public, password: password, ns: ns, logs: &syncBuffer{}, ctx: ctx}
 	e.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cosign", Namespace: e.ns},
-		Data: map[string][]byte{sign.SecretKeyField: kp.Private, sign.SecretPasswordField: []byte("pw")}})
+		Data: map[string][]byte{sign.SecretKeyField: kp.Private, sign.SecretPasswordField: []byte(password)}})
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("controller log (last 8 KiB):\n%s", e.logs.tail(8<<10))
+		}
+		// The API server outlives the test: its PoolImages go, so a
+		// manager of a later test watching every namespace does not build
+		// them against this test's stopped registry.
+		if err := c.DeleteAllOf(context.Background(), &v1alpha1.PoolImage{}, client.InNamespace(ns)); err != nil {
+			t.Errorf("deleting the PoolImages of %s: %v", ns, err)
 		}
 	})
 	return e
@@ -161,6 +177,12 @@ func start(t *testing.T) *env {
 // e.logs. stop stops it and waits; it also runs when the test ends.
 func (e *env) runManager(t *testing.T, mutate func(*controller.ManagerOptions)) (stop func()) {
 	t.Helper()
+	return e.runManagerAs(t, e.cfg, mutate)
+}
+
+// runManagerAs is runManager with another config (another user).
+func (e *env) runManagerAs(t *testing.T, cfg *rest.Config, mutate func(*controller.ManagerOptions)) (stop func()) {
+	t.Helper()
 	o := controller.ManagerOptions{
 		Options: controller.Options{Version: "test", IndexCacheDir: t.TempDir(),
 			Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
@@ -171,7 +193,7 @@ func (e *env) runManager(t *testing.T, mutate func(*controller.ManagerOptions)) 
 	if mutate != nil {
 		mutate(&o)
 	}
-	mgr, err := controller.NewManager(e.cfg, o)
+	mgr, err := controller.NewManager(cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
