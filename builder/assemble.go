@@ -50,6 +50,10 @@ type AssembleRequest struct {
 	Flags map[string]string
 	// Logger receives warnings; nil discards them.
 	Logger *slog.Logger
+	// Official is the official base when BaseImage is the package base
+	// built from it (Build's package stage); nil otherwise. A pool that
+	// needs packages is refused without one.
+	Official *Base
 }
 
 // ResolveBase opens ref (a registry reference or "oci:DIR[:TAG]") for
@@ -135,8 +139,10 @@ func Assemble(ctx context.Context, req AssembleRequest) (*Built, error) {
 	if req.Rendered == nil {
 		return nil, fmt.Errorf("assemble: nothing rendered")
 	}
-	if len(req.Rendered.Packages) > 0 {
-		return nil, fmt.Errorf("extensions/kernelType need the package stage, not available yet: %s", strings.Join(req.Rendered.Packages, ", "))
+	if req.Official == nil {
+		if err := needsPackages(req.Rendered.Packages); err != nil {
+			return nil, err
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -311,6 +317,7 @@ func Assemble(ctx context.Context, req AssembleRequest) (*Built, error) {
 		KernelArgs:   req.Rendered.KernelArgs,
 		Flags:        req.Flags,
 		Warnings:     warnings,
+		Official:     req.Official,
 	}, nil
 }
 

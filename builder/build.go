@@ -49,6 +49,11 @@ type Request struct {
 	// Index says where the base index is cached and published; its
 	// Registry and Logger default to the request's.
 	Index IndexOptions
+	// Packages runs the package stage (nil: none; a pool with extensions
+	// or kernelType is then refused). When it returns a package base, the
+	// base index and the render are redone onto it and the config layers
+	// are appended to it.
+	Packages PackageStage
 }
 
 // Result is what a build produced, ready for JSON output.
@@ -75,6 +80,10 @@ type Result struct {
 	Phases []Phase `json:"phases"`
 	// Stages holds each stage's output by stage name.
 	Stages map[string]any `json:"stages,omitempty"`
+	// PackageStage reports the package stage when one ran; Base is then
+	// still the official base and PackageStage.Ref the package base the
+	// layers were appended to.
+	PackageStage *PackageResult `json:"packageStage,omitempty"`
 	// BaseIndex is the base index the renderer used (nil: none).
 	BaseIndex *IndexInfo `json:"baseIndex,omitempty"`
 	Warnings  []string   `json:"warnings,omitempty"`
@@ -228,6 +237,20 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage, comm
 			return res, err
 		}
 	}
+	official, err := runPackages(ctx, req, res, &base, r, phase)
+	if err != nil {
+		return res, err
+	}
+	if official != nil {
+		if err := indexed(); err != nil {
+			return res, err
+		}
+		if base.Index != nil && useIndex {
+			if err := renderOnto(base); err != nil {
+				return res, err
+			}
+		}
+	}
 	if req.BaseIndex == BaseIndexOff {
 		w := offWarning(r.Report)
 		res.Warnings = append(res.Warnings, w)
@@ -240,7 +263,7 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage, comm
 		areq := AssembleRequest{
 			Base: req.Base, BaseImage: base, Registry: req.Registry, Arch: req.Arch,
 			Pool: req.Render.Pool, Rendered: r, Epoch: req.Render.Epoch, Version: req.Version,
-			Flags: req.Flags, Logger: log,
+			Flags: req.Flags, Logger: log, Official: official,
 		}
 		if areq.BaseImage == nil && areq.Base == "" {
 			if r.OSImageURL == "" {
@@ -255,6 +278,9 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage, comm
 		return res, err
 	}
 	res.Digest, res.Base, res.Layers = b.Digest, b.Base, b.Added
+	if official != nil {
+		res.Base = *official
+	}
 	res.Warnings = append(res.Warnings, b.Warnings...)
 	if res.Layers == nil {
 		res.Layers = []AddedLayer{}
@@ -362,4 +388,58 @@ func runStage(phase func(string, func() error) error, outs *map[string]any, name
 		(*outs)[name] = out
 	}
 	return nil
+}
+
+// runPackages runs req.Packages for the rendered pool r onto *base. When
+// it gives a package base, *base becomes that (resolved by digest, not yet
+// indexed) and the official base is returned; otherwise nil.
+func runPackages(ctx context.Context, req Request, res *Result, base **Base, r *layers.Result, phase func(string, func() error) error) (*Base, error) {
+	if req.Packages == nil {
+		return nil, nil
+	}
+	if *base == nil {
+		// The base comes from the MachineConfigs and was not resolved
+		// for an index (--base-index=off).
+		if r.OSImageURL == "" {
+			return nil, errors.New("package stage: no base image: give --base, or MachineConfigs with osImageURL")
+		}
+		if err := phase("base", func() (err error) {
+			*base, err = ResolveBase(ctx, r.OSImageURL, req.Registry, req.Arch)
+			return err
+		}); err != nil {
+			return nil, errors.Unwrap(err)
+		}
+	}
+	log := req.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var pr *PackageResult
+	if err := phase("package-stage", func() (err error) {
+		pr, err = req.Packages.Run(ctx, PackageRequest{
+			Pool: req.Render.Pool, Base: *base, Arch: req.Arch,
+			Extensions: r.Extensions, KernelType: r.KernelType, Logger: log,
+		})
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if pr == nil {
+		return nil, nil
+	}
+	res.PackageStage = pr
+	official := *base
+	var pb *Base
+	if err := phase("package-base", func() (err error) {
+		pb, err = ResolveBase(ctx, pr.Ref, req.Registry, req.Arch)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	// The package base is pinned by digest; the user's pinning is the
+	// official base's.
+	pb.Pinned = official.Pinned || registry.IsLayout(official.Ref)
+	*base = pb
+	log.Info("package stage", "pool", req.Render.Pool, "hit", pr.Hit, "key", pr.Key, "packageBase", pr.Ref)
+	return official, nil
 }

@@ -78,6 +78,9 @@ type Built struct {
 	Image  v1.Image
 	Digest v1.Hash
 	Base   Base
+	// Official is the official base when Base is a package base built
+	// from it (nil otherwise): its layers must be a prefix of the image.
+	Official *Base
 	// Added are the layers appended on top of the base, in order.
 	Added []AddedLayer
 	// Pool names the pool the image is for.

@@ -150,8 +150,13 @@ type Result struct {
 	// KernelArgs are the pool's kernel arguments, in order.
 	KernelArgs []string `json:"kernelArgs,omitempty"`
 	// Packages lists what needs a package stage (MachineConfig extensions,
-	// "kernelType:realtime"); build refuses a non-empty list for now.
+	// "kernelType:realtime"); build runs the package stage for a non-empty
+	// list (builder.PackageStage) and refuses it without one.
 	Packages []string `json:"packages,omitempty"`
+	// Extensions and KernelType are the pool's package inputs as the
+	// package stage takes them (KernelType "" or "default": the base's).
+	Extensions []string `json:"extensions,omitempty"`
+	KernelType string   `json:"kernelType,omitempty"`
 	// OSImageURL is the pool's base from MachineConfigs, if any.
 	OSImageURL string `json:"osImageURL,omitempty"`
 	// Inputs are the input documents with their sha256.

@@ -111,6 +111,8 @@ func RenderConfig(ctx context.Context, req Request, cfg *model.Config) (*Result,
 		Report:     rep,
 		KernelArgs: cfg.KernelArgs,
 		Packages:   pkgs,
+		Extensions: cfg.Extensions,
+		KernelType: cfg.KernelType,
 		OSImageURL: cfg.OSImageURL,
 		Inputs:     cfg.Inputs,
 	}

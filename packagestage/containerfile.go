@@ -107,6 +107,17 @@ func (c *Containerfile) Bytes() []byte {
 	return out
 }
 
+// Commands lists the instructions of the whole Containerfile, one string
+// each (comments and empty lines left out, continuation lines joined,
+// heredoc bodies left out).
+func (c *Containerfile) Commands() []string {
+	var out []string
+	for _, in := range parse(c.Bytes()) {
+		out = append(out, in.text)
+	}
+	return out
+}
+
 // Locate maps a line of Bytes (1-based) to the file it came from and its
 // line there: "generated Containerfile line 7" or "FILE line 3".
 func (c *Containerfile) Locate(line int) string {
@@ -227,6 +238,7 @@ type instruction struct {
 	line int // first physical line, 1-based
 	cmd  string
 	args []string
+	text string // the instruction, continuation lines joined
 }
 
 // heredocStart finds "<<EOF", "<<-EOF", "<<'EOF'", "<<\"EOF\"".
@@ -265,7 +277,7 @@ func parse(data []byte) []instruction {
 			}
 		}
 		f := strings.Fields(text)
-		out = append(out, instruction{line: start + 1, cmd: strings.ToUpper(f[0]), args: f[1:]})
+		out = append(out, instruction{line: start + 1, cmd: strings.ToUpper(f[0]), args: f[1:], text: text})
 	}
 	return out
 }

@@ -32,10 +32,12 @@ const (
 //     no blob to a registry and writes none into a layout;
 //   - StageWritten runs the checks that are about what was written
 //     (NeedWritten: the base's layers are an ordered prefix of the layers
-//     the target now lists) after the write by digest and before the tag
-//     moves. With Options.Open it reads the image back from the registry
-//     by digest; for a layout, or without Open, it checks the assembled
-//     image, which is byte for byte the one written.
+//     the target now lists; for an image built on a package base, the
+//     official base's layers too, as with --require-base) after the write
+//     by digest and before the tag moves. With Options.Open it reads the
+//     image back from the registry by digest; for a layout, or without
+//     Open, it checks the assembled image, which is byte for byte the one
+//     written.
 //
 // Errors fail the build (nothing written, or the tag does not move);
 // warnings are logged and kept in the returned *Report, recorded under the
@@ -202,6 +204,10 @@ func (s *stage) Run(ctx context.Context, b *builder.Built, p *builder.Published)
 			return nil, fmt.Errorf("--require-base %s: %w", opts.RequireBase, rq.err)
 		}
 		t.Require, t.RequireRef = rq.img, opts.RequireBase
+	} else if o := b.Official; o != nil && o.Image != nil {
+		// Built on a package base: the official base it was built from
+		// is the required base (its layers an ordered prefix).
+		t.Require, t.RequireRef = o.Image, o.Ref+" (official base "+o.Digest.String()+")"
 	}
 	rep, err := Run(ctx, t, opts)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/oslayer/oslayer/builder"
 	"github.com/oslayer/oslayer/layers/model"
+	"github.com/oslayer/oslayer/packagestage/bud"
 	"github.com/oslayer/oslayer/registry"
 	"github.com/oslayer/oslayer/registry/push"
 	"github.com/oslayer/oslayer/registry/sign"
@@ -26,6 +27,7 @@ type buildFlags struct {
 	preflight  preflightFlags
 	sign       signFlags
 	index      baseIndexFlags
+	pkg        packageFlags
 	base       string
 	push       string
 	arch       string
@@ -81,6 +83,7 @@ set, is the time stamped on every file and on the image.`,
 	f.preflight.register(fs)
 	f.sign.register(fs)
 	f.index.register(fs)
+	f.pkg.register(fs)
 	fs.StringVar(&f.base, "base", "", "base image: registry reference (pin @sha256:...) or oci:DIR[:TAG]; default: the MachineConfigs' osImageURL")
 	fs.StringVar(&f.push, "push", "", "target: registry REG/REPO[:TAG] or OCI layout oci:DIR[:TAG] (tag defaults to latest)")
 	fs.StringVar(&f.arch, "arch", "", "architecture to build for (amd64, arm64, x86_64, aarch64, ...): selects the platform of a multi-arch base and must match a single-arch one (default amd64); several (amd64,arm64) or all (every platform of the base's index) build one image per platform and push an OCI index of them")
@@ -144,6 +147,11 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 	if err != nil {
 		return err
 	}
+	pcfg, err := f.pkg.config(reg, repo, stderr)
+	if err != nil {
+		return err
+	}
+	packages := bud.New(pcfg)
 
 	images, err := f.in.images(reg)
 	if err != nil {
@@ -158,6 +166,7 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 			Request: builder.Request{
 				Render: rreq, Base: f.base, Registry: reg, Version: version,
 				Flags: provenanceFlags(f), Logger: g.log, BaseIndex: f.index.mode, Index: iopts,
+				Packages: packages,
 			},
 			Arches: arches,
 			Images: func(p v1.Platform) model.ImageFiles { return images(&p) },
@@ -174,6 +183,7 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 		Logger:    g.log,
 		BaseIndex: f.index.mode,
 		Index:     iopts,
+		Packages:  packages,
 	}, pub, stages...)
 	return f.report(g, stdout, []*builder.Result{res}, res, err, func() { summary(stderr, res) })
 }
@@ -250,6 +260,16 @@ func summary(w io.Writer, r *builder.Result) {
 		pin = " (resolved from a tag)"
 	}
 	fmt.Fprintf(w, "  base   %s @ %s%s\n", r.Base.Ref, r.Base.Digest, pin)
+	if p := r.PackageStage; p != nil {
+		how := "built"
+		if p.Hit {
+			how = "cached"
+		}
+		fmt.Fprintf(w, "  packages %s (%s, key %s, %d commands, %.3fs)\n", p.Ref, how, p.Key, len(p.Commands), p.Seconds)
+		for _, l := range p.Layers {
+			fmt.Fprintf(w, "  package layer %s %7d B  %s\n", l.Digest, l.Size, firstLineOf(l.Source))
+		}
+	}
 	if ix := r.BaseIndex; ix != nil {
 		fmt.Fprintf(w, "  index  %s from %s, %d paths, %d base bytes read", ix.Digest, ix.Source, ix.Entries, ix.BytesRead)
 		if ix.Published != "" {
@@ -283,6 +303,15 @@ func summary(w io.Writer, r *builder.Result) {
 	if r.Target != "" {
 		fmt.Fprintf(w, "  tagged %s\n", r.Target)
 	}
+}
+
+// firstLineOf is s up to its first line break, at most 80 bytes.
+func firstLineOf(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return s
 }
 
 func already(existing bool) string {

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/oslayer/oslayer/packagestage/bud"
 )
 
 // exitError carries a specific exit code (e.g. preflight's 1 vs 2).
@@ -96,6 +98,11 @@ signs it, so nodes rebase onto one verified, reproducible image.`,
 const stopGrace = 700 * time.Millisecond
 
 func main() {
+	// buildah's helpers (the package stage's RUN steps) run as this
+	// binary: they do their work and return here.
+	if bud.InitReexec() {
+		return
+	}
 	os.Exit(run(newRootCmd(), os.Stderr))
 }
 

@@ -6,7 +6,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/oslayer/oslayer/builder"
 	"github.com/oslayer/oslayer/layers"
+	"github.com/oslayer/oslayer/packagestage"
+	"github.com/oslayer/oslayer/packagestage/bud"
 )
 
 func newRenderCmd(g *globals) *cobra.Command {
@@ -14,6 +19,7 @@ func newRenderCmd(g *globals) *cobra.Command {
 		in     inputFlags
 		reg    registryFlags
 		index  baseIndexFlags
+		pkg    packageFlags
 		outDir string
 		base   string
 		arch   string
@@ -76,6 +82,10 @@ existing DIR is replaced only when an earlier render wrote it (it holds the
 			if err != nil {
 				return err
 			}
+			plan, err := planPackages(&in, &pkg, res, b, arch)
+			if err != nil {
+				return err
+			}
 			if err := res.WriteDir(cmd.Context(), outDir); err != nil {
 				return fmt.Errorf("write %s: %w", outDir, err)
 			}
@@ -83,19 +93,79 @@ existing DIR is replaced only when an earlier render wrote it (it holds the
 			if g.json() {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
-				return enc.Encode(res)
+				return enc.Encode(renderOutput{Result: res, PackageStage: plan})
 			}
 			// Warnings go to stderr, as build's do.
 			res.SummaryWarn(out, g.warn)
+			if plan != nil {
+				key := "its key needs --base"
+				if plan.Key != "" {
+					key = "key " + plan.Key
+				}
+				fmt.Fprintf(out, "package stage (build runs it): %d commands, %s\n", len(plan.Commands), key)
+			}
 			fmt.Fprintf(out, "written to %s\n", outDir)
 			return nil
 		},
 	}
 	in.register(cmd.Flags())
+	pkg.register(cmd.Flags())
 	reg.registerReads(cmd.Flags())
 	index.register(cmd.Flags())
 	cmd.Flags().StringVar(&base, "base", "", "base image (registry reference or oci:DIR[:TAG]) whose units, enablement links and users rendering follows (read once per digest through the base index); without it the report says what was assumed")
 	cmd.Flags().StringVar(&arch, "arch", "", "architecture of --base (amd64, arm64, x86_64, aarch64, ...): selects the platform of a multi-arch base and must match a single-arch one (default amd64)")
 	cmd.Flags().StringVar(&outDir, "output-dir", "", "output directory (rootfs/, layers/, report.json); replaced only if an earlier render wrote it (or it is empty)")
 	return withLegacyOutput(cmd, "output-dir")
+}
+
+// renderOutput is render's JSON: the render result and the planned
+// package stage.
+type renderOutput struct {
+	*layers.Result
+	PackageStage *packagePlan `json:"packageStage,omitempty"`
+}
+
+// packagePlan is the package stage render plans (build runs it).
+type packagePlan struct {
+	// Key is the package key (needs the base digest: --base), Tag the
+	// tag the package base gets in the target repository.
+	Key string `json:"key,omitempty"`
+	Tag string `json:"tag,omitempty"`
+	// Packages are the extensions' packages, KernelType the kernel type
+	// the generated steps select.
+	Packages   []string `json:"packages,omitempty"`
+	KernelType string   `json:"kernelType"`
+	// Commands are the instructions build runs; Containerfile is the
+	// whole Containerfile.
+	Commands      []string `json:"commands"`
+	Containerfile string   `json:"containerfile"`
+}
+
+// planPackages plans the package stage of a rendered pool (nil when it has
+// no package inputs): the Containerfile, and the key when the base is
+// known.
+func planPackages(in *inputFlags, f *packageFlags, res *layers.Result, base *builder.Base, arch string) (*packagePlan, error) {
+	c, err := f.config(nil, "", nil)
+	if err != nil {
+		return nil, err
+	}
+	st := bud.New(c)
+	pin := st.Inputs(builder.PackageRequest{Pool: in.pool, Arch: arch, Extensions: res.Extensions, KernelType: res.KernelType})
+	if pin.Empty() {
+		return nil, nil
+	}
+	var digest v1.Hash
+	if base != nil {
+		digest = base.Digest
+	}
+	plan, err := packagestage.NewPlan(digest, pin, c.ContextDir)
+	if err != nil {
+		return nil, err
+	}
+	cf := plan.Containerfile
+	out := &packagePlan{Packages: cf.Packages, KernelType: cf.KernelType, Commands: cf.Commands(), Containerfile: string(cf.Bytes())}
+	if base != nil {
+		out.Key, out.Tag = plan.Key.String(), plan.Key.Tag()
+	}
+	return out, nil
 }

@@ -1,18 +1,5 @@
 //go:build containers_image_openpgp && exclude_graphdriver_btrfs && exclude_graphdriver_devicemapper
 
-// Package bud executes a planned package stage (packagestage.Plan) with
-// buildah as a library: chroot isolation, the vfs storage driver, storage in
-// a scratch directory that is removed afterwards. The result, the package
-// base, is pushed by digest and tagged with the plan's key; a later run
-// whose tag exists with the same recorded key (label io.oslayer.package-key)
-// runs no buildah and reads no base blob.
-//
-// Programs that use this package must call buildah's reexec init first in
-// main (and TestMain): if InitReexec() returns true, return at once.
-//
-// It builds with the tags containers_image_openpgp,
-// exclude_graphdriver_btrfs and exclude_graphdriver_devicemapper (no
-// gpgme, btrfs or devicemapper C libraries needed).
 package bud
 
 import (
@@ -25,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -40,6 +28,7 @@ import (
 	"go.podman.io/image/v5/types"
 	"go.podman.io/storage"
 
+	"github.com/oslayer/oslayer/builder"
 	"github.com/oslayer/oslayer/packagestage"
 	"github.com/oslayer/oslayer/registry"
 )
@@ -48,6 +37,9 @@ import (
 // true the process was started as one of buildah's helpers and has done its
 // work: return at once.
 func InitReexec() bool { return buildah.InitReexec() }
+
+// enabled: this binary has the buildah executor.
+const enabled = true
 
 // Options say what to build and where the package base goes.
 type Options struct {
@@ -82,11 +74,13 @@ type Result struct {
 	// Commands are the instructions of the Containerfile that ran
 	// (empty for a hit).
 	Commands []string `json:"commands,omitempty"`
-	// AddedLayers and AddedBytes are the layers on top of the official
-	// base and their compressed size.
-	AddedLayers int           `json:"addedLayers"`
-	AddedBytes  int64         `json:"addedBytes"`
-	Duration    time.Duration `json:"duration"`
+	// Layers are the layers on top of the official base (Source: the
+	// history's created_by), AddedLayers their number and AddedBytes their
+	// compressed size.
+	Layers      []builder.AddedLayer `json:"layers"`
+	AddedLayers int                  `json:"addedLayers"`
+	AddedBytes  int64                `json:"addedBytes"`
+	Duration    time.Duration        `json:"duration"`
 }
 
 // Run looks the package base up by its key and builds and pushes it on a
@@ -128,7 +122,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := build(ctx, o, reg, scratch, log); err != nil {
 		return nil, err
 	}
-	res.Commands = commands(o.Plan.Containerfile)
+	res.Commands = o.Plan.Containerfile.Commands()
 	img, err := remote.Image(mustRef(tagRef), reg.RemoteOptions(ctx)...)
 	if err != nil {
 		return nil, fmt.Errorf("package stage: reading the pushed package base %s: %w", tagRef, err)
@@ -200,24 +194,30 @@ func describe(ctx context.Context, reg *registry.Options, res *Result, repo stri
 	if len(m.Layers) < len(bm.Layers) {
 		return fmt.Errorf("package stage: %s has fewer layers than its base", res.Ref)
 	}
-	for _, l := range m.Layers[len(bm.Layers):] {
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return err
+	}
+	if len(cf.RootFS.DiffIDs) != len(m.Layers) {
+		return fmt.Errorf("package stage: %s: manifest has %d layers but config rootfs.diff_ids has %d", res.Ref, len(m.Layers), len(cf.RootFS.DiffIDs))
+	}
+	var created []string
+	for _, h := range cf.History {
+		if !h.EmptyLayer {
+			created = append(created, h.CreatedBy)
+		}
+	}
+	res.Layers = []builder.AddedLayer{}
+	for i := len(bm.Layers); i < len(m.Layers); i++ {
+		l := builder.AddedLayer{Digest: m.Layers[i].Digest, DiffID: cf.RootFS.DiffIDs[i], Size: m.Layers[i].Size}
+		if len(created) == len(m.Layers) {
+			l.Source = created[i]
+		}
+		res.Layers = append(res.Layers, l)
 		res.AddedLayers++
 		res.AddedBytes += l.Size
 	}
 	return nil
-}
-
-// commands lists the instructions of the Containerfile.
-func commands(cf *packagestage.Containerfile) []string {
-	var out []string
-	for _, l := range strings.Split(string(cf.Bytes()), "\n") {
-		t := strings.TrimSpace(l)
-		if t == "" || strings.HasPrefix(t, "#") {
-			continue
-		}
-		out = append(out, t)
-	}
-	return out
 }
 
 // policy accepts any image: the base is pinned by digest and verified by
@@ -293,8 +293,9 @@ func build(ctx context.Context, o Options, reg *registry.Options, scratch string
 		ulimits = append(ulimits, l.name+"="+strconv.FormatUint(lim.Cur, 10)+":"+strconv.FormatUint(lim.Max, 10))
 	}
 	output := "localhost/oslayer-packages:" + plan.Key.Tag()
-	var stderr strings.Builder
-	errw := io.MultiWriter(log, &stderr)
+	// The output of the steps, kept for the error of a failing one.
+	tail := &tailBuffer{max: 64 << 10}
+	outw := io.MultiWriter(log, tail)
 	id, _, err := imagebuildah.BuildDockerfiles(ctx, store, define.BuildOptions{
 		ContextDirectory:        contextDir,
 		PullPolicy:              define.PullIfMissing,
@@ -310,13 +311,13 @@ func build(ctx context.Context, o Options, reg *registry.Options, scratch string
 		},
 		SystemContext:       sys,
 		SignaturePolicyPath: policyPath,
-		Out:                 log,
-		Err:                 errw,
-		ReportWriter:        errw,
+		Out:                 outw,
+		Err:                 outw,
+		ReportWriter:        outw,
 		NoCache:             true,
 	}, cfPath)
 	if err != nil {
-		return stepError(plan.Containerfile, err, stderr.String())
+		return stepError(plan.Containerfile, err, tail.String())
 	}
 	dest, err := alltransports.ParseImageName("docker://" + o.Repository + ":" + plan.Key.Tag())
 	if err != nil {
@@ -341,20 +342,86 @@ const v1MediaTypeOCIManifest = "application/vnd.oci.image.manifest.v1+json"
 // \"RUN ...\": ...").
 var stepRE = regexp.MustCompile(`building at STEP "([^"]*)"`)
 
-// stepError names the Containerfile line of the failing step.
-func stepError(cf *packagestage.Containerfile, err error, _ string) error {
+// stepError names the Containerfile line of the failing step and adds the
+// last lines the step wrote (its stderr and stdout, from output).
+func stepError(cf *packagestage.Containerfile, err error, output string) error {
+	out := stepOutput(output)
+	if out != "" {
+		out = "\n" + out
+	}
 	m := stepRE.FindStringSubmatch(err.Error())
 	if m == nil {
-		return fmt.Errorf("package stage: %w", err)
+		return &stepErr{msg: fmt.Sprintf("package stage: %v%s", err, out), err: err}
 	}
 	step := m[1]
 	lines := strings.Split(string(cf.Bytes()), "\n")
 	for i := range lines {
 		if instructionAt(lines, i) == step {
-			return fmt.Errorf("package stage: %s: %s: %w", cf.Locate(i+1), firstLine(step), err)
+			return &stepErr{msg: fmt.Sprintf("package stage: %s: %s: %v%s", cf.Locate(i+1), firstLine(step), err, out), err: err}
 		}
 	}
-	return fmt.Errorf("package stage: %w", err)
+	return &stepErr{msg: fmt.Sprintf("package stage: %v%s", err, out), err: err}
+}
+
+type stepErr struct {
+	msg string
+	err error
+}
+
+func (e *stepErr) Error() string { return e.msg }
+func (e *stepErr) Unwrap() error { return e.err }
+
+// stepOutputLines bounds the output quoted in an error.
+const stepOutputLines = 20
+
+// stepOutput returns the last lines of the failing step's output: what
+// follows buildah's last "STEP N/M:" line, at most stepOutputLines lines,
+// each indented as "  | LINE".
+func stepOutput(output string) string {
+	if i := strings.LastIndex(output, "STEP "); i >= 0 {
+		if j := strings.IndexByte(output[i:], '\n'); j >= 0 {
+			output = output[i+j+1:]
+		} else {
+			output = ""
+		}
+	}
+	lines := strings.Split(strings.TrimRight(output, "\n"), "\n")
+	var keep []string
+	for _, l := range lines {
+		if strings.TrimSpace(l) != "" {
+			keep = append(keep, l)
+		}
+	}
+	if len(keep) > stepOutputLines {
+		keep = keep[len(keep)-stepOutputLines:]
+	}
+	for i, l := range keep {
+		keep[i] = "  | " + l
+	}
+	return strings.Join(keep, "\n")
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
 }
 
 // instructionAt joins the instruction starting at line i as buildah
@@ -373,4 +440,39 @@ func firstLine(s string) string {
 		return s[:77] + "..."
 	}
 	return s
+}
+
+// execute runs plan for req with buildah (Run) and reports it for builder.
+func execute(ctx context.Context, c Config, req builder.PackageRequest, plan *packagestage.Plan) (*builder.PackageResult, error) {
+	reg := c.Registry
+	if reg == nil {
+		reg = &registry.Options{}
+	}
+	r, err := reg.ParseReference(req.Base.Ref)
+	if err != nil {
+		return nil, fmt.Errorf("package stage: base %s: %w", req.Base.Ref, err)
+	}
+	res, err := Run(ctx, Options{
+		Plan:       plan,
+		Base:       r.Context().Name() + "@" + req.Base.Digest.String(),
+		Repository: c.Repository,
+		Secrets:    c.Secrets,
+		Registry:   reg,
+		ScratchDir: c.ScratchDir,
+		Log:        c.Log,
+	})
+	if err != nil {
+		// Build names the step ("package-stage: ...").
+		return nil, unprefixed(err)
+	}
+	return &builder.PackageResult{
+		Hit:        res.Hit,
+		Key:        res.Key,
+		Tag:        c.Repository + ":" + plan.Key.Tag(),
+		Ref:        res.Ref,
+		Commands:   res.Commands,
+		Layers:     res.Layers,
+		AddedBytes: res.AddedBytes,
+		Seconds:    res.Duration.Seconds(),
+	}, nil
 }

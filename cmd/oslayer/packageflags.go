@@ -1,0 +1,140 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/oslayer/oslayer/packagestage"
+	"github.com/oslayer/oslayer/packagestage/bud"
+	"github.com/oslayer/oslayer/registry"
+)
+
+// packageFlags are the package stage's own inputs, shared by render (which
+// plans the stage) and build (which runs it).
+type packageFlags struct {
+	containerfile string
+	contextDir    string
+	buildArgs     []string
+	secrets       []string
+	repoFiles     []string
+}
+
+func (f *packageFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.containerfile, "containerfile", "", "Containerfile run in the package stage after the pool's extensions and kernelType; its final stage starts FROM "+packagestage.BaseStage+" (or FROM "+packagestage.MCOStageAlias+", as a MachineOSConfig's)")
+	fs.StringVar(&f.contextDir, "context", "", "build context of --containerfile (COPY and ADD read it; every file is part of the package key) (default: the Containerfile's directory)")
+	fs.StringArrayVar(&f.buildArgs, "build-arg", nil, "build argument NAME=VALUE for the package stage (repeatable; part of the package key)")
+	fs.StringArrayVar(&f.secrets, "build-secret", nil, "build secret id=ID,src=FILE for RUN --mount=type=secret,id=ID in the package stage (repeatable; never in a layer, label, history or the package key)")
+	fs.StringArrayVar(&f.repoFiles, "repo-file", nil, "yum/dnf repository definition (*.repo) or directory of them, for the package stage's installs (repeatable; mounted for the install steps only)")
+}
+
+// secretID is what buildah accepts as a secret id.
+var secretID = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// config reads the flags' files into the stage's configuration; the
+// package bases go to repository ("" for an OCI layout target).
+func (f *packageFlags) config(reg *registry.Options, repository string, log io.Writer) (bud.Config, error) {
+	c := bud.Config{Repository: repository, Registry: reg, Log: log}
+	if f.containerfile != "" {
+		data, err := os.ReadFile(f.containerfile)
+		if err != nil {
+			return c, fmt.Errorf("--containerfile: %w", err)
+		}
+		if len(strings.TrimSpace(string(data))) == 0 {
+			return c, fmt.Errorf("--containerfile %s: empty", f.containerfile)
+		}
+		c.Containerfile, c.ContainerfileName = data, f.containerfile
+		c.ContextDir = filepath.Dir(f.containerfile)
+	}
+	if f.contextDir != "" {
+		if f.containerfile == "" {
+			return c, fmt.Errorf("--context %s: only with --containerfile", f.contextDir)
+		}
+		c.ContextDir = f.contextDir
+	}
+	if c.ContextDir != "" {
+		if fi, err := os.Stat(c.ContextDir); err != nil {
+			return c, fmt.Errorf("--context: %w", err)
+		} else if !fi.IsDir() {
+			return c, fmt.Errorf("--context %s: not a directory", c.ContextDir)
+		}
+	}
+	for _, a := range f.buildArgs {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok || k == "" {
+			return c, fmt.Errorf("--build-arg %q: want NAME=VALUE", a)
+		}
+		if c.BuildArgs == nil {
+			c.BuildArgs = map[string]string{}
+		}
+		if _, dup := c.BuildArgs[k]; dup {
+			return c, fmt.Errorf("--build-arg %s given twice", k)
+		}
+		c.BuildArgs[k] = v
+	}
+	for _, s := range f.secrets {
+		id, src := "", ""
+		for _, kv := range strings.Split(s, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "id":
+				id = v
+			case "src":
+				src = v
+			default:
+				return c, fmt.Errorf("--build-secret %q: unknown key %q (want id=ID,src=FILE)", s, k)
+			}
+		}
+		if !secretID.MatchString(id) || src == "" {
+			return c, fmt.Errorf("--build-secret %q: want id=ID,src=FILE (ID of letters, digits, '_', '.', '-')", s)
+		}
+		if fi, err := os.Stat(src); err != nil {
+			return c, fmt.Errorf("--build-secret id=%s: %w", id, err)
+		} else if !fi.Mode().IsRegular() {
+			return c, fmt.Errorf("--build-secret id=%s: %s is not a regular file", id, src)
+		}
+		if c.Secrets == nil {
+			c.Secrets = map[string]string{}
+		}
+		if _, dup := c.Secrets[id]; dup {
+			return c, fmt.Errorf("--build-secret id=%s given twice", id)
+		}
+		c.Secrets[id] = src
+	}
+	for _, p := range f.repoFiles {
+		files := []string{p}
+		if fi, err := os.Stat(p); err != nil {
+			return c, fmt.Errorf("--repo-file: %w", err)
+		} else if fi.IsDir() {
+			files, _ = filepath.Glob(filepath.Join(p, "*.repo"))
+			if len(files) == 0 {
+				return c, fmt.Errorf("--repo-file %s: no *.repo file in the directory", p)
+			}
+			sort.Strings(files)
+		}
+		for _, file := range files {
+			name := filepath.Base(file)
+			if !strings.HasSuffix(name, ".repo") {
+				return c, fmt.Errorf("--repo-file %s: want a file whose name ends in .repo", file)
+			}
+			data, err := os.ReadFile(file)
+			if err != nil {
+				return c, fmt.Errorf("--repo-file: %w", err)
+			}
+			if c.Repos == nil {
+				c.Repos = map[string][]byte{}
+			}
+			if _, dup := c.Repos[name]; dup {
+				return c, fmt.Errorf("--repo-file %s: a repository file named %s is given twice", file, name)
+			}
+			c.Repos[name] = data
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,23 @@
+//go:build !(containers_image_openpgp && exclude_graphdriver_btrfs && exclude_graphdriver_devicemapper)
+
+package bud
+
+import (
+	"context"
+	"errors"
+
+	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/packagestage"
+)
+
+// enabled is false: this binary was built without Tags, so buildah is not
+// linked in and a pool that needs the package stage is refused.
+const enabled = false
+
+// InitReexec does nothing without the buildah executor.
+func InitReexec() bool { return false }
+
+// execute is never called without the executor (Stage.Run refuses first).
+func execute(context.Context, Config, builder.PackageRequest, *packagestage.Plan) (*builder.PackageResult, error) {
+	return nil, errors.New("package stage: not built in")
+}
