@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,6 +30,10 @@ type ManagerOptions struct {
 	// LeaderElectionNamespace holds the lease ("" means the in-cluster
 	// namespace).
 	LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune the election (0:
+	// controller-runtime's 15 s, 10 s and 2 s). A killed leader is
+	// replaced after at most LeaseDuration.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Namespaces limits the watched namespaces (none: all).
 	Namespaces []string
 	// SkipNameValidation lets several managers run in one process (tests:
@@ -77,6 +82,14 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 	}
 	if o.SkipNameValidation {
 		mo.Controller.SkipNameValidation = &o.SkipNameValidation
+	}
+	for _, d := range []struct {
+		v   time.Duration
+		dst **time.Duration
+	}{{o.LeaseDuration, &mo.LeaseDuration}, {o.RenewDeadline, &mo.RenewDeadline}, {o.RetryPeriod, &mo.RetryPeriod}} {
+		if d.v > 0 {
+			*d.dst = &d.v
+		}
 	}
 	if len(o.Namespaces) > 0 {
 		mo.Cache.DefaultNamespaces = map[string]cache.Config{}
