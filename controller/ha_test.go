@@ -2,12 +2,10 @@ package controller_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,28 +16,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/sigstore/sigstore/pkg/signature"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/controller"
 	"github.com/oslayer/oslayer/registry"
 	"github.com/oslayer/oslayer/registry/sign"
-	"github.com/oslayer/oslayer/test/k8senv"
 	"github.com/oslayer/oslayer/test/regtest"
-	"github.com/oslayer/oslayer/test/synth"
 )
 
 // Leader election of the replicas under test: a killed leader is replaced
 // within seconds.
-var haLease = []string{"--leader-elect", "--leader-election-namespace", "default",
-	"--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms"}
+var haLease = []string{"--leader-elect", "--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms"}
 
 // TestLeaderKilledMidBuild runs the real oslayer binary as controller
 // replicas (separate processes, leader election on a Lease) against one
@@ -52,31 +43,18 @@ var haLease = []string{"--leader-elect", "--leader-election-namespace", "default
 // the registry: every digest it ever points at has all its blobs and a
 // valid signature and attestation by the PoolImage's key.
 func TestLeaderKilledMidBuild(t *testing.T) {
-	assets := k8senv.Assets(t)
+	e := newEnv(t)
 	bin := buildOslayer(t)
-	reg := regtest.Start(t, regtest.Config{})
-	faults := regtest.NewFaultProxy(t, reg.Host)
-	img, err := synth.FCOSBase(0.0002)
+	kubeconfig := e.kubeconfig(t)
+	// Faults in front of the harness's counting proxy stall the request
+	// the leader is killed in.
+	faults := regtest.NewFaultProxy(t, e.proxy.Host)
+	pub, err := sign.ParsePublicKey("cosign.pub", e.pub)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	if _, err := synth.Push(ctx, img, reg.Host+"/fcos/base:stable"); err != nil {
-		t.Fatal(err)
-	}
-	api := startAPI(t, assets)
-	kp, err := sign.GenerateKeyPair([]byte("pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := sign.ParsePublicKey("cosign.pub", kp.Public)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{c: api.client, host: faults.Host, ns: "default"}
 
-	// A stalls the first request kill matches and reports it on hit.
+	// The faults stall the first request kill matches and report it on hit.
 	var (
 		mu   sync.Mutex
 		kill func(*http.Request) bool
@@ -102,20 +80,13 @@ func TestLeaderKilledMidBuild(t *testing.T) {
 	// host); the faults stall only writes.
 	p := startPoller(t, faults.Host, "os/worker", "latest", pub)
 
-	a := startController(t, bin, api, "a")
-	b := startController(t, bin, api, "b")
-	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cosign", Namespace: e.ns},
-		Data: map[string][]byte{sign.SecretKeyField: kp.Private, sign.SecretPasswordField: []byte("pw")}})
+	a := e.startController(t, bin, kubeconfig, "a")
+	b := e.startController(t, bin, kubeconfig, "b")
 	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "osc-worker", Namespace: e.ns}, Data: oscSecret("one")})
-	e.create(t, &v1alpha1.PoolImage{
-		ObjectMeta: metav1.ObjectMeta{Name: "worker", Namespace: e.ns},
-		Spec: v1alpha1.PoolImageSpec{
-			Source:  v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{SecretName: "osc-worker"}},
-			Base:    faults.Host + "/fcos/base:stable",
-			Target:  faults.Host + "/os/worker:latest",
-			Signing: &v1alpha1.Signing{KeySecret: v1alpha1.LocalObjectReference{Name: "cosign"}},
-		},
-	})
+	pi := e.poolImage("worker", v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{SecretName: "osc-worker"}})
+	pi.Spec.Base = faults.Host + "/fcos/base:stable"
+	pi.Spec.Target = faults.Host + "/os/worker:latest"
+	e.create(t, pi)
 	images := []string{e.wait(t, "worker", "Ready", ready).Status.Image}
 
 	for _, p := range []*process{a, b} {
@@ -171,7 +142,7 @@ func TestLeaderKilledMidBuild(t *testing.T) {
 		}
 		next.checkProbes(t)
 		// A fresh replica joins as the next follower.
-		leader, spare = next, append(rest, startController(t, bin, api, fmt.Sprintf("r%d", i)))
+		leader, spare = next, append(rest, e.startController(t, bin, kubeconfig, fmt.Sprintf("r%d", i)))
 		spare[len(spare)-1].checkProbes(t)
 	}
 
@@ -190,46 +161,12 @@ func TestLeaderKilledMidBuild(t *testing.T) {
 	}
 }
 
-// api is a real kube-apiserver and etcd with the PoolImage CRD, and a
-// kubeconfig for processes that talk to it.
-type api struct {
-	client     client.Client
-	kubeconfig string
-}
-
-func startAPI(t *testing.T, assets string) *api {
+// kubeconfig writes a kubeconfig of an administrator of the API server,
+// for processes.
+func (e *env) kubeconfig(t *testing.T) string {
 	t.Helper()
-	ctrllog.SetLogger(logr.Discard())
-	te := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd")},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: assets,
-	}
-	cfg, err := te.Start()
-	if err != nil {
-		t.Fatalf("envtest (kube-apiserver and etcd from %s): %v", assets, err)
-	}
-	t.Cleanup(func() { _ = te.Stop() })
-	return &api{client: newClient(t, cfg), kubeconfig: kubeconfig(t, te)}
-}
-
-func newClient(t *testing.T, cfg *rest.Config) client.Client {
-	t.Helper()
-	s, err := controller.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-// kubeconfig writes a kubeconfig of an administrator of te.
-func kubeconfig(t *testing.T, te *envtest.Environment) string {
-	t.Helper()
-	u, err := te.AddUser(envtest.User{Name: "oslayer-controller", Groups: []string{"system:masters"}}, nil)
+	kubeConfig(t)
+	u, err := kube.env.AddUser(envtest.User{Name: "oslayer-controller", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,33 +198,21 @@ type process struct {
 	cmd            *exec.Cmd
 	done           chan struct{}
 	metrics, probe string
-	mu             sync.Mutex
-	log            bytes.Buffer // stderr: JSON log records
-}
-
-func (p *process) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.log.Write(b)
-}
-
-func (p *process) logs() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.log.String()
+	log            syncBuffer // stderr: JSON log records
 }
 
 // startController starts oslayer controller as a leader-election replica
-// with its metrics and probes on free loopback ports.
-func startController(t *testing.T, bin string, a *api, name string) *process {
+// watching the test's namespace (the lease is there too), with its
+// metrics and probes on free loopback ports.
+func (e *env) startController(t *testing.T, bin, kubeconfig, name string) *process {
 	t.Helper()
 	p := &process{name: name, done: make(chan struct{}), metrics: freeAddr(t), probe: freeAddr(t)}
 	args := append([]string{"controller", "--log-format", "json", "--log-level", "info",
 		"--metrics-bind-address", p.metrics, "--health-probe-bind-address", p.probe,
-		"--base-index-cache", t.TempDir()}, haLease...)
+		"--base-index-cache", t.TempDir(), "--namespace", e.ns, "--leader-election-namespace", e.ns}, haLease...)
 	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+a.kubeconfig)
-	p.cmd.Stderr = p
+	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	p.cmd.Stderr = &p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -302,20 +227,10 @@ func startController(t *testing.T, bin string, a *api, name string) *process {
 			t.Errorf("controller %s did not stop on SIGTERM", name)
 		}
 		if t.Failed() {
-			t.Logf("controller %s log:\n%s", name, p.logs())
+			t.Logf("controller %s log:\n%s", name, p.log.String())
 		}
 	})
 	return p
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // get fetches http://addr/path, retrying while the process starts.
@@ -382,7 +297,7 @@ func (p *process) builds(t *testing.T) int {
 func (p *process) logBuilds(t *testing.T) int {
 	t.Helper()
 	n := 0
-	for _, line := range strings.Split(p.logs(), "\n") {
+	for _, line := range strings.Split(p.log.String(), "\n") {
 		var rec map[string]any
 		if json.Unmarshal([]byte(line), &rec) != nil {
 			continue
