@@ -1,6 +1,7 @@
 package push
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,11 +12,11 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
-// counter is an http.RoundTripper below go-containerregistry's retry and
-// auth transports: it sees every attempt that reaches the target
-// repository and counts what was really transferred.
+// counter counts one Write's transfers. It sits below go-containerregistry's
+// retry and auth transports (counting, for the requests whose context
+// carries it): it sees every attempt that reaches the target repository
+// and counts what was really transferred.
 type counter struct {
-	inner http.RoundTripper
 	// prefix is "/v2/REPOSITORY/" of the target.
 	prefix   string
 	host     string
@@ -39,8 +40,8 @@ type counter struct {
 	seen           map[v1.Hash]bool
 }
 
-func newCounter(inner http.RoundTripper, host, repo string, manifest v1.Hash, sizes map[v1.Hash]int64, log *slog.Logger) *counter {
-	return &counter{inner: inner, host: host, prefix: "/v2/" + repo + "/", manifest: manifest, sizes: sizes, log: log, seen: map[v1.Hash]bool{}}
+func newCounter(host, repo string, manifest v1.Hash, sizes map[v1.Hash]int64, log *slog.Logger) *counter {
+	return &counter{host: host, prefix: "/v2/" + repo + "/", manifest: manifest, sizes: sizes, log: log, seen: map[v1.Hash]bool{}}
 }
 
 type countingBody struct {
@@ -65,8 +66,27 @@ func (c *countingBody) count() int64 {
 	return c.n
 }
 
-// RoundTrip implements http.RoundTripper.
-func (c *counter) RoundTrip(req *http.Request) (*http.Response, error) {
+type counterKey struct{}
+
+// withCounter makes the requests sent under ctx counted by c.
+func withCounter(ctx context.Context, c *counter) context.Context {
+	return context.WithValue(ctx, counterKey{}, c)
+}
+
+// counting is a session's innermost transport: a request whose context
+// carries a counter (withCounter) goes through it, the others straight to
+// the inner transport.
+type counting struct{ inner http.RoundTripper }
+
+func (t counting) RoundTrip(req *http.Request) (*http.Response, error) {
+	if c, ok := req.Context().Value(counterKey{}).(*counter); ok && c != nil {
+		return c.roundTrip(t.inner, req)
+	}
+	return t.inner.RoundTrip(req)
+}
+
+// roundTrip sends req through inner and counts it.
+func (c *counter) roundTrip(inner http.RoundTripper, req *http.Request) (*http.Response, error) {
 	ours := req.URL.Host == c.host && strings.HasPrefix(req.URL.Path, c.prefix)
 	// Blob data goes in PATCH and PUT bodies, possibly to a storage host the
 	// registry redirects uploads to; token requests (GET/POST to the auth
@@ -90,7 +110,7 @@ func (c *counter) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		req = r2
 	}
-	resp, err := c.inner.RoundTrip(req)
+	resp, err := inner.RoundTrip(req)
 	if err != nil {
 		return resp, err
 	}

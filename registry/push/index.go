@@ -48,7 +48,7 @@ func (p *Publisher) WriteIndex(ctx context.Context, ix *builder.BuiltIndex) (*bu
 		return p.writeLayoutIndex(ctx, ix, d, raw)
 	}
 	dref := p.tag.Context().Digest(d.String())
-	s, err := p.connect(ctx, p.reg.Transport, nil)
+	s, err := p.connect(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("push %s: write index by digest %s: connect: %w", p.target, d, explain(err, dref))
 	}

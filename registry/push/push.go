@@ -94,6 +94,8 @@ type options struct {
 	log      *slog.Logger
 	terminal *bool
 	known    *KnownBlobs
+	sessions *Sessions
+	sole     bool
 }
 
 // Option configures a Publisher.
@@ -114,6 +116,22 @@ func WithTerminal(isTerminal bool) Option {
 // (no HEAD, no mount). Meant for one run of many builds into the same
 // repositories (a fleet), where nothing deletes blobs meanwhile.
 func WithKnownBlobs(k *KnownBlobs) Option { return func(o *options) { o.known = k } }
+
+// WithSessions shares authenticated connections between publishers (see
+// Sessions): meant for one run of many builds, as WithKnownBlobs.
+func WithSessions(s *Sessions) Option { return func(o *options) { o.sessions = s } }
+
+// WithSoleWriter says that nothing else writes the target's tag while the
+// publisher runs, and that the first image written into a repository is
+// written alone (a fleet run: every tag belongs to one pool, and the first
+// image of each repository goes before the others). Then Write looks at
+// the tag first: when it names the image already, nothing else is sent
+// (one request for an unchanged image); Commit moves the tag without
+// looking at it again; and base layers to mount into a repository with
+// no tag yet (GET tags/list answers 404) are mounted without checking
+// each first (an image no tag names has no readers whose reads a mount
+// could disturb).
+func WithSoleWriter() Option { return func(o *options) { o.sole = true } }
 
 // KnownBlobs is a set of blobs known to be in repositories, safe for
 // concurrent use; the zero value is empty and ready.

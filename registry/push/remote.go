@@ -64,11 +64,8 @@ func (r *remotePublisher) Write(ctx context.Context, b *builder.Built) (*builder
 	}
 	repo := dref.Context()
 	log := p.o.log.With("target", dref.String())
-	inner := p.reg.Transport
-	if inner == nil {
-		inner = remote.DefaultTransport
-	}
-	ctr := newCounter(inner, dref.RegistryStr(), dref.RepositoryStr(), d, sizes, log)
+	ctr := newCounter(dref.RegistryStr(), dref.RepositoryStr(), d, sizes, log)
+	ctx = withCounter(ctx, ctr)
 	prog := newProgress(p.o, "push "+repo.Name(), total+int64(len(raw)))
 	finish := func(err error) {
 		if prog != nil {
@@ -80,20 +77,37 @@ func (r *remotePublisher) Write(ctx context.Context, b *builder.Built) (*builder
 			prog.finish(err)
 		}
 	}
-	s, err := p.connect(ctx, ctr, p.mountHint(repo, b))
+	s, err := p.connect(ctx, p.mountHint(repo, b))
 	if err != nil {
 		finish(err)
 		return fail("connect", err)
 	}
 	s.ctr = ctr
-
-	// An image already there by digest: send nothing more.
-	if desc, herr := remote.Head(dref, s.remoteOptions(ctx)...); herr == nil && desc.Digest == d {
+	exists := func(why string) (*builder.Published, error) {
 		finish(nil)
 		pub := &builder.Published{Ref: dref.String(), Digest: &dref, Skipped: total}
 		p.keep(pub, s)
-		log.Info("image written by digest", "uploaded", 0, "skipped", total, "mounted", 0, "blobUploads", 0, "manifestExisted", true)
+		log.Info("image written by digest", "uploaded", 0, "skipped", total, "mounted", 0, "blobUploads", 0, "manifestExisted", true, "found", why)
 		return pub, nil
+	}
+
+	// The sole writer of the tag looks at it first: a tag that names the
+	// image says the image is there, and it stays where it is.
+	if p.o.sole {
+		desc, herr := remote.Head(*p.tag, s.remoteOptions(ctx)...)
+		if herr != nil && !isStatus(herr, http.StatusNotFound, http.StatusForbidden) {
+			finish(herr)
+			return fail("check tag", herr)
+		}
+		s.tagLooked = true
+		if herr == nil && desc.Digest == d {
+			s.tagCurrent = true
+			return exists("tag")
+		}
+	}
+	// An image already there by digest: send nothing more.
+	if desc, herr := remote.Head(dref, s.remoteOptions(ctx)...); herr == nil && desc.Digest == d {
+		return exists("digest")
 	} else if herr != nil && !isStatus(herr, http.StatusNotFound, http.StatusForbidden) {
 		finish(herr)
 		return fail("check manifest", herr)
@@ -147,7 +161,7 @@ func (p *Publisher) moveTag(ctx context.Context, pub *builder.Published, d v1.Ha
 	s := p.take(pub)
 	var err error
 	if s == nil {
-		if s, err = p.connect(ctx, p.reg.Transport, nil); err != nil {
+		if s, err = p.connect(ctx, nil); err != nil {
 			return fmt.Errorf("push %s: move tag %s to %s: %w", p.target, p.tag.TagStr(), d, explain(err, p.tag))
 		}
 	}
@@ -155,10 +169,17 @@ func (p *Publisher) moveTag(ctx context.Context, pub *builder.Published, d v1.Ha
 	// rebuild sends nothing at all, and a tag another build just moved to
 	// the same digest is not written again (every manifest PUT rewrites
 	// links that readers of the tag read). This is checked even when Write
-	// put the manifest: concurrent builds of the same inputs do.
-	if desc, herr := remote.Head(*p.tag, s.remoteOptions(ctx)...); herr == nil && desc.Digest == d {
+	// put the manifest (concurrent builds of the same inputs do), unless
+	// the publisher is the tag's sole writer and Write looked at it.
+	if s.tagCurrent {
 		p.o.log.Info("tag already current", "tag", p.tag.String(), "digest", d.String())
 		return nil
+	}
+	if !(p.o.sole && s.tagLooked) {
+		if desc, herr := remote.Head(*p.tag, s.remoteOptions(ctx)...); herr == nil && desc.Digest == d {
+			p.o.log.Info("tag already current", "tag", p.tag.String(), "digest", d.String())
+			return nil
+		}
 	}
 	err = s.putManifest(ctx, *p.tag, m, func(ctx context.Context, r name.Reference, m remote.Taggable) error {
 		return remote.Put(r, m, s.remoteOptions(ctx)...)

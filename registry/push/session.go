@@ -42,17 +42,50 @@ type session struct {
 	// counts one found there as skipped.
 	known *KnownBlobs
 	ctr   *counter
+	// sole: WithSoleWriter.
+	sole bool
+	// tagLooked is set when Write looked at the tag (WithSoleWriter), and
+	// tagCurrent when the tag named the image already.
+	tagLooked, tagCurrent bool
 }
 
-// connect pings the target registry once and authenticates for pushing to
-// the target repository and pulling from pulls.
-func (p *Publisher) connect(ctx context.Context, inner http.RoundTripper, pulls []name.Repository) (*session, error) {
-	inner = p.reg.RoundTripper(inner)
+// connect returns a session that pushes to the target repository and
+// pulls from pulls: a new one (one ping of the registry, one token) or,
+// with WithSessions, the one an earlier publisher of the run opened for
+// the same repositories. What a Write moves is counted by the counter it
+// puts in the requests' context (withCounter), so sessions can be shared.
+func (p *Publisher) connect(ctx context.Context, pulls []name.Repository) (*session, error) {
+	repo := p.tag.Context()
+	var s *session
+	var err error
+	if p.o.sessions == nil {
+		s, err = p.open(ctx, repo, pulls)
+	} else {
+		key := repo.Scope(transport.PushScope)
+		for _, r := range pulls {
+			key += " " + r.Scope(transport.PullScope)
+		}
+		s, err = p.o.sessions.get(key, func() (*session, error) { return p.open(ctx, repo, pulls) })
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.sole = p.o.sole
+	return s, nil
+}
+
+// open pings the target registry once and authenticates for pushing to
+// repo and pulling from pulls.
+func (p *Publisher) open(ctx context.Context, repo name.Repository, pulls []name.Repository) (*session, error) {
+	base := p.reg.Transport
+	if base == nil {
+		base = remote.DefaultTransport
+	}
+	inner := p.reg.RoundTripper(counting{base})
 	kc := p.reg.Keychain
 	if kc == nil {
 		kc = authn.DefaultKeychain
 	}
-	repo := p.tag.Context()
 	auth, err := authn.Resolve(ctx, kc, repo)
 	if err != nil {
 		return nil, fmt.Errorf("credentials for %s: %w", repo.Name(), err)
@@ -66,7 +99,8 @@ func (p *Publisher) connect(ctx context.Context, inner http.RoundTripper, pulls 
 	for _, r := range pulls {
 		scopes = append(scopes, r.Scope(transport.PullScope))
 	}
-	tr, err := transport.NewWithContext(ctx, repo.Registry, auth, rt, scopes)
+	// The ping and the token outlive this call when the session is shared.
+	tr, err := transport.NewWithContext(context.WithoutCancel(ctx), repo.Registry, auth, rt, scopes)
 	if err != nil {
 		return nil, err
 	}
@@ -75,6 +109,47 @@ func (p *Publisher) connect(ctx context.Context, inner http.RoundTripper, pulls 
 		jobs = 4
 	}
 	return &session{repo: repo, tr: tr, retry: p.reg.Retry, jobs: jobs, known: p.o.known}, nil
+}
+
+// Sessions shares authenticated connections to target repositories between
+// publishers (WithSessions): the registry is pinged and a token fetched
+// once per repository (and set of repositories mounted from) for the
+// whole run instead of once per image. Tokens that expire are fetched
+// again by the transport. The zero value is empty and ready.
+type Sessions struct {
+	mu sync.Mutex
+	m  map[string]*sessionEntry
+}
+
+type sessionEntry struct {
+	mu sync.Mutex
+	s  *session
+}
+
+// get returns a copy of the session under key, opened by open when there
+// is none yet (a failure is not kept: the next publisher tries again).
+func (ss *Sessions) get(key string, open func() (*session, error)) (*session, error) {
+	ss.mu.Lock()
+	if ss.m == nil {
+		ss.m = map[string]*sessionEntry{}
+	}
+	e := ss.m[key]
+	if e == nil {
+		e = &sessionEntry{}
+		ss.m[key] = e
+	}
+	ss.mu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.s == nil {
+		s, err := open()
+		if err != nil {
+			return nil, err
+		}
+		e.s = s
+	}
+	c := *e.s
+	return &c, nil
 }
 
 // remoteOptions makes go-containerregistry use the session's transport
@@ -183,6 +258,17 @@ func (s *session) writeBlobs(ctx context.Context, pusher *remote.Pusher, blobs [
 		first error
 		sem   = make(chan struct{}, s.jobs)
 	)
+	// The sole writer mounts into a repository without tags without
+	// checking each blob first.
+	untagged := false
+	if s.sole {
+		for _, b := range blobs {
+			if _, _, ok := mountFrom(s.repo, b); ok && !s.known.has(s.repo, b.digest.String()) {
+				untagged = s.untagged(ctx, log)
+				break
+			}
+		}
+	}
 	for _, b := range blobs {
 		select {
 		case sem <- struct{}{}:
@@ -195,7 +281,7 @@ func (s *session) writeBlobs(ctx context.Context, pusher *remote.Pusher, blobs [
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if err := s.writeBlob(ctx, pusher, b, prog, log); err != nil {
+			if err := s.writeBlob(ctx, pusher, b, untagged, prog, log); err != nil {
 				mu.Lock()
 				if first == nil {
 					first = err
@@ -212,7 +298,7 @@ func (s *session) writeBlobs(ctx context.Context, pusher *remote.Pusher, blobs [
 	return ctx.Err()
 }
 
-func (s *session) writeBlob(ctx context.Context, pusher *remote.Pusher, b blob, prog *progress, log *slog.Logger) error {
+func (s *session) writeBlob(ctx context.Context, pusher *remote.Pusher, b blob, untagged bool, prog *progress, log *slog.Logger) error {
 	l := b.layer
 	if ml, src, ok := mountFrom(s.repo, b); ok {
 		if s.known.has(s.repo, b.digest.String()) {
@@ -226,9 +312,12 @@ func (s *session) writeBlob(ctx context.Context, pusher *remote.Pusher, b blob, 
 		// the blob's link in the repository, and registries that store
 		// links as files (distribution's filesystem driver) serve errors
 		// to readers and to concurrent manifest PUTs while it is rewritten.
-		has, err := s.has(ctx, b.digest)
-		if err != nil {
-			return fmt.Errorf("check %s %s: %w", b.what, b.digest, err)
+		has := false
+		if !untagged {
+			var err error
+			if has, err = s.has(ctx, b.digest); err != nil {
+				return fmt.Errorf("check %s %s: %w", b.what, b.digest, err)
+			}
 		}
 		if has {
 			s.known.add(s.repo, b.digest.String())
@@ -254,6 +343,27 @@ func (s *session) writeBlob(ctx context.Context, pusher *remote.Pusher, b blob, 
 	}
 	s.known.add(s.repo, b.digest.String())
 	return nil
+}
+
+// untagged reports whether the target repository has no tag at all: the
+// registry answers its tag list with 404 (distribution's NAME_UNKNOWN).
+// Anything else, or a failure, is "maybe tagged".
+func (s *session) untagged(ctx context.Context, log *slog.Logger) bool {
+	u := url.URL{Scheme: s.repo.Scheme(), Host: s.repo.RegistryStr(), Path: fmt.Sprintf("/v2/%s/tags/list", s.repo.RepositoryStr()), RawQuery: "n=1"}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), http.NoBody)
+	if err != nil {
+		return false
+	}
+	resp, err := s.client().Do(req)
+	if err != nil {
+		return false
+	}
+	defer drain(resp)
+	if resp.StatusCode == http.StatusNotFound {
+		log.Debug("repository has no tag: mounting base layers without checking each", "repository", s.repo.Name())
+		return true
+	}
+	return false
 }
 
 // has reports whether the target repository has blob d (HEAD).

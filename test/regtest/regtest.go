@@ -238,6 +238,12 @@ func NewProxy(t testing.TB, upstream string) *Proxy {
 	t.Helper()
 	u, _ := url.Parse("http://" + upstream)
 	rp := httputil.NewSingleHostReverseProxy(u)
+	// Keep a connection to the registry per client request under way (the
+	// default keeps 2, so concurrent clients would open new ones all the
+	// time and the proxy would measure itself).
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 256, 256
+	rp.Transport = tr
 	p := &Proxy{}
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
