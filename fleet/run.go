@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/oslayer/oslayer/builder"
@@ -89,6 +91,7 @@ type run struct {
 	keys     map[string]*keyEntry
 	repoIdx  map[string]bool // repositories that get the base index artifact
 	known    push.KnownBlobs // blobs seen in target repositories during the run
+	sessions push.Sessions   // connections to target repositories
 	progress *progress
 }
 
@@ -122,6 +125,17 @@ func Run(ctx context.Context, pools []Pool, o Options) (*Summary, error) {
 	}
 	if o.Jobs <= 0 {
 		o.Jobs = 4
+	}
+	if o.Registry.Transport == nil {
+		// One transport for every pool, keeping a connection per request
+		// that may be under way at once (pools × blob uploads).
+		ro := *o.Registry
+		uploads := max(ro.Jobs, 4)
+		tr := remote.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = max(tr.MaxIdleConnsPerHost, o.Jobs*(uploads+1))
+		tr.MaxIdleConns = max(tr.MaxIdleConns, 2*tr.MaxIdleConnsPerHost)
+		ro.Transport = tr
+		o.Registry = &ro
 	}
 	log := o.Logger
 	if log == nil {
@@ -379,7 +393,10 @@ func (r *run) buildPool(ctx context.Context, pr *prepared, rendered *layers.Resu
 		}
 		res.Seconds = pr.prepSecs + pr.renderSecs + time.Since(start).Seconds()
 	}()
-	pub, err := push.New(p.Target, r.o.Registry, push.WithLogger(r.log), push.WithKnownBlobs(&r.known))
+	// Every tag belongs to one pool, and the first image of a repository
+	// is written alone: the publisher is the sole writer (see Run).
+	pub, err := push.New(p.Target, r.o.Registry, push.WithLogger(r.log), push.WithKnownBlobs(&r.known),
+		push.WithSessions(&r.sessions), push.WithSoleWriter())
 	if err != nil {
 		res.fail("push", KindInput, err)
 		return
@@ -490,7 +507,7 @@ func (r *run) base(ctx context.Context, ref, arch, mode, repo string) *baseEntry
 // stages returns the pool's preflight and signing stages; the signing key
 // is loaded once per file.
 func (r *run) stages(p *Pool) ([]builder.Stage, error) {
-	po := preflight.Options{Log: r.log, MaxAddedBytes: 2 << 30}
+	po := preflight.Options{Log: r.log, MaxAddedBytes: 2 << 30, NoReadBack: true}
 	if pf := p.Preflight; pf != nil {
 		po.Skip, po.ExpectVersion, po.AllowSecrets = pf.Skip, pf.ExpectVersion, pf.AllowSecrets
 		po.FatalWarnings = pf.FatalWarnings != nil && *pf.FatalWarnings

@@ -201,6 +201,13 @@ type Options struct {
 	// half also opens the written image by digest with Open.
 	RequireBase string
 	Open        func(ctx context.Context, ref string, platform *v1.Platform) (v1.Image, error)
+	// NoReadBack makes the written half check the assembled image instead
+	// of opening the written one with Open: a registry keeps a manifest
+	// under its digest only with exactly those bytes (it checks the
+	// digest), so reading it back tells nothing new when the publisher
+	// wrote it by that digest or found it there. A fleet sets it (two
+	// requests fewer per pool); Open still opens RequireBase.
+	NoReadBack bool
 
 	// onlyWritten: the run is the written half of a build (see Stages),
 	// after the content half reported on the added layers.

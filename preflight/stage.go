@@ -35,9 +35,9 @@ const (
 //     the target now lists; for an image built on a package base, the
 //     official base's layers too, as with --require-base) after the write
 //     by digest and before the tag moves. With Options.Open it reads the
-//     image back from the registry by digest; for a layout, or without
-//     Open, it checks the assembled image, which is byte for byte the one
-//     written.
+//     image back from the registry by digest (unless NoReadBack); for a
+//     layout, or without Open, it checks the assembled image, which is
+//     byte for byte the one written.
 //
 // Errors fail the build (nothing written, or the tag does not move);
 // warnings are logged and kept in the returned *Report, recorded under the
@@ -187,7 +187,7 @@ func (s *stage) Run(ctx context.Context, b *builder.Built, p *builder.Published)
 	if cf, err := b.Image.ConfigFile(); err == nil && cf.Architecture != "" {
 		plat = &v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}
 	}
-	if s.written && p != nil && p.Digest != nil && opts.Open != nil {
+	if s.written && p != nil && p.Digest != nil && opts.Open != nil && !opts.NoReadBack {
 		img, err := opts.Open(ctx, p.Ref, plat)
 		if err != nil {
 			return nil, fmt.Errorf("read back %s: %w", p.Ref, err)

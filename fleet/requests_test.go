@@ -1,0 +1,120 @@
+package fleet_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/oslayer/oslayer/fleet"
+	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/test/regtest"
+)
+
+// requestsPerPool builds a plan of one cluster with n pools into one
+// repository (each pool with content of its own; signed with signKey when
+// it is set) after a first pool went there already, and returns the
+// requests the n pools sent, then those of the same plan unchanged.
+func (e *env) requestsPerPool(t *testing.T, n int, signKey string) (changed, unchanged []regtest.Request) {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "defaults: {base: %s, target: \"%s/os/one:{pool}\", signKey: %q}\nclusters:\n- name: c\n  pools:\n", e.base, e.host, signKey)
+	for p := 0; p <= n; p++ {
+		e.osc(t, fmt.Sprintf("p%d.yaml", p), fmt.Sprintf("pool %d", p))
+		fmt.Fprintf(&b, "  - {name: p%d, osc: [p%d.yaml]}\n", p, p)
+	}
+	pools := e.plan(t, b.String())
+	run := func(pools []fleet.Pool) []regtest.Request {
+		e.proxy.Reset()
+		sum, err := fleet.Run(ctxT(t), pools, fleet.Options{Registry: &registry.Options{}, Jobs: 3, Version: "test",
+			IndexCacheDir: filepath.Join(e.dir, "cache")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Built != len(pools) {
+			t.Fatalf("built %d of %d: %+v", sum.Built, len(pools), sum.Pools)
+		}
+		return e.proxy.Requests()
+	}
+	run(pools[:1])
+	return run(pools[1:]), run(pools[1:])
+}
+
+func dumpRequests(reqs []regtest.Request) string {
+	var b strings.Builder
+	for _, r := range reqs {
+		fmt.Fprintf(&b, "  %s %s?%s %d\n", r.Method, r.Path, r.Query, r.Status)
+	}
+	return b.String()
+}
+
+// TestFleetRequestsPerPool counts what a pool costs the registry once the
+// base is in its repository: an image of its own is a look at its tag and
+// digest, its blobs and its manifest (no second ping, no read-back of what
+// was written, no second look at the tag); an unchanged pool is one look
+// at its tag.
+func TestFleetRequestsPerPool(t *testing.T) {
+	e := newEnv(t)
+	const n = 6
+	changed, unchanged := e.requestsPerPool(t, n, "")
+	t.Logf("changed: %.1f requests per pool\n%s", float64(len(changed))/n, dumpRequests(changed))
+	t.Logf("unchanged: %.1f requests per pool\n%s", float64(len(unchanged))/n, dumpRequests(unchanged))
+	count := func(reqs []regtest.Request, match func(r regtest.Request) bool) int {
+		c := 0
+		for _, r := range reqs {
+			if match(r) {
+				c++
+			}
+		}
+		return c
+	}
+	isPing := func(r regtest.Request) bool { return r.Path == "/v2/" }
+	// Pings: the base's registry, the push session, the base index lookup.
+	if p := count(changed, isPing); p > 3 {
+		t.Errorf("%d pings for %d pools into one repository, want at most 3", p, n)
+	}
+	for p := 1; p <= n; p++ {
+		tag := fmt.Sprintf("/v2/os/one/manifests/p%d", p)
+		heads := count(changed, func(r regtest.Request) bool { return r.Method == "HEAD" && r.Path == tag })
+		puts := count(changed, func(r regtest.Request) bool { return r.Method == "PUT" && r.Path == tag })
+		if heads != 1 || puts != 1 {
+			t.Errorf("%s: %d HEADs and %d PUTs, want 1 and 1", tag, heads, puts)
+		}
+		if c := count(unchanged, func(r regtest.Request) bool { return r.Path == tag }); c != 1 {
+			t.Errorf("unchanged: %d requests for %s, want one HEAD", c, tag)
+		}
+	}
+	if c := count(changed, func(r regtest.Request) bool {
+		return r.Method == "GET" && strings.HasPrefix(r.Path, "/v2/os/one/manifests/sha256:")
+	}); c != 0 {
+		t.Errorf("%d written images read back, want none", c)
+	}
+	if w := count(unchanged, func(r regtest.Request) bool { return r.Method != "GET" && r.Method != "HEAD" }); w != 0 {
+		t.Errorf("unchanged fleet: %d writes, want none", w)
+	}
+	// Per unchanged pool one HEAD of its tag; shared: the base and its
+	// index (two pings, its manifest, config and index) and the session's
+	// ping.
+	if len(unchanged) > n+6 {
+		t.Errorf("unchanged fleet of %d pools: %d requests, want at most %d", n, len(unchanged), n+6)
+	}
+}
+
+// TestFleetSignedRequestsPerPool is TestFleetRequestsPerPool with signing.
+func TestFleetSignedRequestsPerPool(t *testing.T) {
+	e := newEnv(t)
+	kp, err := sign.GenerateKeyPair(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(e.dir, "cosign.key")
+	if err := os.WriteFile(keyFile, kp.Private, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	changed, unchanged := e.requestsPerPool(t, n, keyFile)
+	t.Logf("changed: %.1f requests per pool\n%s", float64(len(changed))/n, dumpRequests(changed))
+	t.Logf("unchanged: %.1f requests per pool\n%s", float64(len(unchanged))/n, dumpRequests(unchanged))
+}
