@@ -48,11 +48,14 @@ type PoolImageList struct {
 }
 
 // PoolImageSpec is what to build.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.publish) || !has(self.publish.machineConfig) || has(self.source.openshift)",message="publish.machineConfig needs source.openshift"
 type PoolImageSpec struct {
 	// Source is where the pool's configuration comes from.
 	Source Source `json:"source"`
 	// Pool is the pool the image is for (the OSC's pool, the MachineConfig
-	// role); default: the PoolImage's name.
+	// role); default: the OpenShift source's MachineConfigPool, else the
+	// PoolImage's name.
 	// +optional
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	// +kubebuilder:validation:MaxLength=253
@@ -88,16 +91,59 @@ type PoolImageSpec struct {
 	// default: an image is readable by everyone who can pull it).
 	// +optional
 	BakeSecrets bool `json:"bakeSecrets,omitempty"`
+	// Publish hands status.image to its consumers beyond the status.
+	// +optional
+	Publish *Publish `json:"publish,omitempty"`
+}
+
+// Publish says where the controller records the last good image besides
+// status.image; it keeps each in step with status.image and removes it
+// when the PoolImage (or the field) goes.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.machineConfig) || has(self.configMap)",message="publish: give machineConfig, configMap or both"
+type Publish struct {
+	// MachineConfig maintains a MachineConfig for the OpenShift source's
+	// pool that sets osImageURL to status.image (the way OpenShift
+	// documents to hand a pool a custom image): named
+	// 99-<pool>-oslayer-os-image, labelled with the pool's role. The MCO's
+	// next rendered MachineConfig carries the osImageURL; the controller
+	// reads the rendered MachineConfig without it, so publishing never
+	// triggers a build. Needs spec.source.openshift.
+	// +optional
+	MachineConfig *PublishMachineConfig `json:"machineConfig,omitempty"`
+	// ConfigMap names a ConfigMap in the PoolImage's namespace that the
+	// controller keeps with the current image (data keys image, digest,
+	// pool, inputsDigest, baseDigest), owned by the PoolImage.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=253
+	ConfigMap string `json:"configMap,omitempty"`
+}
+
+// PublishMachineConfig is the osImageURL MachineConfig of the pool.
+type PublishMachineConfig struct {
+	// Role is the value of the machineconfiguration.openshift.io/role
+	// label; default: the pool's name when its machineConfigSelector
+	// selects it, else the role its selector's matchLabels name.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	Role string `json:"role,omitempty"`
 }
 
 // Source is exactly one of the ways to name a pool's configuration.
 //
-// +kubebuilder:validation:XValidation:rule="(has(self.gardener) ? 1 : 0) + (has(self.documents) ? 1 : 0) == 1",message="exactly one of gardener, documents"
+// +kubebuilder:validation:XValidation:rule="(has(self.gardener) ? 1 : 0) + (has(self.openshift) ? 1 : 0) + (has(self.documents) ? 1 : 0) == 1",message="exactly one of gardener, openshift, documents"
 type Source struct {
 	// Gardener is the OperatingSystemConfig Secret gardener-node-agent
 	// reads.
 	// +optional
 	Gardener *GardenerSource `json:"gardener,omitempty"`
+	// OpenShift is a MachineConfigPool: the controller builds the pool's
+	// rendered MachineConfig (status.configuration.name), the MCO's own
+	// merge of the pool's MachineConfigs.
+	// +optional
+	OpenShift *OpenShiftSource `json:"openshift,omitempty"`
 	// Documents are ConfigMaps and Secrets holding OperatingSystemConfig,
 	// MachineConfig or MachineConfigPool documents (any cluster).
 	// +optional
@@ -128,6 +174,14 @@ type GardenerSource struct {
 	// secretRef files name.
 	// +optional
 	SecretRefs []string `json:"secretRefs,omitempty"`
+}
+
+// OpenShiftSource names a MachineConfigPool (cluster-scoped).
+type OpenShiftSource struct {
+	// MachineConfigPool is the pool's name (worker, master, infra, ...).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	MachineConfigPool string `json:"machineConfigPool"`
 }
 
 // DocumentsSource lists the objects whose data values are documents.
