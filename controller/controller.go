@@ -64,6 +64,10 @@ type Reconciler struct {
 	Client   client.Client
 	Recorder recorder.EventRecorder
 	Options  Options
+	// OpenShift is set when the cluster serves the MachineConfig API
+	// (SetupWithManager finds out): the controller then watches
+	// MachineConfigPools and MachineConfigs.
+	OpenShift bool
 }
 
 // keepBuilds is how many builds status.builds records.
@@ -88,6 +92,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if !pi.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.unpublish(ctx, &pi)
+	}
 	in, err := readInputs(ctx, r.Client, &pi)
 	if err != nil {
 		var ie *inputError
@@ -103,13 +110,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			pi.Status.ObservedGeneration = pi.Generation
 			setCond(&pi, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonUpToDate, "image "+st.Image+" is the image of the current inputs")
 			setCond(&pi, v1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonUpToDate, "")
-			return ctrl.Result{}, r.Client.Status().Update(ctx, &pi)
+			if err := r.Client.Status().Update(ctx, &pi); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.published(ctx, &pi)
 	}
 	if in.digest == failedDigest(&pi) {
 		// The same input failed before; it builds again once it changes.
-		return ctrl.Result{}, nil
+		// The last good image stays published.
+		return ctrl.Result{}, r.published(ctx, &pi)
 	}
 	return r.build(ctx, &pi, in)
 }
@@ -126,11 +136,15 @@ func failedDigest(pi *v1alpha1.PoolImage) string {
 
 func (r *Reconciler) build(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs) (ctrl.Result, error) {
 	log := r.logger().With("poolimage", pi.Namespace+"/"+pi.Name)
-	setCond(pi, v1alpha1.ConditionBuilding, metav1.ConditionTrue, ReasonBuilding, "building inputs "+in.digest)
+	what := "inputs " + in.digest
+	if in.from != "" {
+		what += " (" + in.from + ")"
+	}
+	setCond(pi, v1alpha1.ConditionBuilding, metav1.ConditionTrue, ReasonBuilding, "building "+what)
 	if err := r.Client.Status().Update(ctx, pi); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.event(pi, corev1.EventTypeNormal, "BuildStarted", "build", "building pool %s onto %s", poolName(pi), pi.Spec.Base)
+	r.event(pi, corev1.EventTypeNormal, "BuildStarted", "build", "building pool %s onto %s from %s", poolName(pi), pi.Spec.Base, what)
 	start := time.Now()
 	res, step, err := r.run(ctx, pi, in, log)
 	elapsed := time.Since(start)
@@ -170,7 +184,10 @@ func (r *Reconciler) build(ctx context.Context, pi *v1alpha1.PoolImage, in *inpu
 	setCond(pi, v1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonBuilt, "")
 	log.Info("built", "image", res.Image, "seconds", elapsed.Seconds())
 	r.event(pi, corev1.EventTypeNormal, "Built", "build", "built %s", res.Image)
-	return ctrl.Result{}, r.Client.Status().Update(ctx, pi)
+	if err := r.Client.Status().Update(ctx, pi); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.published(ctx, pi)
 }
 
 // fail records a failed build: Degraded with the message, Ready false only
@@ -359,6 +376,9 @@ func (r *Reconciler) event(pi *v1alpha1.PoolImage, typ, reason, action, format s
 func poolName(pi *v1alpha1.PoolImage) string {
 	if pi.Spec.Pool != "" {
 		return pi.Spec.Pool
+	}
+	if o := pi.Spec.Source.OpenShift; o != nil {
+		return o.MachineConfigPool
 	}
 	return pi.Name
 }

@@ -37,7 +37,8 @@ import (
 //
 // One real kube-apiserver and etcd (envtest, the binaries test/setup.sh
 // builds) serve every test of the package, with the CRDs of config/crd
-// installed; each test gets a namespace of its own, a real registry (on
+// installed, and OpenShift's MachineConfig and MachineConfigPool CRDs
+// (test/fixtures/testdata/openshift-crds); each test gets a namespace of its own, a real registry (on
 // disk, so it survives Restart) behind a counting proxy holding the
 // synthetic FCOS-shaped base, a cosign key Secret, and (with start) a
 // manager running the reconciler that watches only that namespace.
@@ -60,6 +61,9 @@ var kube struct {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if oslayerOnce.path != "" {
+		os.RemoveAll(filepath.Dir(oslayerOnce.path))
+	}
 	if kube.env != nil {
 		if err := kube.env.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
@@ -76,7 +80,8 @@ func kubeConfig(t *testing.T) *rest.Config {
 	assets := k8senv.Assets(t)
 	kube.once.Do(func() {
 		kube.env = &envtest.Environment{
-			CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd")},
+			CRDDirectoryPaths: []string{filepath.Join("..", "config", "crd"),
+				filepath.Join("..", "test", "fixtures", "testdata", "openshift-crds")},
 			ErrorIfCRDPathMissing: true,
 			BinaryAssetsDirectory: assets,
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -45,14 +46,17 @@ type ManagerOptions struct {
 // LeaderElectionID names the lease of the controller's leader election.
 const LeaderElectionID = "oslayer-controller.oslayer.dev"
 
-// Scheme is the scheme of the controller's client: the core types and
-// oslayer.dev/v1alpha1.
+// Scheme is the scheme of the controller's client: the core types,
+// oslayer.dev/v1alpha1 and OpenShift's machineconfiguration.openshift.io/v1.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := mcfgv1.Install(s); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -3,9 +3,11 @@ package controller
 import (
 	"context"
 
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,10 +19,16 @@ import (
 )
 
 // SetupWithManager registers the reconciler: it watches PoolImages (spec
-// changes only) and the Secrets and ConfigMaps they read, so a change of a
-// source reconciles every PoolImage that names or selects it (an update
-// is mapped with the old and the new labels, so a Secret that stops
-// matching a selector reconciles too).
+// changes only) and the Secrets and ConfigMaps they read or publish, so a
+// change of a source reconciles every PoolImage that names or selects it
+// (an update is mapped with the old and the new labels, so a Secret that
+// stops matching a selector reconciles too). When the cluster serves the
+// MachineConfig API (OpenShift), it also watches MachineConfigPools (a new
+// rendered MachineConfig in status.configuration.name) and MachineConfigs
+// (the rendered ones the pools name, and the osImageURL MachineConfigs it
+// publishes). The API is looked up once, at start: a controller started
+// before the OpenShift CRDs were installed must be restarted to watch
+// them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -28,32 +36,82 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("oslayer-controller")
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.PoolImage{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.referrers)).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.referrers)).
-		Named("poolimage").
-		Complete(r)
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.referrers))
+	gk := schema.GroupKind{Group: mcfgv1.GroupName, Kind: "MachineConfigPool"}
+	if _, err := mgr.GetRESTMapper().RESTMapping(gk, mcfgv1.GroupVersion.Version); err == nil {
+		r.OpenShift = true
+		b = b.Watches(&mcfgv1.MachineConfigPool{}, handler.EnqueueRequestsFromMapFunc(r.poolReaders)).
+			Watches(&mcfgv1.MachineConfig{}, handler.EnqueueRequestsFromMapFunc(r.machineConfigReaders))
+	}
+	return b.Named("poolimage").Complete(r)
 }
 
-// referrers are the PoolImages that read obj.
+// referrers are the PoolImages that read obj or published it.
 func (r *Reconciler) referrers(ctx context.Context, obj client.Object) []reconcile.Request {
-	var list v1alpha1.PoolImageList
-	if err := r.Client.List(ctx, &list); err != nil {
-		return nil
-	}
 	kind := "Secret"
 	if _, ok := obj.(*corev1.ConfigMap); ok {
 		kind = "ConfigMap"
 	}
+	return r.poolImages(ctx, func(pi *v1alpha1.PoolImage) bool {
+		return reads(pi, kind, obj.GetNamespace(), obj.GetName(), obj.GetLabels()) ||
+			(kind == "ConfigMap" && obj.GetNamespace() == pi.Namespace && publishedBy(obj, pi))
+	})
+}
+
+// poolReaders are the PoolImages of a MachineConfigPool.
+func (r *Reconciler) poolReaders(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.poolImages(ctx, func(pi *v1alpha1.PoolImage) bool {
+		o := pi.Spec.Source.OpenShift
+		return o != nil && o.MachineConfigPool == obj.GetName()
+	})
+}
+
+// machineConfigReaders are the PoolImages whose pool's rendered
+// MachineConfig obj is, and the one that published obj.
+func (r *Reconciler) machineConfigReaders(ctx context.Context, obj client.Object) []reconcile.Request {
+	rendered := map[string]string{} // pool → its rendered MachineConfig
+	return r.poolImages(ctx, func(pi *v1alpha1.PoolImage) bool {
+		if publishedBy(obj, pi) {
+			return true
+		}
+		o := pi.Spec.Source.OpenShift
+		if o == nil {
+			return false
+		}
+		name, ok := rendered[o.MachineConfigPool]
+		if !ok {
+			var mcp mcfgv1.MachineConfigPool
+			if err := r.Client.Get(ctx, client.ObjectKey{Name: o.MachineConfigPool}, &mcp); err == nil {
+				name = mcp.Status.Configuration.Name
+			}
+			rendered[o.MachineConfigPool] = name
+		}
+		return name != "" && name == obj.GetName()
+	})
+}
+
+// poolImages lists the PoolImages for which match holds.
+func (r *Reconciler) poolImages(ctx context.Context, match func(*v1alpha1.PoolImage) bool) []reconcile.Request {
+	var list v1alpha1.PoolImageList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
 	var out []reconcile.Request
 	for i := range list.Items {
-		pi := &list.Items[i]
-		if reads(pi, kind, obj.GetNamespace(), obj.GetName(), obj.GetLabels()) {
+		if pi := &list.Items[i]; match(pi) {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pi)})
 		}
 	}
 	return out
+}
+
+// publishedBy reports whether obj carries pi's published label.
+func publishedBy(obj client.Object, pi *v1alpha1.PoolImage) bool {
+	uid := obj.GetLabels()[LabelPoolImageUID]
+	return uid != "" && uid == string(pi.UID)
 }
 
 // reads reports whether pi reads the object kind ns/name with these

@@ -38,15 +38,27 @@ type document struct {
 // inputs is everything a build of one PoolImage reads from the cluster.
 type inputs struct {
 	docs []document
-	// digest covers the spec and every document's name and content.
+	// digest covers the spec (but spec.publish) and every document's name
+	// and content.
 	digest string
+	// from names the object the documents were read from when it is not
+	// in their names (the OpenShift pool's rendered MachineConfig).
+	from string
 }
 
 // readInputs reads the PoolImage's source objects.
 func readInputs(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) (*inputs, error) {
 	var docs []document
+	var from string
 	src := pi.Spec.Source
 	switch {
+	case src.OpenShift != nil:
+		d, name, err := renderedDoc(ctx, c, pi)
+		if err != nil {
+			return nil, err
+		}
+		docs, from = append(docs, d), "MachineConfig "+name
+
 	case src.Gardener != nil:
 		g := src.Gardener
 		ns := g.Namespace
@@ -101,10 +113,13 @@ func readInputs(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) (*
 			}
 		}
 	default:
-		return nil, inputErrorf("spec.source: exactly one of gardener, documents must be set")
+		return nil, inputErrorf("spec.source: exactly one of gardener, openshift, documents must be set")
 	}
 	h := sha256.New()
-	spec, err := json.Marshal(pi.Spec)
+	// Where the image is published changes nothing that is built.
+	s := pi.Spec
+	s.Publish = nil
+	spec, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +129,7 @@ func readInputs(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) (*
 		writeField(h, []byte(d.Kind))
 		writeField(h, d.Content)
 	}
-	return &inputs{docs: docs, digest: "sha256:" + hex.EncodeToString(h.Sum(nil))}, nil
+	return &inputs{docs: docs, from: from, digest: "sha256:" + hex.EncodeToString(h.Sum(nil))}, nil
 }
 
 func writeField(h interface{ Write([]byte) (int, error) }, b []byte) {

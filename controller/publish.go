@@ -1,0 +1,329 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/oslayer/oslayer/api/v1alpha1"
+	"github.com/oslayer/oslayer/layers/machineconfig"
+)
+
+// spec.publish: the controller keeps an osImageURL MachineConfig for the
+// OpenShift pool and a ConfigMap with status.image in step with the last
+// good image. Both carry LabelPoolImageUID, so a renamed or dropped target
+// is found and deleted; the ConfigMap is owned by the PoolImage (garbage
+// collected with it), the cluster-scoped MachineConfig cannot be, so the
+// PoolImage holds FinalizerPublish while it has one and deletes it first.
+
+const (
+	// LabelPoolImageUID marks what the controller published for a PoolImage
+	// (its UID).
+	LabelPoolImageUID = "oslayer.dev/poolimage-uid"
+	// AnnotationPoolImage names the publishing PoolImage (NAMESPACE/NAME).
+	AnnotationPoolImage = "oslayer.dev/poolimage"
+	// FinalizerPublish keeps a PoolImage until its MachineConfig is gone.
+	FinalizerPublish = "oslayer.dev/published-machineconfig"
+	// ReasonPublishFailed is Degraded's reason when status.image could not
+	// be published.
+	ReasonPublishFailed = "PublishFailed"
+
+	managedBy = "app.kubernetes.io/managed-by"
+)
+
+// Data keys of the published ConfigMap.
+const (
+	ConfigMapImage        = "image"
+	ConfigMapDigest       = "digest"
+	ConfigMapPool         = "pool"
+	ConfigMapInputsDigest = "inputsDigest"
+	ConfigMapBaseDigest   = "baseDigest"
+)
+
+// PublishedMachineConfigName is the name of the osImageURL MachineConfig
+// of a MachineConfigPool: a user MachineConfig as the MCO names its own
+// (99-ROLE-...), sorting after the pool's generated ones.
+func PublishedMachineConfigName(pool string) string { return "99-" + pool + "-oslayer-os-image" }
+
+// published publishes status.image and records the outcome in Degraded:
+// a failure sets it (reason PublishFailed) and is retried; a success
+// clears an earlier publish failure.
+func (r *Reconciler) published(ctx context.Context, pi *v1alpha1.PoolImage) error {
+	err := r.publish(ctx, pi)
+	c := meta.FindStatusCondition(pi.Status.Conditions, v1alpha1.ConditionDegraded)
+	wasFailing := c != nil && c.Status == metav1.ConditionTrue && c.Reason == ReasonPublishFailed
+	switch {
+	case err != nil:
+		msg := "step publish: " + err.Error()
+		if !wasFailing || c.Message != msg {
+			setCond(pi, v1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonPublishFailed, msg)
+			r.logger().Warn("publish failed", "poolimage", pi.Namespace+"/"+pi.Name, "error", msg)
+			r.event(pi, corev1.EventTypeWarning, "PublishFailed", "publish", "%s", msg)
+			if uerr := r.Client.Status().Update(ctx, pi); uerr != nil {
+				return errors.Join(err, uerr)
+			}
+		}
+		return err
+	case wasFailing:
+		setCond(pi, v1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonUpToDate, "")
+		return r.Client.Status().Update(ctx, pi)
+	}
+	return nil
+}
+
+// publish makes the published objects say status.image and removes those
+// the spec no longer asks for.
+func (r *Reconciler) publish(ctx context.Context, pi *v1alpha1.PoolImage) error {
+	var wantMC, wantCM string
+	if p := pi.Spec.Publish; p != nil {
+		if p.MachineConfig != nil && pi.Spec.Source.OpenShift != nil {
+			wantMC = PublishedMachineConfigName(pi.Spec.Source.OpenShift.MachineConfigPool)
+		}
+		wantCM = p.ConfigMap
+	}
+	if wantMC != "" && !controllerutil.ContainsFinalizer(pi, FinalizerPublish) {
+		controllerutil.AddFinalizer(pi, FinalizerPublish)
+		if err := r.Client.Update(ctx, pi); err != nil {
+			return fmt.Errorf("adding finalizer %s: %w", FinalizerPublish, err)
+		}
+	}
+	if err := r.prunePublished(ctx, pi, wantMC, wantCM); err != nil {
+		return err
+	}
+	if pi.Status.Image == "" {
+		return nil
+	}
+	if wantMC != "" {
+		if err := r.publishMachineConfig(ctx, pi, wantMC); err != nil {
+			return fmt.Errorf("spec.publish.machineConfig: %w", err)
+		}
+	}
+	if wantCM != "" {
+		if err := r.publishConfigMap(ctx, pi, wantCM); err != nil {
+			return fmt.Errorf("spec.publish.configMap: %w", err)
+		}
+	}
+	if wantMC == "" && controllerutil.ContainsFinalizer(pi, FinalizerPublish) {
+		controllerutil.RemoveFinalizer(pi, FinalizerPublish)
+		if err := r.Client.Update(ctx, pi); err != nil {
+			return fmt.Errorf("removing finalizer %s: %w", FinalizerPublish, err)
+		}
+	}
+	return nil
+}
+
+// unpublish runs when the PoolImage is being deleted: its MachineConfig
+// goes, then the finalizer (the ConfigMap goes with its owner).
+func (r *Reconciler) unpublish(ctx context.Context, pi *v1alpha1.PoolImage) error {
+	if !controllerutil.ContainsFinalizer(pi, FinalizerPublish) {
+		return nil
+	}
+	if err := r.prunePublished(ctx, pi, "", ""); err != nil {
+		return err
+	}
+	controllerutil.RemoveFinalizer(pi, FinalizerPublish)
+	return client.IgnoreNotFound(r.Client.Update(ctx, pi))
+}
+
+// prunePublished deletes the MachineConfigs and ConfigMaps published for
+// pi other than keepMC and keepCM.
+func (r *Reconciler) prunePublished(ctx context.Context, pi *v1alpha1.PoolImage, keepMC, keepCM string) error {
+	sel := client.MatchingLabels{LabelPoolImageUID: string(pi.UID)}
+	var mcs mcfgv1.MachineConfigList
+	// A cluster without the MachineConfig API has none to prune.
+	if r.OpenShift || controllerutil.ContainsFinalizer(pi, FinalizerPublish) {
+		if err := r.Client.List(ctx, &mcs, sel); err != nil && !meta.IsNoMatchError(err) {
+			return fmt.Errorf("listing published MachineConfigs: %w", err)
+		}
+	}
+	for i := range mcs.Items {
+		if mc := &mcs.Items[i]; mc.Name != keepMC {
+			if err := client.IgnoreNotFound(r.Client.Delete(ctx, mc)); err != nil {
+				return fmt.Errorf("deleting MachineConfig %s: %w", mc.Name, err)
+			}
+			r.event(pi, corev1.EventTypeNormal, "Unpublished", "publish", "deleted MachineConfig %s", mc.Name)
+		}
+	}
+	var cms corev1.ConfigMapList
+	if err := r.Client.List(ctx, &cms, sel, client.InNamespace(pi.Namespace)); err != nil {
+		return fmt.Errorf("listing published ConfigMaps: %w", err)
+	}
+	for i := range cms.Items {
+		if cm := &cms.Items[i]; cm.Name != keepCM {
+			if err := client.IgnoreNotFound(r.Client.Delete(ctx, cm)); err != nil {
+				return fmt.Errorf("deleting ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// publishedMeta are the labels and annotations of a published object.
+func publishedMeta(pi *v1alpha1.PoolImage, extra map[string]string) (labels, annotations map[string]string) {
+	l := map[string]string{LabelPoolImageUID: string(pi.UID), managedBy: "oslayer"}
+	maps.Copy(l, extra)
+	return l, map[string]string{AnnotationPoolImage: pi.Namespace + "/" + pi.Name}
+}
+
+// mine reports whether obj was published for pi; an object of that name
+// that was not is left alone (an error names it).
+func mine(pi *v1alpha1.PoolImage, obj client.Object) error {
+	if obj.GetLabels()[LabelPoolImageUID] != string(pi.UID) {
+		by := obj.GetAnnotations()[AnnotationPoolImage]
+		if by == "" {
+			by = "someone else"
+		} else {
+			by = "PoolImage " + by
+		}
+		return fmt.Errorf("%s exists and was made by %s, not by this PoolImage; it is left alone", obj.GetName(), by)
+	}
+	return nil
+}
+
+// publishMachineConfig keeps the osImageURL MachineConfig of the pool.
+func (r *Reconciler) publishMachineConfig(ctx context.Context, pi *v1alpha1.PoolImage, name string) error {
+	pool := pi.Spec.Source.OpenShift.MachineConfigPool
+	mcp, err := getPool(ctx, r.Client, pool, "spec.source.openshift.machineConfigPool")
+	if err != nil {
+		return err
+	}
+	role, err := poolRole(mcp, pi.Spec.Publish.MachineConfig.Role)
+	if err != nil {
+		return err
+	}
+	l, a := publishedMeta(pi, map[string]string{machineconfig.RoleLabel: role})
+	var mc mcfgv1.MachineConfig
+	err = r.Client.Get(ctx, types.NamespacedName{Name: name}, &mc)
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("reading MachineConfig %s: %w", name, err)
+	}
+	if err != nil {
+		mc = mcfgv1.MachineConfig{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l, Annotations: a},
+			Spec:       mcfgv1.MachineConfigSpec{OSImageURL: pi.Status.Image},
+		}
+		if err := r.Client.Create(ctx, &mc); err != nil {
+			return fmt.Errorf("creating MachineConfig %s: %w", name, err)
+		}
+		r.event(pi, corev1.EventTypeNormal, "Published", "publish", "MachineConfig %s sets osImageURL %s", name, pi.Status.Image)
+		return nil
+	}
+	if err := mine(pi, &mc); err != nil {
+		return fmt.Errorf("MachineConfig %w", err)
+	}
+	if mc.Spec.OSImageURL == pi.Status.Image && subset(l, mc.Labels) && subset(a, mc.Annotations) {
+		return nil
+	}
+	mc.Spec.OSImageURL = pi.Status.Image
+	mc.Labels, mc.Annotations = merged(mc.Labels, l), merged(mc.Annotations, a)
+	if err := r.Client.Update(ctx, &mc); err != nil {
+		return fmt.Errorf("updating MachineConfig %s: %w", name, err)
+	}
+	r.event(pi, corev1.EventTypeNormal, "Published", "publish", "MachineConfig %s sets osImageURL %s", name, pi.Status.Image)
+	return nil
+}
+
+// poolRole is the role label value that puts a MachineConfig into the
+// pool: want when given, else the pool's name, else the role its
+// selector's matchLabels name; the pool's selector must select it.
+func poolRole(mcp *mcfgv1.MachineConfigPool, want string) (string, error) {
+	where := "MachineConfigPool " + mcp.Name + " spec.machineConfigSelector"
+	ls := mcp.Spec.MachineConfigSelector
+	sel, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		return "", fmt.Errorf("%s: %v", where, err)
+	}
+	if ls == nil || sel.Empty() {
+		return "", fmt.Errorf("%s is empty: the MCO selects no MachineConfig for the pool", where)
+	}
+	cands := []string{want}
+	if want == "" {
+		cands = []string{mcp.Name, ls.MatchLabels[machineconfig.RoleLabel]}
+	}
+	for _, c := range cands {
+		if c != "" && sel.Matches(labels.Set{machineconfig.RoleLabel: c}) {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("%s %q selects no MachineConfig labelled only %s=%s (set spec.publish.machineConfig.role)",
+		where, sel.String(), machineconfig.RoleLabel, strings.Join(nonEmpty(cands), " or "))
+}
+
+// publishConfigMap keeps the ConfigMap with the current image.
+func (r *Reconciler) publishConfigMap(ctx context.Context, pi *v1alpha1.PoolImage, name string) error {
+	digest := pi.Status.Image
+	if i := strings.LastIndex(digest, "@"); i >= 0 {
+		digest = digest[i+1:]
+	}
+	data := map[string]string{
+		ConfigMapImage: pi.Status.Image, ConfigMapDigest: digest, ConfigMapPool: poolName(pi),
+		ConfigMapInputsDigest: pi.Status.InputsDigest, ConfigMapBaseDigest: pi.Status.BaseDigest,
+	}
+	l, a := publishedMeta(pi, nil)
+	var cm corev1.ConfigMap
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: pi.Namespace, Name: name}, &cm)
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("reading ConfigMap %s/%s: %w", pi.Namespace, name, err)
+	}
+	if err != nil {
+		cm = corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: pi.Namespace, Labels: l, Annotations: a}, Data: data}
+		if err := controllerutil.SetControllerReference(pi, &cm, r.Client.Scheme()); err != nil {
+			return err
+		}
+		if err := r.Client.Create(ctx, &cm); err != nil {
+			return fmt.Errorf("creating ConfigMap %s/%s: %w", pi.Namespace, name, err)
+		}
+		return nil
+	}
+	if err := mine(pi, &cm); err != nil {
+		return fmt.Errorf("ConfigMap %s/%w", pi.Namespace, err)
+	}
+	if maps.Equal(cm.Data, data) && subset(l, cm.Labels) && subset(a, cm.Annotations) {
+		return nil
+	}
+	cm.Data = data
+	cm.Labels, cm.Annotations = merged(cm.Labels, l), merged(cm.Annotations, a)
+	if err := r.Client.Update(ctx, &cm); err != nil {
+		return fmt.Errorf("updating ConfigMap %s/%s: %w", pi.Namespace, name, err)
+	}
+	return nil
+}
+
+func subset(want, have map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func merged(have, want map[string]string) map[string]string {
+	out := maps.Clone(have)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, want)
+	return out
+}
+
+func nonEmpty(s []string) []string {
+	var out []string
+	for _, v := range s {
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
