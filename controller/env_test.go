@@ -105,9 +105,9 @@ type env struct {
 	// password is the cosign key's password: a value no log, status or
 	// Event may show.
 	password string
-	ns    string
-	logs  *syncBuffer
-	ctx   context.Context
+	ns       string
+	logs     *syncBuffer
+	ctx      context.Context
 }
 
 var namespaces atomic.Int32
