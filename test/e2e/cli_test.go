@@ -49,8 +49,10 @@ func oslayer(t *testing.T) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
+	for _, d := range []string{binDir, budDir} {
+		if d != "" {
+			os.RemoveAll(d)
+		}
 	}
 	os.Exit(code)
 }
@@ -65,12 +67,18 @@ var (
 // the exit code.
 func cli(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	return cliBin(t, oslayer(t), args...)
+}
+
+// cliBin is cli with the binary bin.
+func cliBin(t *testing.T, bin string, args ...string) (string, string, int) {
+	t.Helper()
 	var out, errb bytes.Buffer
-	cmd := exec.CommandContext(ctxT(t), oslayer(t), args...)
+	cmd := exec.CommandContext(ctxT(t), bin, args...)
 	cmd.Dir = repoRoot(t)
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	// Base indexes go to the test binary's directory, not the user's cache.
-	cmd.Env = append(os.Environ(), baseindex.CacheEnv+"="+filepath.Join(filepath.Dir(oslayer(t)), "baseindex"))
+	cmd.Env = append(os.Environ(), baseindex.CacheEnv+"="+filepath.Join(filepath.Dir(bin), "baseindex"))
 	start := time.Now()
 	err := cmd.Run()
 	lastWall = time.Since(start)
