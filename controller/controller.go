@@ -68,6 +68,8 @@ type Reconciler struct {
 	// (SetupWithManager finds out): the controller then watches
 	// MachineConfigPools and MachineConfigs.
 	OpenShift bool
+
+	namespaces []string // the watched namespaces (none: all)
 }
 
 // keepBuilds is how many builds status.builds records.
@@ -90,10 +92,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if client.IgnoreNotFound(err) == nil {
 			lastSuccess.DeleteLabelValues(req.Namespace, req.Name)
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !pi.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.unpublish(ctx, &pi)
+		if client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, err
+		}
+		// Gone: what it published goes too.
+		return ctrl.Result{}, r.prunePublished(ctx, req.NamespacedName, "", "")
 	}
 	in, err := readInputs(ctx, r.Client, &pi)
 	if err != nil {
@@ -149,6 +152,9 @@ func (r *Reconciler) build(ctx context.Context, pi *v1alpha1.PoolImage, in *inpu
 	res, step, err := r.run(ctx, pi, in, log)
 	elapsed := time.Since(start)
 	if err != nil {
+		if in.from != "" {
+			err = fmt.Errorf("%w (read from %s)", err, in.from)
+		}
 		invalid := step == "source" || step == "render" || step == "assemble" || step == preflight.StageName || step == preflight.StageWritten || step == "config"
 		buildsTotal.WithLabelValues("failed").Inc()
 		buildDuration.WithLabelValues("failed").Observe(elapsed.Seconds())

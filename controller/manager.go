@@ -111,7 +111,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, err
 	}
-	r := &Reconciler{Options: o.Options}
+	r := &Reconciler{Options: o.Options, namespaces: o.Namespaces}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -167,6 +168,26 @@ func TestOpenShiftPool(t *testing.T) {
 	mco.render(t)
 	e.noBuild(t, "pool", second, 2)
 
+	// A rendered MachineConfig that does not render: Degraded names the
+	// rendered MachineConfig and the field; the last good image stays, and
+	// stays published.
+	src.Spec.Config = ignitionFile("etc/relative", "x")
+	if err := e.c.Update(ctx, &src); err != nil {
+		t.Fatal(err)
+	}
+	bad := mco.render(t)
+	pi = e.wait(t, "pool", "Degraded", degraded)
+	c := meta.FindStatusCondition(pi.Status.Conditions, v1alpha1.ConditionDegraded)
+	t.Logf("Degraded: %s: %s", c.Reason, c.Message)
+	if c.Reason != controller.ReasonInvalid || !strings.Contains(c.Message, "MachineConfig "+bad) ||
+		!strings.Contains(c.Message, "spec.config") || !strings.HasPrefix(c.Message, "render") {
+		t.Errorf("Degraded %s: %q does not name the step, the rendered MachineConfig and the field", c.Reason, c.Message)
+	}
+	if pi.Status.Image != second {
+		t.Errorf("status.image %s, want the last good %s", pi.Status.Image, second)
+	}
+	e.published(t, mcName, pool, second)
+
 	// Someone changes the osImageURL MachineConfig: it is put back.
 	var mc mcfgv1.MachineConfig
 	if err := e.c.Get(ctx, client.ObjectKey{Name: mcName}, &mc); err != nil {
@@ -178,21 +199,21 @@ func TestOpenShiftPool(t *testing.T) {
 	}
 	e.published(t, mcName, pool, second)
 
-	// Deleting the PoolImage deletes its MachineConfig (the ConfigMap is
-	// the PoolImage's: the garbage collector, which envtest does not run,
-	// deletes it).
+	// Deleting the PoolImage deletes its MachineConfig and its ConfigMap
+	// (which is also the PoolImage's: the garbage collector, which envtest
+	// does not run, would delete it too).
 	if err := e.c.Delete(ctx, pi); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
 		err := e.c.Get(ctx, client.ObjectKey{Name: mcName}, &mc)
-		perr := e.c.Get(ctx, client.ObjectKeyFromObject(pi), &v1alpha1.PoolImage{})
-		if apierrors.IsNotFound(err) && apierrors.IsNotFound(perr) {
+		cerr := e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "pool-image"}, &corev1.ConfigMap{})
+		if apierrors.IsNotFound(err) && apierrors.IsNotFound(cerr) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after deleting the PoolImage: MachineConfig %v, PoolImage %v", err, perr)
+			t.Fatalf("after deleting the PoolImage: MachineConfig %v, ConfigMap %v", err, cerr)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -216,7 +237,7 @@ func (e *env) published(t *testing.T, mcName, role, image string) {
 			if d := cm.Data[controller.ConfigMapDigest]; !strings.HasSuffix(image, "@"+d) || cm.Data[controller.ConfigMapPool] != role {
 				t.Errorf("ConfigMap data %v", cm.Data)
 			}
-			if o := metav1.GetControllerOf(&cm); o == nil || o.Kind != "PoolImage" || o.Name != "pool" {
+			if o := metav1.GetControllerOf(&cm); o == nil || o.Kind != "PoolImage" || o.Name != "pool" || o.BlockOwnerDeletion != nil {
 				t.Errorf("ConfigMap owner %+v", o)
 			}
 			return

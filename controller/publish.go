@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/layers/machineconfig"
@@ -22,24 +21,26 @@ import (
 
 // spec.publish: the controller keeps an osImageURL MachineConfig for the
 // OpenShift pool and a ConfigMap with status.image in step with the last
-// good image. Both carry LabelPoolImageUID, so a renamed or dropped target
-// is found and deleted; the ConfigMap is owned by the PoolImage (garbage
-// collected with it), the cluster-scoped MachineConfig cannot be, so the
-// PoolImage holds FinalizerPublish while it has one and deletes it first.
+// good image. Both are labelled LabelManagedBy=oslayer and annotated with
+// the PoolImage (AnnotationPoolImage, NAMESPACE/NAME): that is how a
+// renamed or dropped target is found and deleted, and how a deleted
+// PoolImage's are (its reconcile finds it gone; the published objects map
+// to it even then, so one deleted while the controller was down goes at
+// the next start). The ConfigMap is also owned by the PoolImage (garbage
+// collected with it); the cluster-scoped MachineConfig cannot be. The
+// PoolImage itself is never written (no finalizer): the controller's RBAC
+// stays read-only on PoolImages' specs and metadata.
 
 const (
-	// LabelPoolImageUID marks what the controller published for a PoolImage
-	// (its UID).
-	LabelPoolImageUID = "oslayer.dev/poolimage-uid"
+	// LabelManagedBy marks what the controller published.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedBy is LabelManagedBy's value.
+	ManagedBy = "oslayer"
 	// AnnotationPoolImage names the publishing PoolImage (NAMESPACE/NAME).
 	AnnotationPoolImage = "oslayer.dev/poolimage"
-	// FinalizerPublish keeps a PoolImage until its MachineConfig is gone.
-	FinalizerPublish = "oslayer.dev/published-machineconfig"
 	// ReasonPublishFailed is Degraded's reason when status.image could not
 	// be published.
 	ReasonPublishFailed = "PublishFailed"
-
-	managedBy = "app.kubernetes.io/managed-by"
 )
 
 // Data keys of the published ConfigMap.
@@ -92,13 +93,7 @@ func (r *Reconciler) publish(ctx context.Context, pi *v1alpha1.PoolImage) error 
 		}
 		wantCM = p.ConfigMap
 	}
-	if wantMC != "" && !controllerutil.ContainsFinalizer(pi, FinalizerPublish) {
-		controllerutil.AddFinalizer(pi, FinalizerPublish)
-		if err := r.Client.Update(ctx, pi); err != nil {
-			return fmt.Errorf("adding finalizer %s: %w", FinalizerPublish, err)
-		}
-	}
-	if err := r.prunePublished(ctx, pi, wantMC, wantCM); err != nil {
+	if err := r.prunePublished(ctx, client.ObjectKeyFromObject(pi), wantMC, wantCM); err != nil {
 		return err
 	}
 	if pi.Status.Image == "" {
@@ -114,53 +109,35 @@ func (r *Reconciler) publish(ctx context.Context, pi *v1alpha1.PoolImage) error 
 			return fmt.Errorf("spec.publish.configMap: %w", err)
 		}
 	}
-	if wantMC == "" && controllerutil.ContainsFinalizer(pi, FinalizerPublish) {
-		controllerutil.RemoveFinalizer(pi, FinalizerPublish)
-		if err := r.Client.Update(ctx, pi); err != nil {
-			return fmt.Errorf("removing finalizer %s: %w", FinalizerPublish, err)
-		}
-	}
 	return nil
 }
 
-// unpublish runs when the PoolImage is being deleted: its MachineConfig
-// goes, then the finalizer (the ConfigMap goes with its owner).
-func (r *Reconciler) unpublish(ctx context.Context, pi *v1alpha1.PoolImage) error {
-	if !controllerutil.ContainsFinalizer(pi, FinalizerPublish) {
-		return nil
-	}
-	if err := r.prunePublished(ctx, pi, "", ""); err != nil {
-		return err
-	}
-	controllerutil.RemoveFinalizer(pi, FinalizerPublish)
-	return client.IgnoreNotFound(r.Client.Update(ctx, pi))
-}
-
 // prunePublished deletes the MachineConfigs and ConfigMaps published for
-// pi other than keepMC and keepCM.
-func (r *Reconciler) prunePublished(ctx context.Context, pi *v1alpha1.PoolImage, keepMC, keepCM string) error {
-	sel := client.MatchingLabels{LabelPoolImageUID: string(pi.UID)}
-	var mcs mcfgv1.MachineConfigList
-	// A cluster without the MachineConfig API has none to prune.
-	if r.OpenShift || controllerutil.ContainsFinalizer(pi, FinalizerPublish) {
-		if err := r.Client.List(ctx, &mcs, sel); err != nil && !meta.IsNoMatchError(err) {
+// the PoolImage key other than keepMC and keepCM (all of them for a
+// deleted PoolImage).
+func (r *Reconciler) prunePublished(ctx context.Context, key types.NamespacedName, keepMC, keepCM string) error {
+	sel := client.MatchingLabels{LabelManagedBy: ManagedBy}
+	by := key.Namespace + "/" + key.Name
+	if r.OpenShift {
+		var mcs mcfgv1.MachineConfigList
+		if err := r.Client.List(ctx, &mcs, sel); err != nil {
 			return fmt.Errorf("listing published MachineConfigs: %w", err)
 		}
-	}
-	for i := range mcs.Items {
-		if mc := &mcs.Items[i]; mc.Name != keepMC {
-			if err := client.IgnoreNotFound(r.Client.Delete(ctx, mc)); err != nil {
-				return fmt.Errorf("deleting MachineConfig %s: %w", mc.Name, err)
+		for i := range mcs.Items {
+			if mc := &mcs.Items[i]; mc.Annotations[AnnotationPoolImage] == by && mc.Name != keepMC {
+				if err := client.IgnoreNotFound(r.Client.Delete(ctx, mc)); err != nil {
+					return fmt.Errorf("deleting MachineConfig %s: %w", mc.Name, err)
+				}
+				r.logger().Info("deleted the published MachineConfig", "poolimage", by, "machineconfig", mc.Name)
 			}
-			r.event(pi, corev1.EventTypeNormal, "Unpublished", "publish", "deleted MachineConfig %s", mc.Name)
 		}
 	}
 	var cms corev1.ConfigMapList
-	if err := r.Client.List(ctx, &cms, sel, client.InNamespace(pi.Namespace)); err != nil {
+	if err := r.Client.List(ctx, &cms, sel, client.InNamespace(key.Namespace)); err != nil {
 		return fmt.Errorf("listing published ConfigMaps: %w", err)
 	}
 	for i := range cms.Items {
-		if cm := &cms.Items[i]; cm.Name != keepCM {
+		if cm := &cms.Items[i]; cm.Annotations[AnnotationPoolImage] == by && cm.Name != keepCM {
 			if err := client.IgnoreNotFound(r.Client.Delete(ctx, cm)); err != nil {
 				return fmt.Errorf("deleting ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
 			}
@@ -171,7 +148,7 @@ func (r *Reconciler) prunePublished(ctx context.Context, pi *v1alpha1.PoolImage,
 
 // publishedMeta are the labels and annotations of a published object.
 func publishedMeta(pi *v1alpha1.PoolImage, extra map[string]string) (labels, annotations map[string]string) {
-	l := map[string]string{LabelPoolImageUID: string(pi.UID), managedBy: "oslayer"}
+	l := map[string]string{LabelManagedBy: ManagedBy}
 	maps.Copy(l, extra)
 	return l, map[string]string{AnnotationPoolImage: pi.Namespace + "/" + pi.Name}
 }
@@ -179,7 +156,7 @@ func publishedMeta(pi *v1alpha1.PoolImage, extra map[string]string) (labels, ann
 // mine reports whether obj was published for pi; an object of that name
 // that was not is left alone (an error names it).
 func mine(pi *v1alpha1.PoolImage, obj client.Object) error {
-	if obj.GetLabels()[LabelPoolImageUID] != string(pi.UID) {
+	if obj.GetLabels()[LabelManagedBy] != ManagedBy || obj.GetAnnotations()[AnnotationPoolImage] != pi.Namespace+"/"+pi.Name {
 		by := obj.GetAnnotations()[AnnotationPoolImage]
 		if by == "" {
 			by = "someone else"
@@ -277,10 +254,12 @@ func (r *Reconciler) publishConfigMap(ctx context.Context, pi *v1alpha1.PoolImag
 		return fmt.Errorf("reading ConfigMap %s/%s: %w", pi.Namespace, name, err)
 	}
 	if err != nil {
-		cm = corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: pi.Namespace, Labels: l, Annotations: a}, Data: data}
-		if err := controllerutil.SetControllerReference(pi, &cm, r.Client.Scheme()); err != nil {
-			return err
-		}
+		isController := true
+		// Owned by the PoolImage, without blockOwnerDeletion (which would
+		// need the right to update the PoolImage's finalizers).
+		cm = corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: pi.Namespace, Labels: l, Annotations: a,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "PoolImage",
+				Name: pi.Name, UID: pi.UID, Controller: &isController}}}, Data: data}
 		if err := r.Client.Create(ctx, &cm); err != nil {
 			return fmt.Errorf("creating ConfigMap %s/%s: %w", pi.Namespace, name, err)
 		}

@@ -2,12 +2,15 @@ package controller
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,10 +58,9 @@ func (r *Reconciler) referrers(ctx context.Context, obj client.Object) []reconci
 	if _, ok := obj.(*corev1.ConfigMap); ok {
 		kind = "ConfigMap"
 	}
-	return r.poolImages(ctx, func(pi *v1alpha1.PoolImage) bool {
-		return reads(pi, kind, obj.GetNamespace(), obj.GetName(), obj.GetLabels()) ||
-			(kind == "ConfigMap" && obj.GetNamespace() == pi.Namespace && publishedBy(obj, pi))
-	})
+	return append(r.poolImages(ctx, func(pi *v1alpha1.PoolImage) bool {
+		return reads(pi, kind, obj.GetNamespace(), obj.GetName(), obj.GetLabels())
+	}), r.publisher(obj)...)
 }
 
 // poolReaders are the PoolImages of a MachineConfigPool.
@@ -73,10 +75,7 @@ func (r *Reconciler) poolReaders(ctx context.Context, obj client.Object) []recon
 // MachineConfig obj is, and the one that published obj.
 func (r *Reconciler) machineConfigReaders(ctx context.Context, obj client.Object) []reconcile.Request {
 	rendered := map[string]string{} // pool → its rendered MachineConfig
-	return r.poolImages(ctx, func(pi *v1alpha1.PoolImage) bool {
-		if publishedBy(obj, pi) {
-			return true
-		}
+	return append(r.poolImages(ctx, func(pi *v1alpha1.PoolImage) bool {
 		o := pi.Spec.Source.OpenShift
 		if o == nil {
 			return false
@@ -90,7 +89,7 @@ func (r *Reconciler) machineConfigReaders(ctx context.Context, obj client.Object
 			rendered[o.MachineConfigPool] = name
 		}
 		return name != "" && name == obj.GetName()
-	})
+	}), r.publisher(obj)...)
 }
 
 // poolImages lists the PoolImages for which match holds.
@@ -108,10 +107,18 @@ func (r *Reconciler) poolImages(ctx context.Context, match func(*v1alpha1.PoolIm
 	return out
 }
 
-// publishedBy reports whether obj carries pi's published label.
-func publishedBy(obj client.Object, pi *v1alpha1.PoolImage) bool {
-	uid := obj.GetLabels()[LabelPoolImageUID]
-	return uid != "" && uid == string(pi.UID)
+// publisher is the PoolImage that published obj, whether it still
+// exists or not (its reconcile deletes what a deleted one published), if
+// the controller watches its namespace.
+func (r *Reconciler) publisher(obj client.Object) []reconcile.Request {
+	if obj.GetLabels()[LabelManagedBy] != ManagedBy {
+		return nil
+	}
+	ns, name, ok := strings.Cut(obj.GetAnnotations()[AnnotationPoolImage], "/")
+	if !ok || ns == "" || name == "" || (len(r.namespaces) > 0 && !slices.Contains(r.namespaces, ns)) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 }
 
 // reads reports whether pi reads the object kind ns/name with these
