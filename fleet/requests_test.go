@@ -91,6 +91,9 @@ func TestFleetRequestsPerPool(t *testing.T) {
 	}); c != 0 {
 		t.Errorf("%d written images read back, want none", c)
 	}
+	if c := count(changed, func(r regtest.Request) bool { return r.Method == "PATCH" }); c != 0 {
+		t.Errorf("%d PATCH requests, want every blob in one PUT", c)
+	}
 	if w := count(unchanged, func(r regtest.Request) bool { return r.Method != "GET" && r.Method != "HEAD" }); w != 0 {
 		t.Errorf("unchanged fleet: %d writes, want none", w)
 	}

@@ -396,7 +396,7 @@ func (r *run) buildPool(ctx context.Context, pr *prepared, rendered *layers.Resu
 	// Every tag belongs to one pool, and the first image of a repository
 	// is written alone: the publisher is the sole writer (see Run).
 	pub, err := push.New(p.Target, r.o.Registry, push.WithLogger(r.log), push.WithKnownBlobs(&r.known),
-		push.WithSessions(&r.sessions), push.WithSoleWriter())
+		push.WithSessions(&r.sessions), push.WithSoleWriter(), push.WithSingleRequestUploads())
 	if err != nil {
 		res.fail("push", KindInput, err)
 		return

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
@@ -68,6 +69,14 @@ func (c *countingBody) count() int64 {
 
 type counterKey struct{}
 
+type resendKey struct{}
+
+// resendable marks a request whose body the session's innermost transport
+// takes anew from its GetBody when the retry transport sends it again.
+func resendable(ctx context.Context) context.Context {
+	return context.WithValue(ctx, resendKey{}, new(atomic.Int32))
+}
+
 // withCounter makes the requests sent under ctx counted by c.
 func withCounter(ctx context.Context, c *counter) context.Context {
 	return context.WithValue(ctx, counterKey{}, c)
@@ -79,6 +88,16 @@ func withCounter(ctx context.Context, c *counter) context.Context {
 type counting struct{ inner http.RoundTripper }
 
 func (t counting) RoundTrip(req *http.Request) (*http.Response, error) {
+	if rw, ok := req.Context().Value(resendKey{}).(*atomic.Int32); ok && req.GetBody != nil && rw.Add(1) > 1 {
+		// The retry transport above sends the same request again: its
+		// body must start over.
+		body, err := req.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		req = req.Clone(req.Context())
+		req.Body = body
+	}
 	if c, ok := req.Context().Value(counterKey{}).(*counter); ok && c != nil {
 		return c.roundTrip(t.inner, req)
 	}

@@ -96,6 +96,7 @@ type options struct {
 	known    *KnownBlobs
 	sessions *Sessions
 	sole     bool
+	oneShot  bool
 }
 
 // Option configures a Publisher.
@@ -132,6 +133,13 @@ func WithSessions(s *Sessions) Option { return func(o *options) { o.sessions = s
 // each first (an image no tag names has no readers whose reads a mount
 // could disturb).
 func WithSoleWriter() Option { return func(o *options) { o.sole = true } }
+
+// WithSingleRequestUploads sends each new blob of the image's own (not
+// one streamed from another registry) in a single PUT after the POST that
+// opens its upload: two requests instead of three (POST, PATCH, PUT). A
+// failed upload is retried as a whole. Meant for runs of many small
+// images (a fleet), where requests, not bytes, take the time.
+func WithSingleRequestUploads() Option { return func(o *options) { o.oneShot = true } }
 
 // KnownBlobs is a set of blobs known to be in repositories, safe for
 // concurrent use; the zero value is empty and ready.

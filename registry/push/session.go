@@ -42,8 +42,8 @@ type session struct {
 	// counts one found there as skipped.
 	known *KnownBlobs
 	ctr   *counter
-	// sole: WithSoleWriter.
-	sole bool
+	// sole: WithSoleWriter; oneShot: WithSingleRequestUploads.
+	sole, oneShot bool
 	// tagLooked is set when Write looked at the tag (WithSoleWriter), and
 	// tagCurrent when the tag named the image already.
 	tagLooked, tagCurrent bool
@@ -70,7 +70,7 @@ func (p *Publisher) connect(ctx context.Context, pulls []name.Repository) (*sess
 	if err != nil {
 		return nil, err
 	}
-	s.sole = p.o.sole
+	s.sole, s.oneShot = p.o.sole, p.o.oneShot
 	return s, nil
 }
 
@@ -337,12 +337,87 @@ func (s *session) writeBlob(ctx context.Context, pusher *remote.Pusher, b blob, 
 		// target first (another build may have written the blob
 		// meanwhile), without a second mount attempt.
 		l = ml.Layer
+	} else if s.oneShot {
+		if err := s.uploadOnce(ctx, b); err != nil {
+			return fmt.Errorf("upload %s %s: %w", b.what, b.digest, err)
+		}
+		s.known.add(s.repo, b.digest.String())
+		prog.add(b.size)
+		return nil
 	}
 	if err := pusher.Upload(ctx, s.repo, l); err != nil {
 		return fmt.Errorf("upload %s %s: %w", b.what, b.digest, err)
 	}
 	s.known.add(s.repo, b.digest.String())
 	return nil
+}
+
+// uploadOnce writes blob b unless the repository has it: HEAD, then POST
+// to open an upload and PUT with the whole content and its digest. The
+// upload is retried as a whole on failures worth retrying.
+func (s *session) uploadOnce(ctx context.Context, b blob) error {
+	if has, err := s.has(ctx, b.digest); err != nil {
+		return fmt.Errorf("check: %w", err)
+	} else if has {
+		return nil // the counter counts it as skipped
+	}
+	bo := s.retry.Backoff()
+	wait := bo.Duration
+	for attempt := 1; ; attempt++ {
+		err := s.putBlob(ctx, b)
+		if err == nil || attempt >= max(bo.Steps, 1) || ctx.Err() != nil || !registry.Retryable(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = time.Duration(float64(wait) * max(bo.Factor, 1))
+	}
+}
+
+// putBlob opens an upload (POST) and finishes it with b's content (PUT).
+func (s *session) putBlob(ctx context.Context, b blob) error {
+	u := url.URL{Scheme: s.repo.Scheme(), Host: s.repo.RegistryStr(), Path: fmt.Sprintf("/v2/%s/blobs/uploads/", s.repo.RepositoryStr())}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), http.NoBody)
+	if err != nil {
+		return err
+	}
+	resp, err := s.client().Do(req)
+	if err != nil {
+		return err
+	}
+	drain(resp)
+	if err := transport.CheckError(resp, http.StatusAccepted); err != nil {
+		return err
+	}
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || resp.Header.Get("Location") == "" {
+		return fmt.Errorf("registry opened an upload without a usable Location (%q)", resp.Header.Get("Location"))
+	}
+	lu := resp.Request.URL.ResolveReference(loc)
+	q := lu.Query()
+	q.Set("digest", b.digest.String())
+	lu.RawQuery = q.Encode()
+	body, err := b.layer.Compressed()
+	if err != nil {
+		return err
+	}
+	req, err = http.NewRequestWithContext(resendable(ctx), http.MethodPut, lu.String(), body)
+	if err != nil {
+		body.Close()
+		return err
+	}
+	req.ContentLength = b.size
+	req.GetBody = func() (io.ReadCloser, error) { return b.layer.Compressed() }
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err = s.client().Do(req)
+	if err != nil {
+		return err
+	}
+	defer drain(resp)
+	return transport.CheckError(resp, http.StatusCreated)
 }
 
 // untagged reports whether the target repository has no tag at all: the

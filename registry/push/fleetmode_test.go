@@ -1,0 +1,101 @@
+package push_test
+
+import (
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/registry/push"
+	"github.com/oslayer/oslayer/test/regtest"
+)
+
+// The options a fleet sets: publishers of several images into one
+// repository share one session (one ping), every blob goes in one PUT
+// (a 503 on one is retried as a whole), the sole writer looks at the tag
+// first and not again, and an unchanged image then costs one HEAD.
+func TestFleetModeOptions(t *testing.T) {
+	r, px := startProxied(t)
+	fp := regtest.NewFaultProxy(t, px.Host)
+	reg := &registry.Options{Retry: fastRetry, Jobs: 2}
+	baseLayers := mkLayers(t, "base", 5, 2048)
+	base := pushBase(t, reg, fp.Host, baseLayers)
+	var puts atomic.Int32
+	fp.SetFault(func(r *http.Request) regtest.Fault {
+		if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/blobs/uploads/") && puts.Add(1) == 1 {
+			return regtest.Fault{Status: http.StatusServiceUnavailable}
+		}
+		return regtest.Fault{}
+	})
+	var sessions push.Sessions
+	var known push.KnownBlobs
+	opts := []push.Option{push.WithSessions(&sessions), push.WithKnownBlobs(&known), push.WithSoleWriter(), push.WithSingleRequestUploads()}
+	imgs := []string{"a", "b", "c"}
+	px.Reset()
+	for _, name := range imgs {
+		img := mkImage(t, base, mkLayers(t, "pool-"+name, 2, 3000)...)
+		b := built(t, img)
+		p := newPublisher(t, fp.Host+"/pools/one:"+name, reg, opts...)
+		pub := writeCommit(t, p, b)
+		if want := layersSize(t, addedLayers(t, img)) + configSize(t, img) + manifestSize(t, img); pub.Uploaded != want {
+			t.Errorf("%s: uploaded %d, want %d (its layers, config and manifest; a failed attempt is not counted)", name, pub.Uploaded, want)
+		}
+		wantTag(t, r.Host+"/pools/one:"+name, b)
+	}
+	reqs := px.Requests()
+	pings := 0
+	for _, q := range reqs {
+		if q.Path == "/v2/" {
+			pings++
+		}
+	}
+	if pings != 1 {
+		t.Errorf("%d pings for 3 images into one repository, want 1:\n%s", pings, px.Dump())
+	}
+	if n := count(reqs, http.MethodPatch, "/blobs/uploads/"); n != 0 {
+		t.Errorf("%d PATCH requests, want none", n)
+	}
+	if len(fp.Injected()) != 1 {
+		t.Errorf("injected %v, want one failed blob PUT (retried)", fp.Injected())
+	}
+	for _, name := range imgs {
+		if n := count(reqs, http.MethodHead, "/manifests/"+name); n != 1 {
+			t.Errorf("tag %s looked at %d times, want once", name, n)
+		}
+	}
+	// The base layers were mounted without a HEAD each: the repository
+	// had no tag.
+	for _, l := range baseLayers {
+		d, _ := l.Digest()
+		if n := count(reqs, http.MethodHead, "/pools/one/blobs/"+d.String()); n != 0 {
+			t.Errorf("base layer %s checked %d times before its mount into a repository without tags", d, n)
+		}
+	}
+
+	// Unchanged: one HEAD of the tag per image, nothing written.
+	px.Reset()
+	for _, name := range imgs {
+		img := mkImage(t, base, mkLayers(t, "pool-"+name, 2, 3000)...)
+		b := built(t, img)
+		p := newPublisher(t, fp.Host+"/pools/one:"+name, reg, opts...)
+		if pub := writeCommit(t, p, b); pub.Uploaded != 0 {
+			t.Errorf("unchanged %s uploaded %d bytes", name, pub.Uploaded)
+		}
+	}
+	if got := px.Requests(); len(got) != len(imgs) {
+		t.Errorf("unchanged: %d requests for %d images, want one HEAD each:\n%s", len(got), len(imgs), px.Dump())
+	}
+}
+
+// addedLayers returns the layers img adds to the base (its last two).
+func addedLayers(t *testing.T, img v1.Image) []v1.Layer {
+	t.Helper()
+	ls, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ls[len(ls)-2:]
+}
