@@ -105,7 +105,10 @@ func TestFleetRequestsPerPool(t *testing.T) {
 	}
 }
 
-// TestFleetSignedRequestsPerPool is TestFleetRequestsPerPool with signing.
+// TestFleetSignedRequestsPerPool: with signing, the signer shares the
+// run's connections (no ping per call) and, as the sole writer of the
+// signature tags, reads each tag once to merge into it and does not read
+// it back or verify again after writing.
 func TestFleetSignedRequestsPerPool(t *testing.T) {
 	e := newEnv(t)
 	kp, err := sign.GenerateKeyPair(nil)
@@ -120,4 +123,23 @@ func TestFleetSignedRequestsPerPool(t *testing.T) {
 	changed, unchanged := e.requestsPerPool(t, n, keyFile)
 	t.Logf("changed: %.1f requests per pool\n%s", float64(len(changed))/n, dumpRequests(changed))
 	t.Logf("unchanged: %.1f requests per pool\n%s", float64(len(unchanged))/n, dumpRequests(unchanged))
+	pings, sigReads := 0, 0
+	for _, r := range changed {
+		switch {
+		case r.Path == "/v2/":
+			pings++
+		case r.Method == "GET" && strings.HasSuffix(r.Path, ".sig") && r.Status == 200:
+			sigReads++
+		}
+	}
+	// The base's registry, the push session, the base index and the
+	// signer's connections (reads and writes).
+	if pings > 5 {
+		t.Errorf("%d pings for %d signed pools into one repository, want at most 5", pings, n)
+	}
+	// Each new image's signature tag is looked at before it exists, and
+	// not read back after it was written.
+	if sigReads != 0 {
+		t.Errorf("%d signature tags read back after writing, want none", sigReads)
+	}
 }

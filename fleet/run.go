@@ -137,6 +137,12 @@ func Run(ctx context.Context, pools []Pool, o Options) (*Summary, error) {
 		ro.Transport = tr
 		o.Registry = &ro
 	}
+	if o.Registry.Shared == nil {
+		// Signing, the base and its index connect once per repository.
+		ro := *o.Registry
+		ro.Shared = &registry.Connections{}
+		o.Registry = &ro
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -544,7 +550,10 @@ func (r *run) stages(p *Pool) ([]builder.Stage, error) {
 	}
 	sv := e.sv
 	kf := func(context.Context) (signature.SignerVerifier, error) { return sv, nil }
-	return append(stages, sign.Stages(kf, sign.WithRegistry(reg), sign.WithVersion(r.o.Version), sign.WithLogger(r.log))...), nil
+	// Each image is signed by one pool (see Run): the signer is the sole
+	// writer of its signature and attestation tags.
+	return append(stages, sign.Stages(kf, sign.WithRegistry(reg), sign.WithVersion(r.o.Version), sign.WithLogger(r.log),
+		sign.WithSoleWriter())...), nil
 }
 
 // entry returns m[key] under mu, made (and set up by init) when missing;

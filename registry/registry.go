@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -45,6 +46,38 @@ type Options struct {
 	// HTTP. Loopback, *.local and private-network hosts already are (the
 	// go-containerregistry rule); this is for other hosts.
 	Insecure []string
+	// Shared, when set, makes every go-containerregistry call made with
+	// RemoteOptions share its authenticated connections: one ping and one
+	// token per repository for all of them instead of one per call. A run
+	// of many builds (a fleet) sets it; nil means none.
+	Shared *Connections
+}
+
+// Connections are the authenticated connections calls made with one
+// Options' RemoteOptions share (Options.Shared). Tokens that expire are
+// fetched again. The zero value is ready.
+type Connections struct {
+	once   sync.Once
+	puller *remote.Puller
+	pusher *remote.Pusher
+	err    error
+}
+
+// reuse returns the options that make a call use c's connections, made
+// from o's options on first use.
+func (c *Connections) reuse(o *Options) ([]remote.Option, error) {
+	c.once.Do(func() {
+		base := *o
+		base.Shared = nil
+		opts := base.RemoteOptions(context.Background())
+		if c.puller, c.err = remote.NewPuller(opts...); c.err == nil {
+			c.pusher, c.err = remote.NewPusher(opts...)
+		}
+	})
+	if c.err != nil {
+		return nil, c.err
+	}
+	return []remote.Option{remote.Reuse(c.puller), remote.Reuse(c.pusher)}, nil
 }
 
 // IsInsecure reports whether host is listed in Insecure.
@@ -195,6 +228,13 @@ func (o *Options) RemoteOptions(ctx context.Context) []remote.Option {
 	}
 	opts = append(opts, remote.WithJobs(jobs))
 	opts = append(opts, o.Retry.remoteOptions(ctx)...)
+	if o.Shared != nil {
+		// Options fail only for invalid values, which RemoteOptions
+		// does not make; without them the call connects on its own.
+		if reuse, err := o.Shared.reuse(o); err == nil {
+			opts = append(opts, reuse...)
+		}
+	}
 	return opts
 }
 

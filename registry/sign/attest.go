@@ -336,6 +336,11 @@ func (s *Signer) attest(ctx context.Context, d name.Digest, stm statement) (*Att
 			return nil, fmt.Errorf("writing attestation %s: %w", at, err)
 		}
 		res.Replaced = ro.replaced
+		if s.o.sole {
+			res.Writes, res.Attestations = 1, len(l)+1-ro.replaced
+			s.o.log.InfoContext(ctx, "attested", "ref", d.String(), "tag", at.String(), "replaced", res.Replaced, "writes", 1)
+			return res, nil
+		}
 	}
 }
 

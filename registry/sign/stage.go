@@ -154,6 +154,9 @@ func (s *attestStage) Run(ctx context.Context, b *builder.Built, p *builder.Publ
 	if r.SBOM, err = sg.AttestSBOM(ctx, *d, sbom); err != nil {
 		return nil, fmt.Errorf("%s: SBOM: %w", StageAttest, err)
 	}
+	if sg.o.sole {
+		return r, nil
+	}
 	if r.Readded, err = sg.Confirm(ctx, *d, st, sbom); err != nil {
 		return nil, fmt.Errorf("%s: %w", StageAttest, err)
 	}

@@ -210,3 +210,39 @@ func TestProvenance(t *testing.T) {
 		}
 	}
 }
+
+// TestSoleWriterMerges: a sole writer (a fleet) still merges into
+// signature and attestation tags that exist: signing with a second key as
+// the sole writer keeps the first key's signature and attestations, and
+// both keys verify; signing again with it writes nothing.
+func TestSoleWriterMerges(t *testing.T) {
+	ctx := context.Background()
+	key, d := signable(t)
+	signBoth(t, ctx, key, d)
+	other := sharedKey(t, 1)
+	reg := &registry.Options{Shared: &registry.Connections{}}
+	signBoth(t, ctx, other, d, sign.WithSoleWriter(), sign.WithRegistry(reg))
+	if n, _ := attachedLayers(t, d, ".sig"); n != 2 {
+		t.Fatalf("after the sole writer signed with a second key: %d signature layers, want 2", n)
+	}
+	for _, k := range []keyFiles{key, other} {
+		if v := verifyWith(t, ctx, k, d.String()); v.Signatures != 1 || v.Attestations != 1 || v.SBOM == nil {
+			t.Errorf("verify with %s: %d signatures, %d attestations, SBOM %v; want 1, 1 and one", k.pub, v.Signatures, v.Attestations, v.SBOM != nil)
+		}
+	}
+	_, sigH := attachedLayers(t, d, ".sig")
+	_, attH := attachedLayers(t, d, ".att")
+	out, err := runStages(ctx, sign.Stages(keyFile(other.priv), sign.WithSoleWriter(), sign.WithRegistry(reg)), fakeBuild(t, d), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sr := out[0].(*sign.SignResult); !sr.Existing {
+		t.Errorf("sole writer signing again: %+v, want Existing", sr)
+	}
+	if _, h := attachedLayers(t, d, ".sig"); h != sigH {
+		t.Errorf("signing again changed the signature manifest")
+	}
+	if _, h := attachedLayers(t, d, ".att"); h != attH {
+		t.Errorf("attesting again changed the attestation manifest")
+	}
+}
