@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -50,6 +51,7 @@ type PoolImageList struct {
 // PoolImageSpec is what to build.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.publish) || !has(self.publish.machineConfig) || has(self.source.openshift)",message="publish.machineConfig needs source.openshift"
+// +kubebuilder:validation:XValidation:rule="!has(self.packages) || (has(self.builder) && self.builder == 'Job')",message="spec.packages needs spec.builder: Job (the package stage runs buildah in the build pod)"
 type PoolImageSpec struct {
 	// Source is where the pool's configuration comes from.
 	Source Source `json:"source"`
@@ -94,6 +96,98 @@ type PoolImageSpec struct {
 	// Publish hands status.image to its consumers beyond the status.
 	// +optional
 	Publish *Publish `json:"publish,omitempty"`
+	// Builder says where the build runs: InProcess (default) in the
+	// controller process, or Job: a Kubernetes Job (the build pod) running
+	// oslayer build --from-poolimage with the project's image. Package
+	// inputs (spec.packages, MachineConfig extensions and kernelType) need
+	// Job: their stage runs buildah.
+	// +optional
+	// +kubebuilder:default=InProcess
+	// +kubebuilder:validation:Enum=InProcess;Job
+	Builder string `json:"builder,omitempty"`
+	// Job configures the build pod of spec.builder Job.
+	// +optional
+	Job *JobOptions `json:"job,omitempty"`
+	// Packages are the package stage's inputs: a user Containerfile, build
+	// arguments, repository definitions and build secrets. They need
+	// spec.builder Job.
+	// +optional
+	Packages *Packages `json:"packages,omitempty"`
+}
+
+// Builders of spec.builder.
+const (
+	BuilderInProcess = "InProcess"
+	BuilderJob       = "Job"
+)
+
+// JobOptions configure the build pod.
+type JobOptions struct {
+	// ServiceAccountName is the build pod's ServiceAccount in the
+	// PoolImage's namespace (default oslayer-build); bind it to the
+	// ClusterRole oslayer-build (config/rbac/build_role.yaml).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+	// TTLSecondsAfterFinished is how long a finished build Job (and its
+	// result ConfigMap) is kept (default 3600). A Job that failed for a
+	// reason other than its input is retried once it is gone.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+	// Resources of the build container (default: requests 500m CPU and
+	// 1Gi memory, no limits).
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// Packages are the package stage's inputs. The stage runs before the
+// config layers: the Containerfile generated from the MachineConfigs'
+// extensions and kernelType, followed by the user's (FROM packages).
+type Packages struct {
+	// Containerfile is the user's Containerfile: a ConfigMap key in the
+	// PoolImage's namespace. Its final stage builds FROM packages.
+	// +optional
+	Containerfile *ConfigMapKeyReference `json:"containerfile,omitempty"`
+	// BuildArgs are the Containerfile's build arguments.
+	// +optional
+	BuildArgs map[string]string `json:"buildArgs,omitempty"`
+	// Repos is a ConfigMap whose keys are repository definitions (NAME.repo)
+	// for the install steps; they are in no layer.
+	// +optional
+	Repos *LocalObjectReference `json:"repos,omitempty"`
+	// BuildSecrets are mounted for RUN --mount=type=secret,id=ID steps
+	// (entitlement certificates, repository credentials); they are in no
+	// layer, label or history and not part of the package key.
+	// +optional
+	// +listType=map
+	// +listMapKey=id
+	BuildSecrets []BuildSecret `json:"buildSecrets,omitempty"`
+}
+
+// ConfigMapKeyReference names one key of a ConfigMap in the PoolImage's
+// namespace.
+type ConfigMapKeyReference struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Key is the data key (default Containerfile).
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// BuildSecret is one build secret: a Secret key in the PoolImage's
+// namespace, seen by the build as the secret ID.
+type BuildSecret struct {
+	// ID is what RUN --mount=type=secret,id=ID names.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][-A-Za-z0-9_.]*$`
+	// +kubebuilder:validation:MaxLength=63
+	ID string `json:"id"`
+	// SecretName is the Secret.
+	// +kubebuilder:validation:MinLength=1
+	SecretName string `json:"secretName"`
+	// Key is the Secret's data key.
+	// +kubebuilder:validation:MinLength=1
+	Key string `json:"key"`
 }
 
 // Publish says where the controller records the last good image besides
@@ -298,4 +392,7 @@ type BuildRecord struct {
 	// Message is why the build failed.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// Job is the build Job of spec.builder Job.
+	// +optional
+	Job string `json:"job,omitempty"`
 }
