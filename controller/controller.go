@@ -57,6 +57,16 @@ type Options struct {
 	IndexCacheDir string
 	// Logger receives the builds' logs; nil discards them.
 	Logger *slog.Logger
+	// BuildImage is the image of the build pod (spec.builder Job): the
+	// project's image, the controller's own.
+	BuildImage string
+	// JobArgs are added to the build pod's oslayer build arguments (the
+	// controller's registry flags: mirrors, insecure hosts, timeout).
+	JobArgs []string
+	// SecretsDir, when set, is where the pull, push, signing and build
+	// Secrets are mounted (one directory per Secret): the build pod reads
+	// them there instead of from the API.
+	SecretsDir string
 }
 
 // Reconciler reconciles PoolImages.
@@ -124,7 +134,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The last good image stays published.
 		return ctrl.Result{}, r.published(ctx, &pi)
 	}
+	if pi.Spec.Builder == v1alpha1.BuilderJob {
+		return r.buildInJob(ctx, &pi, in)
+	}
+	if in.packageStage {
+		return ctrl.Result{}, r.fail(ctx, &pi, in.digest, "config", errors.New(in.packageReason+" need a package stage, which runs buildah: set spec.builder: Job"), true)
+	}
 	return r.build(ctx, &pi, in)
+}
+
+// invalidStep reports whether a failure in step is one of the input (not
+// retried until the input changes).
+func invalidStep(step string) bool {
+	switch step {
+	case "source", "render", "assemble", preflight.StageName, preflight.StageWritten, "config":
+		return true
+	}
+	return false
 }
 
 // failedDigest is the sources digest of the last build that failed on
@@ -155,14 +181,12 @@ func (r *Reconciler) build(ctx context.Context, pi *v1alpha1.PoolImage, in *inpu
 		if in.from != "" {
 			err = fmt.Errorf("%w (read from %s)", err, in.from)
 		}
-		invalid := step == "source" || step == "render" || step == "assemble" || step == preflight.StageName || step == preflight.StageWritten || step == "config"
-		buildsTotal.WithLabelValues("failed").Inc()
-		buildDuration.WithLabelValues("failed").Observe(elapsed.Seconds())
+		invalid := invalidStep(step)
 		rec := v1alpha1.BuildRecord{Time: metav1.Now(), Result: "Failed", Seconds: fmt.Sprintf("%.3f", elapsed.Seconds()), Message: err.Error()}
 		if res != nil {
 			rec.InputsDigest = res.InputsDigest
 		}
-		pushRecord(pi, rec)
+		r.recordFailure(pi, rec, elapsed.Seconds())
 		if ferr := r.fail(ctx, pi, in.digest, step, err, invalid); ferr != nil {
 			return ctrl.Result{}, ferr
 		}
@@ -171,29 +195,45 @@ func (r *Reconciler) build(ctx context.Context, pi *v1alpha1.PoolImage, in *inpu
 		}
 		return ctrl.Result{}, err // retried with the workqueue's backoff
 	}
-	buildsTotal.WithLabelValues("succeeded").Inc()
-	buildDuration.WithLabelValues("succeeded").Observe(elapsed.Seconds())
-	now := metav1.Now()
-	lastSuccess.WithLabelValues(pi.Namespace, pi.Name).Set(float64(now.Unix()))
 	st := &pi.Status
-	st.ObservedGeneration = pi.Generation
-	st.SourcesDigest = in.digest
-	st.FailedSourcesDigest = ""
 	st.InputsDigest = res.InputsDigest
 	st.BaseDigest = res.Base.Digest.String()
 	st.Image = res.Image
 	_, st.Signed = res.Stages[sign.StageSign]
+	log.Info("built", "image", res.Image, "seconds", elapsed.Seconds())
+	return ctrl.Result{}, r.succeeded(ctx, pi, in.digest, "", elapsed.Seconds())
+}
+
+// succeeded records a good build of the sources digest whose image is in
+// status (image, inputsDigest, baseDigest, signed): Ready, a build record,
+// the Event and the metrics.
+func (r *Reconciler) succeeded(ctx context.Context, pi *v1alpha1.PoolImage, digest, job string, seconds float64) error {
+	buildsTotal.WithLabelValues("succeeded").Inc()
+	buildDuration.WithLabelValues("succeeded").Observe(seconds)
+	now := metav1.Now()
+	lastSuccess.WithLabelValues(pi.Namespace, pi.Name).Set(float64(now.Unix()))
+	st := &pi.Status
+	st.ObservedGeneration = pi.Generation
+	st.SourcesDigest = digest
+	st.FailedSourcesDigest = ""
 	st.LastBuildTime = &now
-	pushRecord(pi, v1alpha1.BuildRecord{Image: res.Image, InputsDigest: res.InputsDigest, Time: now, Result: "Succeeded", Seconds: fmt.Sprintf("%.3f", elapsed.Seconds())})
-	setCond(pi, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonBuilt, "built "+res.Image)
+	pushRecord(pi, v1alpha1.BuildRecord{Image: st.Image, InputsDigest: st.InputsDigest, Time: now, Result: "Succeeded",
+		Seconds: fmt.Sprintf("%.3f", seconds), Job: job})
+	setCond(pi, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonBuilt, "built "+st.Image)
 	setCond(pi, v1alpha1.ConditionBuilding, metav1.ConditionFalse, ReasonIdle, "")
 	setCond(pi, v1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonBuilt, "")
-	log.Info("built", "image", res.Image, "seconds", elapsed.Seconds())
-	r.event(pi, corev1.EventTypeNormal, "Built", "build", "built %s", res.Image)
+	r.event(pi, corev1.EventTypeNormal, "Built", "build", "built %s", st.Image)
 	if err := r.Client.Status().Update(ctx, pi); err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
-	return ctrl.Result{}, r.published(ctx, pi)
+	return r.published(ctx, pi)
+}
+
+// recordFailure counts a failed build and records it in status.builds.
+func (r *Reconciler) recordFailure(pi *v1alpha1.PoolImage, rec v1alpha1.BuildRecord, seconds float64) {
+	buildsTotal.WithLabelValues("failed").Inc()
+	buildDuration.WithLabelValues("failed").Observe(seconds)
+	pushRecord(pi, rec)
 }
 
 // fail records a failed build: Degraded with the message, Ready false only
@@ -286,7 +326,7 @@ func (r *Reconciler) keychain(ctx context.Context, pi *v1alpha1.PoolImage, dir s
 	}
 	var b []byte
 	for i, ref := range refs {
-		s, err := getSecret(ctx, r.Client, pi.Namespace, ref.Name, fmt.Sprintf("spec.pullSecrets/pushSecret[%d]", i))
+		s, err := r.credential(ctx, pi.Namespace, ref.Name, fmt.Sprintf("spec.pullSecrets/pushSecret[%d]", i))
 		if err != nil {
 			return nil, err
 		}
@@ -329,7 +369,7 @@ func (r *Reconciler) stages(ctx context.Context, pi *v1alpha1.PoolImage, reg *re
 		return stages, nil
 	}
 	name := pi.Spec.Signing.KeySecret.Name
-	s, err := getSecret(ctx, r.Client, pi.Namespace, name, "spec.signing.keySecret")
+	s, err := r.credential(ctx, pi.Namespace, name, "spec.signing.keySecret")
 	if err != nil {
 		return nil, err
 	}

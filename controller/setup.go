@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -22,7 +23,7 @@ import (
 )
 
 // SetupWithManager registers the reconciler: it watches PoolImages (spec
-// changes only) and the Secrets and ConfigMaps they read or publish, so a
+// changes only), their build Jobs, and the Secrets and ConfigMaps they read or publish, so a
 // change of a source reconciles every PoolImage that names or selects it
 // (an update is mapped with the old and the new labels, so a Secret that
 // stops matching a selector reconciles too). When the cluster serves the
@@ -41,6 +42,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.PoolImage{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&batchv1.Job{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.referrers)).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.referrers))
 	gk := schema.GroupKind{Group: mcfgv1.GroupName, Kind: "MachineConfigPool"}
@@ -154,6 +156,11 @@ func reads(pi *v1alpha1.PoolImage, kind, ns, name string, objLabels map[string]s
 			if ns == gns && s == name {
 				return true
 			}
+		}
+	}
+	if p := pi.Spec.Packages; p != nil && kind == "ConfigMap" && ns == pi.Namespace {
+		if (p.Containerfile != nil && p.Containerfile.Name == name) || (p.Repos != nil && p.Repos.Name == name) {
+			return true
 		}
 	}
 	if d := pi.Spec.Source.Documents; d != nil && ns == pi.Namespace {

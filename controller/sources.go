@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +39,11 @@ type document struct {
 // inputs is everything a build of one PoolImage reads from the cluster.
 type inputs struct {
 	docs []document
+	// packageStage reports that the build needs a package stage
+	// (spec.packages, MachineConfig extensions or kernelType), and
+	// packageReason names what asks for it.
+	packageStage  bool
+	packageReason string
 	// digest covers the spec (but spec.publish) and every document's name
 	// and content.
 	digest string
@@ -115,6 +121,20 @@ func readInputs(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) (*
 	default:
 		return nil, inputErrorf("spec.source: exactly one of gardener, openshift, documents must be set")
 	}
+	var reasons []string
+	for _, d := range docs {
+		if d.Kind == "MachineConfig" && needsPackages(d.Content) {
+			reasons = append(reasons, d.Name+": spec.extensions/kernelType")
+		}
+	}
+	if p := pi.Spec.Packages; p != nil {
+		reasons = append(reasons, "spec.packages")
+		pd, err := readPackages(ctx, c, pi.Namespace, p)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, pd...)
+	}
 	h := sha256.New()
 	// Where the image is published changes nothing that is built.
 	s := pi.Spec
@@ -129,7 +149,73 @@ func readInputs(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) (*
 		writeField(h, []byte(d.Kind))
 		writeField(h, d.Content)
 	}
-	return &inputs{docs: docs, from: from, digest: "sha256:" + hex.EncodeToString(h.Sum(nil))}, nil
+	return &inputs{docs: docs, from: from, digest: "sha256:" + hex.EncodeToString(h.Sum(nil)),
+		packageStage: len(reasons) > 0, packageReason: strings.Join(reasons, ", ")}, nil
+}
+
+// Document kinds of the package inputs read from ConfigMaps.
+const (
+	kindContainerfile = "Containerfile"
+	kindRepo          = "Repo"
+)
+
+// readPackages reads the package stage's ConfigMaps: the user
+// Containerfile and the repository definitions (every key of the repos
+// ConfigMap, in order). Build secrets are not read here: they are mounted
+// into the build pod and are no input of the digest.
+func readPackages(ctx context.Context, c client.Reader, ns string, p *v1alpha1.Packages) ([]document, error) {
+	var docs []document
+	if cf := p.Containerfile; cf != nil {
+		key := cf.Key
+		if key == "" {
+			key = "Containerfile"
+		}
+		data, err := objectData(ctx, c, ns, v1alpha1.DocumentObject{Kind: "ConfigMap", Name: cf.Name}, "spec.packages.containerfile")
+		if err != nil {
+			return nil, err
+		}
+		v, ok := data[key]
+		if !ok {
+			return nil, inputErrorf("spec.packages.containerfile.key: ConfigMap %s/%s has no data key %q", ns, cf.Name, key)
+		}
+		docs = append(docs, document{Name: objName("ConfigMap", ns, cf.Name, key), Kind: kindContainerfile, Content: v})
+	}
+	if r := p.Repos; r != nil {
+		data, err := objectData(ctx, c, ns, v1alpha1.DocumentObject{Kind: "ConfigMap", Name: r.Name}, "spec.packages.repos")
+		if err != nil {
+			return nil, err
+		}
+		if len(data) == 0 {
+			return nil, inputErrorf("spec.packages.repos: ConfigMap %s/%s has no repository definitions", ns, r.Name)
+		}
+		keys := make([]string, 0, len(data))
+		for k := range data {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if !strings.HasSuffix(k, ".repo") {
+				return nil, inputErrorf("spec.packages.repos: ConfigMap %s/%s key %q: want NAME.repo", ns, r.Name, k)
+			}
+			docs = append(docs, document{Name: objName("ConfigMap", ns, r.Name, k), Kind: kindRepo, Content: data[k]})
+		}
+	}
+	return docs, nil
+}
+
+// needsPackages reports whether a MachineConfig asks for extensions or a
+// kernel type other than the default (what only a package stage builds).
+func needsPackages(b []byte) bool {
+	var mc struct {
+		Spec struct {
+			Extensions []string `json:"extensions"`
+			KernelType string   `json:"kernelType"`
+		} `json:"spec"`
+	}
+	if yaml.Unmarshal(b, &mc) != nil {
+		return false // the render step names what does not parse
+	}
+	return len(mc.Spec.Extensions) > 0 || (mc.Spec.KernelType != "" && mc.Spec.KernelType != "default")
 }
 
 func writeField(h interface{ Write([]byte) (int, error) }, b []byte) {
@@ -174,6 +260,38 @@ func oscSecret(ctx context.Context, c client.Reader, ns string, g *v1alpha1.Gard
 		}
 	}
 	return newest, nil
+}
+
+// credential reads a pull, push, signing or build Secret: from the API, or
+// in the build pod from its volume under Options.SecretsDir (one file per
+// data key; the type follows from the keys).
+func (r *Reconciler) credential(ctx context.Context, ns, name, field string) (*corev1.Secret, error) {
+	if r.Options.SecretsDir == "" {
+		return getSecret(ctx, r.Client, ns, name, field)
+	}
+	dir := filepath.Join(r.Options.SecretsDir, name)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, inputErrorf("%s: Secret %s/%s is not mounted at %s: %v", field, ns, name, dir, err)
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string][]byte{}}
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "..") {
+			continue // the volume's own bookkeeping (..data)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("%s: Secret %s/%s: %w", field, ns, name, err)
+		}
+		s.Data[e.Name()] = b
+	}
+	switch {
+	case s.Data[corev1.DockerConfigJsonKey] != nil:
+		s.Type = corev1.SecretTypeDockerConfigJson
+	case s.Data[corev1.DockerConfigKey] != nil:
+		s.Type = corev1.SecretTypeDockercfg
+	}
+	return s, nil
 }
 
 func getSecret(ctx context.Context, c client.Reader, ns, name, field string) (*corev1.Secret, error) {

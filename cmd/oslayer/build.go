@@ -32,6 +32,7 @@ type buildFlags struct {
 	push       string
 	arch       string
 	digestFile string
+	pod        podFlags
 }
 
 func newBuildCmd(g *globals) *cobra.Command {
@@ -88,12 +89,16 @@ set, is the time stamped on every file and on the image.`,
 	fs.StringVar(&f.push, "push", "", "target: registry REG/REPO[:TAG] or OCI layout oci:DIR[:TAG] (tag defaults to latest)")
 	fs.StringVar(&f.arch, "arch", "", "architecture to build for (amd64, arm64, x86_64, aarch64, ...): selects the platform of a multi-arch base and must match a single-arch one (default amd64); several (amd64,arm64) or all (every platform of the base's index) build one image per platform and push an OCI index of them")
 	fs.StringVar(&f.digestFile, "digest-file", "", "also write the digested reference to this file")
+	f.pod.register(fs)
 	return withLegacyOutput(cmd, "push")
 }
 
 func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 	ctx := cmd.Context()
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if f.pod.poolImage != "" {
+		return runBuildPod(cmd, g, f)
+	}
 	if f.in.pool == "" {
 		return errors.New("--pool is required (the pool's name, e.g. worker)")
 	}

@@ -22,7 +22,10 @@ func newControllerCmd(g *globals) *cobra.Command {
 		Long: `controller runs the build service: it watches PoolImages (oslayer.dev/v1alpha1)
 and the Secrets and ConfigMaps they read, builds each pool's image in this
 process when its inputs change, runs preflight, pushes and signs it, and
-records the digest in the PoolImage's status. The cluster comes from the
+records the digest in the PoolImage's status. A PoolImage with
+spec.builder: Job is built in a Kubernetes Job instead (the build pod runs
+--build-image with oslayer build --from-poolimage; package stages need it).
+The cluster comes from the
 in-cluster service account or $KUBECONFIG. Manifests to deploy it are in
 config/ (kubectl apply -k config).`,
 		Example: `  oslayer controller --leader-elect --log-level info --log-format json
@@ -43,6 +46,7 @@ config/ (kubectl apply -k config).`,
 				}
 			}
 			o.IndexCacheDir = indexCache
+			o.JobArgs = reg.args()
 			cfg, err := ctrl.GetConfig()
 			if err != nil {
 				return err
@@ -60,6 +64,7 @@ config/ (kubectl apply -k config).`,
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew its lease before it gives up leading (less than the lease duration)")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often replicas try to acquire or renew the lease")
 	fs.StringSliceVar(&o.Namespaces, "namespace", nil, "watch only these namespaces (default: all)")
+	fs.StringVar(&o.BuildImage, "build-image", "", "image of the build pods of PoolImages with spec.builder Job: this project's image, pinned by digest (without it such PoolImages are Degraded)")
 	fs.StringVar(&indexCache, "base-index-cache", "", "directory of cached base indexes (default $"+baseindex.CacheEnv+", else $XDG_CACHE_HOME/oslayer/baseindex)")
 	return cmd
 }

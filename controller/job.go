@@ -1,0 +1,393 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/yaml"
+
+	"github.com/oslayer/oslayer/api/v1alpha1"
+)
+
+// The build pod (spec.builder Job).
+//
+// The controller reads the PoolImage's inputs, and for a sources digest it
+// has not built creates one Job named after the PoolImage and that digest
+// (JobName): a re-reconcile finds the Job and creates no other. The Job's
+// pod runs the project's image with
+//
+//	oslayer build --from-poolimage NS/NAME --job JOB --sources-digest D --secrets-dir /var/run/oslayer/secrets
+//
+// which reads the PoolImage and its sources from the API (the pod's
+// ServiceAccount), refuses to build when they no longer have digest D (the
+// controller then creates the Job of the new digest), runs the same build
+// as the controller process (package stage, layers, preflight, push, sign)
+// with the pull, push, signing and build Secrets mounted from volumes, and
+// writes the outcome into a ConfigMap named after the Job and owned by it
+// (data key result.json, a JobResult). The controller records it in the
+// PoolImage's status once the Job is Complete or Failed; a Job that failed
+// without writing a result is Degraded with the Job's own reason. Finished
+// Jobs and their result ConfigMaps go after ttlSecondsAfterFinished.
+
+// Paths in the build pod.
+const (
+	// SecretsMount holds one directory per mounted Secret (its name), one
+	// file per data key.
+	SecretsMount = "/var/run/oslayer/secrets"
+	// ScratchMount is the emptyDir for temporary files and the package
+	// stage's storage (TMPDIR, HOME).
+	ScratchMount = "/scratch"
+	// DefaultBuildServiceAccount is the build pod's default ServiceAccount.
+	DefaultBuildServiceAccount = "oslayer-build"
+	// ResultKey is the result ConfigMap's data key.
+	ResultKey = "result.json"
+	// LabelPoolImage labels a build Job with its PoolImage's name.
+	LabelPoolImage = "oslayer.dev/poolimage"
+	// AnnotationSourcesDigest records the sources digest a Job builds.
+	AnnotationSourcesDigest = "oslayer.dev/sources-digest"
+)
+
+// defaultJobTTL is how long a finished build Job is kept by default.
+const defaultJobTTL = 3600
+
+// JobResult is what the build pod reports (the result ConfigMap's
+// result.json). It holds no secret.
+type JobResult struct {
+	// SourcesDigest is the digest of the inputs the pod read.
+	SourcesDigest string `json:"sourcesDigest"`
+	// Succeeded reports the build's outcome.
+	Succeeded bool `json:"succeeded"`
+	// Image, InputsDigest, BaseDigest and Signed describe the image built.
+	Image        string `json:"image,omitempty"`
+	InputsDigest string `json:"inputsDigest,omitempty"`
+	BaseDigest   string `json:"baseDigest,omitempty"`
+	Signed       bool   `json:"signed,omitempty"`
+	// Step and Message say where and why a build failed; Invalid reports
+	// a failure of the input (not retried until it changes).
+	Step    string `json:"step,omitempty"`
+	Message string `json:"message,omitempty"`
+	Invalid bool   `json:"invalid,omitempty"`
+	// Seconds is the build's wall time in the pod.
+	Seconds float64 `json:"seconds"`
+	// Packages describes the package stage (nil without one).
+	Packages json.RawMessage `json:"packages,omitempty"`
+}
+
+// JobName is the build Job of a PoolImage's sources digest: the
+// PoolImage's name (shortened) and the digest's first 12 hex digits; at
+// most 63 characters, as the job-name label of its pods needs.
+func JobName(pool, sourcesDigest string) string {
+	n := strings.ReplaceAll(pool, ".", "-")
+	if len(n) > 40 {
+		n = n[:40]
+	}
+	n = strings.TrimRight(n, "-")
+	h := strings.TrimPrefix(sourcesDigest, "sha256:")
+	if len(h) > 12 {
+		h = h[:12]
+	}
+	return "oslayer-" + n + "-" + h
+}
+
+// buildInJob runs the build of the inputs as a Job: it creates the Job of
+// the sources digest if there is none, and records its result once it
+// finished.
+func (r *Reconciler) buildInJob(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs) (ctrl.Result, error) {
+	name := JobName(pi.Name, in.digest)
+	var job batchv1.Job
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: pi.Namespace, Name: name}, &job)
+	if apierrors.IsNotFound(err) {
+		return ctrl.Result{}, r.createJob(ctx, pi, in, name)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(pi.Status.Builds) > 0 && pi.Status.Builds[0].Job == name {
+		return ctrl.Result{}, nil // this Job's result is recorded
+	}
+	done, failed := jobFinished(&job)
+	if !done {
+		return ctrl.Result{}, nil // the Job's status change reconciles again
+	}
+	res, rerr := r.jobResult(ctx, &job, in.digest)
+	elapsed := jobSeconds(&job, res)
+	if !failed && rerr == nil && res.Succeeded {
+		pi.Status.Image, pi.Status.InputsDigest, pi.Status.BaseDigest = res.Image, res.InputsDigest, res.BaseDigest
+		pi.Status.Signed = res.Signed
+		return ctrl.Result{}, r.succeeded(ctx, pi, in.digest, name, elapsed)
+	}
+	step, msg, invalid := "job", "", false
+	switch {
+	case rerr == nil && !res.Succeeded:
+		step, msg, invalid = res.Step, res.Message, res.Invalid
+	case rerr != nil && failed:
+		msg = fmt.Sprintf("Job %s/%s failed (%s) without a result: %v", job.Namespace, job.Name, jobFailure(&job), rerr)
+	case rerr != nil:
+		msg = fmt.Sprintf("Job %s/%s completed without a usable result: %v", job.Namespace, job.Name, rerr)
+	default:
+		msg = fmt.Sprintf("Job %s/%s failed (%s) after its pod reported success", job.Namespace, job.Name, jobFailure(&job))
+	}
+	rec := v1alpha1.BuildRecord{Time: metav1.Now(), Result: "Failed", Seconds: fmt.Sprintf("%.3f", elapsed), Message: msg, Job: name}
+	if rerr == nil {
+		rec.InputsDigest = res.InputsDigest
+	}
+	r.recordFailure(pi, rec, elapsed)
+	return ctrl.Result{}, r.fail(ctx, pi, in.digest, step, fmt.Errorf("%s", msg), invalid)
+}
+
+// createJob creates the build Job and marks the PoolImage Building.
+func (r *Reconciler) createJob(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs, name string) error {
+	if r.Options.BuildImage == "" {
+		return r.fail(ctx, pi, in.digest, "job", fmt.Errorf("spec.builder: Job needs the controller's --build-image (the image the build pod runs)"), true)
+	}
+	job := r.newJob(pi, in, name)
+	if err := controllerutil.SetControllerReference(pi, job, r.Client.Scheme()); err != nil {
+		return err
+	}
+	if err := r.Client.Create(ctx, job); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil // created by an earlier reconcile whose cache had not seen it
+		}
+		return fmt.Errorf("creating build Job %s/%s: %w", pi.Namespace, name, err)
+	}
+	r.logger().Info("build job created", "poolimage", pi.Namespace+"/"+pi.Name, "job", name, "sourcesDigest", in.digest)
+	r.event(pi, corev1.EventTypeNormal, "BuildStarted", "build", "building pool %s onto %s in Job %s", poolName(pi), pi.Spec.Base, name)
+	setCond(pi, v1alpha1.ConditionBuilding, metav1.ConditionTrue, ReasonBuilding, "building inputs "+in.digest+" in Job "+name)
+	return r.Client.Status().Update(ctx, pi)
+}
+
+// newJob is the build Job of the PoolImage's inputs.
+func (r *Reconciler) newJob(pi *v1alpha1.PoolImage, in *inputs, name string) *batchv1.Job {
+	jo := pi.Spec.Job
+	if jo == nil {
+		jo = &v1alpha1.JobOptions{}
+	}
+	sa := jo.ServiceAccountName
+	if sa == "" {
+		sa = DefaultBuildServiceAccount
+	}
+	ttl := ptr.To[int32](defaultJobTTL)
+	if jo.TTLSecondsAfterFinished != nil {
+		ttl = jo.TTLSecondsAfterFinished
+	}
+	res := corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")}}
+	if jo.Resources != nil {
+		res = *jo.Resources
+	}
+	args := []string{"build", "--from-poolimage", pi.Namespace + "/" + pi.Name, "--job", name,
+		"--sources-digest", in.digest, "--secrets-dir", SecretsMount, "--log-level", "info"}
+	args = append(args, r.Options.JobArgs...)
+	mounts := []corev1.VolumeMount{{Name: "scratch", MountPath: ScratchMount}}
+	vols := []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	for i, s := range credentialSecrets(pi) {
+		v := fmt.Sprintf("secret-%d", i)
+		mounts = append(mounts, corev1.VolumeMount{Name: v, MountPath: SecretsMount + "/" + s, ReadOnly: true})
+		vols = append(vols, corev1.Volume{Name: v, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: s, DefaultMode: ptr.To[int32](0o400)}}})
+	}
+	labels := map[string]string{LabelPoolImage: pi.Name, "app.kubernetes.io/name": "oslayer-build"}
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: pi.Namespace, Labels: labels,
+			Annotations: map[string]string{AnnotationSourcesDigest: in.digest}},
+		Spec: batchv1.JobSpec{
+			// One pod: a failed build is the controller's to judge
+			// (input or not); a node going away is not a failure.
+			BackoffLimit:            ptr.To[int32](0),
+			TTLSecondsAfterFinished: ttl,
+			ActiveDeadlineSeconds:   ptr.To[int64](2 * 3600),
+			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+				Action:          batchv1.PodFailurePolicyActionIgnore,
+				OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
+			}}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					RestartPolicy:      corev1.RestartPolicyNever,
+					ServiceAccountName: sa,
+					HostUsers:          hostUsers(in.packageStage),
+					SecurityContext:    podSecurity(in.packageStage),
+					Containers: []corev1.Container{{
+						Name:  "build",
+						Image: r.Options.BuildImage,
+						Args:  args,
+						Env: []corev1.EnvVar{
+							{Name: "TMPDIR", Value: ScratchMount},
+							{Name: "HOME", Value: ScratchMount},
+						},
+						Resources:                res,
+						SecurityContext:          containerSecurity(in.packageStage),
+						VolumeMounts:             mounts,
+						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+					}},
+					Volumes: vols,
+				},
+			},
+		},
+	}
+}
+
+// buildahCapabilities are the capabilities the package stage needs in the
+// build pod: buildah gives a RUN step the default capability set of
+// containers (CHOWN ... SYS_CHROOT) and fails when one is outside its own
+// bounding set; SYS_ADMIN is for the mounts of chroot isolation (the
+// step's /proc, /sys, /dev and the build context's overlay). Measured by
+// running the package stage's tests as root with exactly this bounding set
+// and no_new_privs (README: the build pod).
+var buildahCapabilities = []corev1.Capability{"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL",
+	"NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT", "SYS_ADMIN"}
+
+// buildUID is the build pod's user without a package stage (the image's
+// nonroot user).
+const buildUID = 65532
+
+// podSecurity is the build pod's security context: without a package
+// stage the restricted profile (non-root, RuntimeDefault seccomp); with
+// one, root inside the pod's own user namespace (hostUsers false: UID 0
+// and the capabilities are mapped to an unprivileged host range).
+func podSecurity(packages bool) *corev1.PodSecurityContext {
+	sc := &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+	if !packages {
+		sc.RunAsNonRoot = ptr.To(true)
+		sc.RunAsUser, sc.RunAsGroup, sc.FSGroup = ptr.To[int64](buildUID), ptr.To[int64](buildUID), ptr.To[int64](buildUID)
+		return sc
+	}
+	sc.RunAsUser, sc.RunAsGroup = ptr.To[int64](0), ptr.To[int64](0)
+	return sc
+}
+
+// hostUsers is false (a user namespace of its own) for a pod with a
+// package stage, unset otherwise.
+func hostUsers(packages bool) *bool {
+	if packages {
+		return ptr.To(false)
+	}
+	return nil
+}
+
+func containerSecurity(packages bool) *corev1.SecurityContext {
+	sc := &corev1.SecurityContext{
+		Privileged:               ptr.To(false),
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+	if packages {
+		sc.Capabilities.Add = buildahCapabilities
+	}
+	return sc
+}
+
+// credentialSecrets are the Secrets the build pod mounts: pull, push,
+// signing and build secrets, each once, in a stable order.
+func credentialSecrets(pi *v1alpha1.PoolImage) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(n string) {
+		if n != "" && !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	for _, s := range pi.Spec.PullSecrets {
+		add(s.Name)
+	}
+	if pi.Spec.PushSecret != nil {
+		add(pi.Spec.PushSecret.Name)
+	}
+	if pi.Spec.Signing != nil {
+		add(pi.Spec.Signing.KeySecret.Name)
+	}
+	if p := pi.Spec.Packages; p != nil {
+		var bs []string
+		for _, s := range p.BuildSecrets {
+			bs = append(bs, s.SecretName)
+		}
+		sort.Strings(bs)
+		for _, s := range bs {
+			add(s)
+		}
+	}
+	return out
+}
+
+// jobFinished reports whether the Job ended, and whether it failed.
+func jobFinished(job *batchv1.Job) (done, failed bool) {
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			return true, false
+		case batchv1.JobFailed:
+			return true, true
+		}
+	}
+	return false, false
+}
+
+// jobFailure is the Failed condition's reason and message.
+func jobFailure(job *batchv1.Job) string {
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			if c.Message != "" {
+				return c.Reason + ": " + c.Message
+			}
+			return c.Reason
+		}
+	}
+	return "no Failed condition"
+}
+
+// jobResult reads the result ConfigMap the Job's pod wrote. It must be
+// owned by the Job (by UID) and be for the digest the Job was made for.
+func (r *Reconciler) jobResult(ctx context.Context, job *batchv1.Job, digest string) (*JobResult, error) {
+	var cm corev1.ConfigMap
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(job), &cm); err != nil {
+		return nil, fmt.Errorf("result ConfigMap %s/%s: %w", job.Namespace, job.Name, err)
+	}
+	owned := false
+	for _, o := range cm.OwnerReferences {
+		owned = owned || o.UID == job.UID
+	}
+	if !owned {
+		return nil, fmt.Errorf("result ConfigMap %s/%s is not owned by the Job", cm.Namespace, cm.Name)
+	}
+	var res JobResult
+	if err := yaml.UnmarshalStrict([]byte(cm.Data[ResultKey]), &res); err != nil {
+		return nil, fmt.Errorf("result ConfigMap %s/%s: %s: %w", cm.Namespace, cm.Name, ResultKey, err)
+	}
+	if res.SourcesDigest != digest {
+		return nil, fmt.Errorf("result ConfigMap %s/%s: sources digest %q, the Job builds %q", cm.Namespace, cm.Name, res.SourcesDigest, digest)
+	}
+	return &res, nil
+}
+
+// jobSeconds is the build's wall time: the pod's own measure, else the
+// Job's start to completion.
+func jobSeconds(job *batchv1.Job, res *JobResult) float64 {
+	if res != nil && res.Seconds > 0 {
+		return res.Seconds
+	}
+	if s, c := job.Status.StartTime, job.Status.CompletionTime; s != nil && c != nil {
+		return c.Sub(s.Time).Seconds()
+	}
+	if s := job.Status.StartTime; s != nil {
+		return time.Since(s.Time).Seconds()
+	}
+	return 0
+}

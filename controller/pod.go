@@ -1,0 +1,135 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oslayer/oslayer/api/v1alpha1"
+	"github.com/oslayer/oslayer/registry/sign"
+)
+
+// PodOptions configure a build in the build pod (oslayer build
+// --from-poolimage).
+type PodOptions struct {
+	Options
+	// Namespace and Name are the PoolImage's.
+	Namespace, Name string
+	// Job is the build Job; its result ConfigMap has the same name ("":
+	// build and report on stdout only).
+	Job string
+	// SourcesDigest is the digest the Job was created for ("": any); the
+	// pod builds nothing when the inputs no longer have it.
+	SourcesDigest string
+}
+
+// ErrInputsChanged is the build pod's failure when the PoolImage's inputs
+// changed after its Job was created: the controller builds them in the
+// Job of their new digest.
+var ErrInputsChanged = errors.New("inputs changed since the Job was created")
+
+// BuildPod runs the build of the PoolImage as the build Job's pod does: it
+// reads the PoolImage and its sources through c, builds, pushes and signs
+// exactly as the controller process would, and writes the JobResult into
+// the Job's result ConfigMap. It returns the result and the build's error.
+func BuildPod(ctx context.Context, c client.Client, o PodOptions) (*JobResult, error) {
+	start := time.Now()
+	var pi v1alpha1.PoolImage
+	if err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, &pi); err != nil {
+		return nil, fmt.Errorf("PoolImage %s/%s: %w", o.Namespace, o.Name, err)
+	}
+	r := &Reconciler{Client: c, Options: o.Options}
+	log := r.logger().With("poolimage", o.Namespace+"/"+o.Name, "job", o.Job)
+	res := &JobResult{SourcesDigest: o.SourcesDigest}
+	berr := func() error {
+		in, err := readInputs(ctx, c, &pi)
+		if err != nil {
+			var ie *inputError
+			res.Step, res.Invalid = "source", errors.As(err, &ie)
+			return err
+		}
+		if res.SourcesDigest == "" {
+			res.SourcesDigest = in.digest
+		}
+		if in.digest != res.SourcesDigest {
+			res.Step = "source"
+			return fmt.Errorf("%w (digest %s, the Job builds %s); the controller builds them in a new Job", ErrInputsChanged, in.digest, res.SourcesDigest)
+		}
+		br, step, err := r.run(ctx, &pi, in, log)
+		if err != nil {
+			res.Step, res.Invalid = step, invalidStep(step)
+			if br != nil {
+				res.InputsDigest = br.InputsDigest
+			}
+			return err
+		}
+		res.Succeeded = true
+		res.Image, res.InputsDigest, res.BaseDigest = br.Image, br.InputsDigest, br.Base.Digest.String()
+		_, res.Signed = br.Stages[sign.StageSign]
+		return nil
+	}()
+	if berr != nil {
+		res.Message = berr.Error()
+	}
+	res.Seconds = time.Since(start).Seconds()
+	if o.Job == "" {
+		return res, berr
+	}
+	if err := writeResult(ctx, c, o.Namespace, o.Job, res); err != nil {
+		return res, errors.Join(berr, err)
+	}
+	return res, berr
+}
+
+// writeResult writes the result ConfigMap of the Job, owned by it (so it
+// goes with the Job).
+func writeResult(ctx context.Context, c client.Client, ns, jobName string, res *JobResult) error {
+	var job batchv1.Job
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobName}, &job); err != nil {
+		return fmt.Errorf("build Job %s/%s: %w", ns, jobName, err)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: jobName, Namespace: ns,
+			Labels: map[string]string{LabelPoolImage: job.Labels[LabelPoolImage]},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID,
+				Controller: ptr.To(true)}}},
+		Data: map[string]string{ResultKey: string(b)},
+	}
+	err = c.Create(ctx, cm)
+	if apierrors.IsAlreadyExists(err) {
+		// A pod of the same Job ran before (a disruption): replace its result.
+		var old corev1.ConfigMap
+		if err := c.Get(ctx, client.ObjectKeyFromObject(cm), &old); err != nil {
+			return err
+		}
+		old.Data, old.OwnerReferences = cm.Data, cm.OwnerReferences
+		err = c.Update(ctx, &old)
+	}
+	if err != nil {
+		return fmt.Errorf("result ConfigMap %s/%s: %w", ns, jobName, err)
+	}
+	return nil
+}
+
+// ParseObjectKey parses NAMESPACE/NAME.
+func ParseObjectKey(s string) (ns, name string, err error) {
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return "", "", fmt.Errorf("%q: want NAMESPACE/NAME", s)
+	}
+	return ns, name, nil
+}
