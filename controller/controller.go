@@ -265,6 +265,10 @@ func (r *Reconciler) fail(ctx context.Context, pi *v1alpha1.PoolImage, digest, s
 
 // run builds the PoolImage's inputs; step names where a failure happened.
 func (r *Reconciler) run(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs, log *slog.Logger) (*builder.Result, string, error) {
+	if in.packageStage {
+		// Never build such a pool without its packages.
+		return nil, "packages", fmt.Errorf("%s: this oslayer cannot run the package stage yet", in.packageReason)
+	}
 	dir, err := os.MkdirTemp("", "oslayer-controller-")
 	if err != nil {
 		return nil, "build", err

@@ -115,8 +115,10 @@ func (r *Reconciler) buildInJob(ctx context.Context, pi *v1alpha1.PoolImage, in 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if len(pi.Status.Builds) > 0 && pi.Status.Builds[0].Job == name {
-		return ctrl.Result{}, nil // this Job's result is recorded
+	if b := pi.Status.Builds; len(b) > 0 && b[0].Job == name && !b[0].Time.Before(&job.CreationTimestamp) {
+		// This Job's result is recorded (a Job of the same name made
+		// again after the TTL removed the first is younger than it).
+		return ctrl.Result{}, nil
 	}
 	done, failed := jobFinished(&job)
 	if !done {
