@@ -15,8 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
@@ -56,22 +54,6 @@ func binary(t *testing.T) string {
 		t.Fatalf("go build ./cmd/oslayer: %v\n%s", oslayerBin.err, oslayerBin.out)
 	}
 	return oslayerBin.path
-}
-
-// kubeconfig writes a kubeconfig for the test's API server (the admin
-// user envtest made).
-func (e *env) kubeconfig(t *testing.T) string {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: e.cfg.Host, CertificateAuthorityData: e.cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: e.cfg.CertData, ClientKeyData: e.cfg.KeyData, Token: e.cfg.BearerToken}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin", Namespace: e.ns}
-	kc.CurrentContext = "envtest"
-	p := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, p); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // jobs are the build Jobs of the PoolImage.
