@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,37 +23,6 @@ import (
 
 // buildImage is the build pod's image in these tests (no kubelet pulls it).
 const buildImage = "registry.example/oslayer/oslayer@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-
-// budTags are the build tags of the package stage (packagestage/bud).
-const budTags = "containers_image_openpgp exclude_graphdriver_btrfs exclude_graphdriver_devicemapper"
-
-var oslayerBin struct {
-	once sync.Once
-	path string
-	err  error
-	out  []byte
-}
-
-// binary builds cmd/oslayer once per test binary (with the package
-// stage's tags, as the project's image has it).
-func binary(t *testing.T) string {
-	t.Helper()
-	oslayerBin.once.Do(func() {
-		dir, err := os.MkdirTemp("", "oslayer-bin-")
-		if err != nil {
-			oslayerBin.err = err
-			return
-		}
-		oslayerBin.path = filepath.Join(dir, "oslayer")
-		cmd := exec.Command("go", "build", "-tags", budTags, "-o", oslayerBin.path, "./cmd/oslayer")
-		cmd.Dir = ".."
-		oslayerBin.out, oslayerBin.err = cmd.CombinedOutput()
-	})
-	if oslayerBin.err != nil {
-		t.Fatalf("go build ./cmd/oslayer: %v\n%s", oslayerBin.err, oslayerBin.out)
-	}
-	return oslayerBin.path
-}
 
 // jobs are the build Jobs of the PoolImage.
 func (e *env) jobs(t *testing.T, pool string) []batchv1.Job {
@@ -145,7 +113,7 @@ func (e *env) playPod(t *testing.T, job *batchv1.Job) (string, error) {
 	args[i+1] = e.mountSecrets(t, job)
 	ctx, cancel := context.WithTimeout(e.ctx, 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), args...)
+	cmd := exec.CommandContext(ctx, oslayerBin(t), args...)
 	scratch := t.TempDir()
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.kubeconfig(t))
 	for _, v := range c.Env {
