@@ -78,6 +78,10 @@ type Reconciler struct {
 	// (SetupWithManager finds out): the controller then watches
 	// MachineConfigPools and MachineConfigs.
 	OpenShift bool
+	// APIReader reads MachineConfigs (nil: Client): the manager's cache
+	// holds only their metadata, a rendered MachineConfig is large and a
+	// cluster keeps many.
+	APIReader client.Reader
 
 	namespaces []string // the watched namespaces (none: all)
 }
@@ -108,7 +112,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Gone: what it published goes too.
 		return ctrl.Result{}, r.prunePublished(ctx, req.NamespacedName, "", "")
 	}
-	in, err := readInputs(ctx, r.Client, &pi)
+	in, err := readInputs(ctx, r.reader(), &pi)
 	if err != nil {
 		var ie *inputError
 		if errors.As(err, &ie) {

@@ -82,3 +82,27 @@ func openShiftInput(err error, field, kind, name string) error {
 	}
 	return fmt.Errorf("%s: reading %s %s: %w", field, kind, name, err)
 }
+
+// machineConfigReader reads MachineConfigs through mc and everything else
+// through Reader.
+type machineConfigReader struct {
+	client.Reader
+	mc client.Reader
+}
+
+func (r machineConfigReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*mcfgv1.MachineConfig); ok {
+		return r.mc.Get(ctx, key, obj, opts...)
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+// reader is the client the reconciler reads with: MachineConfigs from
+// the API server (the cache holds only their metadata), the rest from
+// the cache.
+func (r *Reconciler) reader() client.Reader {
+	if r.APIReader == nil {
+		return r.Client
+	}
+	return machineConfigReader{Reader: r.Client, mc: r.APIReader}
+}

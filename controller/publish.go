@@ -119,7 +119,9 @@ func (r *Reconciler) prunePublished(ctx context.Context, key types.NamespacedNam
 	sel := client.MatchingLabels{LabelManagedBy: ManagedBy}
 	by := key.Namespace + "/" + key.Name
 	if r.OpenShift {
-		var mcs mcfgv1.MachineConfigList
+		// The watch caches MachineConfigs' metadata only.
+		mcs := metav1.PartialObjectMetadataList{}
+		mcs.SetGroupVersionKind(mcfgv1.GroupVersion.WithKind("MachineConfigList"))
 		if err := r.Client.List(ctx, &mcs, sel); err != nil {
 			return fmt.Errorf("listing published MachineConfigs: %w", err)
 		}
@@ -181,7 +183,7 @@ func (r *Reconciler) publishMachineConfig(ctx context.Context, pi *v1alpha1.Pool
 	}
 	l, a := publishedMeta(pi, map[string]string{machineconfig.RoleLabel: role})
 	var mc mcfgv1.MachineConfig
-	err = r.Client.Get(ctx, types.NamespacedName{Name: name}, &mc)
+	err = r.reader().Get(ctx, types.NamespacedName{Name: name}, &mc)
 	if client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("reading MachineConfig %s: %w", name, err)
 	}

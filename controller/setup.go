@@ -30,7 +30,7 @@ import (
 // MachineConfig API (OpenShift), it also watches MachineConfigPools (a new
 // rendered MachineConfig in status.configuration.name) and MachineConfigs
 // (the rendered ones the pools name, and the osImageURL MachineConfigs it
-// publishes). The API is looked up once, at start: a controller started
+// publishes; their metadata only). The API is looked up once, at start: a controller started
 // before the OpenShift CRDs were installed must be restarted to watch
 // them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -39,6 +39,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("oslayer-controller")
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.PoolImage{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -49,7 +52,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if _, err := mgr.GetRESTMapper().RESTMapping(gk, mcfgv1.GroupVersion.Version); err == nil {
 		r.OpenShift = true
 		b = b.Watches(&mcfgv1.MachineConfigPool{}, handler.EnqueueRequestsFromMapFunc(r.poolReaders)).
-			Watches(&mcfgv1.MachineConfig{}, handler.EnqueueRequestsFromMapFunc(r.machineConfigReaders))
+			Watches(&mcfgv1.MachineConfig{}, handler.EnqueueRequestsFromMapFunc(r.machineConfigReaders), builder.OnlyMetadata)
 	}
 	return b.Named("poolimage").Complete(r)
 }
