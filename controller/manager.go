@@ -73,9 +73,13 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	lg := logr.FromSlogHandler(log.Handler())
+	// client-go's reflectors log through controller-runtime's global
+	// logger, which otherwise complains it was never set.
+	ctrl.SetLogger(lg)
 	mo := ctrl.Options{
 		Scheme:                  s,
-		Logger:                  logr.FromSlogHandler(log.Handler()),
+		Logger:                  lg,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
 		LeaderElection:          o.LeaderElection,

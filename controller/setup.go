@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -12,9 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -47,7 +50,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.PoolImage{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&batchv1.Job{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.referrers)).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.referrers))
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.referrers)).
+		WithOptions(crcontroller.Options{RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](retryBase, retryMax)})
 	gk := schema.GroupKind{Group: mcfgv1.GroupName, Kind: "MachineConfigPool"}
 	if _, err := mgr.GetRESTMapper().RESTMapping(gk, mcfgv1.GroupVersion.Version); err == nil {
 		r.OpenShift = true
@@ -56,6 +60,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return b.Named("poolimage").Complete(r)
 }
+
+// A build that failed to run (registry down) is retried after retryBase,
+// doubling up to retryMax: an outage of 10 s costs about six attempts, and
+// the end of a long one is noticed within retryMax (the work queue's
+// default would wait up to 1000 s).
+const (
+	retryBase = 250 * time.Millisecond
+	retryMax  = 30 * time.Second
+)
 
 // referrers are the PoolImages that read obj or published it.
 func (r *Reconciler) referrers(ctx context.Context, obj client.Object) []reconcile.Request {
