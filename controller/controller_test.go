@@ -2,18 +2,18 @@ package controller_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/controller"
@@ -27,7 +27,9 @@ import (
 // upload reaches the registry); an invalid OSC sets Degraded naming the
 // Secret and the field, keeps the last good image and is not retried.
 func TestGardenerSecret(t *testing.T) {
-	e := start(t)
+	e := newEnv(t)
+	metrics := freeAddr(t)
+	e.runManager(t, func(o *controller.ManagerOptions) { o.MetricsAddr = metrics })
 	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "osc-worker", Namespace: e.ns}, Data: oscSecret("one")})
 	e.create(t, e.poolImage("worker", v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{SecretName: "osc-worker"}}))
 	pi := e.wait(t, "worker", "Ready", ready)
@@ -70,6 +72,18 @@ func TestGardenerSecret(t *testing.T) {
 		t.Errorf("a no-op change built: %+v", pi.Status)
 	}
 
+	// The OSC rewritten with the same files (a comment added): its bytes,
+	// and so the inputs digest the image records, changed; the layers are
+	// the same ones and no layer blob is uploaded again.
+	e.updateSecret(t, "osc-worker", func(s *corev1.Secret) {
+		s.Data = map[string][]byte{"osc.yaml": append([]byte("# rewritten by a tool\n"), oscSecret("two")["osc.yaml"]...)}
+	})
+	pi = e.wait(t, "worker", "the rewritten OSC built", func(pi *v1alpha1.PoolImage) bool { return len(pi.Status.Builds) == 3 && ready(pi) })
+	if a, b := layerDigests(t, second), layerDigests(t, pi.Status.Image); a != b {
+		t.Errorf("the same files rewritten changed the layers:\n%s\n%s", a, b)
+	}
+	second = pi.Status.Image
+
 	// An invalid OSC: Degraded names the Secret and the field, the last
 	// good image stays, and the same input is not built again.
 	bad := map[string][]byte{"osc.yaml": []byte(synth.OSCFiles("  - path: etc/relative\n    content:\n      inline:\n        data: x\n"))}
@@ -84,11 +98,23 @@ func TestGardenerSecret(t *testing.T) {
 	if pi.Status.Image != second {
 		t.Errorf("status.image %q, want the last good %q", pi.Status.Image, second)
 	}
+	// No retry storm: over 3 s with two unrelated changes of the Secret,
+	// two reconciles, no build, no registry request.
 	builds := len(pi.Status.Builds)
+	e.proxy.Reset()
+	reconciles := func() float64 {
+		v, _ := metric(scrape(t, metrics), "controller_runtime_reconcile_total", map[string]string{"controller": "poolimage"})
+		return v
+	}
+	before := reconciles()
 	e.updateSecret(t, "osc-worker", func(s *corev1.Secret) { s.Labels = map[string]string{"touched": "again"} })
-	time.Sleep(2 * time.Second)
-	if pi := e.get(t, "worker"); len(pi.Status.Builds) != builds {
-		t.Errorf("the same invalid input was built again: %+v", pi.Status.Builds)
+	e.updateSecret(t, "osc-worker", func(s *corev1.Secret) { s.Labels = map[string]string{"touched": "twice"} })
+	time.Sleep(3 * time.Second)
+	if n := reconciles() - before; n < 1 || n > 2 {
+		t.Errorf("%v reconciles of the invalid input in 3 s, want 1 or 2 (one per change, coalesced)", n)
+	}
+	if pi := e.get(t, "worker"); len(pi.Status.Builds) != builds || len(e.proxy.Requests()) != 0 {
+		t.Errorf("the same invalid input was built again: %+v; registry: %s", pi.Status.Builds, e.proxy.Dump())
 	}
 	// Fixing the input recovers without intervention.
 	e.updateSecret(t, "osc-worker", func(s *corev1.Secret) { s.Data = oscSecret("three") })
@@ -136,50 +162,52 @@ func TestSourceValidation(t *testing.T) {
 }
 
 // TestManifests applies every manifest of config/ (the kustomization's
-// resources) and the samples to the real API server: the namespace for
-// real, everything else server-side with dry-run.
+// resources, every YAML file under config/ listed by one) to the real API
+// server with server-side apply: for real where the object can exist
+// without a node (namespace, CRD, ServiceAccount, RBAC), dry-run for the
+// Deployment and the samples (no kubelet to run the one, no controller
+// wanted for the others).
 func TestManifests(t *testing.T) {
-	e := start(t)
-	ctx := context.Background()
-	var files []string
-	for _, k := range []string{filepath.Join("..", "config"), filepath.Join("..", "config", "samples")} {
-		b, err := os.ReadFile(filepath.Join(k, "kustomization.yaml"))
-		if err != nil {
-			t.Fatal(err)
+	e := newEnv(t)
+	config := manifests(t, filepath.Join("..", "config"))
+	samples := manifests(t, filepath.Join("..", "config", "samples"))
+	if len(config) < 8 || len(samples) < 2 {
+		t.Fatalf("only %d manifests and %d samples", len(config), len(samples))
+	}
+	e.apply(t, config, func(u *unstructured.Unstructured) bool { return u.GetKind() == "Deployment" })
+	e.apply(t, samples, func(*unstructured.Unstructured) bool { return true })
+
+	// The Deployment runs as the ServiceAccount the RBAC binds.
+	for _, u := range config {
+		if u.GetKind() != "Deployment" {
+			continue
 		}
-		var kz struct {
-			Resources []string `json:"resources"`
-		}
-		if err := yaml.Unmarshal(b, &kz); err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range kz.Resources {
-			files = append(files, filepath.Join(k, r))
+		sa, _, _ := unstructured.NestedString(u.Object, "spec", "template", "spec", "serviceAccountName")
+		var acct corev1.ServiceAccount
+		if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: u.GetNamespace(), Name: sa}, &acct); err != nil {
+			t.Errorf("Deployment %s runs as ServiceAccount %q: %v", u.GetName(), sa, err)
 		}
 	}
-	if len(files) < 8 {
-		t.Fatalf("only %d manifests: %v", len(files), files)
+}
+
+// layerDigests lists the layers of a registry image.
+func layerDigests(t *testing.T, image string) string {
+	t.Helper()
+	ref, err := name.ParseReference(image)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, doc := range strings.Split(string(b), "\n---\n") {
-			var u unstructured.Unstructured
-			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			if len(u.Object) == 0 {
-				continue
-			}
-			opts := []client.PatchOption{client.FieldOwner("oslayer-test"), client.ForceOwnership}
-			if u.GetKind() != "Namespace" {
-				opts = append(opts, client.DryRunAll)
-			}
-			if err := e.c.Patch(ctx, &u, client.Apply, opts...); err != nil {
-				t.Errorf("%s: %s %s: %v", f, u.GetKind(), u.GetName(), err)
-			}
-		}
+	img, err := remote.Image(ref)
+	if err != nil {
+		t.Fatal(err)
 	}
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ds []string
+	for _, l := range m.Layers {
+		ds = append(ds, l.Digest.String())
+	}
+	return strings.Join(ds, " ")
 }
