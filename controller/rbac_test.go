@@ -1,0 +1,208 @@
+package controller_test
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/oslayer/oslayer/api/v1alpha1"
+	"github.com/oslayer/oslayer/controller"
+)
+
+// manifests reads the objects of the kustomization in dir (its
+// resources, with its namespace set on namespaced objects as kubectl
+// apply -k does). Every YAML file under dir that no kustomization lists is
+// an error: a manifest the deployment would leave out.
+func manifests(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kz struct {
+		Namespace string   `json:"namespace"`
+		Resources []string `json:"resources"`
+	}
+	if err := yaml.Unmarshal(b, &kz); err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	var out []*unstructured.Unstructured
+	for _, r := range kz.Resources {
+		f := filepath.Join(dir, r)
+		listed[f] = true
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range strings.Split(string(b), "\n---\n") {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if len(u.Object) == 0 {
+				continue
+			}
+			if kz.Namespace != "" && u.GetNamespace() != "" && u.GetNamespace() != kz.Namespace {
+				t.Errorf("%s: %s %s in namespace %s, the kustomization sets %s", f, u.GetKind(), u.GetName(), u.GetNamespace(), kz.Namespace)
+			}
+			out = append(out, u)
+		}
+	}
+	// Files of this kustomization's folder (not of a folder with its own).
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != dir {
+			if _, err := os.Stat(filepath.Join(p, "kustomization.yaml")); err == nil {
+				return filepath.SkipDir
+			}
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".yaml") && d.Name() != "kustomization.yaml" && !listed[p] {
+			t.Errorf("%s is in no kustomization", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// apply applies objs server-side (field owner oslayer-test); dryRun
+// picks the ones that only go through validation and admission.
+func (e *env) apply(t *testing.T, objs []*unstructured.Unstructured, dryRun func(*unstructured.Unstructured) bool) {
+	t.Helper()
+	for _, u := range objs {
+		u = u.DeepCopy()
+		opts := []client.PatchOption{client.FieldOwner("oslayer-test"), client.ForceOwnership}
+		if dryRun(u) {
+			opts = append(opts, client.DryRunAll)
+		}
+		if err := e.c.Patch(context.Background(), u, client.Apply, opts...); err != nil {
+			t.Errorf("apply %s %s/%s: %v", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+		}
+	}
+}
+
+// TestRBAC runs the controller as the ServiceAccount of config/ with
+// exactly the RBAC config/ grants it (applied to the real API server, the
+// client impersonating the ServiceAccount), watching every namespace with
+// leader election as the Deployment does: it takes the lease, builds a
+// signed image, records status and Events, and is denied nothing (no
+// "forbidden" in its log). Least privilege: the ServiceAccount may not
+// write Secrets, create Pods, create, change or delete PoolImages, nor
+// take leases outside its namespace.
+func TestRBAC(t *testing.T) {
+	e := newEnv(t)
+	e.apply(t, manifests(t, filepath.Join("..", "config")), func(u *unstructured.Unstructured) bool { return u.GetKind() == "Deployment" })
+	const saNS, saName = "oslayer-system", "oslayer-controller"
+	cfg := rest.CopyConfig(e.cfg)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + saNS + ":" + saName,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + saNS, "system:authenticated"}}
+	s, err := controller.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	allowed := func(ra authorizationv1.ResourceAttributes) bool {
+		t.Helper()
+		r := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &ra}}
+		if err := sa.Create(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+		return r.Status.Allowed
+	}
+	for _, ra := range []authorizationv1.ResourceAttributes{
+		{Namespace: e.ns, Verb: "update", Group: "oslayer.dev", Resource: "poolimages", Subresource: "status"},
+		{Namespace: e.ns, Verb: "watch", Resource: "secrets"},
+		{Namespace: saNS, Verb: "update", Group: "coordination.k8s.io", Resource: "leases"},
+	} {
+		if !allowed(ra) {
+			t.Errorf("the ServiceAccount may not %s %s/%s in %s", ra.Verb, ra.Resource, ra.Subresource, ra.Namespace)
+		}
+	}
+	for _, ra := range []authorizationv1.ResourceAttributes{
+		{Namespace: e.ns, Verb: "update", Resource: "secrets"},
+		{Namespace: e.ns, Verb: "create", Resource: "secrets"},
+		{Namespace: e.ns, Verb: "delete", Resource: "secrets"},
+		{Namespace: e.ns, Verb: "create", Resource: "pods"},
+		{Namespace: e.ns, Verb: "create", Group: "oslayer.dev", Resource: "poolimages"},
+		{Namespace: e.ns, Verb: "update", Group: "oslayer.dev", Resource: "poolimages"},
+		{Namespace: e.ns, Verb: "delete", Group: "oslayer.dev", Resource: "poolimages"},
+		{Namespace: e.ns, Verb: "update", Group: "coordination.k8s.io", Resource: "leases"},
+		{Namespace: "kube-system", Verb: "create", Group: "coordination.k8s.io", Resource: "leases"},
+		{Verb: "list", Resource: "nodes"},
+		{Verb: "update", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
+		{Verb: "bind", Group: "rbac.authorization.k8s.io", Resource: "clusterroles"},
+	} {
+		if allowed(ra) {
+			t.Errorf("the ServiceAccount may %s %s %s in %q: more than it needs", ra.Verb, ra.Group, ra.Resource, ra.Namespace)
+		}
+	}
+
+	started := time.Now().Truncate(time.Second)
+	e.runManagerAs(t, cfg, func(o *controller.ManagerOptions) {
+		o.Namespaces = nil
+		o.LeaderElection = true
+		o.LeaderElectionNamespace = saNS
+	})
+	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "osc-worker", Namespace: e.ns}, Data: oscSecret("one")})
+	e.create(t, e.poolImage("worker", v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{SecretName: "osc-worker"}}))
+	pi := e.wait(t, "worker", "Ready", ready)
+	e.verify(t, pi.Status.Image)
+
+	var lease coordinationv1.Lease
+	if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: saNS, Name: controller.LeaderElectionID}, &lease); err != nil {
+		t.Errorf("the lease: %v", err)
+	}
+	// The build Events in the PoolImage's namespace, and leader
+	// election's own (core) Event about the lease in the controller's.
+	deadline := time.Now().Add(30 * time.Second)
+	for len(e.events(t, "worker")["Built"]) == 0 || !leaderEvent(t, e, saNS, started) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Built event %d, leader election event %v: not written as the ServiceAccount",
+				len(e.events(t, "worker")["Built"]), leaderEvent(t, e, saNS, started))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, line := range strings.Split(e.logs.String(), "\n") {
+		if strings.Contains(strings.ToLower(line), "forbidden") {
+			t.Errorf("denied: %s", line)
+		}
+	}
+}
+
+// leaderEvent reports whether leader election recorded its core Event
+// about the lease in ns since the time given.
+func leaderEvent(t *testing.T, e *env, ns string, since time.Time) bool {
+	t.Helper()
+	var list corev1.EventList
+	if err := e.c.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range list.Items {
+		if ev.Reason == "LeaderElection" && ev.InvolvedObject.Name == controller.LeaderElectionID && !ev.LastTimestamp.Time.Before(since) {
+			return true
+		}
+	}
+	return false
+}
