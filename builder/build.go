@@ -87,6 +87,9 @@ type Result struct {
 	// BaseIndex is the base index the renderer used (nil: none).
 	BaseIndex *IndexInfo `json:"baseIndex,omitempty"`
 	Warnings  []string   `json:"warnings,omitempty"`
+	// Platform is the platform built for, in a multi-platform build
+	// ("linux/arm64").
+	Platform string `json:"platform,omitempty"`
 	// Tagged is true once the tag moved (the build fully succeeded).
 	Tagged bool `json:"tagged"`
 	// Error is why the build stopped (empty on success).

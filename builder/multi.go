@@ -190,6 +190,7 @@ func buildMulti(ctx context.Context, req MultiRequest, pub IndexPublisher, stage
 			preq.Flags["arch"] = p.Architecture
 		}
 		r, err := build(ctx, preq, pub, stages, false)
+		r.Platform = p.String()
 		res.Platforms = append(res.Platforms, r)
 		if err != nil {
 			r.Error = err.Error()

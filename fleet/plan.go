@@ -43,6 +43,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/oslayer/oslayer/builder"
 	"github.com/oslayer/oslayer/preflight"
 	"github.com/oslayer/oslayer/registry"
 	"github.com/oslayer/oslayer/registry/push"
@@ -86,7 +87,10 @@ type Settings struct {
 	// Target is REG/REPO[:TAG] or oci:DIR[:TAG]; {cluster} and {pool}
 	// are replaced.
 	Target string `json:"target,omitempty"`
-	Arch   string `json:"arch,omitempty"`
+	// Arch is one architecture, a list ("amd64,arm64": one OCI index of
+	// an image per platform, as oslayer build --arch) or "all" (every
+	// platform of the base's index).
+	Arch string `json:"arch,omitempty"`
 	// SignKey is a cosign key file (or Secret manifest); empty: unsigned.
 	SignKey             string `json:"signKey,omitempty"`
 	SignKeyPasswordFile string `json:"signKeyPasswordFile,omitempty"`
@@ -369,8 +373,16 @@ func (s *Settings) check(path, dir string, add func(path, format string, args ..
 			}
 		}
 	}
-	if s.Arch != "" && !knownArch[registry.NormalizeArch(s.Arch)] {
-		add(path+".arch", "%q: want one of amd64, arm64, ppc64le, s390x (or x86_64, aarch64)", s.Arch)
+	if s.Arch != "" {
+		if arches, err := builder.ParseArches(s.Arch); err != nil {
+			add(path+".arch", "%v", strings.TrimPrefix(err.Error(), "--arch "))
+		} else {
+			for _, a := range arches {
+				if a != builder.ArchAll && !knownArch[a] {
+					add(path+".arch", "%q: want one of amd64, arm64, ppc64le, s390x (or x86_64, aarch64), a list of them (amd64,arm64) or all", a)
+				}
+			}
+		}
 	}
 	switch s.BaseIndex {
 	case "", "auto", "off":

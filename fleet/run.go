@@ -22,6 +22,7 @@ import (
 	"github.com/oslayer/oslayer/builder"
 	"github.com/oslayer/oslayer/layers"
 	"github.com/oslayer/oslayer/layers/imagefile"
+	"github.com/oslayer/oslayer/layers/model"
 	"github.com/oslayer/oslayer/preflight"
 	"github.com/oslayer/oslayer/registry"
 	"github.com/oslayer/oslayer/registry/push"
@@ -86,13 +87,17 @@ type run struct {
 	log    *slog.Logger
 	images *imagefile.Reader
 
-	mu       sync.Mutex
-	bases    map[string]*baseEntry
-	keys     map[string]*keyEntry
-	repoIdx  map[string]bool // repositories that get the base index artifact
-	known    push.KnownBlobs // blobs seen in target repositories during the run
-	sessions push.Sessions   // connections to target repositories
-	progress *progress
+	mu      sync.Mutex
+	bases   map[string]*baseEntry
+	keys    map[string]*keyEntry
+	repoIdx map[string]bool // repositories that get the base index artifact
+	// imageOpts configure every imageRef reader; platImages are the
+	// readers of multi-platform pools, by platform.
+	imageOpts  []imagefile.Option
+	platImages map[string]*imagefile.Reader
+	known      push.KnownBlobs // blobs seen in target repositories during the run
+	sessions   push.Sessions   // connections to target repositories
+	progress   *progress
 }
 
 type baseEntry struct {
@@ -154,9 +159,14 @@ func Run(ctx context.Context, pools []Pool, o Options) (*Summary, error) {
 	if o.ImageTimeout > 0 {
 		iopts = append(iopts, imagefile.WithTimeout(o.ImageTimeout))
 	}
-	r := &run{o: o, log: log, images: imagefile.New(o.Registry, iopts...),
-		bases: map[string]*baseEntry{}, keys: map[string]*keyEntry{}, repoIdx: map[string]bool{}}
-	defer r.images.Close()
+	r := &run{o: o, log: log, images: imagefile.New(o.Registry, iopts...), imageOpts: iopts,
+		bases: map[string]*baseEntry{}, keys: map[string]*keyEntry{}, repoIdx: map[string]bool{}, platImages: map[string]*imagefile.Reader{}}
+	defer func() {
+		r.images.Close()
+		for _, ir := range r.platImages {
+			ir.Close()
+		}
+	}()
 	start := time.Now()
 	r.progress = newProgress(o.Progress, o.Terminal, len(pools))
 	sum := &Summary{Total: len(pools), Pools: make([]PoolResult, len(pools))}
@@ -241,6 +251,8 @@ type prepared struct {
 	prepSecs float64
 	// key is the identity of the image it becomes ("" never shared).
 	key string
+	// arches are the platforms of a multi-platform pool (nil: one).
+	arches []string
 }
 
 // prepare resolves what the pool shares and renders it; a panic fails only
@@ -278,6 +290,13 @@ func (r *run) prepare(ctx context.Context, p *Pool) (pr *prepared) {
 	var err error
 	if pr.stages, err = r.stages(p); err != nil {
 		return fail(sign.StageSign, KindInput, err)
+	}
+	if arches, _ := builder.ParseArches(p.Arch); len(arches) > 1 || arches[0] == builder.ArchAll {
+		// builder.BuildMulti resolves and renders each platform itself;
+		// the pool's image is its own.
+		pr.arches = arches
+		pr.prepSecs = time.Since(pr.start).Seconds()
+		return pr
 	}
 	if p.Base == "" {
 		pr.prepSecs = time.Since(pr.start).Seconds()
@@ -425,9 +444,13 @@ func (r *run) buildPool(ctx context.Context, pr *prepared, rendered *layers.Resu
 	if rendered != nil {
 		req.Renderer = func(context.Context, layers.Request) (*layers.Result, error) { return rendered, nil }
 	}
-	if !registry.IsLayout(pr.repo) && r.firstInRepo(pr.repo, pr.base) {
+	if !registry.IsLayout(pr.repo) && (pr.arches != nil || r.firstInRepo(pr.repo, pr.base)) {
 		// The base index artifact goes once into every target repository.
 		req.Index.Repository = pr.repo
+	}
+	if pr.arches != nil {
+		r.buildMulti(ctx, pr, req, pub)
+		return
 	}
 	br, err := builder.Build(ctx, req, pub, pr.stages...)
 	res.fill(br)
@@ -447,6 +470,40 @@ func (r *run) buildPool(ctx context.Context, pr *prepared, rendered *layers.Resu
 		}
 		res.fail(step, stepKind(ctx, step), err)
 	}
+}
+
+// buildMulti builds a multi-platform pool through builder.BuildMulti: an
+// image per platform (each on that platform's base manifest and imageRef
+// content) and one OCI index the tag names.
+func (r *run) buildMulti(ctx context.Context, pr *prepared, req builder.Request, pub *push.Publisher) {
+	res := &pr.res
+	req.Arch = "" // BuildMulti records each platform's
+	mr, err := builder.BuildMulti(ctx, builder.MultiRequest{Request: req, Arches: pr.arches,
+		Images: func(p v1.Platform) model.ImageFiles { return r.platformImages(p) }}, pub, pr.stages...)
+	res.fillMulti(mr)
+	if err != nil {
+		step := "build"
+		switch {
+		case len(mr.Phases) > 0:
+			step = mr.Phases[len(mr.Phases)-1].Name
+		case len(mr.Platforms) > 0 && len(mr.Platforms[len(mr.Platforms)-1].Phases) > 0:
+			ph := mr.Platforms[len(mr.Platforms)-1].Phases
+			step = ph[len(ph)-1].Name
+		}
+		res.fail(step, stepKind(ctx, step), err)
+	}
+}
+
+// platformImages returns the reader of imageRef files for platform p,
+// shared by every multi-platform pool of the run.
+func (r *run) platformImages(p v1.Platform) *imagefile.Reader {
+	key := p.String()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.platImages[key] == nil {
+		r.platImages[key] = imagefile.New(r.o.Registry, append(r.imageOpts, imagefile.WithPlatform(p))...)
+	}
+	return r.platImages[key]
 }
 
 // stepKind says whether a failure at step is the input's (or a preflight

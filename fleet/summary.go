@@ -48,11 +48,14 @@ type PoolResult struct {
 	// tag was moved.
 	SameImageAs string `json:"sameImageAs,omitempty"`
 	// Signature is the cosign signature tag, when signed.
-	Signature     string          `json:"signature,omitempty"`
-	BytesUploaded int64           `json:"bytesUploaded"`
-	Phases        []builder.Phase `json:"phases"`
-	Seconds       float64         `json:"seconds"`
-	Warnings      []string        `json:"warnings,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	// Platforms are the images of a multi-platform pool (its Image and
+	// Digest are the OCI index's).
+	Platforms     []PlatformResult `json:"platforms,omitempty"`
+	BytesUploaded int64            `json:"bytesUploaded"`
+	Phases        []builder.Phase  `json:"phases"`
+	Seconds       float64          `json:"seconds"`
+	Warnings      []string         `json:"warnings,omitempty"`
 	// Status is "built" or "failed".
 	Status string `json:"status"`
 	// Step is where a failed build stopped, Kind whether retrying may help
@@ -79,6 +82,48 @@ func (r *PoolResult) fill(b *builder.Result) {
 	}
 	r.Warnings = append(r.Warnings, b.Warnings...)
 	if v, ok := b.Stages[sign.StageSign].(*sign.SignResult); ok {
+		r.Signature = v.SignatureTag
+	}
+}
+
+// PlatformResult is one platform's image of a multi-platform pool.
+type PlatformResult struct {
+	Platform   string `json:"platform"`
+	Digest     string `json:"digest,omitempty"`
+	BaseDigest string `json:"baseDigest,omitempty"`
+	Signature  string `json:"signature,omitempty"`
+}
+
+// fillMulti records a multi-platform build: the index is the pool's
+// image; uploaded bytes and phases add up over the platforms.
+func (r *PoolResult) fillMulti(m *builder.MultiResult) {
+	r.Status = "built"
+	if m == nil {
+		return
+	}
+	r.Image = m.Image
+	if m.Digest.Hex != "" {
+		r.Digest = m.Digest.String()
+	}
+	r.BytesUploaded, r.Phases = 0, nil
+	for _, p := range m.Platforms {
+		pr := PlatformResult{Platform: p.Platform, Digest: p.Digest.String()}
+		r.BytesUploaded += p.BytesUploaded
+		r.Phases = append(r.Phases, p.Phases...)
+		r.Warnings = append(r.Warnings, p.Warnings...)
+		if r.InputsDigest == "" {
+			r.InputsDigest = p.InputsDigest
+		}
+		if p.Base.Digest.Hex != "" {
+			pr.BaseDigest = p.Base.Digest.String()
+		}
+		if v, ok := p.Stages[sign.StageSign].(*sign.SignResult); ok {
+			pr.Signature = v.SignatureTag
+		}
+		r.Platforms = append(r.Platforms, pr)
+	}
+	r.Phases = append(r.Phases, m.Phases...)
+	if v, ok := m.Stages[sign.StageSign].(*sign.SignResult); ok {
 		r.Signature = v.SignatureTag
 	}
 }
