@@ -119,15 +119,7 @@ func newEnv(t *testing.T) *env {
 	cfg := kubeConfig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
-	reg := regtest.Start(t, regtest.Config{Filesystem: true})
-	proxy := regtest.NewProxy(t, reg.Host)
-	img, err := synth.FCOSBase(0.0002)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := synth.Push(ctx, img, reg.Host+"/fcos/base:stable"); err != nil {
-		t.Fatal(err)
-	}
+	reg, proxy := baseRegistry(ctx, t, regtest.Config{Filesystem: true})
 	s, err := controller.Scheme()
 	if err != nil {
 		t.Fatal(err)
@@ -167,6 +159,22 @@ func newEnv(t *testing.T) *env {
 		}
 	})
 	return e
+}
+
+// baseRegistry is a docker-registry holding the synthetic FCOS-shaped
+// base at fcos/base:stable, and a counting proxy in front of it.
+func baseRegistry(ctx context.Context, t *testing.T, c regtest.Config) (*regtest.Registry, *regtest.Proxy) {
+	t.Helper()
+	reg := regtest.Start(t, c)
+	proxy := regtest.NewProxy(t, reg.Host)
+	img, err := synth.FCOSBase(0.0002)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := synth.Push(ctx, img, reg.Host+"/fcos/base:stable"); err != nil {
+		t.Fatal(err)
+	}
+	return reg, proxy
 }
 
 // start is newEnv with a manager running the reconciler.

@@ -28,15 +28,7 @@ import (
 func TestReconcile(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	reg := regtest.Start(t, regtest.Config{})
-	proxy := regtest.NewProxy(t, reg.Host)
-	img, err := synth.FCOSBase(0.0002)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := synth.Push(ctx, img, reg.Host+"/fcos/base:stable"); err != nil {
-		t.Fatal(err)
-	}
+	_, proxy := baseRegistry(ctx, t, regtest.Config{})
 	kp, err := sign.GenerateKeyPair([]byte("pw"))
 	if err != nil {
 		t.Fatal(err)
