@@ -31,6 +31,13 @@ type Options struct {
 	// layer's position (1-based), the layer count and the compressed bytes
 	// read so far.
 	Progress func(layer, layers int, bytesRead int64)
+	// Parent, if set, is the index of an image whose layers are the first
+	// layers of the image indexed (a package base built on the official
+	// base): Build starts from its tree and reads only the layers after
+	// them. A parent whose layers are not such a prefix is ignored. The
+	// parent's tree has no ostree object store, so a later layer that
+	// hardlinks into it fails (Resolver then reads every layer).
+	Parent *Index
 }
 
 // Stats say what Build read.
@@ -122,8 +129,18 @@ func Build(ctx context.Context, img v1.Image, opts Options) (*Index, Stats, erro
 	slots := make(chan struct{}, jobs)
 	var read, retries atomic.Int64
 	var wg sync.WaitGroup
+	skip := 0
+	if p := opts.Parent; p != nil && len(p.Layers) <= n && p.Version == FormatVersion {
+		skip = len(p.Layers)
+		for i, d := range p.Layers {
+			if m.Layers[i].Digest != d {
+				skip = 0
+				break
+			}
+		}
+	}
 	go func() {
-		for i := range ls {
+		for i := skip; i < n; i++ {
 			select {
 			case slots <- struct{}{}:
 			case <-ctx.Done():
@@ -150,8 +167,15 @@ func Build(ctx context.Context, img v1.Image, opts Options) (*Index, Stats, erro
 		}
 	}()
 	t := newTree()
+	if skip > 0 {
+		// The parent's layers are taken from its tree: never read.
+		for i := range opts.Parent.Entries {
+			e := opts.Parent.Entries[i]
+			t.m[e.Path] = &e
+		}
+	}
 	var firstErr error
-	for i := range ls {
+	for i := skip; i < n; i++ {
 		r := <-results[i]
 		<-slots
 		if firstErr != nil {
@@ -173,7 +197,7 @@ func Build(ctx context.Context, img v1.Image, opts Options) (*Index, Stats, erro
 		}
 	}
 	wg.Wait()
-	st.BytesRead, st.Layers, st.Retries = read.Load(), n, int(retries.Load())
+	st.BytesRead, st.Layers, st.Retries = read.Load(), n-skip, int(retries.Load())
 	if firstErr != nil {
 		return nil, st, firstErr
 	}

@@ -156,6 +156,13 @@ func (r *Resolver) resolve(ctx context.Context, img v1.Image, base v1.Hash) (*Re
 		}
 	}
 	ix, st, err := Build(ctx, img, opts)
+	if err != nil && opts.Parent != nil && ctx.Err() == nil {
+		// A later layer needs what the parent's tree leaves out (a
+		// hardlink into the ostree object store): read every layer.
+		log.Info("base index: the parent's tree does not do, reading every layer", "base", base.String(), "error", err.Error())
+		opts.Parent = nil
+		ix, st, err = Build(ctx, img, opts)
+	}
 	if err != nil {
 		return nil, err
 	}

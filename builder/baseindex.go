@@ -34,6 +34,10 @@ type IndexOptions struct {
 	Registry *registry.Options
 	// Logger receives progress and warnings; nil discards them.
 	Logger *slog.Logger
+	// Parent is the index of the image the base was built on (the
+	// official base of a package base): indexing the base then reads only
+	// the layers it added (baseindex.Options.Parent).
+	Parent *baseindex.Index
 }
 
 // IndexInfo says which base index a build used.
@@ -61,7 +65,7 @@ func (o IndexOptions) resolver(ctx context.Context) (*baseindex.Resolver, error)
 	if reg == nil {
 		reg = &registry.Options{}
 	}
-	r := &baseindex.Resolver{Logger: o.Logger}
+	r := &baseindex.Resolver{Logger: o.Logger, Build: baseindex.Options{Parent: o.Parent}}
 	if o.CacheDir != "" {
 		r.Cache = &baseindex.Cache{Dir: o.CacheDir}
 	}

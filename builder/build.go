@@ -245,6 +245,9 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage, comm
 		return res, err
 	}
 	if official != nil {
+		// The package base's index starts from the official base's:
+		// only the layers the stage added are read.
+		iopts.Parent = official.Index
 		if err := indexed(); err != nil {
 			return res, err
 		}

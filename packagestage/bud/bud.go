@@ -345,13 +345,14 @@ var stepRE = regexp.MustCompile(`building at STEP "([^"]*)"`)
 // stepError names the Containerfile line of the failing step and adds the
 // last lines the step wrote (its stderr and stdout, from output).
 func stepError(cf *packagestage.Containerfile, err error, output string) error {
+	m := stepRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		// Not a step (pulling the base, committing): the error says it.
+		return &stepErr{msg: fmt.Sprintf("package stage: %v", err), err: err}
+	}
 	out := stepOutput(output)
 	if out != "" {
 		out = "\n" + out
-	}
-	m := stepRE.FindStringSubmatch(err.Error())
-	if m == nil {
-		return &stepErr{msg: fmt.Sprintf("package stage: %v%s", err, out), err: err}
 	}
 	step := m[1]
 	lines := strings.Split(string(cf.Bytes()), "\n")

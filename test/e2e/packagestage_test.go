@@ -105,6 +105,7 @@ type packageBuild struct {
 	Tagged       bool                   `json:"tagged"`
 	Base         builder.Base           `json:"base"`
 	PackageStage *builder.PackageResult `json:"packageStage"`
+	BaseIndex    *builder.IndexInfo     `json:"baseIndex"`
 }
 
 // layerGets counts GETs of the blobs in layers among reqs.
@@ -179,6 +180,11 @@ func TestPackageStageCLI(t *testing.T) {
 	ps := first.PackageStage
 	if ps.Hit || len(ps.Commands) == 0 || len(ps.Layers) == 0 || ps.AddedBytes <= 0 || !strings.HasPrefix(ps.Ref, repo+"@sha256:") || !strings.Contains(ps.Tag, ":packages-") {
 		t.Fatalf("first build: package stage %+v\n%s", ps, stderr)
+	}
+	// The package base's index starts from the official base's: only the
+	// layers the stage added are read for it.
+	if ix := first.BaseIndex; ix == nil || ix.Source != "built" || ix.BytesRead != ps.AddedBytes {
+		t.Errorf("package base index %+v: want built from the %d bytes the stage added", ix, ps.AddedBytes)
 	}
 	if !slices.ContainsFunc(ps.Commands, func(c string) bool { return strings.HasPrefix(c, "RUN /usr/bin/rpm -i") }) {
 		t.Errorf("commands %q miss the user's RUN", ps.Commands)

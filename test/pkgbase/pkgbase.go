@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/oslayer/oslayer/test/regtest"
 )
@@ -27,14 +28,62 @@ import (
 // reg and returns it by digest.
 func Push(t testing.TB, reg string, pkgs ...string) (string, v1.Hash) {
 	t.Helper()
+	root := t.TempDir()
+	extract(t, root, append([]string{"busybox-static"}, pkgs...)...)
+	for _, d := range []string{"etc", "tmp", "var/lib/rpm", "proc", "sys", "dev", "run"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, a := range applets {
+		os.Symlink("busybox", filepath.Join(root, "bin", a))
+	}
+	data := tarDir(t, root)
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, _ := img.ConfigFile()
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", "amd64"
+	cf.Config.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+	// Labelled as a bootable ostree-native base, so oslayer build's
+	// preflight accepts images built on it.
+	cf.Config.Labels = map[string]string{"ostree.bootable": "true", "containers.bootc": "1"}
+	img, err = mutate.ConfigFile(img, cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(reg+"/os/base:1", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	return reg + "/os/base@" + d.String(), d
+}
+
+// applets are the busybox commands a base gets as links.
+var applets = []string{"sh", "mkdir", "rm", "printf", "echo", "cat", "cp", "ln", "true", "false", "test", "[", "dd", "head"}
+
+// extract unpacks the Debian packages (downloaded by test/setup.sh) into
+// root, skipping the test when one is missing (failing it with
+// OSLAYER_REQUIRE_TOOLS=1).
+func extract(t testing.TB, root string, pkgs ...string) {
+	t.Helper()
 	tools := os.Getenv("OSLAYER_TOOLS")
 	if tools == "" {
 		home, _ := os.UserHomeDir()
 		tools = filepath.Join(home, ".cache", "oslayer-tools")
 	}
 	dpkg := regtest.Require(t, "dpkg-deb")
-	root := t.TempDir()
-	for _, pkg := range append([]string{"busybox-static"}, pkgs...) {
+	for _, pkg := range pkgs {
 		debs, _ := filepath.Glob(filepath.Join(tools, "debs", pkg+"_*.deb"))
 		if len(debs) == 0 {
 			if os.Getenv("OSLAYER_REQUIRE_TOOLS") == "1" {
@@ -44,14 +93,42 @@ func Push(t testing.TB, reg string, pkgs ...string) (string, v1.Hash) {
 		}
 		regtest.Run(t, nil, dpkg, "-x", debs[len(debs)-1], root)
 	}
-	for _, d := range []string{"etc", "tmp", "var/lib/rpm", "proc", "sys", "dev", "run"} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
+}
+
+// ShellLayer is an OCI layer that gives a usr-merged base (bin a link to
+// usr/bin, as Fedora CoreOS) a shell: busybox-static as usr/bin/busybox
+// and links to it for the usual commands.
+func ShellLayer(t testing.TB) v1.Layer {
+	t.Helper()
+	deb := t.TempDir()
+	extract(t, deb, "busybox-static")
+	root := t.TempDir()
+	bin := filepath.Join(root, "usr", "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	for _, a := range []string{"sh", "mkdir", "rm", "printf", "echo", "cat", "cp", "ln", "true", "false", "test", "["} {
-		os.Symlink("busybox", filepath.Join(root, "bin", a))
+	b, err := os.ReadFile(filepath.Join(deb, "bin", "busybox"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(bin, "busybox"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range applets {
+		os.Symlink("busybox", filepath.Join(bin, a))
+	}
+	data := tarDir(t, root)
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil },
+		tarball.WithMediaType(types.OCILayer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return layer
+}
+
+// tarDir returns the tree under root as a tar stream (owner root).
+func tarDir(t testing.TB, root string) []byte {
+	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
@@ -88,35 +165,7 @@ func Push(t testing.TB, reg string, pkgs ...string) (string, v1.Hash) {
 		t.Fatal(err)
 	}
 	tw.Close()
-	data := buf.Bytes()
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf, _ := img.ConfigFile()
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", "amd64"
-	cf.Config.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
-	// Labelled as a bootable ostree-native base, so oslayer build's
-	// preflight accepts images built on it.
-	cf.Config.Labels = map[string]string{"ostree.bootable": "true", "containers.bootc": "1"}
-	img, err = mutate.ConfigFile(img, cf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := name.ParseReference(reg+"/os/base:1", name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(ref, img); err != nil {
-		t.Fatal(err)
-	}
-	d, _ := img.Digest()
-	return reg + "/os/base@" + d.String(), d
+	return buf.Bytes()
 }
 
 // RPMDebs are the Debian packages that give the test base a working rpm.
