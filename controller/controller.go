@@ -67,6 +67,9 @@ type Options struct {
 	// Secrets are mounted (one directory per Secret): the build pod reads
 	// them there instead of from the API.
 	SecretsDir string
+	// MaxConcurrentBuilds is how many PoolImages build at once (0 means
+	// 1); one PoolImage never builds twice at once.
+	MaxConcurrentBuilds int
 }
 
 // Reconciler reconciles PoolImages.
@@ -84,6 +87,7 @@ type Reconciler struct {
 	APIReader client.Reader
 
 	namespaces []string // the watched namespaces (none: all)
+	keys       keyCache // decrypted signing keys
 }
 
 // keepBuilds is how many builds status.builds records.
@@ -388,7 +392,7 @@ func (r *Reconciler) stages(ctx context.Context, pi *v1alpha1.PoolImage, reg *re
 	if p, ok := s.Data[sign.SecretPasswordField]; ok {
 		km.Password, km.HasPassword = p, true
 	}
-	sv, err := km.Decrypt(nil)
+	sv, err := r.keys.signer(km)
 	if err != nil {
 		return nil, fmt.Errorf("spec.signing.keySecret: %w", err)
 	}

@@ -26,6 +26,8 @@ type ManagerOptions struct {
 	MetricsAddr string
 	// ProbeAddr serves /healthz and /readyz ("0" disables it).
 	ProbeAddr string
+	// PprofAddr serves net/http/pprof ("" or "0" disables it).
+	PprofAddr string
 	// LeaderElection makes only one of several replicas build.
 	LeaderElection bool
 	// LeaderElectionNamespace holds the lease ("" means the in-cluster
@@ -82,6 +84,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 		Logger:                  lg,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
+		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,

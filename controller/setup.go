@@ -51,7 +51,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&batchv1.Job{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.referrers)).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.referrers)).
-		WithOptions(crcontroller.Options{RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](retryBase, retryMax)})
+		WithOptions(crcontroller.Options{
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](retryBase, retryMax),
+			MaxConcurrentReconciles: max(r.Options.MaxConcurrentBuilds, 1),
+		})
 	gk := schema.GroupKind{Group: mcfgv1.GroupName, Kind: "MachineConfigPool"}
 	if _, err := mgr.GetRESTMapper().RESTMapping(gk, mcfgv1.GroupVersion.Version); err == nil {
 		r.OpenShift = true

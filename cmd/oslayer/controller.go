@@ -58,6 +58,8 @@ config/ (kubectl apply -k config).`,
 	reg.register(fs)
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus /metrics endpoint ("0" disables it)`)
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" disables them)`)
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "0", `address of net/http/pprof ("0" disables it)`)
+	fs.IntVar(&o.MaxConcurrentBuilds, "max-concurrent-builds", 4, "PoolImages built at once")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader among replicas; only the leader builds")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a leader's lease lasts: a replica takes over at most this long after the leader died")
