@@ -35,6 +35,7 @@ var (
 	ctlChanges = flag.Int("bench.changes", 50, "BenchmarkController: source changes timed one after another")
 	ctlPools   = flag.Int("bench.ctl-pools", 100, "BenchmarkController: PoolImages created at once")
 	ctlArgs    = flag.String("bench.ctl-args", "", "BenchmarkController: extra oslayer controller flags (space-separated)")
+	ctlRepos   = flag.Bool("bench.ctl-repo-per-pool", false, "BenchmarkController: each of the PoolImages created at once pushes into a repository of its own (default: one repository, a tag per pool)")
 )
 
 // BenchmarkController measures the build service: the oslayer binary runs
@@ -46,7 +47,9 @@ var (
 //     PoolImage's status.image names the new, signed and tagged image,
 //     -bench.changes times one after another (p50, p95, max);
 //   - -bench.ctl-pools PoolImages (each with an OSC Secret of its own and
-//     a repository of its own) created at once until all are Ready;
+//     a tag of its own in one repository, as the pools of one cluster;
+//     -bench.ctl-repo-per-pool gives each a repository) created at once
+//     until all are Ready, with the registry requests per PoolImage;
 //
 // and reads the controller's peak RSS (VmHWM) and CPU time from /proc.
 // The load average is printed with the figures: the machine may be
@@ -104,13 +107,13 @@ func BenchmarkController(b *testing.B) {
 	}
 	create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cosign", Namespace: ns},
 		Data: map[string][]byte{sign.SecretKeyField: kp.Private, sign.SecretPasswordField: []byte("bench")}})
-	poolImage := func(name string) *v1alpha1.PoolImage {
+	poolImage := func(name, target string) *v1alpha1.PoolImage {
 		return &v1alpha1.PoolImage{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 			Spec: v1alpha1.PoolImageSpec{
 				Source:  v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{SecretName: "osc-" + name}},
 				Base:    e.base,
-				Target:  e.proxy.Host + "/pools/" + name + ":latest",
+				Target:  e.proxy.Host + target,
 				Signing: &v1alpha1.Signing{KeySecret: v1alpha1.LocalObjectReference{Name: "cosign"}},
 			},
 		}
@@ -192,7 +195,7 @@ func BenchmarkController(b *testing.B) {
 	// The first PoolImage: its build also indexes the base.
 	create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "osc-latency", Namespace: ns}, Data: oscData("latency", 0)})
 	var image string
-	first := waitFor(func() { create(poolImage("latency")) }, func(pi *v1alpha1.PoolImage) bool {
+	first := waitFor(func() { create(poolImage("latency", "/pools/latency:latest")) }, func(pi *v1alpha1.PoolImage) bool {
 		if pi.Name == "latency" && built(pi, "") {
 			image = pi.Status.Image
 			return true
@@ -232,6 +235,7 @@ func BenchmarkController(b *testing.B) {
 		create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "osc-" + name, Namespace: ns}, Data: oscData(name, 0)})
 	}
 	cpu0 = procCPU(b, ctl.Process.Pid)
+	e.proxy.Reset()
 	var mu sync.Mutex
 	readyAt := map[string]bool{}
 	var firstReady time.Duration
@@ -246,7 +250,12 @@ func BenchmarkController(b *testing.B) {
 			go func(i int) {
 				defer wg.Done()
 				defer func() { <-sem }()
-				if err := c.Create(ctx, poolImage(fmt.Sprintf("pool%03d", i))); err != nil {
+				name := fmt.Sprintf("pool%03d", i)
+				target := "/pools/cluster:" + name
+				if *ctlRepos {
+					target = "/pools/" + name + ":latest"
+				}
+				if err := c.Create(ctx, poolImage(name, target)); err != nil {
 					b.Error(err)
 				}
 			}(i)
@@ -265,6 +274,7 @@ func BenchmarkController(b *testing.B) {
 		return len(readyAt) == n
 	})
 	cpuMany := procCPU(b, ctl.Process.Pid) - cpu0
+	reqs := e.proxy.Requests()
 	b.StopTimer()
 	hwm, rss := procMem(b, ctl.Process.Pid)
 	loadAfter := loadavg()
@@ -300,8 +310,14 @@ func BenchmarkController(b *testing.B) {
 	fmt.Fprintf(&s, "| %d PoolImages created at once → first Ready | %.2f s | |\n", n, firstReady.Seconds())
 	fmt.Fprintf(&s, "| %d PoolImages created at once → all Ready | %.2f s | ≤ 30 s |\n", n, many.Seconds())
 	fmt.Fprintf(&s, "| controller CPU for the %d PoolImages | %.2f s | |\n", n, cpuMany.Seconds())
+	fmt.Fprintf(&s, "| registry requests per PoolImage of the %d | %.1f | |\n", n, float64(len(reqs))/float64(n))
 	fmt.Fprintf(&s, "| controller peak RSS (VmHWM) | %.1f MB | ≤ 300 MB |\n", float64(hwm)/1024)
 	fmt.Fprintf(&s, "| controller RSS at the end (VmRSS) | %.1f MB | |\n", float64(rss)/1024)
+	layout := "one repository, a tag per pool"
+	if *ctlRepos {
+		layout = "a repository per pool"
+	}
+	fmt.Fprintf(&s, "\n%d PoolImages (%s): registry requests per PoolImage by kind: %s\n", n, layout, requestKinds(reqs, n))
 	fmt.Print(s.String())
 	if *mdOut != "" {
 		if err := os.WriteFile(*mdOut, []byte(s.String()), 0o644); err != nil {

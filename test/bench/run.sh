@@ -5,8 +5,16 @@
 #   test/bench/run.sh              # ~14 MB base, 1/10/100 pools
 #   test/bench/run.sh -bench.gb    # ~1 GB base
 #   BENCH=BenchmarkFleet test/bench/run.sh   # oslayer fleet build of 1,000 pools
+#   test/bench/run.sh -bench.controller      # the build service (oslayer controller
+#                                            # against kube-apiserver and etcd)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+if [ "${1:-}" = -bench.controller ]; then
+  shift
+  BENCH=BenchmarkController
+  # kube-apiserver and etcd for envtest (built once, then cached).
+  export OSLAYER_KUBE=1 OSLAYER_REQUIRE_KUBE=1
+fi
 tools=$(bash test/setup.sh | tail -n 1)
 export PATH="$tools:$PATH"
 mkdir -p test/bench/results
