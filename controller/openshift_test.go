@@ -98,7 +98,9 @@ func ignitionFile(path, content string) runtime.RawExtension {
 // rendered MachineConfig gives a Ready PoolImage whose image `oslayer
 // verify` and skopeo with the node's policy (the `oslayer trust` files)
 // accept; spec.publish keeps an osImageURL MachineConfig labelled with the
-// pool's role and a ConfigMap at that image. The MCO rendering the
+// pool's role and a ConfigMap at that image (a MachineConfig of that name
+// made by someone else is left alone and Degraded says so until it is
+// gone). The MCO rendering the
 // osImageURL MachineConfig into a new rendered MachineConfig builds
 // nothing (no build recorded, no upload); a new rendered MachineConfig
 // with other content builds a new image, and both published objects
@@ -122,11 +124,28 @@ func TestOpenShiftPool(t *testing.T) {
 		},
 	})
 	rendered := mco.render(t)
+	// A MachineConfig of the name the controller publishes, made by
+	// someone else: left alone.
+	mcName := controller.PublishedMachineConfigName(pool)
+	foreign := &mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: mcName}}
+	e.create(t, foreign)
 	pi := e.poolImage("pool", v1alpha1.Source{OpenShift: &v1alpha1.OpenShiftSource{MachineConfigPool: pool}})
 	pi.Spec.Publish = &v1alpha1.Publish{MachineConfig: &v1alpha1.PublishMachineConfig{}, ConfigMap: "pool-image"}
 	e.create(t, pi)
 
-	pi = e.wait(t, "pool", "Ready", ready)
+	pi = e.wait(t, "pool", "Ready and a publish failure", func(pi *v1alpha1.PoolImage) bool { return ready(pi) && degraded(pi) })
+	if c := meta.FindStatusCondition(pi.Status.Conditions, v1alpha1.ConditionDegraded); c.Reason != controller.ReasonPublishFailed ||
+		!strings.Contains(c.Message, "spec.publish.machineConfig: MachineConfig "+mcName+" exists and was made by someone else") {
+		t.Errorf("Degraded %s: %s", c.Reason, c.Message)
+	}
+	if err := e.c.Get(ctx, client.ObjectKeyFromObject(foreign), foreign); err != nil || foreign.Spec.OSImageURL != "" {
+		t.Fatalf("the foreign MachineConfig was changed (%v): %+v", err, foreign)
+	}
+	if err := e.c.Delete(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	// Once it is gone the controller publishes (a retry).
+	pi = e.wait(t, "pool", "publish", func(pi *v1alpha1.PoolImage) bool { return ready(pi) && !degraded(pi) })
 	first := pi.Status.Image
 	if !strings.HasPrefix(first, e.host+"/os/pool@sha256:") || !pi.Status.Signed || len(pi.Status.Builds) != 1 {
 		t.Fatalf("status %+v", pi.Status)
@@ -134,7 +153,6 @@ func TestOpenShiftPool(t *testing.T) {
 	t.Logf("%s built from %s: %s", pool, rendered, first)
 	e.verify(t, first)
 	e.nodeAccepts(t, skopeoBin, first)
-	mcName := controller.PublishedMachineConfigName(pool)
 	e.published(t, mcName, pool, first)
 
 	// The MCO renders the osImageURL MachineConfig: a new rendered
