@@ -105,10 +105,13 @@ func ignitionFile(path, content string) runtime.RawExtension {
 // nothing (no build recorded, no upload); a new rendered MachineConfig
 // with other content builds a new image, and both published objects
 // follow it. A changed osImageURL MachineConfig is put back; deleting the
-// PoolImage deletes it.
+// PoolImage deletes it. The controller runs as its ServiceAccount with the
+// RBAC of config/ and is denied nothing.
 func TestOpenShiftPool(t *testing.T) {
 	skopeoBin := regtest.Require(t, "skopeo")
-	e := start(t)
+	e := newEnv(t)
+	// As the controller's ServiceAccount: its RBAC is enough.
+	e.runManagerAs(t, e.asServiceAccount(t), nil)
 	ctx := context.Background()
 	pool := e.ns // cluster-scoped: unique among the tests sharing the API server
 	mco := &fakeMCO{c: e.c, pool: pool}
@@ -235,6 +238,7 @@ func TestOpenShiftPool(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	e.denied(t)
 }
 
 // published waits until the osImageURL MachineConfig and the ConfigMap

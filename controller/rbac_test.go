@@ -99,6 +99,32 @@ func (e *env) apply(t *testing.T, objs []*unstructured.Unstructured, dryRun func
 	}
 }
 
+// The controller's ServiceAccount, as config/ deploys it.
+const saNS, saName = "oslayer-system", "oslayer-controller"
+
+// asServiceAccount applies config/ (the Deployment dry-run) and returns a
+// config that impersonates the controller's ServiceAccount: a manager
+// run with it has exactly the RBAC config/ grants.
+func (e *env) asServiceAccount(t *testing.T) *rest.Config {
+	t.Helper()
+	e.apply(t, manifests(t, filepath.Join("..", "config")), func(u *unstructured.Unstructured) bool { return u.GetKind() == "Deployment" })
+	cfg := rest.CopyConfig(e.cfg)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + saNS + ":" + saName,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + saNS, "system:authenticated"}}
+	return cfg
+}
+
+// denied fails the test for every request the API server refused the
+// managers (a "forbidden" in their log).
+func (e *env) denied(t *testing.T) {
+	t.Helper()
+	for _, line := range strings.Split(e.logs.String(), "\n") {
+		if strings.Contains(strings.ToLower(line), "forbidden") {
+			t.Errorf("denied: %s", line)
+		}
+	}
+}
+
 // TestRBAC runs the controller as the ServiceAccount of config/ with
 // exactly the RBAC config/ grants it (applied to the real API server, the
 // client impersonating the ServiceAccount), watching every namespace with
@@ -109,11 +135,7 @@ func (e *env) apply(t *testing.T, objs []*unstructured.Unstructured, dryRun func
 // take leases outside its namespace.
 func TestRBAC(t *testing.T) {
 	e := newEnv(t)
-	e.apply(t, manifests(t, filepath.Join("..", "config")), func(u *unstructured.Unstructured) bool { return u.GetKind() == "Deployment" })
-	const saNS, saName = "oslayer-system", "oslayer-controller"
-	cfg := rest.CopyConfig(e.cfg)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + saNS + ":" + saName,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + saNS, "system:authenticated"}}
+	cfg := e.asServiceAccount(t)
 	s, err := controller.Scheme()
 	if err != nil {
 		t.Fatal(err)
@@ -184,11 +206,7 @@ func TestRBAC(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	for _, line := range strings.Split(e.logs.String(), "\n") {
-		if strings.Contains(strings.ToLower(line), "forbidden") {
-			t.Errorf("denied: %s", line)
-		}
-	}
+	e.denied(t)
 }
 
 // leaderEvent reports whether leader election recorded its core Event
