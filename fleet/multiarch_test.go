@@ -3,7 +3,6 @@ package fleet_test
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,21 +109,7 @@ clusters:
 		t.Errorf("multi/worker's %s image %s, single/worker (arm64) %s", arm.Platform, arm.Digest, single.Digest)
 	}
 
-	e.proxy.Reset()
-	again := e.run(t, pools)
-	if again.Built != 3 || again.BytesUploaded != 0 {
-		t.Errorf("unchanged: built %d, uploaded %d", again.Built, again.BytesUploaded)
-	}
-	for _, r := range e.proxy.Requests() {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			t.Errorf("unchanged multi-arch fleet sent %s %s", r.Method, r.Path)
-		}
-	}
-	for i := range sum.Pools {
-		if again.Pools[i].Digest != sum.Pools[i].Digest {
-			t.Errorf("%s: digest %s, then %s", sum.Pools[i].Path, sum.Pools[i].Digest, again.Pools[i].Digest)
-		}
-	}
+	e.unchanged(t, pools, sum)
 }
 
 // TestPlanArchLists: arch takes a list or all; bad entries name the pool.
