@@ -70,7 +70,8 @@ func (p *Publisher) connect(ctx context.Context, pulls []name.Repository) (*sess
 	if err != nil {
 		return nil, err
 	}
-	s.sole, s.oneShot = p.o.sole, p.o.oneShot
+	// A shared session carries this publisher's options, not its opener's.
+	s.known, s.sole, s.oneShot = p.o.known, p.o.sole, p.o.oneShot
 	return s, nil
 }
 

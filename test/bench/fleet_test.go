@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -29,7 +30,7 @@ var (
 // on the synthetic FCOS-shaped base, then the same plan unchanged, and
 // compares it in the same run with separate oslayer build processes and
 // crane append (-bench.parallel at once) of a sample of the pools, scaled
-// to the fleet's size. Run it with BENCH=BenchmarkFleet test/bench/run.sh.
+// to the fleet's size. Run it with test/bench/run.sh -bench.fleet.
 func BenchmarkFleet(b *testing.B) {
 	crane := regtest.Require(b, "crane")
 	e, _, _ := newEnv(b)
@@ -64,6 +65,7 @@ func BenchmarkFleet(b *testing.B) {
 		"--push", e.proxy.Host + "/warm/up:latest"}, epoch, cacheEnv)
 
 	b.ResetTimer()
+	loadBefore := loadAverage()
 	var breakdown strings.Builder
 	fleetRun := func(name string) (run, int, fleetSummary) {
 		sumFile := filepath.Join(dir, "summary.json")
@@ -110,11 +112,13 @@ func BenchmarkFleet(b *testing.B) {
 		})
 	})
 	b.StopTimer()
+	loadAfter := loadAverage()
 
 	scaleTo := float64(n) / float64(sample)
 	var s strings.Builder
 	fmt.Fprintf(&s, "\nfleet: %d pools (%d clusters × %d pools, distinct content, %d repositories) on the synthetic FCOS base (scale %g), loopback registry, %d at once for the peers\n\n",
 		n, *fleetClusters, *fleetPools, *fleetClusters, *scale, *parallel)
+	fmt.Fprintf(&s, "load average (1, 5, 15 min) before: %s, after: %s; %d CPUs\n\n", loadBefore, loadAfter, runtime.NumCPU())
 	fmt.Fprintf(&s, "| run | wall | CPU (user+sys) | uploaded | downloaded | requests per pool | peak RSS |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	row := func(r run, reqs, pools int) {
 		fmt.Fprintf(&s, "| %s | %.2f s | %.2f s | %s | %s | %.1f | %.1f MB |\n", r.name, r.wall.Seconds(), r.cpu.Seconds(),
@@ -139,6 +143,15 @@ func BenchmarkFleet(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// loadAverage is the machine's load average (1, 5, 15 minutes), or "?".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
 }
 
 // requestKinds counts requests by method and kind (blob, upload, mount,
