@@ -366,6 +366,7 @@ func (r *Reconciler) stages(ctx context.Context, pi *v1alpha1.PoolImage, reg *re
 	if pf := pi.Spec.Preflight; pf != nil {
 		po.Skip, po.ExpectVersion = pf.Skip, pf.ExpectVersion
 		po.FatalWarnings, po.DenyUsrOverride = pf.FatalWarnings, pf.DenyUsrOverride
+		po.AllowSecrets = pf.AllowSecrets
 		if pf.MaxAddedBytes != "" {
 			n, err := preflight.ParseBytes(pf.MaxAddedBytes)
 			if err != nil {

@@ -23,10 +23,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/controller"
 	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/regtest"
 )
 
@@ -86,6 +88,42 @@ func (m *fakeMCO) render(t *testing.T) string {
 	return name
 }
 
+// kubeletSecret is where an OpenShift pool's rendered MachineConfig puts
+// the cluster's pull secret (/var/lib/kubelet/config.json) in the image.
+const kubeletSecret = "/usr/lib/oslayer/var/var/lib/kubelet/config.json"
+
+// realRendered is the spec of a rendered worker MachineConfig the MCO's
+// own merge produced (test/fixtures/testdata/mco/aws/rendered-worker.yaml).
+func realRendered(t *testing.T) mcfgv1.MachineConfigSpec {
+	t.Helper()
+	b, err := os.ReadFile(fixtures.Path(t, "mco", "aws", "rendered-worker.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mc mcfgv1.MachineConfig
+	if err := yaml.UnmarshalStrict(b, &mc); err != nil {
+		t.Fatal(err)
+	}
+	return mc.Spec
+}
+
+// withFile is the Ignition config raw with one more file.
+func withFile(t *testing.T, raw runtime.RawExtension, path, content string) runtime.RawExtension {
+	t.Helper()
+	var cfg map[string]any
+	if err := json.Unmarshal(raw.Raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	storage := cfg["storage"].(map[string]any)
+	storage["files"] = append(storage["files"].([]any), map[string]any{"path": path, "mode": 420,
+		"contents": map[string]any{"source": "data:," + url.PathEscape(content)}})
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runtime.RawExtension{Raw: b}
+}
+
 // ignitionFile is an Ignition 3.5 config with one file.
 func ignitionFile(path, content string) runtime.RawExtension {
 	return runtime.RawExtension{Raw: fmt.Appendf(nil,
@@ -94,7 +132,10 @@ func ignitionFile(path, content string) runtime.RawExtension {
 }
 
 // TestOpenShiftPool runs the OpenShift source against a real API server
-// with OpenShift's MachineConfig and MachineConfigPool CRDs: a pool with a
+// with OpenShift's MachineConfig and MachineConfigPool CRDs. The pool's
+// MachineConfig is a real rendered worker config (the MCO's merge of its
+// templates): preflight stops it for the pull secret it holds until
+// spec.preflight.allowSecrets names the path. Then a pool with a
 // rendered MachineConfig gives a Ready PoolImage whose image `oslayer
 // verify` and skopeo with the node's policy (the `oslayer trust` files)
 // accept; spec.publish keeps an osImageURL MachineConfig labelled with the
@@ -115,9 +156,10 @@ func TestOpenShiftPool(t *testing.T) {
 	ctx := context.Background()
 	pool := e.ns // cluster-scoped: unique among the tests sharing the API server
 	mco := &fakeMCO{c: e.c, pool: pool}
+	real := realRendered(t)
 	e.create(t, &mcfgv1.MachineConfig{
 		ObjectMeta: metav1.ObjectMeta{Name: "00-" + pool, Labels: map[string]string{roleLabel: pool}},
-		Spec:       mcfgv1.MachineConfigSpec{Config: ignitionFile("/etc/oslayer/pool.conf", "one")},
+		Spec:       real,
 	})
 	e.create(t, &mcfgv1.MachineConfigPool{
 		ObjectMeta: metav1.ObjectMeta{Name: pool},
@@ -136,6 +178,21 @@ func TestOpenShiftPool(t *testing.T) {
 	pi.Spec.Publish = &v1alpha1.Publish{MachineConfig: &v1alpha1.PublishMachineConfig{}, ConfigMap: "pool-image"}
 	e.create(t, pi)
 
+	// The real rendered worker config holds the pull secret: preflight
+	// stops the build, naming the check and the path, until the
+	// PoolImage allows it there.
+	pi = e.wait(t, "pool", "Degraded", degraded)
+	if c := meta.FindStatusCondition(pi.Status.Conditions, v1alpha1.ConditionDegraded); c.Reason != controller.ReasonInvalid ||
+		!strings.Contains(c.Message, "secrets") || !strings.Contains(c.Message, strings.TrimPrefix(kubeletSecret, "/")) || pi.Status.Image != "" {
+		t.Fatalf("Degraded %s: %s; image %q", c.Reason, c.Message, pi.Status.Image)
+	} else {
+		t.Logf("Degraded: %s", c.Message)
+	}
+	pi.Spec.Preflight = &v1alpha1.Preflight{AllowSecrets: []string{kubeletSecret}}
+	if err := e.c.Update(ctx, pi); err != nil {
+		t.Fatal(err)
+	}
+
 	pi = e.wait(t, "pool", "Ready and a publish failure", func(pi *v1alpha1.PoolImage) bool { return ready(pi) && degraded(pi) })
 	if c := meta.FindStatusCondition(pi.Status.Conditions, v1alpha1.ConditionDegraded); c.Reason != controller.ReasonPublishFailed ||
 		!strings.Contains(c.Message, "spec.publish.machineConfig: MachineConfig "+mcName+" exists and was made by someone else") {
@@ -150,7 +207,7 @@ func TestOpenShiftPool(t *testing.T) {
 	// Once it is gone the controller publishes (a retry).
 	pi = e.wait(t, "pool", "publish", func(pi *v1alpha1.PoolImage) bool { return ready(pi) && !degraded(pi) })
 	first := pi.Status.Image
-	if !strings.HasPrefix(first, e.host+"/os/pool@sha256:") || !pi.Status.Signed || len(pi.Status.Builds) != 1 {
+	if !strings.HasPrefix(first, e.host+"/os/pool@sha256:") || !pi.Status.Signed || len(pi.Status.Builds) != 2 {
 		t.Fatalf("status %+v", pi.Status)
 	}
 	t.Logf("%s built from %s: %s", pool, rendered, first)
@@ -166,28 +223,28 @@ func TestOpenShiftPool(t *testing.T) {
 	if again == rendered {
 		t.Fatalf("the osImageURL MachineConfig did not change the rendered MachineConfig %s", rendered)
 	}
-	e.noBuild(t, "pool", first, 1)
+	e.noBuild(t, "pool", first, 2)
 
 	// New content: a new rendered MachineConfig, a new image, published.
 	var src mcfgv1.MachineConfig
 	if err := e.c.Get(ctx, client.ObjectKey{Name: "00-" + pool}, &src); err != nil {
 		t.Fatal(err)
 	}
-	src.Spec.Config = ignitionFile("/etc/oslayer/pool.conf", "two")
+	src.Spec.Config = withFile(t, real.Config, "/etc/oslayer/pool.conf", "two")
 	if err := e.c.Update(ctx, &src); err != nil {
 		t.Fatal(err)
 	}
 	mco.render(t)
 	pi = e.wait(t, "pool", "a new image", func(pi *v1alpha1.PoolImage) bool { return ready(pi) && pi.Status.Image != first })
 	second := pi.Status.Image
-	if len(pi.Status.Builds) != 2 {
+	if len(pi.Status.Builds) != 3 {
 		t.Errorf("builds %+v", pi.Status.Builds)
 	}
 	e.verify(t, second)
 	e.published(t, mcName, pool, second)
 	e.proxy.Reset()
 	mco.render(t)
-	e.noBuild(t, "pool", second, 2)
+	e.noBuild(t, "pool", second, 3)
 
 	// A rendered MachineConfig that does not render: Degraded names the
 	// rendered MachineConfig and the field; the last good image stays, and

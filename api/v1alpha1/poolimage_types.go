@@ -330,6 +330,13 @@ type Preflight struct {
 	// MaxAddedBytes bounds the bytes added on top of the base (e.g. 512Mi).
 	// +optional
 	MaxAddedBytes string `json:"maxAddedBytes,omitempty"`
+	// AllowSecrets are paths in the image (or path.Match patterns) that
+	// may hold a secret, as the paths the secrets check reports them
+	// (e.g. /usr/lib/oslayer/var/var/lib/kubelet/config.json, where an
+	// OpenShift pool's rendered MachineConfig puts the cluster's pull
+	// secret).
+	// +optional
+	AllowSecrets []string `json:"allowSecrets,omitempty"`
 }
 
 // PoolImageStatus is what the controller built and recorded.
