@@ -107,20 +107,15 @@ func (r *PoolResult) fillMulti(m *builder.MultiResult) {
 	}
 	r.BytesUploaded, r.Phases = 0, nil
 	for _, p := range m.Platforms {
-		pr := PlatformResult{Platform: p.Platform, Digest: p.Digest.String()}
-		r.BytesUploaded += p.BytesUploaded
-		r.Phases = append(r.Phases, p.Phases...)
-		r.Warnings = append(r.Warnings, p.Warnings...)
+		var one PoolResult
+		one.fill(p)
+		r.BytesUploaded += one.BytesUploaded
+		r.Phases = append(r.Phases, one.Phases...)
+		r.Warnings = append(r.Warnings, one.Warnings...)
 		if r.InputsDigest == "" {
-			r.InputsDigest = p.InputsDigest
+			r.InputsDigest = one.InputsDigest
 		}
-		if p.Base.Digest.Hex != "" {
-			pr.BaseDigest = p.Base.Digest.String()
-		}
-		if v, ok := p.Stages[sign.StageSign].(*sign.SignResult); ok {
-			pr.Signature = v.SignatureTag
-		}
-		r.Platforms = append(r.Platforms, pr)
+		r.Platforms = append(r.Platforms, PlatformResult{Platform: p.Platform, Digest: one.Digest, BaseDigest: one.BaseDigest, Signature: one.Signature})
 	}
 	r.Phases = append(r.Phases, m.Phases...)
 	if v, ok := m.Stages[sign.StageSign].(*sign.SignResult); ok {

@@ -65,7 +65,7 @@ func BenchmarkFleet(b *testing.B) {
 		"--push", e.proxy.Host + "/warm/up:latest"}, epoch, cacheEnv)
 
 	b.ResetTimer()
-	loadBefore := loadAverage()
+	loadBefore := loadavg()
 	var breakdown strings.Builder
 	fleetRun := func(name string) (run, int, fleetSummary) {
 		sumFile := filepath.Join(dir, "summary.json")
@@ -112,7 +112,7 @@ func BenchmarkFleet(b *testing.B) {
 		})
 	})
 	b.StopTimer()
-	loadAfter := loadAverage()
+	loadAfter := loadavg()
 
 	scaleTo := float64(n) / float64(sample)
 	var s strings.Builder
@@ -143,15 +143,6 @@ func BenchmarkFleet(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-}
-
-// loadAverage is the machine's load average (1, 5, 15 minutes), or "?".
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
-		return strings.Join(f[:3], " ")
-	}
-	return "?"
 }
 
 // requestKinds counts requests by method and kind (blob, upload, mount,
