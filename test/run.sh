@@ -11,6 +11,11 @@ tools=$(bash test/setup.sh | tail -n 1)
 export PATH="$tools:$PATH"
 # Missing tools or fixtures fail tests instead of skipping them.
 export OSLAYER_REQUIRE_TOOLS=1
+# setup.sh built kube-apiserver and etcd (unless OSLAYER_KUBE=0): the
+# controller's envtest tests fail instead of skipping without them.
+if [ "${OSLAYER_KUBE:-1}" != 0 ]; then
+  export OSLAYER_REQUIRE_KUBE=1
+fi
 # The package stage's buildah executor (packagestage/bud) builds only with
 # these tags (no gpgme, btrfs or devicemapper C libraries); without them the
 # package is left out and the rest builds as before.

@@ -83,9 +83,9 @@ fi
 # Debian's etcd (3.4) is older than the 3.7 client kube-apiserver 1.37 is
 # built with, so etcd comes from the module proxy too. Both land in
 # $OSLAYER_TOOLS/kube/<version>/, which is what KUBEBUILDER_ASSETS names
-# (test/k8senv finds it there). Opt-in (OSLAYER_KUBE=1): the cold build of
-# kube-apiserver takes long on a small machine.
-if [ "${OSLAYER_KUBE:-0}" = 1 ]; then
+# (test/k8senv finds it there). Built by default (cached after the first
+# run); OSLAYER_KUBE=0 skips them, and then the envtest tests skip too.
+if [ "${OSLAYER_KUBE:-1}" != 0 ]; then
 KUBE_VERSION=v1.37.2 KUBE_STAGING_VERSION=v0.37.2 ETCD_VERSION=v3.7.3
 kube_assets="$OSLAYER_TOOLS/kube/$KUBE_VERSION"
 mkdir -p "$kube_assets"

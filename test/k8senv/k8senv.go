@@ -16,8 +16,8 @@ const KubeVersion = "v1.37.2"
 // Assets returns the directory holding kube-apiserver and etcd:
 // $KUBEBUILDER_ASSETS, else $OSLAYER_TOOLS/kube/VERSION (default
 // ~/.cache/oslayer-tools). It skips the test when they are missing, and
-// fails it with OSLAYER_REQUIRE_KUBE=1: building kube-apiserver is opt-in
-// (OSLAYER_KUBE=1 test/setup.sh) until its time fits the test command.
+// fails it with OSLAYER_REQUIRE_KUBE=1 (test/run.sh sets it: test/setup.sh
+// builds them unless OSLAYER_KUBE=0).
 func Assets(t testing.TB) string {
 	t.Helper()
 	dir := os.Getenv("KUBEBUILDER_ASSETS")
@@ -32,9 +32,9 @@ func Assets(t testing.TB) string {
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if fi, err := os.Stat(filepath.Join(dir, bin)); err != nil || fi.Mode()&0o111 == 0 {
 			if os.Getenv("OSLAYER_REQUIRE_KUBE") == "1" {
-				t.Fatalf("%s is required (OSLAYER_REQUIRE_KUBE=1) but not in %s (OSLAYER_KUBE=1 test/setup.sh builds it)", bin, dir)
+				t.Fatalf("%s is required (OSLAYER_REQUIRE_KUBE=1) but not in %s (test/setup.sh builds it)", bin, dir)
 			}
-			t.Skipf("%s not in %s (OSLAYER_KUBE=1 test/setup.sh builds it)", bin, dir)
+			t.Skipf("%s not in %s (test/setup.sh builds it)", bin, dir)
 		}
 	}
 	return dir
