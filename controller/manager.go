@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -77,8 +78,11 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 	}
 	lg := logr.FromSlogHandler(log.Handler())
 	// client-go's reflectors log through controller-runtime's global
-	// logger, which otherwise complains it was never set.
+	// logger, which otherwise complains it was never set; client-go's
+	// event broadcaster and leader election log through klog (an Event the
+	// API server rejects): both go to the same structured log.
 	ctrl.SetLogger(lg)
+	klog.SetLogger(lg)
 	mo := ctrl.Options{
 		Scheme:                  s,
 		Logger:                  lg,
