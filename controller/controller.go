@@ -19,6 +19,7 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -86,8 +87,9 @@ type Reconciler struct {
 	// cluster keeps many.
 	APIReader client.Reader
 
-	namespaces []string // the watched namespaces (none: all)
-	keys       keyCache // decrypted signing keys
+	namespaces []string   // the watched namespaces (none: all)
+	keys       keyCache   // decrypted signing keys
+	pushed     sharedPush // what builds learnt about the target repositories
 }
 
 // keepBuilds is how many builds status.builds records.
@@ -287,7 +289,7 @@ func (r *Reconciler) run(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs
 		return nil, "build", err
 	}
 	reg := r.Options.Registry
-	kc, err := r.keychain(ctx, pi, dir)
+	kc, cred, err := r.keychain(ctx, pi, dir)
 	if err != nil {
 		return nil, "config", err
 	}
@@ -296,7 +298,9 @@ func (r *Reconciler) run(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs
 	if err != nil {
 		return nil, "config", err
 	}
-	pub, err := push.New(pi.Spec.Target, &reg, push.WithLogger(log))
+	// Small images: a blob goes in one PUT after its POST.
+	popts := append([]push.Option{push.WithLogger(log), push.WithSingleRequestUploads()}, r.pushed.options(cred)...)
+	pub, err := push.New(pi.Spec.Target, &reg, popts...)
 	if err != nil {
 		return nil, "config", fmt.Errorf("spec.target: %w", err)
 	}
@@ -318,6 +322,7 @@ func (r *Reconciler) run(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs
 	}
 	res, err := builder.Build(ctx, req, pub, stages...)
 	if err != nil {
+		r.pushed.forget()
 		step := "build"
 		if res != nil && len(res.Phases) > 0 {
 			step = res.Phases[len(res.Phases)-1].Name
@@ -330,8 +335,9 @@ func (r *Reconciler) run(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs
 }
 
 // keychain builds the credentials of the PoolImage's pull and push
-// Secrets (written as manifests under dir, removed after the build).
-func (r *Reconciler) keychain(ctx context.Context, pi *v1alpha1.PoolImage, dir string) (authn.Keychain, error) {
+// Secrets (written as manifests under dir, removed after the build) and
+// the digest of their content.
+func (r *Reconciler) keychain(ctx context.Context, pi *v1alpha1.PoolImage, dir string) (authn.Keychain, [sha256.Size]byte, error) {
 	refs := append([]v1alpha1.LocalObjectReference(nil), pi.Spec.PullSecrets...)
 	if pi.Spec.PushSecret != nil {
 		refs = append(refs, *pi.Spec.PushSecret)
@@ -340,22 +346,25 @@ func (r *Reconciler) keychain(ctx context.Context, pi *v1alpha1.PoolImage, dir s
 	for i, ref := range refs {
 		s, err := r.credential(ctx, pi.Namespace, ref.Name, fmt.Sprintf("spec.pullSecrets/pushSecret[%d]", i))
 		if err != nil {
-			return nil, err
+			return nil, [sha256.Size]byte{}, err
 		}
 		m, err := secretManifest(s)
 		if err != nil {
-			return nil, err
+			return nil, [sha256.Size]byte{}, err
 		}
 		b = append(append(b, "---\n"...), m...)
 	}
+	cred := sha256.Sum256(b)
 	if len(b) == 0 {
-		return registry.Keychain("", "")
+		kc, err := registry.Keychain("", "")
+		return kc, cred, err
 	}
 	p := filepath.Join(dir, "auth.yaml")
 	if err := os.WriteFile(p, b, 0o600); err != nil {
-		return nil, err
+		return nil, [sha256.Size]byte{}, err
 	}
-	return registry.Keychain("", p)
+	kc, err := registry.Keychain("", p)
+	return kc, cred, err
 }
 
 // stages are the preflight and signing stages of the PoolImage.
@@ -412,7 +421,7 @@ func (r *Reconciler) imagePresent(ctx context.Context, pi *v1alpha1.PoolImage, r
 		return false
 	}
 	defer os.RemoveAll(dir)
-	kc, err := r.keychain(ctx, pi, dir)
+	kc, _, err := r.keychain(ctx, pi, dir)
 	if err != nil {
 		return false
 	}

@@ -1,0 +1,55 @@
+package controller
+
+import (
+	"crypto/sha256"
+	"sync"
+	"time"
+
+	"github.com/oslayer/oslayer/registry/push"
+)
+
+// sharedTTL is how long builds trust what earlier builds learnt about the
+// target repositories.
+const sharedTTL = 10 * time.Minute
+
+// maxSessions bounds the sets of credentials a sharedPush keeps sessions
+// for.
+const maxSessions = 64
+
+// sharedPush is what the controller's builds share when they push: the
+// blobs the target repositories are known to hold (a base layer is not
+// checked again by every pool's build) and, per set of credentials, the
+// authenticated sessions to the repositories (one ping and token for all
+// builds instead of one per build). Builds with other credentials never
+// share a session. Everything is forgotten after sharedTTL and when a
+// build fails, in case the registry lost a blob meanwhile (a garbage
+// collection, a restore): the next build checks again.
+type sharedPush struct {
+	mu       sync.Mutex
+	since    time.Time
+	known    *push.KnownBlobs
+	sessions map[[sha256.Size]byte]*push.Sessions
+}
+
+// options are the push options of a build with the credentials cred (the
+// digest of the Secrets they come from).
+func (s *sharedPush) options(cred [sha256.Size]byte) []push.Option {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.known == nil || time.Since(s.since) > sharedTTL || len(s.sessions) >= maxSessions {
+		s.since, s.known, s.sessions = time.Now(), &push.KnownBlobs{}, map[[sha256.Size]byte]*push.Sessions{}
+	}
+	ss := s.sessions[cred]
+	if ss == nil {
+		ss = &push.Sessions{}
+		s.sessions[cred] = ss
+	}
+	return []push.Option{push.WithKnownBlobs(s.known), push.WithSessions(ss)}
+}
+
+// forget drops what the builds learnt.
+func (s *sharedPush) forget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.known, s.sessions = nil, nil
+}
