@@ -116,7 +116,12 @@ var namespaces atomic.Int32
 // and the cosign Secret, without a manager.
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	cfg := kubeConfig(t)
+	return newEnvOn(t, kubeConfig(t))
+}
+
+// newEnvOn is newEnv on the API server of cfg.
+func newEnvOn(t *testing.T, cfg *rest.Config) *env {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	reg, proxy := baseRegistry(ctx, t, regtest.Config{Filesystem: true})

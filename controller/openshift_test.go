@@ -23,12 +23,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/controller"
 	"github.com/oslayer/oslayer/registry/sign"
 	"github.com/oslayer/oslayer/test/fixtures"
+	"github.com/oslayer/oslayer/test/k8senv"
 	"github.com/oslayer/oslayer/test/regtest"
 )
 
@@ -405,4 +407,41 @@ func oslayerBin(t *testing.T) string {
 		t.Fatalf("go build ./cmd/oslayer: %v\n%s", oslayerOnce.err, oslayerOnce.out)
 	}
 	return oslayerOnce.path
+}
+
+// TestWithoutOpenShiftAPI runs the controller against an API server of its
+// own that serves no machineconfiguration.openshift.io API (a cluster
+// that is not OpenShift): it starts, builds a Gardener pool, and a
+// PoolImage with the openshift source is Degraded saying the cluster
+// serves no MachineConfigPool API.
+func TestWithoutOpenShiftAPI(t *testing.T) {
+	assets := k8senv.Assets(t)
+	te := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd")},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: assets,
+	}
+	cfg, err := te.Start()
+	if err != nil {
+		t.Fatalf("envtest (kube-apiserver and etcd from %s): %v", assets, err)
+	}
+	t.Cleanup(func() {
+		if err := te.Stop(); err != nil {
+			t.Errorf("stopping envtest: %v", err)
+		}
+	})
+	e := newEnvOn(t, cfg)
+	e.runManager(t, nil)
+	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "osc-worker", Namespace: e.ns}, Data: oscSecret("one")})
+	e.create(t, e.poolImage("worker", v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{SecretName: "osc-worker"}}))
+	pi := e.poolImage("ocp", v1alpha1.Source{OpenShift: &v1alpha1.OpenShiftSource{MachineConfigPool: "worker"}})
+	pi.Spec.Publish = &v1alpha1.Publish{MachineConfig: &v1alpha1.PublishMachineConfig{}}
+	e.create(t, pi)
+	e.verify(t, e.wait(t, "worker", "Ready", ready).Status.Image)
+	pi = e.wait(t, "ocp", "Degraded", degraded)
+	c := meta.FindStatusCondition(pi.Status.Conditions, v1alpha1.ConditionDegraded)
+	if c.Reason != controller.ReasonInvalid ||
+		c.Message != "step source: spec.source.openshift.machineConfigPool: the cluster serves no MachineConfigPool API (machineconfiguration.openshift.io/v1)" {
+		t.Errorf("Degraded %s: %q", c.Reason, c.Message)
+	}
 }
