@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -190,8 +191,8 @@ func TestManifests(t *testing.T) {
 	}
 }
 
-// layerDigests lists the layers of a registry image.
-func layerDigests(t *testing.T, image string) string {
+// remoteImage reads an image from the test's registry.
+func remoteImage(t *testing.T, image string) v1.Image {
 	t.Helper()
 	ref, err := name.ParseReference(image)
 	if err != nil {
@@ -201,7 +202,13 @@ func layerDigests(t *testing.T, image string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := img.Manifest()
+	return img
+}
+
+// layerDigests lists the layers of a registry image.
+func layerDigests(t *testing.T, image string) string {
+	t.Helper()
+	m, err := remoteImage(t, image).Manifest()
 	if err != nil {
 		t.Fatal(err)
 	}

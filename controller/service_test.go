@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -353,15 +351,7 @@ func TestSecretsNotShown(t *testing.T) {
 
 	// The secretRef file is delivered at run time: its content is in no
 	// layer of the image.
-	ref, err := name.ParseReference(pi.Status.Image)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := remote.Image(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	layers, err := img.Layers()
+	layers, err := remoteImage(t, pi.Status.Image).Layers()
 	if err != nil {
 		t.Fatal(err)
 	}
