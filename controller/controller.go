@@ -1,9 +1,12 @@
 // Package controller is oslayer's in-cluster build service: a
 // controller-runtime reconciler of PoolImages (package api/v1alpha1) that
 // reads a pool's configuration from the cluster (the Gardener node-agent's
-// OSC Secret, or ConfigMaps/Secrets holding documents), builds it in the
-// controller process through builder.Build with preflight and signing,
-// pushes it and records the digest in the PoolImage's status.
+// OSC Secret, an OpenShift MachineConfigPool's rendered MachineConfig, or
+// ConfigMaps/Secrets holding documents), builds it in the controller
+// process through builder.Build with preflight and signing, pushes it,
+// records the digest in the PoolImage's status and, with spec.publish,
+// hands it on (an osImageURL MachineConfig for the OpenShift pool, a
+// ConfigMap).
 //
 // It sits above builder in the pipeline: it composes the stages
 // (preflight, registry/push, registry/sign) as the CLI does.
