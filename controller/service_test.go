@@ -380,7 +380,15 @@ func TestSecretsNotShown(t *testing.T) {
 		}
 		shown["status of "+n] = string(b)
 	}
-	time.Sleep(time.Second) // Events are written asynchronously
+	// Events are written asynchronously: wait for the two builds' last.
+	deadline := time.Now().Add(30 * time.Second)
+	for len(e.events(t, "worker")["Built"]) == 0 || len(e.events(t, "wrongkey")["BuildFailed"]) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no Built and BuildFailed Events within 30 s")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	shown["log"] = e.logs.String()
 	var evs eventsv1.EventList
 	if err := e.c.List(context.Background(), &evs, client.InNamespace(e.ns)); err != nil {
 		t.Fatal(err)
