@@ -212,7 +212,7 @@ func TestOpenShiftPool(t *testing.T) {
 	if !strings.HasPrefix(first, e.host+"/os/pool@sha256:") || !pi.Status.Signed || len(pi.Status.Builds) != 2 {
 		t.Fatalf("status %+v", pi.Status)
 	}
-	t.Logf("%s built from %s: %s", pool, rendered, first)
+	t.Logf("%s built from %s in %s s: %s", pool, rendered, pi.Status.Builds[0].Seconds, first)
 	e.verify(t, first)
 	e.nodeAccepts(t, skopeoBin, first)
 	e.published(t, mcName, pool, first)
@@ -239,6 +239,7 @@ func TestOpenShiftPool(t *testing.T) {
 	mco.render(t)
 	pi = e.wait(t, "pool", "a new image", func(pi *v1alpha1.PoolImage) bool { return ready(pi) && pi.Status.Image != first })
 	second := pi.Status.Image
+	t.Logf("new content built in %s s: %s", pi.Status.Builds[0].Seconds, second)
 	if len(pi.Status.Builds) != 3 {
 		t.Errorf("builds %+v", pi.Status.Builds)
 	}
