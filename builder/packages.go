@@ -63,6 +63,9 @@ type PackageResult struct {
 	AddedBytes int64        `json:"addedBytes"`
 	// Seconds is the stage's wall time.
 	Seconds float64 `json:"seconds"`
+	// StorageDriver is the scratch storage driver a build used (overlay
+	// or vfs; empty for a hit).
+	StorageDriver string `json:"storageDriver,omitempty"`
 }
 
 // ErrNoPackageStage is returned (wrapped) when a pool needs a package stage

@@ -59,6 +59,12 @@ type Options struct {
 	// ScratchDir is where the scratch storage is made ("" for the system's
 	// temporary directory). It is removed afterwards.
 	ScratchDir string
+	// StorageDriver is the storage driver of the scratch storage:
+	// "overlay" or "vfs", "" for overlay where the kernel and the scratch
+	// directory allow it (a test mount succeeds), else vfs. vfs copies the
+	// whole tree for every layer: on a base of many big layers it needs
+	// many times the base's size on disk.
+	StorageDriver string
 	// Log receives buildah's output.
 	Log io.Writer
 }
@@ -81,6 +87,8 @@ type Result struct {
 	AddedLayers int                  `json:"addedLayers"`
 	AddedBytes  int64                `json:"addedBytes"`
 	Duration    time.Duration        `json:"duration"`
+	// StorageDriver is the scratch storage's driver (empty for a hit).
+	StorageDriver string `json:"storageDriver,omitempty"`
 }
 
 // Run looks the package base up by its key and builds and pushes it on a
@@ -119,7 +127,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("package stage: scratch directory: %w", err)
 	}
 	defer os.RemoveAll(scratch)
-	if err := build(ctx, o, reg, scratch, log); err != nil {
+	if err := build(ctx, o, reg, scratch, log, &res.StorageDriver); err != nil {
 		return nil, err
 	}
 	res.Commands = o.Plan.Containerfile.Commands()
@@ -226,7 +234,7 @@ const policy = `{"default":[{"type":"insecureAcceptAnything"}]}`
 
 // build runs buildah and pushes the result by digest and under the key's
 // tag.
-func build(ctx context.Context, o Options, reg *registry.Options, scratch string, log io.Writer) error {
+func build(ctx context.Context, o Options, reg *registry.Options, scratch string, log io.Writer, usedDriver *string) error {
 	plan := o.Plan
 	policyPath := filepath.Join(scratch, "policy.json")
 	cfPath := filepath.Join(scratch, "Containerfile")
@@ -256,15 +264,12 @@ func build(ctx context.Context, o Options, reg *registry.Options, scratch string
 		}
 		extra = map[string]*define.AdditionalBuildContext{packagestage.ReposContext: {Value: dir}}
 	}
-	store, err := storage.GetStore(storage.StoreOptions{
-		RunRoot:         filepath.Join(scratch, "run"),
-		GraphRoot:       filepath.Join(scratch, "root"),
-		GraphDriverName: "vfs",
-	})
+	store, driver, err := openStore(scratch, o.StorageDriver)
 	if err != nil {
-		return fmt.Errorf("package stage: storage: %w", err)
+		return err
 	}
 	defer store.Shutdown(true)
+	*usedDriver = driver
 
 	sys := &types.SystemContext{SignaturePolicyPath: policyPath}
 	host := strings.SplitN(o.Repository, "/", 2)[0]
@@ -454,26 +459,50 @@ func execute(ctx context.Context, c Config, req builder.PackageRequest, plan *pa
 		return nil, fmt.Errorf("package stage: base %s: %w", req.Base.Ref, err)
 	}
 	res, err := Run(ctx, Options{
-		Plan:       plan,
-		Base:       r.Context().Name() + "@" + req.Base.Digest.String(),
-		Repository: c.Repository,
-		Secrets:    c.Secrets,
-		Registry:   reg,
-		ScratchDir: c.ScratchDir,
-		Log:        c.Log,
+		Plan:          plan,
+		Base:          r.Context().Name() + "@" + req.Base.Digest.String(),
+		Repository:    c.Repository,
+		Secrets:       c.Secrets,
+		Registry:      reg,
+		ScratchDir:    c.ScratchDir,
+		StorageDriver: c.StorageDriver,
+		Log:           c.Log,
 	})
 	if err != nil {
 		// Build names the step ("package-stage: ...").
 		return nil, unprefixed(err)
 	}
 	return &builder.PackageResult{
-		Hit:        res.Hit,
-		Key:        res.Key,
-		Tag:        c.Repository + ":" + plan.Key.Tag(),
-		Ref:        res.Ref,
-		Commands:   res.Commands,
-		Layers:     res.Layers,
-		AddedBytes: res.AddedBytes,
-		Seconds:    res.Duration.Seconds(),
+		Hit:           res.Hit,
+		Key:           res.Key,
+		Tag:           c.Repository + ":" + plan.Key.Tag(),
+		Ref:           res.Ref,
+		Commands:      res.Commands,
+		Layers:        res.Layers,
+		AddedBytes:    res.AddedBytes,
+		Seconds:       res.Duration.Seconds(),
+		StorageDriver: res.StorageDriver,
 	}, nil
+}
+
+// openStore opens the scratch storage under scratch with driver, or with
+// overlay where it works and vfs otherwise when driver is "".
+func openStore(scratch, driver string) (storage.Store, string, error) {
+	drivers := []string{driver}
+	if driver == "" {
+		drivers = []string{"overlay", "vfs"}
+	}
+	var errs []string
+	for _, d := range drivers {
+		store, err := storage.GetStore(storage.StoreOptions{
+			RunRoot:         filepath.Join(scratch, "run-"+d),
+			GraphRoot:       filepath.Join(scratch, "root-"+d),
+			GraphDriverName: d,
+		})
+		if err == nil {
+			return store, d, nil
+		}
+		errs = append(errs, d+": "+err.Error())
+	}
+	return nil, "", fmt.Errorf("package stage: storage: %s", strings.Join(errs, "; "))
 }

@@ -55,7 +55,9 @@ type Config struct {
 	Registry *registry.Options
 	// ScratchDir is where buildah's scratch storage is made ("": the
 	// system's temporary directory); it is removed afterwards.
-	ScratchDir string
+	// StorageDriver is its driver (Options.StorageDriver).
+	ScratchDir    string
+	StorageDriver string
 	// Log receives buildah's output (nil: discarded).
 	Log io.Writer
 }

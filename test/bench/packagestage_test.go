@@ -39,7 +39,8 @@ const agentPayload = 20 << 20
 //     base into scratch storage, runs the steps, pushes the package base);
 //   - oslayer build with the same inputs (the package base from its tag);
 //   - oslayer build after a config-only change;
-//   - buildah bud (Debian's buildah CLI, vfs, chroot, empty storage) of the
+//   - buildah bud (Debian's buildah CLI, chroot, empty storage, the storage
+//     driver the package stage used: overlay where it works, else vfs) of the
 //     equivalent single Containerfile: the package stage's Containerfile
 //     followed by COPY of the rendered config, then buildah push.
 //
@@ -135,6 +136,7 @@ RUN mkdir -p /etc/agent /etc/systemd/system/multi-user.target.wants && \
 			"--push", e.proxy.Host + "/pools/plain:latest"}, "SOURCE_DATE_EPOCH=1700000000", cacheEnv)
 	}))
 	cold, coldRes := build("oslayer build, cold package stage")
+	cold.name += " (" + coldRes.PackageStage.StorageDriver + ")"
 	runs = append(runs, cold)
 	var hitStage float64
 	runs = append(runs, e.median(fmt.Sprintf("oslayer build, same inputs: cached package base (median of %d)", *reps), func(i int) (time.Duration, int64) {
@@ -173,9 +175,11 @@ RUN mkdir -p /etc/agent /etc/systemd/system/multi-user.target.wants && \
 	}
 	single := filepath.Join(ctxDir, "single.Containerfile")
 	write(single, plan.PackageStage.Containerfile+"COPY rootfs/ /\n")
-	store := []string{"--root", filepath.Join(dir, "bh-root"), "--runroot", filepath.Join(dir, "bh-runroot"), "--storage-driver", "vfs"}
+	// The same storage driver as oslayer's package stage used.
+	driver := coldRes.PackageStage.StorageDriver
+	store := []string{"--root", filepath.Join(dir, "bh-root"), "--runroot", filepath.Join(dir, "bh-runroot"), "--storage-driver", driver}
 	peer := e.proxy.Host + "/buildah/agent:latest"
-	runs = append(runs, e.measure("buildah bud of the same single Containerfile (vfs, chroot, empty storage) + push", func() (time.Duration, int64) {
+	runs = append(runs, e.measure("buildah bud of the same single Containerfile ("+driver+", chroot, empty storage) + push", func() (time.Duration, int64) {
 		w1, r1 := e.exec(bah, append(append([]string{}, store...), "bud", "--isolation", "chroot", "--tls-verify=false",
 			"--build-arg", "OSLAYER_BASE="+e.base, "-f", single, "-t", peer, ctxDir))
 		w2, r2 := e.exec(bah, append(append([]string{}, store...), "push", "--tls-verify=false", peer))
