@@ -94,17 +94,38 @@ type Containerfile struct {
 	KernelType string
 }
 
-// Bytes is the whole Containerfile.
+// Bytes is the whole Containerfile: the user's preamble (what comes before
+// its first FROM: global ARGs, parser directives, comments), the generated
+// part, an empty line, then the rest of the user's Containerfile. So the
+// user's global ARGs stay global (usable in its FROM lines), as in the file
+// given.
 func (c *Containerfile) Bytes() []byte {
-	out := bytes.Clone(c.Generated)
+	pre, rest := c.userSplit()
+	out := bytes.Clone(pre)
+	out = append(out, c.Generated...)
 	if len(c.User) > 0 {
 		out = append(out, '\n')
-		out = append(out, c.User...)
-		if !bytes.HasSuffix(c.User, []byte("\n")) {
+		out = append(out, rest...)
+		if !bytes.HasSuffix(rest, []byte("\n")) {
 			out = append(out, '\n')
 		}
 	}
 	return out
+}
+
+// userSplit splits the user's Containerfile before the line of its first
+// FROM.
+func (c *Containerfile) userSplit() (pre, rest []byte) {
+	for _, in := range parse(c.User) {
+		if in.cmd == "FROM" {
+			n := 0
+			for i := 1; i < in.line; i++ {
+				n += bytes.IndexByte(c.User[n:], '\n') + 1
+			}
+			return c.User[:n], c.User[n:]
+		}
+	}
+	return nil, c.User
 }
 
 // Commands lists the instructions of the whole Containerfile, one string
@@ -121,11 +142,16 @@ func (c *Containerfile) Commands() []string {
 // Locate maps a line of Bytes (1-based) to the file it came from and its
 // line there: "generated Containerfile line 7" or "FILE line 3".
 func (c *Containerfile) Locate(line int) string {
+	pre, _ := c.userSplit()
+	p := bytes.Count(pre, []byte("\n"))
 	gen := bytes.Count(c.Generated, []byte("\n"))
-	if line <= gen || len(c.User) == 0 {
-		return fmt.Sprintf("generated Containerfile line %d", line)
+	switch {
+	case line <= p:
+		return fmt.Sprintf("%s line %d", c.userName(), line)
+	case line <= p+gen || len(c.User) == 0:
+		return fmt.Sprintf("generated Containerfile line %d", line-p)
 	}
-	// One empty line separates the two parts.
+	// One empty line separates the generated part from the rest.
 	return fmt.Sprintf("%s line %d", c.userName(), line-gen-1)
 }
 

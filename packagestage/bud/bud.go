@@ -4,6 +4,8 @@ package bud
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -272,6 +275,13 @@ func build(ctx context.Context, o Options, reg *registry.Options, scratch string
 	*usedDriver = driver
 
 	sys := &types.SystemContext{SignaturePolicyPath: policyPath}
+	// The credentials oslayer has for the base's and the target's
+	// registries, as an auth file in the scratch directory.
+	authPath, err := writeAuthFile(scratch, reg, o.Base, o.Repository)
+	if err != nil {
+		return err
+	}
+	sys.AuthFilePath = authPath
 	host := strings.SplitN(o.Repository, "/", 2)[0]
 	if reg.IsInsecure(host) || strings.HasPrefix(host, "127.0.0.1") || strings.HasPrefix(host, "localhost") || strings.HasPrefix(host, "[::1]") {
 		sys.DockerInsecureSkipTLSVerify = types.OptionalBoolTrue
@@ -505,4 +515,42 @@ func openStore(scratch, driver string) (storage.Store, string, error) {
 		errs = append(errs, d+": "+err.Error())
 	}
 	return nil, "", fmt.Errorf("package stage: storage: %s", strings.Join(errs, "; "))
+}
+
+// writeAuthFile writes the credentials reg's keychain has for the
+// registries of refs to a podman auth.json in dir and returns its path.
+func writeAuthFile(dir string, reg *registry.Options, refs ...string) (string, error) {
+	kc := reg.Keychain
+	if kc == nil {
+		kc = authn.DefaultKeychain
+	}
+	auths := map[string]map[string]string{}
+	for _, ref := range refs {
+		r, err := name.NewRepository(strings.SplitN(ref, "@", 2)[0], name.Insecure)
+		if err != nil {
+			return "", fmt.Errorf("package stage: %s: %w", ref, err)
+		}
+		a, err := kc.Resolve(r.Registry)
+		if err != nil {
+			return "", fmt.Errorf("package stage: credentials for %s: %w", r.RegistryStr(), err)
+		}
+		cfg, err := a.Authorization()
+		if err != nil {
+			return "", fmt.Errorf("package stage: credentials for %s: %w", r.RegistryStr(), err)
+		}
+		switch {
+		case cfg.IdentityToken != "":
+			auths[r.RegistryStr()] = map[string]string{"identitytoken": cfg.IdentityToken}
+		case cfg.Auth != "":
+			auths[r.RegistryStr()] = map[string]string{"auth": cfg.Auth}
+		case cfg.Username != "" || cfg.Password != "":
+			auths[r.RegistryStr()] = map[string]string{"auth": base64.StdEncoding.EncodeToString([]byte(cfg.Username + ":" + cfg.Password))}
+		}
+	}
+	b, err := json.Marshal(map[string]any{"auths": auths})
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, "auth.json")
+	return p, os.WriteFile(p, b, 0o600)
 }

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/oslayer/oslayer/packagestage"
@@ -128,7 +126,6 @@ func TestBuildahBuildsCachesAndNamesTheFailingLine(t *testing.T) {
 // the host's rpm finds the package in its database.
 func TestBuildahInstallsAnRPMAndEnablesItsUnit(t *testing.T) {
 	regtest.RequireRoot(t, "buildah's chroot isolation")
-	umoci := regtest.Require(t, "umoci")
 	rpm := regtest.Require(t, "rpm")
 	reg := regtest.Start(t, regtest.Config{})
 	base, digest := pkgbase.Push(t, reg.Host, pkgbase.RPMDebs...)
@@ -156,16 +153,7 @@ RUN mkdir -p /etc/agent /etc/systemd/system/multi-user.target.wants && \
 	if err != nil {
 		t.Fatal(err)
 	}
-	lp := filepath.Join(t.TempDir(), "layout")
-	l, err := layout.Write(lp, empty.Index)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": "pkg"})); err != nil {
-		t.Fatal(err)
-	}
-	rootfs := filepath.Join(t.TempDir(), "rootfs")
-	regtest.Run(t, nil, umoci, "raw", "unpack", "--rootless", "--image", lp+":pkg", rootfs)
+	rootfs := pkgbase.Unpack(t, img)
 	if b, err := os.ReadFile(filepath.Join(rootfs, "usr/bin/agent")); err != nil || !strings.Contains(string(b), "echo agent") {
 		t.Fatalf("/usr/bin/agent: %q %v", b, err)
 	}

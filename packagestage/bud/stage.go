@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/oslayer/oslayer/builder"
@@ -111,6 +112,9 @@ func (s *Stage) Run(ctx context.Context, req builder.PackageRequest) (*builder.P
 	}
 	if s.c.Repository == "" {
 		return nil, fmt.Errorf("pool %s needs the package stage (%s): give a registry target (--push REG/REPO[:TAG]); the package base is pushed there", req.Pool, needs(in, plan))
+	}
+	if in.Arch != runtime.GOARCH {
+		return nil, fmt.Errorf("pool %s needs the package stage (%s) for %s: buildah runs its steps on this machine, which is %s", req.Pool, needs(in, plan), in.Arch, runtime.GOARCH)
 	}
 	if registry.IsLayout(req.Base.Ref) {
 		return nil, fmt.Errorf("pool %s needs the package stage (%s): its base %s is an OCI layout; give a registry base (buildah pulls it for this stage)", req.Pool, needs(in, plan), req.Base.Ref)

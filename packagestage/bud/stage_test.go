@@ -2,6 +2,7 @@ package bud
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -32,6 +33,15 @@ func TestStageRefusals(t *testing.T) {
 	}
 	if _, err := New(Config{}).Run(ctx, req); err == nil || !strings.Contains(err.Error(), "give a registry target") {
 		t.Errorf("no repository: %v", err)
+	}
+	other := "arm64"
+	if runtime.GOARCH == "arm64" {
+		other = "amd64"
+	}
+	areq := req
+	areq.Arch = other
+	if _, err := New(Config{Repository: "127.0.0.1:5000/os/worker"}).Run(ctx, areq); err == nil || !strings.Contains(err.Error(), "buildah runs its steps on this machine") {
+		t.Errorf("other architecture: %v", err)
 	}
 	lreq := req
 	lreq.Base = &builder.Base{Ref: "oci:base", Digest: base.Digest}

@@ -14,44 +14,64 @@ import (
 
 	"github.com/oslayer/oslayer/baseindex"
 	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/packagestage/bud"
 	"github.com/oslayer/oslayer/test/regtest"
 )
 
+// binary is the oslayer command built once per test binary with tags.
+type binary struct {
+	tags string
+	once sync.Once
+	path string
+	dir  string
+	err  error
+}
+
 var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-	binDir  string
+	// plain is built as go build builds it here; withBud has the package
+	// stage's executor (bud.Tags).
+	plain   = &binary{}
+	withBud = &binary{tags: bud.Tags}
 )
 
-// oslayer builds the command once per test binary.
-func oslayer(t *testing.T) string {
+func (b *binary) get(t *testing.T) string {
 	t.Helper()
-	binOnce.Do(func() {
-		binDir, binErr = os.MkdirTemp("", "oslayer-e2e-")
-		if binErr != nil {
+	b.once.Do(func() {
+		b.dir, b.err = os.MkdirTemp("", "oslayer-e2e-")
+		if b.err != nil {
 			return
 		}
-		binPath = filepath.Join(binDir, "oslayer")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/oslayer")
+		b.path = filepath.Join(b.dir, "oslayer")
+		args := []string{"build", "-o", b.path}
+		if b.tags != "" {
+			args = append(args, "-tags", b.tags)
+		}
+		cmd := exec.Command("go", append(args, "./cmd/oslayer")...)
 		cmd.Dir = repoRoot(t)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			binErr = err
-			binPath = string(out)
+			b.err = err
+			b.path = string(out)
 		}
 	})
-	if binErr != nil {
-		t.Fatalf("go build ./cmd/oslayer: %v\n%s", binErr, binPath)
+	if b.err != nil {
+		t.Fatalf("go build -tags %q ./cmd/oslayer: %v\n%s", b.tags, b.err, b.path)
 	}
-	return binPath
+	return b.path
 }
+
+// oslayer builds the command once per test binary.
+func oslayer(t *testing.T) string { return plain.get(t) }
+
+// oslayerBud builds the command with the package stage's build tags once
+// per test binary.
+func oslayerBud(t *testing.T) string { return withBud.get(t) }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	for _, d := range []string{binDir, budDir} {
-		if d != "" {
-			os.RemoveAll(d)
+	for _, b := range []*binary{plain, withBud} {
+		if b.dir != "" {
+			os.RemoveAll(b.dir)
 		}
 	}
 	os.Exit(code)

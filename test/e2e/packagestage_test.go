@@ -6,55 +6,19 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/oslayer/oslayer/builder"
-	"github.com/oslayer/oslayer/packagestage/bud"
 	"github.com/oslayer/oslayer/test/pkgbase"
 	"github.com/oslayer/oslayer/test/regtest"
 )
-
-var (
-	budOnce sync.Once
-	budPath string
-	budErr  error
-	budDir  string
-)
-
-// oslayerBud builds the command with the package stage's build tags
-// (bud.Tags) once per test binary.
-func oslayerBud(t *testing.T) string {
-	t.Helper()
-	budOnce.Do(func() {
-		budDir, budErr = os.MkdirTemp("", "oslayer-e2e-bud-")
-		if budErr != nil {
-			return
-		}
-		budPath = filepath.Join(budDir, "oslayer")
-		cmd := exec.Command("go", "build", "-tags", bud.Tags, "-o", budPath, "./cmd/oslayer")
-		cmd.Dir = repoRoot(t)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			budErr = err
-			budPath = string(out)
-		}
-	})
-	if budErr != nil {
-		t.Fatalf("go build -tags %s ./cmd/oslayer: %v\n%s", bud.Tags, budErr, budPath)
-	}
-	return budPath
-}
 
 // agentMC is a worker MachineConfig with a file (its content is site) that
 // enables agent-report.service, a unit only the package base has (the
@@ -133,7 +97,6 @@ func layerGets(reqs []regtest.Request, layers map[v1.Hash]bool) int {
 // the RPM's files and database entry and both unit links.
 func TestPackageStageCLI(t *testing.T) {
 	regtest.RequireRoot(t, "buildah's chroot isolation")
-	umoci := regtest.Require(t, "umoci")
 	rpm := regtest.Require(t, "rpm")
 	bin := oslayerBud(t)
 	reg := regtest.Start(t, regtest.Config{})
@@ -297,16 +260,7 @@ func TestPackageStageCLI(t *testing.T) {
 
 	// umoci unpacks it; the RPM's files, its database entry and both unit
 	// links are there.
-	lp := filepath.Join(t.TempDir(), "layout")
-	l, err := layout.Write(lp, empty.Index)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": "worker"})); err != nil {
-		t.Fatal(err)
-	}
-	rootfs := filepath.Join(t.TempDir(), "rootfs")
-	regtest.Run(t, nil, umoci, "raw", "unpack", "--rootless", "--image", lp+":worker", rootfs)
+	rootfs := pkgbase.Unpack(t, img)
 	for p, want := range map[string]string{
 		"usr/bin/agent":        "#!/bin/sh\necho agent\n",
 		"etc/agent/agent.conf": "level=2\n",

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
@@ -166,6 +167,24 @@ func tarDir(t testing.TB, root string) []byte {
 	}
 	tw.Close()
 	return buf.Bytes()
+}
+
+// Unpack unpacks img with umoci (rootless, from an OCI layout it writes
+// first) and returns the root directory.
+func Unpack(t testing.TB, img v1.Image) string {
+	t.Helper()
+	umoci := regtest.Require(t, "umoci")
+	lp := filepath.Join(t.TempDir(), "layout")
+	l, err := layout.Write(lp, empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": "image"})); err != nil {
+		t.Fatal(err)
+	}
+	rootfs := filepath.Join(t.TempDir(), "rootfs")
+	regtest.Run(t, nil, umoci, "raw", "unpack", "--rootless", "--image", lp+":image", rootfs)
+	return rootfs
 }
 
 // RPMDebs are the Debian packages that give the test base a working rpm.
