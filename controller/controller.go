@@ -297,12 +297,14 @@ func (r *Reconciler) run(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs
 		return nil, "config", err
 	}
 	reg.Keychain = kc
+	shared, conns := r.pushed.options(cred)
+	reg.Shared = conns
 	stages, err := r.stages(ctx, pi, &reg, log)
 	if err != nil {
 		return nil, "config", err
 	}
 	// Small images: a blob goes in one PUT after its POST.
-	popts := append([]push.Option{push.WithLogger(log), push.WithSingleRequestUploads()}, r.pushed.options(cred)...)
+	popts := append([]push.Option{push.WithLogger(log), push.WithSingleRequestUploads()}, shared...)
 	pub, err := push.New(pi.Spec.Target, &reg, popts...)
 	if err != nil {
 		return nil, "config", fmt.Errorf("spec.target: %w", err)
@@ -424,11 +426,12 @@ func (r *Reconciler) imagePresent(ctx context.Context, pi *v1alpha1.PoolImage, r
 		return false
 	}
 	defer os.RemoveAll(dir)
-	kc, _, err := r.keychain(ctx, pi, dir)
+	kc, cred, err := r.keychain(ctx, pi, dir)
 	if err != nil {
 		return false
 	}
 	reg.Keychain = kc
+	_, reg.Shared = r.pushed.options(cred)
 	_, _, err = reg.Image(ctx, ref, nil)
 	return err == nil
 }

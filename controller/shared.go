@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/oslayer/oslayer/registry"
 	"github.com/oslayer/oslayer/registry/push"
 )
 
@@ -19,32 +20,40 @@ const maxSessions = 64
 // sharedPush is what the controller's builds share when they push: the
 // blobs the target repositories are known to hold (a base layer is not
 // checked again by every pool's build) and, per set of credentials, the
-// authenticated sessions to the repositories (one ping and token for all
-// builds instead of one per build). Builds with other credentials never
-// share a session. Everything is forgotten after sharedTTL and when a
+// authenticated connections to the repositories of the push and of every
+// other registry call (base, signatures, attestations): one ping and token
+// per repository for all builds instead of several per build. Builds with
+// other credentials never share a connection. Everything is forgotten after sharedTTL and when a
 // build fails, in case the registry lost a blob meanwhile (a garbage
 // collection, a restore): the next build checks again.
 type sharedPush struct {
 	mu       sync.Mutex
 	since    time.Time
 	known    *push.KnownBlobs
-	sessions map[[sha256.Size]byte]*push.Sessions
+	sessions map[[sha256.Size]byte]*connections
+}
+
+// connections are the shared connections of one set of credentials.
+type connections struct {
+	push push.Sessions
+	reg  registry.Connections
 }
 
 // options are the push options of a build with the credentials cred (the
-// digest of the Secrets they come from).
-func (s *sharedPush) options(cred [sha256.Size]byte) []push.Option {
+// digest of the Secrets they come from), and the connections of its other
+// registry calls (registry.Options.Shared).
+func (s *sharedPush) options(cred [sha256.Size]byte) ([]push.Option, *registry.Connections) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.known == nil || time.Since(s.since) > sharedTTL || len(s.sessions) >= maxSessions {
-		s.since, s.known, s.sessions = time.Now(), &push.KnownBlobs{}, map[[sha256.Size]byte]*push.Sessions{}
+		s.since, s.known, s.sessions = time.Now(), &push.KnownBlobs{}, map[[sha256.Size]byte]*connections{}
 	}
-	ss := s.sessions[cred]
-	if ss == nil {
-		ss = &push.Sessions{}
-		s.sessions[cred] = ss
+	c := s.sessions[cred]
+	if c == nil {
+		c = &connections{}
+		s.sessions[cred] = c
 	}
-	return []push.Option{push.WithKnownBlobs(s.known), push.WithSessions(ss)}
+	return []push.Option{push.WithKnownBlobs(s.known), push.WithSessions(&c.push)}, &c.reg
 }
 
 // forget drops what the builds learnt.

@@ -11,14 +11,12 @@ import (
 func TestSharedPush(t *testing.T) {
 	var s sharedPush
 	a, b := sha256.Sum256([]byte("a")), sha256.Sum256([]byte("b"))
-	s.options(a)
+	_, ca := s.options(a)
 	sa, known := s.sessions[a], s.known
-	s.options(a)
-	if s.sessions[a] != sa || s.known != known {
+	if _, c := s.options(a); s.sessions[a] != sa || s.known != known || c != ca {
 		t.Error("the same credentials got another session or known-blob set")
 	}
-	s.options(b)
-	if s.sessions[b] == sa || s.known != known {
+	if _, c := s.options(b); s.sessions[b] == sa || s.known != known || c == ca {
 		t.Error("other credentials share a session, or a new known-blob set")
 	}
 	s.forget()
