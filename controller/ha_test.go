@@ -29,8 +29,9 @@ import (
 )
 
 // Leader election of the replicas under test: a killed leader is replaced
-// within seconds.
-var haLease = []string{"--leader-elect", "--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms"}
+// within seconds, and a leader keeps its lease while the API server
+// answers renewals within 4 s (a loaded machine).
+var haLease = []string{"--leader-elect", "--leader-elect-lease-duration", "6s", "--leader-elect-renew-deadline", "4s", "--leader-elect-retry-period", "500ms"}
 
 // TestLeaderKilledMidBuild runs the real oslayer binary as controller
 // replicas (separate processes, leader election on a Lease) against one
