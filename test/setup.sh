@@ -29,10 +29,11 @@ fi
 
 # Debian packages the package-stage tests assemble a test base from: only
 # their files are needed (apt-get download, unpacked by the test with
-# dpkg-deb -x), nothing is installed. busybox-static is the shell; rpm,
+# dpkg-deb -x), nothing is installed. busybox-static is the shell (dash
+# where a step must run a real rpm, not busybox's applet); rpm,
 # rpm-common and the libraries /usr/bin/rpm links are the package manager.
 mkdir -p "$OSLAYER_TOOLS/debs"
-for pkg in busybox-static rpm rpm-common librpm9 librpmio9 libbz2-1.0 libc6 libcap2 libgcrypt20 \
+for pkg in busybox-static dash rpm rpm-common librpm9 librpmio9 libbz2-1.0 libc6 libcap2 libgcrypt20 \
   libgpg-error0 liblua5.3-0 liblzma5 libpopt0 libsqlite3-0 libzstd1 zlib1g; do
   ls "$OSLAYER_TOOLS/debs/${pkg}_"*.deb >/dev/null 2>&1 && continue
   echo "setup: apt-get download $pkg" >&2

@@ -170,3 +170,97 @@ RUN mkdir -p /etc/agent /etc/systemd/system/multi-user.target.wants && \
 		t.Fatalf("rpm -q agent: %q", out)
 	}
 }
+
+// dnfStub stands in for dnf on the test base (Debian has no dnf to
+// assemble one from): it records each call, the repository files it sees
+// and, for "dnf shell", the transaction it is given.
+const dnfStub = `#!/bin/sh
+{
+  echo "dnf $*"
+  ls /etc/yum.repos.d
+  if [ "$2" = shell ]; then cat; fi
+} >> /var/log/dnf-calls
+`
+
+// The generated steps for extensions and kernelType run against a base
+// with a real rpm whose database has a default kernel, and a dnf that
+// records its calls. The base has no rpm-ostree (the tool FCOS uses for
+// extensions), so the generated step selects dnf -y install, as the MCO's
+// template would on a plain bootc base; the kernel step finds the default
+// kernel with rpm -q and swaps it in one dnf shell transaction, as the
+// MCO does. The repository definitions are visible to both steps and in
+// no layer.
+func TestGeneratedStepsOnRPMBase(t *testing.T) {
+	regtest.RequireRoot(t, "buildah's chroot isolation")
+	rpmbuild := regtest.Require(t, "rpmbuild")
+	reg := regtest.Start(t, regtest.Config{})
+	_, digest := pkgbase.Push(t, reg.Host, append(pkgbase.RPMDebs, "dash")...)
+	opts := &registry.Options{Insecure: []string{reg.Host}}
+	ctx := context.Background()
+	run := func(p *packagestage.Plan, base string) *Result {
+		t.Helper()
+		var log bytes.Buffer
+		res, err := Run(ctx, Options{Plan: p, Base: base, Repository: reg.Host + "/os/packages", Registry: opts, Log: &log, ScratchDir: t.TempDir()})
+		if err != nil {
+			t.Fatalf("%v\n%s", err, log.String())
+		}
+		return res
+	}
+
+	// The base: a default kernel in the rpm database (the rpm's default
+	// dbpath, which the generated rpm -q reads), the dnf stub, and dash as
+	// /bin/sh so that a bare rpm is the real one, not busybox's applet.
+	ctxDir := t.TempDir()
+	top := t.TempDir()
+	spec := filepath.Join(top, "kernel.spec")
+	os.WriteFile(spec, []byte("Name: kernel\nVersion: 6.1.0\nRelease: 1\nSummary: test kernel\nLicense: MIT\nBuildArch: noarch\n%description\nA test kernel.\n%files\n"), 0o644)
+	regtest.Run(t, nil, rpmbuild, "-bb", "--define", "_topdir "+top, "--define", "_dbpath "+filepath.Join(top, "db"), spec)
+	b, err := os.ReadFile(filepath.Join(top, "RPMS", "noarch", "kernel-6.1.0-1.noarch.rpm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ctxDir, "kernel.rpm"), b, 0o644)
+	os.WriteFile(filepath.Join(ctxDir, "dnf"), []byte(dnfStub), 0o755)
+	setup := []byte(`FROM packages
+COPY kernel.rpm dnf /tmp/
+RUN /usr/bin/rpm -i --nodeps /tmp/kernel.rpm && rm /tmp/kernel.rpm && \
+    cp /tmp/dnf /usr/bin/dnf && chmod 0755 /usr/bin/dnf && rm /tmp/dnf && \
+    mkdir -p /var/log /etc/yum.repos.d && ln -sf dash /bin/sh
+`)
+	plan, err := packagestage.NewPlan(digest, packagestage.Inputs{Containerfile: setup, ContainerfileName: "setup.Containerfile"}, ctxDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := run(plan, reg.Host+"/os/base@"+digest.String())
+
+	// The pool: an extension and the realtime kernel, with a repository.
+	plan, err = packagestage.NewPlan(base.Digest, packagestage.Inputs{Extensions: []string{"usbguard"}, KernelType: "realtime", Arch: "amd64",
+		Repos: map[string][]byte{"agent.repo": []byte("[agent]\nbaseurl=file:///srv/agent\n")}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := run(plan, base.Ref)
+	img, err := remote.Image(mustRef(res.Ref), opts.RemoteOptions(ctx)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootfs := pkgbase.Unpack(t, img)
+	calls, err := os.ReadFile(filepath.Join(rootfs, "var/log/dnf-calls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "dnf -y install usbguard\noslayer-agent.repo\n" +
+		"dnf -y shell\noslayer-agent.repo\n" +
+		"remove kernel kernel-core kernel-modules kernel-modules-core kernel-modules-extra\n" +
+		"install kernel-rt-core kernel-rt-modules kernel-rt-modules-extra kernel-rt-kvm\nrun\n"
+	t.Logf("dnf calls:\n%s", calls)
+	if string(calls) != want {
+		t.Errorf("dnf calls:\n%s\nwant:\n%s", calls, want)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(rootfs, "etc/yum.repos.d")); len(entries) != 0 {
+		t.Errorf("repository files left in the image: %v", entries)
+	}
+	if b, err := os.ReadFile(filepath.Join(rootfs, "usr/lib/tmpfiles.d/usbguard_ipsec.conf")); err != nil || !strings.Contains(string(b), "d /var/lib/ipsec 0700") {
+		t.Errorf("usbguard_ipsec.conf: %q %v", b, err)
+	}
+}

@@ -71,7 +71,7 @@ func Push(t testing.TB, reg string, pkgs ...string) (string, v1.Hash) {
 }
 
 // applets are the busybox commands a base gets as links.
-var applets = []string{"sh", "mkdir", "rm", "printf", "echo", "cat", "cp", "ln", "true", "false", "test", "[", "dd", "head"}
+var applets = []string{"sh", "mkdir", "rm", "printf", "echo", "cat", "cp", "ln", "true", "false", "test", "[", "dd", "head", "ls", "chmod"}
 
 // extract unpacks the Debian packages (downloaded by test/setup.sh) into
 // root, skipping the test when one is missing (failing it with
