@@ -105,6 +105,10 @@ type Request struct {
 	// BakeSecrets bakes secretRef content into the image (off by default:
 	// an image is readable by everyone who can pull it).
 	BakeSecrets bool
+	// Strict refuses Gardener OSC fields the OSC API does not have; by
+	// default they are ignored with a warning, as gardener-node-agent
+	// ignores them.
+	Strict bool
 	// AllowTopLevel lists extra top-level directories (e.g. "srv") that may
 	// receive content; they only survive on composefs bases.
 	AllowTopLevel []string

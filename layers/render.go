@@ -26,7 +26,7 @@ func Render(ctx context.Context, req Request) (*Result, error) {
 	}
 	var cfgs []*model.Config
 	if len(req.OSCs) > 0 {
-		opts := gardener.Options{SecretsDir: req.SecretsDir, BakeSecrets: req.BakeSecrets, Images: req.Images, Stdin: req.Stdin}
+		opts := gardener.Options{SecretsDir: req.SecretsDir, BakeSecrets: req.BakeSecrets, Images: req.Images, Stdin: req.Stdin, Strict: req.Strict}
 		if len(req.MachineConfigs) == 0 {
 			// With MachineConfigs too, Pool is their role, which need not
 			// be the Gardener worker pool's name.

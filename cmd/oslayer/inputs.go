@@ -25,6 +25,7 @@ type inputFlags struct {
 	pool          string
 	secretsDir    string
 	bakeSecrets   bool
+	strict        bool
 	allowTopLevel []string
 	imageBudget   string
 	imageTimeout  time.Duration
@@ -37,6 +38,7 @@ func (f *inputFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.pool, "pool", "", "pool name; selects MachineConfigs labelled machineconfiguration.openshift.io/role=NAME (with --machineconfigpool: the pool of that name)")
 	fs.StringVar(&f.secretsDir, "secrets", "", "directory of Secret manifests for Gardener secretRef files")
 	fs.BoolVar(&f.bakeSecrets, "bake-secrets", false, "bake secretRef content into the image (default: report it as runtime-delivered)")
+	fs.BoolVar(&f.strict, "strict", false, "refuse OperatingSystemConfig fields the OSC API does not have (default: ignore them with a warning, as gardener-node-agent does)")
 	fs.StringArrayVar(&f.allowTopLevel, "allow-toplevel", nil, "allow content under this extra top-level directory (survives only on composefs bases; repeatable)")
 	fs.StringVar(&f.imageBudget, "imageref-budget", "1GiB", "total size of all Gardener imageRef files read by one run (bytes, or with KiB, MiB, GiB)")
 	fs.DurationVar(&f.imageTimeout, "imageref-timeout", imagefile.DefaultTimeout, "time bound for reading all Gardener imageRef files of one run")
@@ -68,6 +70,7 @@ func (f *inputFlags) request(reg *registry.Options) (layers.Request, error) {
 		Pool:               f.pool,
 		SecretsDir:         f.secretsDir,
 		BakeSecrets:        f.bakeSecrets,
+		Strict:             f.strict,
 		AllowTopLevel:      f.allowTopLevel,
 		Epoch:              epoch,
 	}

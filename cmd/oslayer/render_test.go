@@ -324,3 +324,38 @@ func TestRenderCLIImageRefBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderCLIStrict: an OSC with a field the OSC API no longer has (a
+// file-level encoding) renders, as gardener-node-agent applies it, with a
+// warning naming the file, the document and the field on stderr and in the
+// JSON report; --strict refuses it and writes nothing.
+func TestRenderCLIStrict(t *testing.T) {
+	osc := fixtures.Path(t, "gardener", "verbatim", "os-coreos-example-40-operatingsystemconfig.yaml")
+	want := osc + " (OperatingSystemConfig pool-01-original) spec.files[0].encoding: unknown field ignored"
+	out := filepath.Join(t.TempDir(), "worker")
+	_, stderr, err := runCLIIO(t, nil, "render", "--osc", osc, "--output-dir", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, want) {
+		t.Errorf("stderr:\n%s\nwant %q", stderr, want)
+	}
+	stdout, _, err := runCLIIO(t, nil, "render", "--osc", osc, "--output-dir", filepath.Join(t.TempDir(), "json"), "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res layers.Result
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(res.Report.Warnings, "\n"), want) {
+		t.Errorf("JSON warnings %q, want %q", res.Report.Warnings, want)
+	}
+	strictOut := filepath.Join(t.TempDir(), "strict")
+	if _, err := runCLI(t, "render", "--osc", osc, "--output-dir", strictOut, "--strict"); err == nil || !strings.Contains(err.Error(), `unknown field "spec.files[0].encoding"`) {
+		t.Errorf("--strict: %v", err)
+	}
+	if _, err := os.Stat(strictOut); !os.IsNotExist(err) {
+		t.Errorf("--strict refusal wrote %s: %v", strictOut, err)
+	}
+}

@@ -8,9 +8,12 @@
 //     "osc.yaml" holds one (the gardener-node-agent Secret);
 //   - a bare osc.yaml (an OperatingSystemConfig document).
 //
-// Decoding is strict: an unknown or duplicated field is an error naming the
-// field path and the file. Legacy shapes that current Gardener no longer
-// accepts (for instance a file-level "encoding") are therefore refused.
+// Decoding follows gardener-node-agent's decoder, which ignores fields the
+// OSC API does not have (as the API server prunes them from the CRD): a
+// field the OSC API no longer has (for instance a file-level "encoding" or
+// "spec.cri") is ignored with a warning naming the file, document and field
+// path; Options.Strict makes it an error instead. A duplicated field is
+// always an error.
 //
 // Semantics follow gardener-node-agent's OSC controller (gardener/gardener
 // @ b312835d1784c3628983205c05452b2eaa95b645,
@@ -37,6 +40,14 @@
 //     reported as runtime-delivered. When Options.SecretsDir is set the
 //     referenced Secret and key must exist there.
 //   - hostName files and spec.criConfig are runtime-delivered.
+//   - A containerd spec.criConfig (name containerd with a containerd
+//     section) makes the node agent add containerd.service to the OSC with
+//     its drop-in 30-env_config.conf (containerd.go,
+//     addContainerdEnvironmentDropIn): containerd.service is enabled and
+//     started like any OSC unit without enable: false, and its drop-in
+//     directory is kept. The drop-in (the agent's own PATH), config.toml
+//     (from the node's containerd defaults) and certs.d (registry hosts,
+//     some written only once their mirror answers) stay runtime-delivered.
 //   - Units are enabled unless enable is false; gardener-node-agent.service
 //     is always enabled. command: stop does not disable (the node agent
 //     enables the unit and stops it once; reported as a warning).
@@ -80,6 +91,10 @@ const APIVersion = "extensions.gardener.cloud/v1alpha1"
 // SecretKey is the data key of the gardener-node-agent Secret that holds the OSC.
 const SecretKey = "osc.yaml"
 
+// ContainerdUnit is the unit gardener-node-agent adds to an OSC with a
+// containerd criConfig (its PATH drop-in), so it enables and starts it.
+const ContainerdUnit = "containerd.service"
+
 // NodeAgentUnit is gardener-node-agent's own unit, which the node agent
 // always enables and restarts.
 const NodeAgentUnit = "gardener-node-agent.service"
@@ -114,6 +129,9 @@ const (
 	ReasonSecret   = "secret content is delivered at runtime (use --bake-secrets to bake it)"
 	ReasonHostName = "file is only for host %q: host-specific content cannot be part of a per-pool image"
 	ReasonCRI      = "CRI configuration (containerd config, registries, sandbox image) is generated on the node by gardener-node-agent"
+	// ReasonUnknownField is the warning for a field the OSC API does not
+	// have; the origin before it names the field.
+	ReasonUnknownField = "unknown field ignored: the OperatingSystemConfig API has no such field, and gardener-node-agent ignores it (--strict refuses it)"
 )
 
 // Options tune how OSC files are resolved.
@@ -130,6 +148,9 @@ type Options struct {
 	MaxContentSize int
 	// Stdin is read for an input named "-" (once).
 	Stdin io.Reader
+	// Strict refuses a field the OSC API does not have instead of ignoring
+	// it with a warning.
+	Strict bool
 	// Pool, when set, is the pool being built: an OSC (or its node-agent
 	// Secret) labelled PoolLabel with another pool is an error.
 	Pool string
@@ -310,7 +331,12 @@ func nsName(ns, name string) string {
 // names the object when the OSC itself has no name.
 func (l *loader) decodeOSC(ctx context.Context, doc string, data []byte, fieldPrefix, fallbackName string) (*model.Config, error) {
 	var osc extv1alpha1.OperatingSystemConfig
-	if err := model.DecodeStrict(data, &osc); err != nil {
+	decode := model.DecodeKnown
+	if l.opts.Strict {
+		decode = func(doc []byte, v any) ([]string, error) { return nil, model.DecodeStrict(doc, v) }
+	}
+	unknown, err := decode(data, &osc)
+	if err != nil {
 		if fieldPrefix != "" {
 			return nil, fmt.Errorf("%s: %s%s: %v", doc, fieldPrefix, Kind, err)
 		}
@@ -339,6 +365,9 @@ func (l *loader) decodeOSC(ctx context.Context, doc string, data []byte, fieldPr
 	}
 	cfg := &model.Config{}
 	var errs []error
+	for _, f := range unknown {
+		cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: %s", origin(f), ReasonUnknownField))
+	}
 
 	if osc.Spec.CRIConfig != nil {
 		cfg.Runtime = append(cfg.Runtime, model.Runtime{Item: "spec.criConfig", Reason: ReasonCRI, Origin: origin("spec.criConfig")})
@@ -424,6 +453,13 @@ func (l *loader) decodeOSC(ctx context.Context, doc string, data []byte, fieldPr
 	for i, u := range osc.Spec.Units {
 		addUnit(u, fmt.Sprintf("spec.units[%d]", i))
 	}
+	// containerd.go addContainerdEnvironmentDropIn: the node agent appends
+	// its drop-in to spec.units' containerd.service, or appends the unit,
+	// before status.extensionUnits are merged.
+	containerdDropIn := hasContainerdConfig(osc.Spec.CRIConfig)
+	if _, ok := merged[ContainerdUnit]; containerdDropIn && !ok {
+		addUnit(extv1alpha1.Unit{Name: ContainerdUnit}, "spec.criConfig")
+	}
 	for i, u := range osc.Status.ExtensionUnits {
 		addUnit(u, fmt.Sprintf("status.extensionUnits[%d]", i))
 	}
@@ -433,6 +469,10 @@ func (l *loader) decodeOSC(ctx context.Context, doc string, data []byte, fieldPr
 		if err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		if containerdDropIn && name == ContainerdUnit {
+			// The agent's drop-in (runtime-delivered) keeps the directory.
+			u.ClearDropIns = false
 		}
 		stop := su.u.Command != nil && *su.u.Command == extv1alpha1.CommandStop
 		if name == NodeAgentUnit && (stop || (su.u.Enable != nil && !*su.u.Enable)) {
@@ -452,6 +492,13 @@ func (l *loader) decodeOSC(ctx context.Context, doc string, data []byte, fieldPr
 	}
 	// Identical duplicates are fine, different ones are an error naming both.
 	return model.Merge(cfg)
+}
+
+// hasContainerdConfig is gardener's HasContainerdConfiguration: the node
+// agent configures containerd only for a criConfig named containerd with a
+// containerd section.
+func hasContainerdConfig(c *extv1alpha1.CRIConfig) bool {
+	return c != nil && c.Name == extv1alpha1.CRINameContainerD && c.Containerd != nil
 }
 
 func unit(u extv1alpha1.Unit, o model.Origin, dropFields []string, origin func(string) model.Origin, limit int) (model.Unit, error) {

@@ -403,22 +403,24 @@ func TestSecretAndPlainOSCAgree(t *testing.T) {
 	}
 }
 
-// verbatim lists gardener/verbatim: what decodes and why the rest is skipped.
+// verbatim lists gardener/verbatim: what decodes and why the rest is
+// skipped. unknown is the field the OSC API no longer has: ignored with a
+// warning, as gardener-node-agent ignores it, and refused with Strict.
 var verbatim = []struct {
-	name, err, why string
+	name, err, why, unknown string
 }{
-	{"osc-crddeletionprotection-testdata.yaml", `spec.purpose is "provision"`, "purpose provision"},
-	{"docs-osc-cri-example.yaml", `unknown field "spec.cri"`, "docs example with a placeholder type and the pre-criConfig field name"},
-	{"docs-osc-hostname-files-example.yaml", `is neither an OperatingSystemConfig`, "spec/status fragment without apiVersion/kind"},
-	{"docs-osc-reconcile-example.yaml", `unknown field "spec.files[0].encoding"`, "legacy file-level encoding (strict decoding refuses it)"},
-	{"docs-osc-status-extensionunits-example.yaml", `is neither an OperatingSystemConfig`, "status fragment only"},
-	{"docs-osc-status-inplaceupdates-example.yaml", `is neither an OperatingSystemConfig`, "status fragment only"},
-	{"kubelet-config-configcodec_test.yaml", `kind "KubeletConfiguration"`, "a KubeletConfiguration, not an OSC"},
-	{"os-coreos-example-40-operatingsystemconfig.yaml", `unknown field "spec.files[0].encoding"`, "legacy file-level encoding"},
-	{"os-gardenlinux-example-40-operatingsystemconfig-gardenlinux.yaml", `unknown field "spec.files[0].encoding"`, "legacy file-level encoding"},
-	{"os-gardenlinux-example-40-operatingsystemconfig-memoryonegardenlinux.yaml", `unknown field "spec.files[0].encoding"`, "legacy file-level encoding"},
-	{"osc.yaml-nodeagent-secrets_test", `status.extensionFiles[0]: /some/other/path: content must have exactly one of inline, secretRef, imageRef (has 0)`, "unit-test data: a file with empty content {}"},
-	{"secret-nodeagent-secrets_test.yaml", `data[osc.yaml].status.extensionFiles[0]: /some/other/path: content must have exactly one of`, "unit-test data: a file with empty content {}"},
+	{"osc-crddeletionprotection-testdata.yaml", `spec.purpose is "provision"`, "purpose provision", ""},
+	{"docs-osc-cri-example.yaml", "", "docs example with a placeholder type and the pre-criConfig field name", "spec.cri"},
+	{"docs-osc-hostname-files-example.yaml", `is neither an OperatingSystemConfig`, "spec/status fragment without apiVersion/kind", ""},
+	{"docs-osc-reconcile-example.yaml", "", "legacy file-level encoding", "spec.files[0].encoding"},
+	{"docs-osc-status-extensionunits-example.yaml", `is neither an OperatingSystemConfig`, "status fragment only", ""},
+	{"docs-osc-status-inplaceupdates-example.yaml", `is neither an OperatingSystemConfig`, "status fragment only", ""},
+	{"kubelet-config-configcodec_test.yaml", `kind "KubeletConfiguration"`, "a KubeletConfiguration, not an OSC", ""},
+	{"os-coreos-example-40-operatingsystemconfig.yaml", "", "legacy file-level encoding", "spec.files[0].encoding"},
+	{"os-gardenlinux-example-40-operatingsystemconfig-gardenlinux.yaml", "", "legacy file-level encoding", "spec.files[0].encoding"},
+	{"os-gardenlinux-example-40-operatingsystemconfig-memoryonegardenlinux.yaml", "", "legacy file-level encoding", "spec.files[0].encoding"},
+	{"osc.yaml-nodeagent-secrets_test", `status.extensionFiles[0]: /some/other/path: content must have exactly one of inline, secretRef, imageRef (has 0)`, "unit-test data: a file with empty content {}", ""},
+	{"secret-nodeagent-secrets_test.yaml", `data[osc.yaml].status.extensionFiles[0]: /some/other/path: content must have exactly one of`, "unit-test data: a file with empty content {}", ""},
 }
 
 func TestVerbatimFixtures(t *testing.T) {
@@ -431,7 +433,18 @@ func TestVerbatimFixtures(t *testing.T) {
 	for _, v := range verbatim {
 		listed[v.name] = true
 		t.Run(v.name, func(t *testing.T) {
-			cfg, err := gardener.Load(context.Background(), []string{filepath.Join(dir, v.name)}, gardener.Options{Images: &fakeImages{}})
+			in := filepath.Join(dir, v.name)
+			cfg, err := gardener.Load(context.Background(), []string{in}, gardener.Options{Images: &fakeImages{}})
+			if v.unknown != "" {
+				if err != nil {
+					t.Fatalf("%s: %v", v.why, err)
+				}
+				checkUnknownWarning(t, cfg.Warnings, in, v.unknown)
+				_, serr := gardener.Load(context.Background(), []string{in}, gardener.Options{Images: &fakeImages{}, Strict: true})
+				if want := fmt.Sprintf("unknown field %q", v.unknown); serr == nil || !strings.Contains(serr.Error(), want) {
+					t.Errorf("Strict: want error containing %s, got %v", want, serr)
+				}
+			}
 			if v.err != "" {
 				if err == nil || !strings.Contains(err.Error(), v.err) {
 					t.Fatalf("skipped as %s: want error containing %q, got %v", v.why, v.err, err)
@@ -516,7 +529,10 @@ func TestHostileInputs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := gardener.Decode(context.Background(), "bad.yaml", []byte(c.doc), gardener.Options{MaxContentSize: limit})
+			cfg, err := gardener.Decode(context.Background(), "bad.yaml", []byte(c.doc), gardener.Options{MaxContentSize: limit,
+				// Unknown fields are refused only with Strict
+				// (TestUnknownFields).
+				Strict: strings.Contains(c.want, "unknown field")})
 			if err == nil {
 				t.Fatalf("no error; config %+v", cfg)
 			}
@@ -718,4 +734,64 @@ func TestPoolLabelMismatch(t *testing.T) {
 			t.Errorf("%s for pool master: %v", f, err)
 		}
 	}
+}
+
+// checkUnknownWarning wants exactly one warning for the unknown field,
+// naming the file (and document) and the field path.
+func checkUnknownWarning(t *testing.T, warnings []string, where, field string) {
+	t.Helper()
+	var got []string
+	for _, w := range warnings {
+		if strings.Contains(w, gardener.ReasonUnknownField) {
+			got = append(got, w)
+		}
+	}
+	if len(got) != 1 || !strings.HasPrefix(got[0], where+" (") || !strings.Contains(got[0], ") "+field+": ") {
+		t.Errorf("unknown-field warnings %q, want one for %s naming %s", got, field, where)
+	}
+}
+
+// TestUnknownFields: fields the OSC API does not have are ignored, as
+// gardener-node-agent's decoder ignores them, with a warning that names the
+// file, the document and the field path; the rest of the OSC is decoded.
+// Strict refuses them; a duplicate field is refused either way.
+func TestUnknownFields(t *testing.T) {
+	osc := head + "  cri: {name: containerd}\n  files:\n  - path: /etc/x\n    encoding: \"\"\n    content: {inline: {data: x, bogus: 1}}\n"
+	ctx := context.Background()
+	cfg, err := gardener.Decode(ctx, "in.yaml", []byte(osc), gardener.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Files) != 1 || string(cfg.Files[0].Data) != "x" {
+		t.Errorf("files %+v", cfg.Files)
+	}
+	want := []string{
+		"in.yaml (OperatingSystemConfig bad) spec.cri: " + gardener.ReasonUnknownField,
+		"in.yaml (OperatingSystemConfig bad) spec.files[0].content.inline.bogus: " + gardener.ReasonUnknownField,
+		"in.yaml (OperatingSystemConfig bad) spec.files[0].encoding: " + gardener.ReasonUnknownField,
+	}
+	if strings.Join(cfg.Warnings, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings\n  %s\nwant\n  %s", strings.Join(cfg.Warnings, "\n  "), strings.Join(want, "\n  "))
+	}
+	if _, err := gardener.Decode(ctx, "in.yaml", []byte(osc), gardener.Options{Strict: true}); err == nil ||
+		err.Error() != `in.yaml: OperatingSystemConfig: unknown field "spec.cri"`+"\n"+`unknown field "spec.files[0].content.inline.bogus"`+"\n"+`unknown field "spec.files[0].encoding"` {
+		t.Errorf("Strict: %v", err)
+	}
+
+	// In a node-agent Secret, second document of the file.
+	secret := "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: kube-system}\nstringData:\n  osc.yaml: |\n" +
+		indent(head+"  removed: true\n", "    ")
+	cfg, err = gardener.Decode(ctx, "two.yaml", []byte(head+"---\n"+secret), gardener.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkUnknownWarning(t, cfg.Warnings, "two.yaml (document 2)", "data[osc.yaml].spec.removed")
+
+	if _, err := gardener.Decode(ctx, "dup.yaml", []byte(head+"  removed: 1\n  removed: 2\n"), gardener.Options{}); err == nil || !strings.Contains(err.Error(), `key "removed" already set`) {
+		t.Errorf("duplicate unknown field: %v", err)
+	}
+}
+
+func indent(s, by string) string {
+	return by + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n"+by) + "\n"
 }

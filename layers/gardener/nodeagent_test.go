@@ -3,9 +3,13 @@ package gardener_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 
+	"github.com/oslayer/oslayer/layers"
 	"github.com/oslayer/oslayer/layers/gardener"
 )
 
@@ -125,5 +129,95 @@ func TestProvisionRefused(t *testing.T) {
 	_, err = gardener.Decode(context.Background(), "s.yaml", []byte(secret), gardener.Options{})
 	if err == nil || !strings.Contains(err.Error(), `s.yaml: data[osc.yaml].spec.purpose is "provision"`) {
 		t.Errorf("in a Secret: err = %v", err)
+	}
+}
+
+// TestContainerdCRIConfig: for a containerd criConfig the node agent adds
+// containerd.service (with its runtime PATH drop-in) to the OSC's units
+// before status.extensionUnits are merged (containerd.go
+// addContainerdEnvironmentDropIn), so it enables and restarts containerd
+// unless the OSC says otherwise, and keeps containerd.service.d.
+func TestContainerdCRIConfig(t *testing.T) {
+	const cri = "  criConfig:\n    name: containerd\n    cgroupDriver: systemd\n    containerd:\n      sandboxImage: registry.k8s.io/pause:3.10\n"
+	const osc = "apiVersion: extensions.gardener.cloud/v1alpha1\nkind: OperatingSystemConfig\nmetadata:\n  name: c\nspec:\n  type: coreos\n  purpose: reconcile\n"
+	cases := []struct {
+		name, doc string
+		// want is the containerd.service unit: "" for none, else
+		// "enabled start keepDropIns field".
+		want string
+	}{
+		{"criConfig", osc + cri, "true true true spec.criConfig"},
+		{"without containerd section", osc + "  criConfig:\n    name: containerd\n", ""},
+		{"no criConfig", osc + "  units:\n  - name: containerd.service\n", "true true false spec.units[0]"},
+		{"disabled in spec.units", osc + cri + "  units:\n  - name: containerd.service\n    enable: false\n", "false false true spec.units[0]"},
+		{"stopped by an extension", osc + cri + "status:\n  extensionUnits:\n  - name: containerd.service\n    command: stop\n", "true false true spec.criConfig"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := gardener.Decode(context.Background(), "c.yaml", []byte(c.doc), gardener.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			for _, u := range cfg.Units {
+				if u.Name == gardener.ContainerdUnit {
+					got = fmt.Sprintf("%v %v %v %s", *u.Enabled, u.StartOnApply, !u.ClearDropIns, u.Origin.Field)
+					if u.Contents != nil || len(u.DropIns) != 0 {
+						t.Errorf("containerd.service has contents or drop-ins: %+v", u)
+					}
+				}
+			}
+			if got != c.want {
+				t.Errorf("containerd.service %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestContainerdCRIConfigImage renders a containerd criConfig onto a base
+// that ships containerd.service and a drop-in of its own: the image enables
+// containerd through the unit's [Install] (the link systemctl enable makes,
+// as the node agent's dbus Enable), keeps the base's drop-in, and reports
+// the CRI configuration as runtime-delivered.
+func TestContainerdCRIConfigImage(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "osc.yaml")
+	doc := "apiVersion: extensions.gardener.cloud/v1alpha1\nkind: OperatingSystemConfig\nmetadata:\n  name: c\nspec:\n  type: coreos\n  purpose: reconcile\n" +
+		"  criConfig:\n    name: containerd\n    containerd: {}\n"
+	if err := os.WriteFile(in, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := fstest.MapFS{
+		"usr/lib/systemd/system/containerd.service":            {Data: []byte("[Service]\nExecStart=/usr/bin/containerd\n[Install]\nWantedBy=multi-user.target\n")},
+		"usr/lib/systemd/system/multi-user.target":             {Data: []byte("[Unit]\nDescription=Multi-User System\n")},
+		"etc/systemd/system/containerd.service.d/50-base.conf": {Data: []byte("[Service]\nLimitNOFILE=1048576\n")},
+	}
+	res, err := layers.Render(context.Background(), layers.Request{OSCs: []string{in}, Base: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	if err := res.WriteDir(context.Background(), out); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(out, "rootfs")
+	link := filepath.Join(root, "etc/systemd/system/multi-user.target.wants", gardener.ContainerdUnit)
+	if target, err := os.Readlink(link); err != nil || target != "/usr/lib/systemd/system/containerd.service" {
+		t.Errorf("enablement link: %q, %v", target, err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "etc/systemd/system/.wh.containerd.service.d")); err == nil {
+		t.Errorf("the image removes the base's containerd.service.d, which the node agent keeps")
+	}
+	for _, w := range res.Report.Warnings {
+		if strings.Contains(w, "containerd.service") {
+			t.Errorf("warning about containerd.service: %s", w)
+		}
+	}
+	found := false
+	for _, r := range res.Report.Runtime {
+		found = found || r.Item == "spec.criConfig" && r.Reason == gardener.ReasonCRI
+	}
+	if !found {
+		t.Errorf("spec.criConfig not reported as runtime-delivered: %+v", res.Report.Runtime)
 	}
 }

@@ -111,27 +111,56 @@ func PeekType(doc []byte) (TypeMeta, error) {
 // case-sensitively, and an unknown or duplicate field is an error that names
 // the field's path (e.g. `unknown field "spec.files[0].content.foo"`).
 func DecodeStrict(doc []byte, v any) error {
+	unknown, err := DecodeKnown(doc, v)
+	if err != nil {
+		return err
+	}
+	if len(unknown) > 0 {
+		errs := make([]error, len(unknown))
+		for i, f := range unknown {
+			errs[i] = fmt.Errorf("unknown field %q", f)
+		}
+		return errors.Join(errs...)
+	}
+	return nil
+}
+
+// DecodeKnown decodes a YAML or JSON document into v like DecodeStrict,
+// except that fields v has no place for are ignored, as a lenient
+// Kubernetes decoder ignores them: their paths (e.g.
+// "spec.files[0].encoding") are returned in the decoder's order. A duplicate
+// field is still an error.
+func DecodeKnown(doc []byte, v any) (unknown []string, err error) {
 	j, err := yaml.YAMLToJSONStrict(doc)
 	if err != nil && bytes.Contains(doc, []byte("<<")) {
 		// A YAML merge key (<<: *anchor) brings in keys that the mapping
 		// may override; the strict converter calls that a duplicate. Check
 		// for real duplicates on the node tree, then convert.
 		if derr := duplicateKeys(doc); derr != nil {
-			return fmt.Errorf("not valid YAML/JSON: %v", derr)
+			return nil, fmt.Errorf("not valid YAML/JSON: %v", derr)
 		}
 		j, err = yaml.YAMLToJSON(doc)
 	}
 	if err != nil {
-		return fmt.Errorf("not valid YAML/JSON: %v", err)
+		return nil, fmt.Errorf("not valid YAML/JSON: %v", err)
 	}
 	strictErrs, err := kjson.UnmarshalStrict(j, v)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if len(strictErrs) > 0 {
-		return errors.Join(strictErrs...)
+	var others []error
+	for _, e := range strictErrs {
+		var fe kjson.FieldError
+		if errors.As(e, &fe) && strings.HasPrefix(e.Error(), "unknown field ") {
+			unknown = append(unknown, fe.FieldPath())
+			continue
+		}
+		others = append(others, e)
 	}
-	return nil
+	if len(others) > 0 {
+		return nil, errors.Join(others...)
+	}
+	return unknown, nil
 }
 
 // DecodeLoose decodes a YAML or JSON document into v, ignoring unknown
