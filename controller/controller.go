@@ -25,6 +25,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -93,6 +94,11 @@ type Reconciler struct {
 	namespaces []string   // the watched namespaces (none: all)
 	keys       keyCache   // decrypted signing keys
 	pushed     sharedPush // what builds learnt about the target repositories
+
+	// pod is set in the build pod (BuildPod): only there the package
+	// stage runs, its buildah output going to buildLog.
+	pod      bool
+	buildLog io.Writer
 }
 
 // keepBuilds is how many builds status.builds records.
@@ -278,9 +284,10 @@ func (r *Reconciler) fail(ctx context.Context, pi *v1alpha1.PoolImage, digest, s
 
 // run builds the PoolImage's inputs; step names where a failure happened.
 func (r *Reconciler) run(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs, log *slog.Logger) (*builder.Result, string, error) {
-	if in.packageStage {
-		// Never build such a pool without its packages.
-		return nil, "packages", fmt.Errorf("%s: this oslayer cannot run the package stage yet", in.packageReason)
+	if in.packageStage && !r.pod {
+		// The controller process never runs buildah (Reconcile refuses
+		// such a pool before it gets here).
+		return nil, "packages", fmt.Errorf("%s need a package stage, which runs in the build pod only: set spec.builder: Job", in.packageReason)
 	}
 	dir, err := os.MkdirTemp("", "oslayer-controller-")
 	if err != nil {
@@ -324,6 +331,11 @@ func (r *Reconciler) run(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs
 		Logger:    log,
 		BaseIndex: builder.BaseIndexAuto,
 		Index:     builder.IndexOptions{CacheDir: r.Options.IndexCacheDir, Registry: &reg, Logger: log},
+	}
+	if r.pod {
+		if req.Packages, err = r.packageStage(pi, in, &reg); err != nil {
+			return nil, "config", err
+		}
 	}
 	res, err := builder.Build(ctx, req, pub, stages...)
 	if err != nil {

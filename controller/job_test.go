@@ -1,7 +1,10 @@
 package controller_test
 
 import (
+	"archive/tar"
 	"context"
+	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,7 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
+	"github.com/oslayer/oslayer/builder"
 	"github.com/oslayer/oslayer/controller"
+	"github.com/oslayer/oslayer/test/pkgbase"
+	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
 )
 
@@ -411,4 +419,151 @@ spec:
 	if !slices.Equal(mounted, []string{"cosign", "entitlement"}) {
 		t.Errorf("mounted Secrets %q, want the signing key and the build secret", mounted)
 	}
+}
+
+// agentContainerfile writes the agent's config from a build argument in a
+// step that needs a build secret.
+const agentContainerfile = `FROM packages
+ARG LEVEL=0
+RUN --mount=type=secret,id=token test -s /run/secrets/token && \
+    mkdir -p /etc/agent && printf 'level=%s\n' "$LEVEL" > /etc/agent/agent.conf
+`
+
+const agentToken = "s3cr3t-build-token-9c1e"
+
+// TestBuildJobPackageStage plays the build pod of a PoolImage with a
+// package stage: the user Containerfile from a ConfigMap, a build argument
+// and a build secret from the spec run with real buildah (the oslayer
+// binary built as the image has it) onto a base assembled from Debian's
+// busybox-static, the MachineConfig's file is appended, and the controller
+// records the signed image. The image has the file the RUN step wrote with
+// the build argument and the config file; the secret is in no layer and
+// not in the config.
+func TestBuildJobPackageStage(t *testing.T) {
+	regtest.RequireRoot(t, "buildah's chroot isolation")
+	e := newEnv(t)
+	e.runManager(t, func(o *controller.ManagerOptions) {
+		o.BuildImage = buildImage
+		o.JobArgs = []string{"--timeout", "30s"}
+	})
+	base, _ := pkgbase.Push(t, e.host)
+	mc := `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 99-worker-agent-site
+  labels:
+    machineconfiguration.openshift.io/role: worker
+spec:
+  config:
+    ignition:
+      version: 3.4.0
+    storage:
+      files:
+      - path: /etc/agent/site.conf
+        mode: 420
+        contents:
+          source: data:,site%3Dlab%0A
+`
+	e.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "mcs", Namespace: e.ns}, Data: map[string]string{"site.yaml": mc}})
+	e.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: e.ns}, Data: map[string]string{"Containerfile": agentContainerfile}})
+	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "agent-token", Namespace: e.ns}, Data: map[string][]byte{"token": []byte(agentToken)}})
+	pi := e.poolImage("worker", v1alpha1.Source{Documents: &v1alpha1.DocumentsSource{Objects: []v1alpha1.DocumentObject{{Kind: "ConfigMap", Name: "mcs"}}}})
+	pi.Spec.Base = base
+	pi.Spec.Builder = v1alpha1.BuilderJob
+	pi.Spec.Packages = &v1alpha1.Packages{
+		Containerfile: &v1alpha1.ConfigMapKeyReference{Name: "agent"},
+		BuildArgs:     map[string]string{"LEVEL": "3"},
+		BuildSecrets:  []v1alpha1.BuildSecret{{ID: "token", SecretName: "agent-token", Key: "token"}},
+	}
+	e.create(t, pi)
+
+	job := e.waitJobs(t, "worker", 1)[0]
+	checkJob(t, &job, e.get(t, "worker"), true)
+	if out, err := e.playPod(t, &job); err != nil {
+		t.Fatalf("the build pod failed: %v\n%s", err, out)
+	}
+	var cm corev1.ConfigMap
+	if err := e.c.Get(context.Background(), client.ObjectKeyFromObject(&job), &cm); err != nil {
+		t.Fatal(err)
+	}
+	var res controller.JobResult
+	if err := json.Unmarshal([]byte(cm.Data[controller.ResultKey]), &res); err != nil {
+		t.Fatal(err)
+	}
+	var ps builder.PackageResult
+	if err := json.Unmarshal(res.Packages, &ps); err != nil || ps.Hit || len(ps.Commands) == 0 || !strings.HasPrefix(ps.Ref, e.host+"/os/worker@sha256:") {
+		t.Fatalf("result's package stage %s: %v", res.Packages, err)
+	}
+	if strings.Contains(cm.Data[controller.ResultKey], agentToken) {
+		t.Error("the result holds the build secret")
+	}
+	e.finishJob(t, &job, true)
+	pi = e.wait(t, "worker", "Ready", ready)
+	if !pi.Status.Signed || !strings.HasPrefix(pi.Status.Image, e.host+"/os/worker@sha256:") {
+		t.Fatalf("status %+v", pi.Status)
+	}
+	e.verify(t, pi.Status.Image)
+
+	files, blobs := imageFiles(t, pi.Status.Image)
+	if got := files["etc/agent/agent.conf"]; got != "level=3\n" {
+		t.Errorf("/etc/agent/agent.conf %q, want the RUN step's with LEVEL=3", got)
+	}
+	if got := files["etc/agent/site.conf"]; got != "site=lab\n" {
+		t.Errorf("/etc/agent/site.conf %q, want the MachineConfig's", got)
+	}
+	if strings.Contains(blobs, agentToken) {
+		t.Error("the build secret is in a layer or the config of the image")
+	}
+}
+
+// imageFiles reads every layer of the image (in order, later layers
+// winning) into path → content of regular files, and returns all layer
+// and config bytes as one string for searching.
+func imageFiles(t *testing.T, ref string) (map[string]string, string) {
+	t.Helper()
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	cfg, err := img.RawConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all.Write(cfg)
+	ls, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, l := range ls {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all.Write(b)
+			if h.Typeflag == tar.TypeReg {
+				files[strings.TrimPrefix(h.Name, "./")] = string(b)
+			}
+		}
+		rc.Close()
+	}
+	return files, all.String()
 }

@@ -28,6 +28,7 @@ import (
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/controller"
+	"github.com/oslayer/oslayer/packagestage/bud"
 	"github.com/oslayer/oslayer/registry/sign"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/k8senv"
@@ -391,7 +392,9 @@ var oslayerOnce struct {
 	out  []byte
 }
 
-// oslayerBin builds the oslayer command once per test binary.
+// oslayerBin builds the oslayer command once per test binary, as the
+// project's image has it (Containerfile: static with cgo, with the package
+// stage's buildah executor).
 func oslayerBin(t *testing.T) string {
 	t.Helper()
 	oslayerOnce.Do(func() {
@@ -401,7 +404,9 @@ func oslayerBin(t *testing.T) string {
 			return
 		}
 		oslayerOnce.path = filepath.Join(dir, "oslayer")
-		cmd := exec.Command("go", "build", "-o", oslayerOnce.path, "../cmd/oslayer")
+		cmd := exec.Command("go", "build", "-trimpath", "-tags", bud.Tags+",netgo,osusergo",
+			"-ldflags", "-s -w -linkmode external -extldflags -static", "-o", oslayerOnce.path, "../cmd/oslayer")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 		oslayerOnce.out, oslayerOnce.err = cmd.CombinedOutput()
 	})
 	if oslayerOnce.err != nil {

@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,6 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
+	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/packagestage/bud"
+	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/registry/push"
 	"github.com/oslayer/oslayer/registry/sign"
 )
 
@@ -31,6 +39,9 @@ type PodOptions struct {
 	// SourcesDigest is the digest the Job was created for ("": any); the
 	// pod builds nothing when the inputs no longer have it.
 	SourcesDigest string
+	// BuildLog receives buildah's output of the package stage (nil:
+	// discarded).
+	BuildLog io.Writer
 }
 
 // ErrInputsChanged is the build pod's failure when the PoolImage's inputs
@@ -48,7 +59,7 @@ func BuildPod(ctx context.Context, c client.Client, o PodOptions) (*JobResult, e
 	if err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, &pi); err != nil {
 		return nil, fmt.Errorf("PoolImage %s/%s: %w", o.Namespace, o.Name, err)
 	}
-	r := &Reconciler{Client: c, Options: o.Options}
+	r := &Reconciler{Client: c, Options: o.Options, pod: true, buildLog: o.BuildLog}
 	log := r.logger().With("poolimage", o.Namespace+"/"+o.Name, "job", o.Job)
 	res := &JobResult{SourcesDigest: o.SourcesDigest}
 	berr := func() error {
@@ -72,6 +83,11 @@ func BuildPod(ctx context.Context, c client.Client, o PodOptions) (*JobResult, e
 				res.InputsDigest = br.InputsDigest
 			}
 			return err
+		}
+		if br.PackageStage != nil {
+			if res.Packages, err = json.Marshal(br.PackageStage); err != nil {
+				return err
+			}
 		}
 		res.Succeeded = true
 		res.Image, res.InputsDigest, res.BaseDigest = br.Image, br.InputsDigest, br.Base.Digest.String()
@@ -132,4 +148,48 @@ func ParseObjectKey(s string) (ns, name string, err error) {
 		return "", "", fmt.Errorf("%q: want NAMESPACE/NAME", s)
 	}
 	return ns, name, nil
+}
+
+// packageStage is the build pod's package stage for the PoolImage: the
+// user Containerfile and repository definitions read with the inputs (so
+// they are what the sources digest covers), the build arguments of the
+// spec, the build secrets from their mounted volumes, the package base
+// pushed into the target's repository. A pool without package inputs
+// runs none (builder asks the stage, which finds nothing to do).
+func (r *Reconciler) packageStage(pi *v1alpha1.PoolImage, in *inputs, reg *registry.Options) (builder.PackageStage, error) {
+	c := bud.Config{Registry: reg, Log: r.buildLog}
+	for _, d := range in.docs {
+		switch d.Kind {
+		case kindContainerfile:
+			c.Containerfile, c.ContainerfileName = d.Content, d.Name
+		case kindRepo:
+			if c.Repos == nil {
+				c.Repos = map[string][]byte{}
+			}
+			c.Repos[path.Base(d.Name)] = d.Content
+		}
+	}
+	if p := pi.Spec.Packages; p != nil {
+		c.BuildArgs = p.BuildArgs
+		for i, s := range p.BuildSecrets {
+			field := fmt.Sprintf("spec.packages.buildSecrets[%d]", i)
+			if r.Options.SecretsDir == "" {
+				return nil, fmt.Errorf("%s: build secrets are read from their mounted volumes: give --secrets-dir", field)
+			}
+			f := filepath.Join(r.Options.SecretsDir, s.SecretName, s.Key)
+			if fi, err := os.Stat(f); err != nil || !fi.Mode().IsRegular() {
+				return nil, inputErrorf("%s: Secret %s/%s has no data key %q (not mounted at %s)", field, pi.Namespace, s.SecretName, s.Key, f)
+			}
+			if c.Secrets == nil {
+				c.Secrets = map[string]string{}
+			}
+			c.Secrets[s.ID] = f
+		}
+	}
+	t, err := push.ParseTarget(pi.Spec.Target)
+	if err != nil {
+		return nil, fmt.Errorf("spec.target: %w", err)
+	}
+	c.Repository = t.Context().Name()
+	return bud.New(c), nil
 }

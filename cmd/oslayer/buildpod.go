@@ -34,8 +34,10 @@ func (f *podFlags) register(fs *pflag.FlagSet) {
 // does the work (controller.BuildPod); the last line on stdout is the
 // digested reference, or the JobResult with -o json.
 func runBuildPod(cmd *cobra.Command, g *globals, f *buildFlags) error {
-	if f.in.pool != "" || len(f.in.oscs) > 0 || len(f.in.mcs) > 0 || f.base != "" || f.push != "" {
-		return errors.New("--from-poolimage takes the pool, documents, base and target from the PoolImage: give none of --pool, --osc, --machineconfig, --base, --push")
+	p := f.pkg
+	if f.in.pool != "" || len(f.in.oscs) > 0 || len(f.in.mcs) > 0 || f.base != "" || f.push != "" ||
+		p.containerfile != "" || p.contextDir != "" || len(p.buildArgs) > 0 || len(p.secrets) > 0 || len(p.repoFiles) > 0 {
+		return errors.New("--from-poolimage takes the pool, documents, base, target and package inputs from the PoolImage: give none of --pool, --osc, --machineconfig, --base, --push, --containerfile, --context, --build-arg, --build-secret, --repo-file")
 	}
 	ns, name, err := controller.ParseObjectKey(f.pod.poolImage)
 	if err != nil {
@@ -66,6 +68,7 @@ func runBuildPod(cmd *cobra.Command, g *globals, f *buildFlags) error {
 		Options: controller.Options{Registry: *reg, Version: version, IndexCacheDir: cache, Logger: g.log,
 			SecretsDir: f.pod.secretsDir},
 		Namespace: ns, Name: name, Job: f.pod.job, SourcesDigest: f.pod.sourcesDigest,
+		BuildLog: cmd.ErrOrStderr(),
 	})
 	out := cmd.OutOrStdout()
 	if g.json() && res != nil {

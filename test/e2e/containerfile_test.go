@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/oslayer/oslayer/packagestage/bud"
 )
 
 type instr struct {
@@ -81,7 +83,9 @@ func TestContainerfile(t *testing.T) {
 			goBuild = in.args
 		}
 	}
-	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "./cmd/oslayer", "-o "} {
+	// The package stage's executor is linked in (the build pod runs it);
+	// it needs cgo, so the binary is static through the external linker.
+	for _, want := range []string{"CGO_ENABLED=1", "-trimpath", "-tags " + bud.Tags + ",netgo,osusergo ", "-extldflags -static", "./cmd/oslayer", "-o "} {
 		if !strings.Contains(goBuild, want) {
 			t.Errorf("go build %q lacks %q", goBuild, want)
 		}
