@@ -75,6 +75,8 @@ func ResolveBase(ctx context.Context, ref string, reg *registry.Options, arch st
 	if err != nil {
 		return nil, fmt.Errorf("base %s: %w", ref, trimRef(err, ref))
 	}
+	// Every build on this Base reads the parsed manifest and config.
+	img = cacheBase(img)
 	mt, err := img.MediaType()
 	if err != nil {
 		return nil, fmt.Errorf("base %s: %w", ref, err)
@@ -163,18 +165,11 @@ func Assemble(ctx context.Context, req AssembleRequest) (*Built, error) {
 		warn(fmt.Sprintf("base %s is not pinned by digest; it resolved to %s: pin it for reproducible builds", base.Ref, base.Digest), "base", base.Ref, "digest", base.Digest.String())
 	}
 
-	bm, err := base.Image.Manifest()
+	bp, err := partsOf(base.Image)
 	if err != nil {
-		return nil, fmt.Errorf("base %s: manifest: %w", base.Ref, err)
+		return nil, fmt.Errorf("base %s: %w", base.Ref, err)
 	}
-	rawCfg, err := base.Image.RawConfigFile()
-	if err != nil {
-		return nil, fmt.Errorf("base %s: config: %w", base.Ref, err)
-	}
-	bcf, err := v1.ParseConfigFile(strings.NewReader(string(rawCfg)))
-	if err != nil {
-		return nil, fmt.Errorf("base %s: config: %w", base.Ref, err)
-	}
+	bm, bcf := bp.manifest, bp.config
 	if len(bcf.RootFS.DiffIDs) != len(bm.Layers) {
 		return nil, fmt.Errorf("base %s: manifest has %d layers but config rootfs.diff_ids has %d", base.Ref, len(bm.Layers), len(bcf.RootFS.DiffIDs))
 	}
@@ -216,10 +211,7 @@ func Assemble(ctx context.Context, req AssembleRequest) (*Built, error) {
 	}
 
 	// Layers: the base's (lazy, never read here) then ours.
-	baseLayers, err := base.Image.Layers()
-	if err != nil {
-		return nil, fmt.Errorf("base %s: layers: %w", base.Ref, err)
-	}
+	baseLayers := bp.layers
 	if len(baseLayers) != len(bm.Layers) {
 		return nil, fmt.Errorf("base %s: %d layers, manifest lists %d", base.Ref, len(baseLayers), len(bm.Layers))
 	}
@@ -277,11 +269,14 @@ func Assemble(ctx context.Context, req AssembleRequest) (*Built, error) {
 		LabelVersion:      version,
 		LabelBaseDigest:   base.Digest.String(),
 	}
-	rawOut, err := editConfig(rawCfg, labels, history, diffIDs, epoch)
+	if bp.editErr != nil {
+		return nil, fmt.Errorf("base %s: config: %w", base.Ref, bp.editErr)
+	}
+	rawOut, err := bp.edit.edit(labels, history, diffIDs, epoch)
 	if err != nil {
 		return nil, fmt.Errorf("base %s: config: %w", base.Ref, err)
 	}
-	cf, err := v1.ParseConfigFile(strings.NewReader(string(rawOut)))
+	cf, err := editedConfig(bcf, labels, history, diffIDs, epoch)
 	if err != nil {
 		return nil, fmt.Errorf("assemble: config: %w", err)
 	}
@@ -319,58 +314,6 @@ func Assemble(ctx context.Context, req AssembleRequest) (*Built, error) {
 		Warnings:     warnings,
 		Official:     req.Official,
 	}, nil
-}
-
-// editConfig returns the base config with labels added, history entries
-// appended, rootfs.diff_ids replaced and created set. Keys are sorted, so the
-// output is a pure function of the inputs.
-func editConfig(raw []byte, labels map[string]string, history []json.RawMessage, diffIDs []v1.Hash, created time.Time) ([]byte, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &top); err != nil {
-		return nil, err
-	}
-	var cfg map[string]json.RawMessage
-	if c, ok := top["config"]; ok && string(c) != "null" {
-		if err := json.Unmarshal(c, &cfg); err != nil {
-			return nil, fmt.Errorf("field config: %w", err)
-		}
-	}
-	if cfg == nil {
-		cfg = map[string]json.RawMessage{}
-	}
-	lb := map[string]string{}
-	if l, ok := cfg["Labels"]; ok && string(l) != "null" {
-		if err := json.Unmarshal(l, &lb); err != nil {
-			return nil, fmt.Errorf("field config.Labels: %w", err)
-		}
-	}
-	for k, v := range labels {
-		lb[k] = v
-	}
-	var err error
-	if cfg["Labels"], err = json.Marshal(lb); err != nil {
-		return nil, err
-	}
-	if top["config"], err = json.Marshal(cfg); err != nil {
-		return nil, err
-	}
-	var hist []json.RawMessage
-	if h, ok := top["history"]; ok && string(h) != "null" {
-		if err := json.Unmarshal(h, &hist); err != nil {
-			return nil, fmt.Errorf("field history: %w", err)
-		}
-	}
-	hist = append(hist, history...)
-	if top["history"], err = json.Marshal(hist); err != nil {
-		return nil, err
-	}
-	if top["rootfs"], err = json.Marshal(v1.RootFS{Type: "layers", DiffIDs: diffIDs}); err != nil {
-		return nil, err
-	}
-	if top["created"], err = json.Marshal(created.Format(time.RFC3339)); err != nil {
-		return nil, err
-	}
-	return json.Marshal(top)
 }
 
 func sha256Hash(b []byte) v1.Hash {
