@@ -27,6 +27,7 @@ import (
 	"io"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
@@ -158,13 +159,11 @@ func reserve(t *tree.Tree) int {
 func Build(t *tree.Tree, epoch time.Time) (*Layer, error) {
 	out := &buffer{b: make([]byte, 0, reserve(t))}
 	gzHash := sha256.New()
-	zw, err := gzip.NewWriterLevel(io.MultiWriter(out, gzHash), Level)
+	zw, err := gzipWriter(io.MultiWriter(out, gzHash))
 	if err != nil {
 		return nil, err
 	}
-	// No name, no comment, mtime 0 (this gzip writes ModTime.Unix()
-	// unconditionally, so set it to the epoch explicitly), OS "unknown".
-	zw.ModTime = time.Unix(0, 0)
+	defer gzipWriters.Put(zw)
 	tarHash := &countingHash{h: sha256.New()}
 	if err := Write(io.MultiWriter(zw, tarHash), t, epoch); err != nil {
 		return nil, err
@@ -182,6 +181,29 @@ func Build(t *tree.Tree, epoch time.Time) (*Layer, error) {
 		DiffID:  hashOf(tarHash.h),
 		TarSize: tarHash.n,
 	}, nil
+}
+
+// gzipWriters keeps compressors for reuse: a new one allocates and clears
+// its tables (about a megabyte), which for the small layers of a pool
+// costs more than compressing them.
+var gzipWriters sync.Pool
+
+// gzipWriter returns a compressor at Level writing to w, as a new one
+// would be (Reset restores every setting).
+func gzipWriter(w io.Writer) (*gzip.Writer, error) {
+	zw, _ := gzipWriters.Get().(*gzip.Writer)
+	if zw == nil {
+		var err error
+		if zw, err = gzip.NewWriterLevel(w, Level); err != nil {
+			return nil, err
+		}
+	} else {
+		zw.Reset(w)
+	}
+	// No name, no comment, mtime 0 (this gzip writes ModTime.Unix()
+	// unconditionally, so set it to the epoch explicitly), OS "unknown".
+	zw.ModTime = time.Unix(0, 0)
+	return zw, nil
 }
 
 func hashOf(h hash.Hash) v1.Hash {
