@@ -226,6 +226,7 @@ func runCase(t *testing.T, c oscCase, fixturesDir, baseLayout, baseRoot string, 
 	d, agreed := compareTrees(baseSnap, nodeSnap, imgSnap, nodeRoot, imgRoot, deliberate(osc))
 	diffs = append(diffs, d...)
 	diffs = append(diffs, unreported(osc, report)...)
+	diffs = append(diffs, unwarned(secret, report)...)
 	diffs = append(diffs, runDiffs(run.Actions, nodeRoot, imgRoot)...)
 	slices.Sort(diffs)
 	return diffs, agreed
@@ -332,6 +333,29 @@ func unreported(osc *extensionsv1alpha1.OperatingSystemConfig, rep *layers.Repor
 		}
 	}
 	return out
+}
+
+// unwarned checks, for an OSC with a field the OSC API does not have
+// (which the node agent's decoder drops), that oslayer's report warns about
+// it. The field is found independently of oslayer: by a strict decode with
+// sigs.k8s.io/yaml, which names the first unknown field.
+func unwarned(secret *corev1.Secret, rep *layers.Report) []string {
+	err := yaml.UnmarshalStrict(secret.Data[nodeagentconfigv1alpha1.DataKeyOperatingSystemConfig], &extensionsv1alpha1.OperatingSystemConfig{})
+	if err == nil {
+		return nil
+	}
+	m := regexp.MustCompile(`unknown field "([^"]+)"`).FindStringSubmatch(err.Error())
+	if m == nil {
+		return []string{"strict decode of the OSC fails without naming an unknown field: " + err.Error()}
+	}
+	if rep != nil {
+		for _, w := range rep.Warnings {
+			if strings.Contains(w, "."+m[1]+": unknown field ignored") {
+				return nil
+			}
+		}
+	}
+	return []string{"no warning in oslayer's report for the ignored field " + m[1]}
 }
 
 // images is oslayer's imageRef reader for the oracle: the same bytes the
