@@ -288,6 +288,7 @@ func (s *Signer) attest(ctx context.Context, d name.Digest, stm statement) (*Att
 	}
 	res := &AttestResult{Ref: d.String(), AttestationTag: at.String(), PredicateType: stm.predicateType}
 	var att oci.Signature
+	writes := 0
 	// Merge, never replace: as in Sign, read, add ours, write, read back,
 	// and merge again while another writer keeps replacing the tag.
 	for attempt := 0; ; attempt++ {
@@ -302,11 +303,11 @@ func (s *Signer) attest(ctx context.Context, d name.Digest, stm statement) (*Att
 		}
 		for _, a := range l {
 			if s.sameAttestation(a, pl) {
-				res.Existing, res.Attestations, res.Writes = attempt == 0, len(l), attempt
+				res.Existing, res.Attestations, res.Writes = attempt == 0, len(l), writes
 				if attempt == 0 {
 					s.o.log.InfoContext(ctx, "attestation already present", "ref", d.String(), "tag", at.String())
 				} else {
-					s.o.log.InfoContext(ctx, "attested", "ref", d.String(), "tag", at.String(), "replaced", res.Replaced, "writes", attempt)
+					s.o.log.InfoContext(ctx, "attested", "ref", d.String(), "tag", at.String(), "replaced", res.Replaced, "writes", writes)
 				}
 				return res, nil
 			}
@@ -320,19 +321,18 @@ func (s *Signer) attest(ctx context.Context, d name.Digest, stm statement) (*Att
 			}
 		}
 		ro := &replaceOp{predicateType: stm.predicateType, ours: s.ownAttestation}
-		nse, err := mutate.AttachAttestationToEntity(se, att, mutate.WithReplaceOp(ro))
-		if err != nil {
-			return nil, err
-		}
-		atts, err := nse.Attestations()
+		// Compose from exactly what was read, as Sign does (see
+		// writeMerged).
+		replaced, err := ro.Replace(existing, att)
 		if err != nil {
 			return nil, fmt.Errorf("reading attestations %s: %w", at, err)
 		}
-		// Resolve the replacement now so errors name the tag.
-		if _, err := atts.Get(); err != nil {
+		merged, err := mutate.ReplaceSignatures(replaced)
+		if err != nil {
 			return nil, fmt.Errorf("reading attestations %s: %w", at, err)
 		}
-		if err := ociremote.WriteAttestations(d.Repository, nse, oo...); err != nil {
+		wrote, err := s.writeMerged(ctx, at, merged, existing)
+		if err != nil {
 			return nil, fmt.Errorf("writing attestation %s: %w", at, err)
 		}
 		res.Replaced = ro.replaced
@@ -340,6 +340,11 @@ func (s *Signer) attest(ctx context.Context, d name.Digest, stm statement) (*Att
 			res.Writes, res.Attestations = 1, len(l)+1-ro.replaced
 			s.o.log.InfoContext(ctx, "attested", "ref", d.String(), "tag", at.String(), "replaced", res.Replaced, "writes", 1)
 			return res, nil
+		}
+		if wrote {
+			writes++
+		} else {
+			s.o.log.InfoContext(ctx, "attestation tag moved since it was read; merging again", "tag", at.String())
 		}
 	}
 }

@@ -6,14 +6,17 @@ import (
 	"crypto"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	ggcrstatic "github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	cremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
@@ -146,6 +149,7 @@ func (s *Signer) Sign(ctx context.Context, d name.Digest) (*SignResult, error) {
 	}
 	res := &SignResult{Ref: d.String(), SignatureTag: st.String()}
 	dd := cremote.NewDupeDetector(s.sv)
+	writes := 0
 
 	// Merge, never replace: read what the tag holds, add our signature,
 	// write, then read back. Another writer (a build signing the same
@@ -163,12 +167,12 @@ func (s *Signer) Sign(ctx context.Context, d name.Digest) (*SignResult, error) {
 			return nil, fmt.Errorf("reading signatures %s: %w", st, err)
 		}
 		if dup != nil {
-			res.Existing, res.Writes = attempt == 0, attempt
+			res.Existing, res.Writes = attempt == 0, writes
 			res.Signatures = count(existing)
 			if attempt == 0 {
 				s.o.log.InfoContext(ctx, "signature already present", "ref", d.String(), "tag", st.String())
 			} else {
-				s.o.log.InfoContext(ctx, "signed", "ref", d.String(), "tag", st.String(), "writes", attempt)
+				s.o.log.InfoContext(ctx, "signed", "ref", d.String(), "tag", st.String(), "writes", writes)
 			}
 			if s.o.referrers {
 				if err := s.writeReferrer(ctx, d, dup); err != nil {
@@ -181,11 +185,14 @@ func (s *Signer) Sign(ctx context.Context, d name.Digest) (*SignResult, error) {
 		if err := s.nextWrite(ctx, "signature", st, attempt); err != nil {
 			return nil, err
 		}
-		nse, err := mutate.AttachSignatureToEntity(se, sig, mutate.WithDupeDetector(dd))
+		// Compose from exactly what was read (not from a fresh read
+		// inside the write), so the guard below compares with the base.
+		merged, err := mutate.AppendSignatures(existing, false, sig)
 		if err != nil {
 			return nil, err
 		}
-		if err := ociremote.WriteSignatures(d.Repository, nse, oo...); err != nil {
+		wrote, err := s.writeMerged(ctx, st, merged, existing)
+		if err != nil {
 			return nil, fmt.Errorf("writing signature %s: %w", st, err)
 		}
 		if s.o.sole {
@@ -193,8 +200,79 @@ func (s *Signer) Sign(ctx context.Context, d name.Digest) (*SignResult, error) {
 			s.o.log.InfoContext(ctx, "signed", "ref", d.String(), "tag", st.String(), "writes", 1)
 			return res, nil
 		}
+		if wrote {
+			writes++
+		} else {
+			s.o.log.InfoContext(ctx, "signature tag moved since it was read; merging again", "tag", st.String())
+		}
 	}
 }
+
+// writeMerged writes merged, the signature or attestation image made by
+// adding ours to base (what tag held when read), to tag. The registry
+// cannot replace a tag only if it still holds what we read, so a writer
+// that read the tag and then stalled (uploading blobs, descheduled on a
+// loaded machine) would drop every layer another writer added and
+// confirmed meanwhile. writeMerged therefore uploads the blobs first and
+// then checks, right before the manifest write, that the tag still holds
+// base; when it moved, nothing is written and it returns false: the
+// caller reads and merges again. That leaves one request's gap between the
+// check and the write, instead of the whole read-to-write span. With
+// WithSoleWriter there is no other writer and the image is written
+// directly.
+func (s *Signer) writeMerged(ctx context.Context, tag name.Tag, merged, base oci.Signatures) (bool, error) {
+	ro := s.o.remoteOpts(ctx)
+	if s.o.sole {
+		return true, remote.Write(tag, merged, ro...)
+	}
+	ls, err := merged.Layers()
+	if err != nil {
+		return false, err
+	}
+	for _, l := range ls {
+		if err := remote.WriteLayer(tag.Repository, l, ro...); err != nil {
+			return false, err
+		}
+	}
+	cfg, err := merged.RawConfigFile()
+	if err != nil {
+		return false, err
+	}
+	m, err := merged.Manifest()
+	if err != nil {
+		return false, err
+	}
+	if err := remote.WriteLayer(tag.Repository, ggcrstatic.NewLayer(cfg, m.Config.MediaType), ro...); err != nil {
+		return false, err
+	}
+	read, err := base.Digest()
+	if err != nil {
+		return false, err
+	}
+	now := emptyDigest
+	desc, err := remote.Head(tag, ro...)
+	var te *transport.Error
+	switch {
+	case errors.As(err, &te) && te.StatusCode == http.StatusNotFound:
+	case err != nil:
+		return false, err
+	default:
+		now = desc.Digest
+	}
+	if now != read {
+		return false, nil
+	}
+	return true, remote.Put(tag, merged, ro...)
+}
+
+// emptyDigest is the digest of the image cosign reads for a missing tag.
+var emptyDigest = func() v1.Hash {
+	h, err := empty.Signatures().Digest()
+	if err != nil {
+		panic(err)
+	}
+	return h
+}()
 
 // signature signs the simple signing payload of d with s's key.
 func (s *Signer) signature(ctx context.Context, d name.Digest) (oci.Signature, error) {
@@ -209,8 +287,9 @@ func (s *Signer) signature(ctx context.Context, d name.Digest) (oci.Signature, e
 	return static.NewSignature(pl, base64.StdEncoding.EncodeToString(raw))
 }
 
-// MaxMergeAttempts bounds how often Sign and Attest write a signature or
-// attestation tag that other writers keep replacing before giving up.
+// MaxMergeAttempts bounds how often Sign and Attest try to write a
+// signature or attestation tag that other writers keep replacing (or
+// moving between our read and our write) before giving up.
 const MaxMergeAttempts = 8
 
 // nextWrite comes before each write of a merge loop (Sign, Attest): it
@@ -218,7 +297,7 @@ const MaxMergeAttempts = 8
 // so and pauses.
 func (s *Signer) nextWrite(ctx context.Context, what string, tag name.Tag, attempt int) error {
 	if attempt == MaxMergeAttempts {
-		return fmt.Errorf("%s %s: ours is missing after %d writes: other writers keep replacing the tag", what, tag, attempt)
+		return fmt.Errorf("%s %s: ours is missing after %d attempts to write it: other writers keep replacing the tag", what, tag, attempt)
 	}
 	if attempt > 0 {
 		s.o.log.WarnContext(ctx, what+" tag was replaced by another writer; merging again", "tag", tag.String(), "attempt", attempt+1)

@@ -228,3 +228,78 @@ func TestTwoKeyAttestations(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleMergeKeepsConfirmedLayers forces the interleaving behind a rare
+// TestTwoSignersOneDigest failure (3 attestation layers instead of 4):
+// signer B reads the signature (or attestation) tag and stalls while it
+// uploads the blobs of what it merged; meanwhile signer A signs, attests,
+// attaches its SBOM and confirms all of it with its own key, and returns;
+// then B goes on. B's merge was based on a tag that is no longer the tag,
+// so B must notice and merge again rather than drop A's signature, or
+// A's provenance and SBOM, after A has already succeeded. B reaches the
+// registry through a proxy that holds its first blob upload of the stage;
+// A goes straight to the registry.
+func TestStaleMergeKeepsConfirmedLayers(t *testing.T) {
+	a, b := sharedKey(t, 0), sharedKey(t, 1)
+	for stage, tag := range []string{".sig", ".att"} {
+		t.Run(tag, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			r := regtest.Start(t, regtest.Config{})
+			proxy := regtest.NewProxy(t, r.Host)
+			d := pushRandom(t, r.Host, "pool")
+			db, err := name.NewDigest(proxy.Host + "/pool@" + d.DigestStr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			stB := sign.Stages(keyFile(b.priv))
+			bb, pb := fakeBuild(t, db), &builder.Published{Ref: db.String(), Digest: &db}
+			for _, s := range stB[:stage] {
+				if _, err := s.Run(ctx, bb, pb); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var once sync.Once
+			held, release := make(chan struct{}), make(chan struct{})
+			proxy.SetFail(func(req *http.Request) int {
+				if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/blobs/uploads/") {
+					once.Do(func() { close(held); <-release })
+				}
+				return 0
+			})
+			errB := make(chan error, 1)
+			go func() {
+				_, err := runStages(ctx, stB[stage:], bb, db)
+				errB <- err
+			}()
+			select {
+			case <-held:
+			case err := <-errB:
+				t.Fatalf("signer B uploaded no blob for %s: %v", tag, err)
+			case <-time.After(60 * time.Second):
+				t.Fatalf("signer B uploaded no blob for %s within 60 s", tag)
+			}
+			_, err = runStages(ctx, sign.Stages(keyFile(a.priv)), fakeBuild(t, d), d)
+			close(release)
+			if err != nil {
+				t.Fatalf("signer A: %v", err)
+			}
+			if err := <-errB; err != nil {
+				t.Fatalf("signer B: %v", err)
+			}
+			v := verifyWith(t, ctx, a, d.String())
+			if v.Signatures != 1 || v.Attestations != 1 || v.SBOM == nil {
+				t.Fatalf("key A after B's stale merge: %d signatures, %d attestations, SBOM %v; want 1, 1, present",
+					v.Signatures, v.Attestations, v.SBOM != nil)
+			}
+			// B signed through the proxy: its signature names the proxy's
+			// repository, so B is checked by what the tags hold.
+			if n, _ := attachedLayers(t, d, ".sig"); n != 2 {
+				t.Fatalf("%d signature layers, want 2", n)
+			}
+			if n, _ := attachedLayers(t, d, ".att"); n != 4 {
+				t.Fatalf("%d attestation layers, want 4 (provenance and SBOM of each)", n)
+			}
+		})
+	}
+}
