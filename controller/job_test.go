@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -521,14 +519,7 @@ spec:
 // and config bytes as one string for searching.
 func imageFiles(t *testing.T, ref string) (map[string]string, string) {
 	t.Helper()
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := remote.Image(r)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := remoteImage(t, ref)
 	var all strings.Builder
 	cfg, err := img.RawConfigFile()
 	if err != nil {
