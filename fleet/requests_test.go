@@ -52,9 +52,9 @@ func dumpRequests(reqs []regtest.Request) string {
 
 // TestFleetRequestsPerPool counts what a pool costs the registry once the
 // base is in its repository: an image of its own is a look at its tag and
-// digest, its blobs and its manifest (no second ping, no read-back of what
-// was written, no second look at the tag); an unchanged pool is one look
-// at its tag.
+// digest, its blobs and its manifest, put once, by tag (no second ping,
+// no read-back of what was written, no second look at the tag); an
+// unchanged pool is one look at its tag.
 func TestFleetRequestsPerPool(t *testing.T) {
 	e := newEnv(t)
 	const n = 6
@@ -90,6 +90,11 @@ func TestFleetRequestsPerPool(t *testing.T) {
 		return r.Method == "GET" && strings.HasPrefix(r.Path, "/v2/os/one/manifests/sha256:")
 	}); c != 0 {
 		t.Errorf("%d written images read back, want none", c)
+	}
+	if c := count(changed, func(r regtest.Request) bool {
+		return r.Method == "PUT" && strings.HasPrefix(r.Path, "/v2/os/one/manifests/sha256:")
+	}); c != 0 {
+		t.Errorf("%d manifests put by digest, want each put once, by tag", c)
 	}
 	if c := count(changed, func(r regtest.Request) bool { return r.Method == "PATCH" }); c != 0 {
 		t.Errorf("%d PATCH requests, want every blob in one PUT", c)

@@ -420,8 +420,15 @@ func (r *run) buildPool(ctx context.Context, pr *prepared, rendered *layers.Resu
 	}()
 	// Every tag belongs to one pool, and the first image of a repository
 	// is written alone: the publisher is the sole writer (see Run).
-	pub, err := push.New(p.Target, r.o.Registry, push.WithLogger(r.log), push.WithKnownBlobs(&r.known),
-		push.WithSessions(&r.sessions), push.WithSoleWriter(), push.WithSingleRequestUploads())
+	popts := []push.Option{push.WithLogger(r.log), push.WithKnownBlobs(&r.known),
+		push.WithSessions(&r.sessions), push.WithSoleWriter(), push.WithSingleRequestUploads()}
+	if pr.arches == nil {
+		// A single image: its manifest is put once, by tag, after every
+		// stage (no stage reads it back: see stages). An index's platform
+		// images must be there by digest before the index.
+		popts = append(popts, push.WithManifestByTag())
+	}
+	pub, err := push.New(p.Target, r.o.Registry, popts...)
 	if err != nil {
 		res.fail("push", KindInput, err)
 		return

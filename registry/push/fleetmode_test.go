@@ -99,3 +99,62 @@ func addedLayers(t *testing.T, img v1.Image) []v1.Layer {
 	}
 	return ls[len(ls)-2:]
 }
+
+// WithManifestByTag: Write uploads the blobs only (the image is not there
+// by digest or tag until Commit), Commit puts the manifest once, by tag,
+// and checks the digest the registry answers; an image there already is
+// tagged as before.
+func TestManifestByTag(t *testing.T) {
+	r, px := startProxied(t)
+	fp := regtest.NewFaultProxy(t, px.Host)
+	reg := &registry.Options{Retry: fastRetry}
+	base := pushBase(t, reg, fp.Host, mkLayers(t, "base", 2, 2048))
+	opts := []push.Option{push.WithSoleWriter(), push.WithSingleRequestUploads(), push.WithManifestByTag()}
+	b := built(t, mkImage(t, base, mkLayers(t, "pool", 2, 3000)...))
+	p := newPublisher(t, fp.Host+"/pools/bytag:worker", reg, opts...)
+	px.Reset()
+	pub, err := p.Write(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count(px.Requests(), http.MethodPut, "/manifests/"); n != 0 {
+		t.Errorf("Write put %d manifests, want none", n)
+	}
+	if got := tagDigest(t, r.Host+"/pools/bytag@"+b.Digest.String()); got != "" {
+		t.Errorf("the image is there by digest before Commit")
+	}
+	if got := tagDigest(t, r.Host+"/pools/bytag:worker"); got != "" {
+		t.Errorf("the tag names %s before Commit", got)
+	}
+	px.Reset()
+	commit(t, p, b, pub)
+	reqs := px.Requests()
+	if len(reqs) != 1 || count(reqs, http.MethodPut, "/manifests/worker") != 1 {
+		t.Errorf("Commit sent %d requests, want one manifest PUT by tag:\n%s", len(reqs), px.Dump())
+	}
+	wantTag(t, r.Host+"/pools/bytag:worker", b)
+	wantTag(t, r.Host+"/pools/bytag@"+b.Digest.String(), b)
+
+	// Another tag on the same image: it is there by digest, the tag moves.
+	p2 := newPublisher(t, fp.Host+"/pools/bytag:infra", reg, opts...)
+	writeCommit(t, p2, b)
+	wantTag(t, r.Host+"/pools/bytag:infra", b)
+
+	// A registry that answers another digest for the manifest fails the
+	// Commit.
+	b3 := built(t, mkImage(t, base, mkLayers(t, "other", 1, 1000)...))
+	fp.SetFault(func(r *http.Request) regtest.Fault {
+		if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/manifests/other") {
+			return regtest.Fault{Status: http.StatusCreated, Header: http.Header{"Docker-Content-Digest": {"sha256:" + strings.Repeat("0", 64)}}}
+		}
+		return regtest.Fault{}
+	})
+	p3 := newPublisher(t, fp.Host+"/pools/bytag:other", reg, opts...)
+	pub3, err := p3.Write(ctx, b3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p3.Commit(ctx, b3, pub3); err == nil || !strings.Contains(err.Error(), "answered digest sha256:000") {
+		t.Errorf("Commit with another digest answered: %v", err)
+	}
+}

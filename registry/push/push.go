@@ -22,8 +22,9 @@
 //     is retried as a whole). A base on ANOTHER registry cannot be mounted:
 //     its layers are streamed from the base registry to the target
 //     (downloaded once, never stored on disk). The manifest is put by
-//     digest last; an answer that a blob it names is unknown or corrupt is
-//     retried a few times (a concurrent build was rewriting that blob's
+//     digest last (WithManifestByTag leaves it to Commit, which puts it
+//     once, by tag); an answer that a blob it names is unknown or corrupt
+//     is retried a few times (a concurrent build was rewriting that blob's
 //     link).
 //   - Commit moves TAG to the digest (one manifest PUT), the last step of a
 //     build: until then the tag stays where it was. It reuses the
@@ -97,6 +98,7 @@ type options struct {
 	sessions *Sessions
 	sole     bool
 	oneShot  bool
+	byTag    bool
 }
 
 // Option configures a Publisher.
@@ -140,6 +142,16 @@ func WithSoleWriter() Option { return func(o *options) { o.sole = true } }
 // failed upload is retried as a whole. Meant for runs of many small
 // images (a fleet), where requests, not bytes, take the time.
 func WithSingleRequestUploads() Option { return func(o *options) { o.oneShot = true } }
+
+// WithManifestByTag makes Write upload the image's blobs but not its
+// manifest, and Commit put the manifest once, by tag: one request fewer
+// for every new image, and the image is reachable (by tag or by digest)
+// only once every stage succeeded, as its tag is. Commit checks the digest
+// the registry answers. Only for a single image whose stages do not read
+// it back from the registry (preflight.Options.NoReadBack, classic
+// signatures; not an index's platform images, which the index names by
+// digest): a fleet run.
+func WithManifestByTag() Option { return func(o *options) { o.byTag = true } }
 
 // KnownBlobs is a set of blobs known to be in repositories, safe for
 // concurrent use; the zero value is empty and ready.

@@ -132,7 +132,10 @@ func (r *remotePublisher) Write(ctx context.Context, b *builder.Built) (*builder
 		finish(err)
 		return fail("upload blobs", err)
 	}
-	if err := s.putManifest(ctx, dref, b.Image, func(ctx context.Context, r name.Reference, img remote.Taggable) error { return pusher.Put(ctx, r, img) }, log); err != nil {
+	if p.o.byTag {
+		// Commit puts the manifest, by tag.
+		s.manifestPending = true
+	} else if err := s.putManifest(ctx, dref, b.Image, func(ctx context.Context, r name.Reference, img remote.Taggable) error { return pusher.Put(ctx, r, img) }, log); err != nil {
 		finish(err)
 		return fail("put manifest", err)
 	}
@@ -140,7 +143,7 @@ func (r *remotePublisher) Write(ctx context.Context, b *builder.Built) (*builder
 	up, skipped, mounted, puts, _ := ctr.stats()
 	pub := &builder.Published{Ref: dref.String(), Digest: &dref, Uploaded: up, Skipped: skipped, Mounted: mounted}
 	p.keep(pub, s)
-	log.Info("image written by digest", "uploaded", up, "skipped", skipped, "mounted", mounted, "blobUploads", puts, "manifestExisted", false)
+	log.Info("image written by digest", "uploaded", up, "skipped", skipped, "mounted", mounted, "blobUploads", puts, "manifestExisted", false, "manifestByTag", s.manifestPending)
 	return pub, nil
 }
 
@@ -171,6 +174,17 @@ func (p *Publisher) moveTag(ctx context.Context, pub *builder.Published, d v1.Ha
 	// links that readers of the tag read). This is checked even when Write
 	// put the manifest (concurrent builds of the same inputs do), unless
 	// the publisher is the tag's sole writer and Write looked at it.
+	if s.manifestPending {
+		// Write put the blobs only: one PUT by tag publishes the image.
+		err = s.putManifest(ctx, *p.tag, m, func(ctx context.Context, r name.Reference, m remote.Taggable) error {
+			return s.putTagged(ctx, *p.tag, m, d)
+		}, p.o.log)
+		if err != nil {
+			return fmt.Errorf("push %s: put manifest %s by tag %s: %w", p.target, d, p.tag.TagStr(), explain(err, p.tag))
+		}
+		p.o.log.Info("image put by tag", "tag", p.tag.String(), "digest", d.String())
+		return nil
+	}
 	if s.tagCurrent {
 		p.o.log.Info("tag already current", "tag", p.tag.String(), "digest", d.String())
 		return nil

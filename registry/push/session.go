@@ -1,6 +1,7 @@
 package push
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -47,6 +48,9 @@ type session struct {
 	// tagLooked is set when Write looked at the tag (WithSoleWriter), and
 	// tagCurrent when the tag named the image already.
 	tagLooked, tagCurrent bool
+	// manifestPending is set when Write left the manifest to Commit
+	// (WithManifestByTag).
+	manifestPending bool
 }
 
 // connect returns a session that pushes to the target repository and
@@ -483,6 +487,56 @@ func (s *session) putManifest(ctx context.Context, ref name.Reference, img remot
 		}
 		wait *= 2
 	}
+}
+
+// putTagged puts m (whose digest is d) by tag in one request and checks
+// the digest the registry answers: it must be d (a registry that answers
+// none is asked for d by digest).
+func (s *session) putTagged(ctx context.Context, tag name.Tag, m remote.Taggable, d v1.Hash) error {
+	raw, err := m.RawManifest()
+	if err != nil {
+		return err
+	}
+	mtm, ok := m.(interface {
+		MediaType() (types.MediaType, error)
+	})
+	if !ok {
+		return fmt.Errorf("manifest %s: no media type", d)
+	}
+	mt, err := mtm.MediaType()
+	if err != nil {
+		return err
+	}
+	u := url.URL{
+		Scheme: s.repo.Scheme(),
+		Host:   s.repo.RegistryStr(),
+		Path:   fmt.Sprintf("/v2/%s/manifests/%s", s.repo.RepositoryStr(), tag.TagStr()),
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u.String(), bytes.NewReader(raw))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", string(mt))
+	resp, err := s.client().Do(req)
+	if err != nil {
+		return err
+	}
+	defer drain(resp)
+	if err := transport.CheckError(resp, http.StatusOK, http.StatusCreated, http.StatusAccepted); err != nil {
+		return err
+	}
+	got := resp.Header.Get("Docker-Content-Digest")
+	if got == "" {
+		desc, err := remote.Head(s.repo.Digest(d.String()), s.remoteOptions(ctx)...)
+		if err != nil {
+			return fmt.Errorf("manifest %s put by tag: the registry answered no digest, and by digest: %w", d, err)
+		}
+		got = desc.Digest.String()
+	}
+	if got != d.String() {
+		return fmt.Errorf("manifest %s put by tag: the registry answered digest %s", d, got)
+	}
+	return nil
 }
 
 // tornRead reports whether err is a manifest PUT refused because a blob it
