@@ -113,7 +113,8 @@ func TestFleetRequestsPerPool(t *testing.T) {
 // TestFleetSignedRequestsPerPool: with signing, the signer shares the
 // run's connections (no ping per call) and, as the sole writer of the
 // signature tags, reads each tag once to merge into it and does not read
-// it back or verify again after writing.
+// it back or verify again after writing; an unchanged signed pool reads
+// each tag once.
 func TestFleetSignedRequestsPerPool(t *testing.T) {
 	e := newEnv(t)
 	kp, err := sign.GenerateKeyPair(nil)
@@ -146,5 +147,23 @@ func TestFleetSignedRequestsPerPool(t *testing.T) {
 	// not read back after it was written.
 	if sigReads != 0 {
 		t.Errorf("%d signature tags read back after writing, want none", sigReads)
+	}
+	// Unchanged: the provenance and the SBOM are found with one read of
+	// the attestation tag (each envelope read once), the signature with
+	// one of the signature tag.
+	attReads, sigTagReads := 0, 0
+	for _, r := range unchanged {
+		switch {
+		case r.Method == "GET" && strings.HasSuffix(r.Path, ".att"):
+			attReads++
+		case r.Method == "GET" && strings.HasSuffix(r.Path, ".sig"):
+			sigTagReads++
+		}
+	}
+	if attReads != n || sigTagReads != n {
+		t.Errorf("unchanged: %d attestation and %d signature tag reads for %d pools, want one each per pool", attReads, sigTagReads, n)
+	}
+	if len(unchanged) > 6*n+6 {
+		t.Errorf("unchanged signed fleet of %d pools: %d requests, want at most %d", n, len(unchanged), 6*n+6)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/sigstore/cosign/v2/pkg/oci"
@@ -245,7 +246,7 @@ func (s *Signer) Attest(ctx context.Context, d name.Digest, st *Statement) (*Att
 	if err != nil {
 		return nil, fmt.Errorf("encoding statement for %s: %w", d, err)
 	}
-	return s.attest(ctx, d, stm)
+	return s.attest(ctx, d, stm, nil)
 }
 
 // AttestSBOM attaches the SBOM statement st to d like Attest.
@@ -254,7 +255,7 @@ func (s *Signer) AttestSBOM(ctx context.Context, d name.Digest, st *SBOMStatemen
 	if err != nil {
 		return nil, fmt.Errorf("encoding SBOM for %s: %w", d, err)
 	}
-	return s.attest(ctx, d, stm)
+	return s.attest(ctx, d, stm, nil)
 }
 
 // statement is an encoded in-toto statement and its predicate type.
@@ -278,7 +279,85 @@ func (s *Signer) envelope(ctx context.Context, stm statement) (oci.Signature, er
 		static.WithAnnotations(map[string]string{"predicateType": stm.predicateType}))
 }
 
-func (s *Signer) attest(ctx context.Context, d name.Digest, stm statement) (*AttestResult, error) {
+// attestBoth attaches the provenance st and the SBOM sbom to d like
+// Attest and AttestSBOM, reading the attestation tag once for both: when
+// both are there, signed by our key (an unchanged image), that read, with
+// each envelope read once, is all; otherwise it serves the provenance's
+// first attempt.
+func (s *Signer) attestBoth(ctx context.Context, d name.Digest, st *Statement, sbom *SBOMStatement) (*AttestResult, error) {
+	stp, err := newStatement(st.PredicateType, st)
+	if err != nil {
+		return nil, fmt.Errorf("encoding statement for %s: %w", d, err)
+	}
+	sbp, err := newStatement(sbom.PredicateType, sbom)
+	if err != nil {
+		return nil, fmt.Errorf("encoding SBOM for %s: %w", d, err)
+	}
+	oo := s.ociOpts(ctx)
+	at, err := ociremote.AttestationTag(d, oo...)
+	if err != nil {
+		return nil, err
+	}
+	existing, err := ociremote.SignedUnknown(d, oo...).Attestations()
+	if err != nil {
+		return nil, fmt.Errorf("reading attestations %s: %w", at, err)
+	}
+	l, err := existing.Get()
+	if err != nil {
+		return nil, fmt.Errorf("reading attestations %s: %w", at, err)
+	}
+	once := make([]oci.Signature, len(l))
+	for i, a := range l {
+		once[i] = &payloadOnce{attestation: a}
+	}
+	present := func(stm statement) bool {
+		for _, a := range once {
+			if s.sameAttestation(a, stm.payload) {
+				return true
+			}
+		}
+		return false
+	}
+	if present(stp) && present(sbp) {
+		s.o.log.InfoContext(ctx, "attestations already present", "ref", d.String(), "tag", at.String())
+		res := func(pt string) *AttestResult {
+			return &AttestResult{Ref: d.String(), AttestationTag: at.String(), PredicateType: pt, Existing: true, Attestations: len(l)}
+		}
+		r := res(stp.predicateType)
+		r.SBOM = res(sbp.predicateType)
+		return r, nil
+	}
+	r, err := s.attest(ctx, d, stp, existing)
+	if err != nil {
+		return nil, err
+	}
+	if r.SBOM, err = s.attest(ctx, d, sbp, nil); err != nil {
+		return nil, fmt.Errorf("SBOM: %w", err)
+	}
+	return r, nil
+}
+
+// attestation names oci.Signature as a field (its method Signature would
+// clash with the embedded field's name).
+type attestation = oci.Signature
+
+// payloadOnce reads an attestation's envelope once, however often it is
+// asked for.
+type payloadOnce struct {
+	attestation
+	once sync.Once
+	p    []byte
+	err  error
+}
+
+func (p *payloadOnce) Payload() ([]byte, error) {
+	p.once.Do(func() { p.p, p.err = p.attestation.Payload() })
+	return p.p, p.err
+}
+
+// attest attaches stm to d; pre, when set, is what the tag held, read
+// just before (the first attempt does not read it again).
+func (s *Signer) attest(ctx context.Context, d name.Digest, stm statement, pre oci.Signatures) (*AttestResult, error) {
 	pl := stm.payload
 	var err error
 	oo := s.ociOpts(ctx)
@@ -292,10 +371,11 @@ func (s *Signer) attest(ctx context.Context, d name.Digest, stm statement) (*Att
 	// Merge, never replace: as in Sign, read, add ours, write, read back,
 	// and merge again while another writer keeps replacing the tag.
 	for attempt := 0; ; attempt++ {
-		se := ociremote.SignedUnknown(d, oo...)
-		existing, err := se.Attestations()
-		if err != nil {
-			return nil, fmt.Errorf("reading attestations %s: %w", at, err)
+		existing := pre
+		if attempt > 0 || existing == nil {
+			if existing, err = ociremote.SignedUnknown(d, oo...).Attestations(); err != nil {
+				return nil, fmt.Errorf("reading attestations %s: %w", at, err)
+			}
 		}
 		l, err := existing.Get()
 		if err != nil {

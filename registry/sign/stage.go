@@ -147,12 +147,9 @@ func (s *attestStage) Run(ctx context.Context, b *builder.Built, p *builder.Publ
 		}
 		return r, nil
 	}
-	r, err := sg.Attest(ctx, *d, st)
+	r, err := sg.attestBoth(ctx, *d, st, sbom)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", StageAttest, err)
-	}
-	if r.SBOM, err = sg.AttestSBOM(ctx, *d, sbom); err != nil {
-		return nil, fmt.Errorf("%s: SBOM: %w", StageAttest, err)
 	}
 	if sg.o.sole {
 		return r, nil
