@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -105,6 +104,9 @@ type Result struct {
 type Phase struct {
 	Name    string  `json:"name"`
 	Seconds float64 `json:"seconds"`
+	// CPUSeconds is the process's CPU time (user and system, with its
+	// waited-for children) during the phase (ProcessCPU).
+	CPUSeconds float64 `json:"cpuSeconds"`
 }
 
 // Targeter is implemented by publishers that can name their target.
@@ -138,9 +140,7 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage, comm
 		return res, errors.New("build: no publisher (give a push target or an output layout)")
 	}
 	phase := func(name string, f func() error) error {
-		start := time.Now()
-		err := f()
-		res.Phases = append(res.Phases, Phase{Name: name, Seconds: time.Since(start).Seconds()})
+		err := TimePhase(&res.Phases, name, f)
 		if err != nil {
 			// Stages name themselves in their errors; name the step once.
 			if strings.HasPrefix(err.Error(), name+": ") {

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -200,9 +199,7 @@ func buildMulti(ctx context.Context, req MultiRequest, pub IndexPublisher, stage
 		written = append(written, r.published)
 	}
 	phase := func(name string, f func() error) error {
-		start := time.Now()
-		err := f()
-		res.Phases = append(res.Phases, Phase{Name: name, Seconds: time.Since(start).Seconds()})
+		err := TimePhase(&res.Phases, name, f)
 		if err != nil && !strings.HasPrefix(err.Error(), name+": ") {
 			return fmt.Errorf("%s: %w", name, err)
 		}

@@ -66,6 +66,9 @@ type PackageResult struct {
 	// StorageDriver is the scratch storage driver a build used (overlay
 	// or vfs; empty for a hit).
 	StorageDriver string `json:"storageDriver,omitempty"`
+	// Phases are the stage's own steps with their wall and CPU time
+	// (lookup; on a miss pull, build, push, describe, cleanup).
+	Phases []Phase `json:"phases,omitempty"`
 }
 
 // ErrNoPackageStage is returned (wrapped) when a pool needs a package stage

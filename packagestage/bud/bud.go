@@ -92,6 +92,12 @@ type Result struct {
 	Duration    time.Duration        `json:"duration"`
 	// StorageDriver is the scratch storage's driver (empty for a hit).
 	StorageDriver string `json:"storageDriver,omitempty"`
+	// Phases are the stage's steps with their wall and CPU time: lookup,
+	// and on a miss storage (opening the scratch storage), pull (the base
+	// into it), build (the steps and the commit), push (the package base,
+	// by its key's tag), describe (reading it back) and cleanup (removing
+	// the scratch storage).
+	Phases []builder.Phase `json:"phases"`
 }
 
 // Run looks the package base up by its key and builds and pushes it on a
@@ -114,7 +120,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	tagRef := o.Repository + ":" + key.Tag()
 	res := &Result{Key: key.String()}
 
-	if hit, err := lookup(ctx, reg, tagRef, key.String()); err != nil {
+	var hit v1.Image
+	if err := builder.TimePhase(&res.Phases, "lookup", func() (err error) {
+		hit, err = lookup(ctx, reg, tagRef, key.String())
+		return err
+	}); err != nil {
 		return nil, err
 	} else if hit != nil {
 		res.Hit = true
@@ -130,16 +140,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("package stage: scratch directory: %w", err)
 	}
 	defer os.RemoveAll(scratch)
-	if err := build(ctx, o, reg, scratch, log, &res.StorageDriver); err != nil {
+	if err := build(ctx, o, reg, scratch, log, res); err != nil {
 		return nil, err
 	}
 	res.Commands = o.Plan.Containerfile.Commands()
-	img, err := remote.Image(mustRef(tagRef), reg.RemoteOptions(ctx)...)
-	if err != nil {
-		return nil, fmt.Errorf("package stage: reading the pushed package base %s: %w", tagRef, err)
-	}
-	if err := describe(ctx, reg, res, o.Repository, img, o.Plan.BaseDigest, o.Base); err != nil {
+	if err := builder.TimePhase(&res.Phases, "describe", func() error {
+		img, err := remote.Image(mustRef(tagRef), reg.RemoteOptions(ctx)...)
+		if err != nil {
+			return fmt.Errorf("package stage: reading the pushed package base %s: %w", tagRef, err)
+		}
+		return describe(ctx, reg, res, o.Repository, img, o.Plan.BaseDigest, o.Base)
+	}); err != nil {
 		return nil, err
+	}
+	if err := builder.TimePhase(&res.Phases, "cleanup", func() error { return os.RemoveAll(scratch) }); err != nil {
+		return nil, fmt.Errorf("package stage: removing the scratch storage: %w", err)
 	}
 	res.Duration = time.Since(start)
 	return res, nil
@@ -237,7 +252,7 @@ const policy = `{"default":[{"type":"insecureAcceptAnything"}]}`
 
 // build runs buildah and pushes the result by digest and under the key's
 // tag.
-func build(ctx context.Context, o Options, reg *registry.Options, scratch string, log io.Writer, usedDriver *string) error {
+func build(ctx context.Context, o Options, reg *registry.Options, scratch string, log io.Writer, res *Result) error {
 	plan := o.Plan
 	policyPath := filepath.Join(scratch, "policy.json")
 	cfPath := filepath.Join(scratch, "Containerfile")
@@ -267,12 +282,14 @@ func build(ctx context.Context, o Options, reg *registry.Options, scratch string
 		}
 		extra = map[string]*define.AdditionalBuildContext{packagestage.ReposContext: {Value: dir}}
 	}
-	store, driver, err := openStore(scratch, o.StorageDriver)
-	if err != nil {
+	var store storage.Store
+	if err := builder.TimePhase(&res.Phases, "storage", func() (err error) {
+		store, res.StorageDriver, err = openStore(scratch, o.StorageDriver)
+		return err
+	}); err != nil {
 		return err
 	}
 	defer store.Shutdown(true)
-	*usedDriver = driver
 
 	sys := &types.SystemContext{SignaturePolicyPath: policyPath}
 	// The credentials oslayer has for the base's and the target's
@@ -311,26 +328,45 @@ func build(ctx context.Context, o Options, reg *registry.Options, scratch string
 	// The output of the steps, kept for the error of a failing one.
 	tail := &tailBuffer{max: 64 << 10}
 	outw := io.MultiWriter(log, tail)
-	id, _, err := imagebuildah.BuildDockerfiles(ctx, store, define.BuildOptions{
-		ContextDirectory:        contextDir,
-		PullPolicy:              define.PullIfMissing,
-		Isolation:               define.IsolationChroot,
-		Args:                    args,
-		AdditionalBuildContexts: extra,
-		Output:                  output,
-		OutputFormat:            define.OCIv1ImageManifest,
-		Labels:                  []string{packagestage.LabelKey + "=" + plan.Key.String()},
-		CommonBuildOpts: &define.CommonBuildOptions{
-			Ulimit:  ulimits,
-			Secrets: secrets,
-		},
-		SystemContext:       sys,
-		SignaturePolicyPath: policyPath,
-		Out:                 outw,
-		Err:                 outw,
-		ReportWriter:        outw,
-		NoCache:             true,
-	}, cfPath)
+	// The base is pulled on its own first (the build finds it in the
+	// storage), so that the pull and the steps are timed apart.
+	if err := builder.TimePhase(&res.Phases, "pull", func() error {
+		_, err := buildah.Pull(ctx, "docker://"+o.Base, buildah.PullOptions{
+			Store:               store,
+			SystemContext:       sys,
+			SignaturePolicyPath: policyPath,
+			ReportWriter:        log,
+			MaxRetries:          3,
+			PullPolicy:          define.PullIfMissing,
+		})
+		return err
+	}); err != nil {
+		return fmt.Errorf("package stage: pulling the base %s: %w", o.Base, err)
+	}
+	var id string
+	err = builder.TimePhase(&res.Phases, "build", func() (err error) {
+		id, _, err = imagebuildah.BuildDockerfiles(ctx, store, define.BuildOptions{
+			ContextDirectory:        contextDir,
+			PullPolicy:              define.PullIfMissing,
+			Isolation:               define.IsolationChroot,
+			Args:                    args,
+			AdditionalBuildContexts: extra,
+			Output:                  output,
+			OutputFormat:            define.OCIv1ImageManifest,
+			Labels:                  []string{packagestage.LabelKey + "=" + plan.Key.String()},
+			CommonBuildOpts: &define.CommonBuildOptions{
+				Ulimit:  ulimits,
+				Secrets: secrets,
+			},
+			SystemContext:       sys,
+			SignaturePolicyPath: policyPath,
+			Out:                 outw,
+			Err:                 outw,
+			ReportWriter:        outw,
+			NoCache:             true,
+		}, cfPath)
+		return err
+	})
 	if err != nil {
 		return stepError(plan.Containerfile, err, tail.String())
 	}
@@ -338,13 +374,16 @@ func build(ctx context.Context, o Options, reg *registry.Options, scratch string
 	if err != nil {
 		return fmt.Errorf("package stage: repository %s: %w", o.Repository, err)
 	}
-	if _, _, err := buildah.Push(ctx, id, dest, buildah.PushOptions{
-		Store:               store,
-		SystemContext:       sys,
-		SignaturePolicyPath: policyPath,
-		ManifestType:        v1MediaTypeOCIManifest,
-		ReportWriter:        log,
-		MaxRetries:          3,
+	if err := builder.TimePhase(&res.Phases, "push", func() error {
+		_, _, err := buildah.Push(ctx, id, dest, buildah.PushOptions{
+			Store:               store,
+			SystemContext:       sys,
+			SignaturePolicyPath: policyPath,
+			ManifestType:        v1MediaTypeOCIManifest,
+			ReportWriter:        log,
+			MaxRetries:          3,
+		})
+		return err
 	}); err != nil {
 		return fmt.Errorf("package stage: pushing to %s: %w", o.Repository, err)
 	}
@@ -492,6 +531,7 @@ func execute(ctx context.Context, c Config, req builder.PackageRequest, plan *pa
 		AddedBytes:    res.AddedBytes,
 		Seconds:       res.Duration.Seconds(),
 		StorageDriver: res.StorageDriver,
+		Phases:        res.Phases,
 	}, nil
 }
 

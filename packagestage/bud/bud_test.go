@@ -51,6 +51,17 @@ func TestBuildahBuildsCachesAndNamesTheFailingLine(t *testing.T) {
 	if res.Hit || res.AddedLayers == 0 || res.Key != plan.Key.String() {
 		t.Fatalf("first build: %+v", res)
 	}
+	// A miss reports each of its steps, in order, with wall time.
+	var names []string
+	for _, p := range res.Phases {
+		names = append(names, p.Name)
+		if p.Seconds <= 0 || p.CPUSeconds < 0 {
+			t.Errorf("first build: phase %+v", p)
+		}
+	}
+	if got, want := strings.Join(names, " "), "lookup storage pull build push describe cleanup"; got != want {
+		t.Errorf("first build: phases %q, want %q", got, want)
+	}
 	// The package base: the base's layers first, the key label, the file.
 	img, err := remote.Image(mustRef(res.Ref), opts.RemoteOptions(ctx)...)
 	if err != nil {
@@ -104,6 +115,9 @@ func TestBuildahBuildsCachesAndNamesTheFailingLine(t *testing.T) {
 	}
 	if !res2.Hit || res2.Digest != res.Digest || log.Len() != 0 {
 		t.Fatalf("second build: %+v, log %q", res2, log.String())
+	}
+	if len(res2.Phases) != 1 || res2.Phases[0].Name != "lookup" {
+		t.Errorf("second build: phases %+v, want the lookup only", res2.Phases)
 	}
 	t.Logf("package stage: miss (buildah, push) %s, %d layers %d bytes added; hit %s", res.Duration, res.AddedLayers, res.AddedBytes, res2.Duration)
 	// A failing RUN names its line; nothing is tagged.

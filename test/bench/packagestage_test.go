@@ -165,7 +165,8 @@ RUN mkdir -p /etc/agent /etc/systemd/system/multi-user.target.wants && \
 	// alike. Each cold build has another package key (a build argument
 	// the Containerfile does not use): a miss every time.
 	var colds, peers []run
-	var coldRes *builder.Result
+	var coldResults []*builder.Result
+	var peerPhases [][]builder.Phase
 	driver := ""
 	for i := range max(*coldReps, 1) {
 		c, res := build("cold", "--build-arg", fmt.Sprintf("BENCH_REP=%d", i))
@@ -173,23 +174,50 @@ RUN mkdir -p /etc/agent /etc/systemd/system/multi-user.target.wants && \
 			b.Fatalf("cold build %d: a hit", i)
 		}
 		colds = append(colds, c)
-		if coldRes == nil {
-			coldRes = res
+		coldResults = append(coldResults, res)
+		if driver == "" {
 			// The same storage driver as oslayer's package stage used.
 			driver = res.PackageStage.StorageDriver
 		}
 		root := filepath.Join(dir, fmt.Sprintf("bh-%d", i))
 		store := []string{"--root", filepath.Join(root, "root"), "--runroot", filepath.Join(root, "run"), "--storage-driver", driver}
+		// The peer's steps one by one, each with its wall and CPU time:
+		// pull, bud (the steps and the commit), push, and removing its
+		// storage (oslayer's stage removes its scratch storage too, and
+		// that is in its time).
+		var pp []builder.Phase
+		step := func(name string, f func() (time.Duration, int64)) (time.Duration, int64) {
+			e.mu.Lock()
+			c0 := e.cpu
+			e.mu.Unlock()
+			w, r := f()
+			e.mu.Lock()
+			c1 := e.cpu
+			e.mu.Unlock()
+			pp = append(pp, builder.Phase{Name: name, Seconds: w.Seconds(), CPUSeconds: (c1 - c0).Seconds()})
+			return w, r
+		}
+		bahStep := func(name string, args ...string) func() (time.Duration, int64) {
+			return func() (time.Duration, int64) { return e.exec(bah, append(append([]string{}, store...), args...)) }
+		}
 		peers = append(peers, e.measure("peer", func() (time.Duration, int64) {
-			w1, r1 := e.exec(bah, append(append([]string{}, store...), "bud", "--isolation", "chroot", "--tls-verify=false",
+			w1, r1 := step("pull", bahStep("pull", "pull", "--tls-verify=false", "docker://"+e.base))
+			w2, r2 := step("bud", bahStep("bud", "bud", "--isolation", "chroot", "--tls-verify=false", "--pull=missing",
 				"--build-arg", "OSLAYER_BASE="+e.base, "-f", single, "-t", peer, ctxDir))
-			w2, r2 := e.exec(bah, append(append([]string{}, store...), "push", "--tls-verify=false", peer))
-			return w1 + w2, max(r1, r2)
+			w3, r3 := step("push", bahStep("push", "push", "--tls-verify=false", peer))
+			w4, r4 := step("cleanup", func() (time.Duration, int64) {
+				w, r := e.exec(bah, append(append([]string{}, store...), "rmi", "--all", "--force"))
+				start := time.Now()
+				os.RemoveAll(root)
+				return w + time.Since(start), r
+			})
+			return w1 + w2 + w3 + w4, max(r1, r2, r3, r4)
 		}))
-		_ = exec.Command(bah, append(append([]string{}, store...), "rmi", "--all", "--force")...).Run()
-		os.RemoveAll(root)
+		peerPhases = append(peerPhases, pp)
 	}
-	cold := medianOf(colds)
+	ci := medianIndex(colds)
+	cold := colds[ci]
+	coldRes := coldResults[ci]
 	cold.name = fmt.Sprintf("oslayer build, cold package stage (%s; median of %d)", driver, len(colds))
 	runs = append(runs, cold)
 	var hitStage float64
@@ -212,8 +240,9 @@ RUN mkdir -p /etc/agent /etc/systemd/system/multi-user.target.wants && \
 		}
 		return r.wall, r.rss
 	}))
-	peerRun := medianOf(peers)
-	peerRun.name = fmt.Sprintf("buildah bud of the same single Containerfile (%s, chroot, empty storage) + push (median of %d)", driver, len(peers))
+	pi := medianIndex(peers)
+	peerRun := peers[pi]
+	peerRun.name = fmt.Sprintf("buildah pull + bud of the same single Containerfile (%s, chroot, empty storage) + push (gzip) + removing its storage (median of %d)", driver, len(peers))
 	runs = append(runs, peerRun)
 	b.StopTimer()
 	load1 := loadAvg()
@@ -235,6 +264,19 @@ RUN mkdir -p /etc/agent /etc/systemd/system/multi-user.target.wants && \
 	}
 	fmt.Fprintf(&s, "\ncold: package stage %.3f s (%d commands, %d layers, %s added), base index phases %.3f s (package base index read %s); cached: package stage %.3f s\n",
 		ps.Seconds, len(ps.Commands), len(ps.Layers), human(ps.AddedBytes), ixSecs, human(coldRes.BaseIndex.BytesRead), hitStage)
+	fmt.Fprintf(&s, "\nphases of the median cold build and the median buildah run (wall / CPU, user+sys with children):\n\n| oslayer build | wall | CPU |\n|---|---:|---:|\n")
+	for _, p := range coldRes.Phases {
+		fmt.Fprintf(&s, "| %s | %.3f s | %.3f s |\n", p.Name, p.Seconds, p.CPUSeconds)
+		if p.Name == "package-stage" {
+			for _, q := range ps.Phases {
+				fmt.Fprintf(&s, "| &nbsp;&nbsp;%s | %.3f s | %.3f s |\n", q.Name, q.Seconds, q.CPUSeconds)
+			}
+		}
+	}
+	fmt.Fprintf(&s, "\n| buildah | wall | CPU |\n|---|---:|---:|\n")
+	for _, p := range peerPhases[pi] {
+		fmt.Fprintf(&s, "| %s | %.3f s | %.3f s |\n", p.Name, p.Seconds, p.CPUSeconds)
+	}
 	cached, config := runs[2], runs[3]
 	fmt.Fprintf(&s, "targets: cached ≤ 1 s: %.3f s (%s); config-only ≤ 1 s: %.3f s (%s); cold ≤ buildah bud: %.3f s vs %.3f s (%s)\n",
 		cached.wall.Seconds(), met(cached.wall <= time.Second), config.wall.Seconds(), met(config.wall <= time.Second),
@@ -263,9 +305,12 @@ func loadAvg() string {
 	return strings.Fields(string(b))[0]
 }
 
-// medianOf is the run with the median wall time.
-func medianOf(rs []run) run {
-	rs = slices.Clone(rs)
-	slices.SortFunc(rs, func(a, b run) int { return int(a.wall - b.wall) })
-	return rs[len(rs)/2]
+// medianIndex is the index of the run with the median wall time.
+func medianIndex(rs []run) int {
+	ix := make([]int, len(rs))
+	for i := range ix {
+		ix[i] = i
+	}
+	slices.SortFunc(ix, func(a, b int) int { return int(rs[a].wall - rs[b].wall) })
+	return ix[len(ix)/2]
 }
