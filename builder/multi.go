@@ -54,7 +54,8 @@ type IndexStage interface {
 // MultiRequest is a build for several platforms of one base.
 type MultiRequest struct {
 	// Request is the build of each platform; its Arch is ignored and
-	// BaseImage must be nil (each platform has its own base manifest).
+	// BaseImage must be nil (each platform has its own base manifest: see
+	// Bases).
 	Request
 	// Arches are the architectures to build for, or one ArchAll (every
 	// platform of the base's index, which needs Base).
@@ -63,6 +64,11 @@ type MultiRequest struct {
 	// platform's content comes from that platform's image. Nil keeps
 	// Render.Images for every platform.
 	Images func(v1.Platform) model.ImageFiles
+	// Bases returns a platform's resolved base (with its index, when
+	// indexed): a caller building many pools on one base (a fleet run)
+	// resolves each platform's base once for all of them. Nil resolves
+	// it for this build.
+	Bases func(context.Context, v1.Platform) (*Base, error)
 }
 
 // MultiResult is what a multi-platform build produced.
@@ -167,7 +173,7 @@ func buildMulti(ctx context.Context, req MultiRequest, pub IndexPublisher, stage
 		return errors.New("build: no publisher (give a push target or an output layout)")
 	}
 	if req.BaseImage != nil {
-		return errors.New("build: a multi-platform build resolves each platform's base itself (BaseImage must be nil)")
+		return errors.New("build: a multi-platform build resolves each platform's base itself or through Bases (BaseImage must be nil)")
 	}
 	platforms, err := req.Platforms(ctx)
 	if err != nil {
@@ -182,6 +188,15 @@ func buildMulti(ctx context.Context, req MultiRequest, pub IndexPublisher, stage
 			preq.Render.Images = req.Images(p)
 		}
 		preq.Logger = log.With("platform", p.String())
+		if req.Bases != nil {
+			b, err := req.Bases(ctx, p)
+			if err != nil {
+				res.Platforms = append(res.Platforms, &Result{Pool: req.Render.Pool, Platform: p.String(), Layers: []AddedLayer{},
+					Phases: []Phase{{Name: "base"}}, Error: err.Error()})
+				return fmt.Errorf("platform %s: %w", p.String(), err)
+			}
+			preq.BaseImage = b
+		}
 		// Each platform image records its own architecture, as a
 		// single-platform build of it does: the two are the same image.
 		preq.Flags = maps.Clone(req.Flags)

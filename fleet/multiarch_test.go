@@ -19,7 +19,8 @@ import (
 // builder.BuildMulti into one OCI index per pool (signed, cosign verifies
 // it by its tag); each platform image is the image a single-platform pool
 // of the same name and content gets; a single-arch pool next to them is a
-// plain image; an unchanged fleet writes nothing.
+// plain image; each platform's base is resolved once for every pool; an
+// unchanged fleet writes nothing.
 func TestFleetMultiArch(t *testing.T) {
 	crane := regtest.Require(t, "crane")
 	cosign := regtest.Require(t, "cosign")
@@ -107,6 +108,22 @@ clusters:
 	// name, content and platform.
 	if arm := sum.Pools[0].Platforms[1]; arm.Digest != single.Digest {
 		t.Errorf("multi/worker's %s image %s, single/worker (arm64) %s", arm.Platform, arm.Digest, single.Digest)
+	}
+
+	// Each platform's base was resolved once for the run: amd64 for the
+	// two multi-platform pools, arm64 for them and the single one.
+	byArch := map[string]int{}
+	for _, sh := range sum.Shared {
+		if sh.What == "base" && sh.Ref == base {
+			for i, pl := range sum.Pools[0].Platforms {
+				if pl.BaseDigest == sh.Digest {
+					byArch[[]string{"amd64", "arm64"}[i]] += sh.Pools
+				}
+			}
+		}
+	}
+	if len(sum.Shared) != 2 || byArch["amd64"] != 2 || byArch["arm64"] != 3 {
+		t.Errorf("shared bases %+v: want amd64 resolved once for 2 pools, arm64 once for 3", sum.Shared)
 	}
 
 	e.unchanged(t, pools, sum)

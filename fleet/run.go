@@ -292,8 +292,9 @@ func (r *run) prepare(ctx context.Context, p *Pool) (pr *prepared) {
 		return fail(sign.StageSign, KindInput, err)
 	}
 	if arches, _ := builder.ParseArches(p.Arch); len(arches) > 1 || arches[0] == builder.ArchAll {
-		// builder.BuildMulti resolves and renders each platform itself;
-		// the pool's image is its own.
+		// builder.BuildMulti renders each platform itself (on the run's
+		// shared base of that platform, see buildMulti); the pool's
+		// image is its own.
 		pr.arches = arches
 		pr.prepSecs = time.Since(pr.start).Seconds()
 		return pr
@@ -485,7 +486,20 @@ func (r *run) buildPool(ctx context.Context, pr *prepared, rendered *layers.Resu
 func (r *run) buildMulti(ctx context.Context, pr *prepared, req builder.Request, pub *push.Publisher) {
 	res := &pr.res
 	req.Arch = "" // BuildMulti records each platform's
-	mr, err := builder.BuildMulti(ctx, builder.MultiRequest{Request: req, Arches: pr.arches,
+	var bases func(context.Context, v1.Platform) (*builder.Base, error)
+	if p := pr.pool; p.Base != "" {
+		// Each platform's base (and its index) is resolved once for
+		// every pool of the run, as a single-platform pool's is.
+		indexRepo := ""
+		if !registry.IsLayout(pr.repo) {
+			indexRepo = pr.repo
+		}
+		bases = func(ctx context.Context, pl v1.Platform) (*builder.Base, error) {
+			b := r.base(ctx, p.Base, pl.Architecture, pr.mode, indexRepo)
+			return b.base, b.err
+		}
+	}
+	mr, err := builder.BuildMulti(ctx, builder.MultiRequest{Request: req, Arches: pr.arches, Bases: bases,
 		Images: func(p v1.Platform) model.ImageFiles { return r.platformImages(p) }}, pub, pr.stages...)
 	res.fillMulti(mr)
 	if err != nil {
