@@ -155,6 +155,9 @@ func (r *Reconciler) createJob(ctx context.Context, pi *v1alpha1.PoolImage, in *
 	if r.Options.BuildImage == "" {
 		return r.fail(ctx, pi, in.digest, "job", fmt.Errorf("spec.builder: Job needs the controller's --build-image (the image the build pod runs)"), true)
 	}
+	if err := r.stopSuperseded(ctx, pi, name); err != nil {
+		return err
+	}
 	job := r.newJob(pi, in, name)
 	if err := controllerutil.SetControllerReference(pi, job, r.Client.Scheme()); err != nil {
 		return err
@@ -169,6 +172,31 @@ func (r *Reconciler) createJob(ctx context.Context, pi *v1alpha1.PoolImage, in *
 	r.event(pi, corev1.EventTypeNormal, "BuildStarted", "build", "building pool %s onto %s in Job %s", poolName(pi), pi.Spec.Base, name)
 	setCond(pi, v1alpha1.ConditionBuilding, metav1.ConditionTrue, ReasonBuilding, "building inputs "+in.digest+" in Job "+name)
 	return r.Client.Status().Update(ctx, pi)
+}
+
+// stopSuperseded deletes the PoolImage's build Jobs that have not
+// finished and build other inputs than the Job name: their pods stop, so
+// an older build cannot move the tag after the newer one (a stopped build
+// leaves the tag where it was: it moves last). Finished Jobs stay until
+// their TTL.
+func (r *Reconciler) stopSuperseded(ctx context.Context, pi *v1alpha1.PoolImage, name string) error {
+	var jobs batchv1.JobList
+	if err := r.Client.List(ctx, &jobs, client.InNamespace(pi.Namespace), client.MatchingLabels{LabelPoolImage: pi.Name}); err != nil {
+		return fmt.Errorf("listing the build Jobs of %s/%s: %w", pi.Namespace, pi.Name, err)
+	}
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		if done, _ := jobFinished(j); done || j.Name == name || !metav1.IsControlledBy(j, pi) || j.DeletionTimestamp != nil {
+			continue
+		}
+		err := r.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("stopping the superseded build Job %s/%s: %w", j.Namespace, j.Name, err)
+		}
+		r.logger().Info("build job superseded", "poolimage", pi.Namespace+"/"+pi.Name, "job", j.Name, "by", name)
+		r.event(pi, corev1.EventTypeNormal, "BuildSuperseded", "build", "stopped Job %s: the inputs changed (Job %s builds them)", j.Name, name)
+	}
+	return nil
 }
 
 // newJob is the build Job of the PoolImage's inputs.

@@ -173,7 +173,8 @@ func (e *env) finishJob(t *testing.T, job *batchv1.Job, ok bool) {
 // OSC fails in the pod, the failed Job is Degraded naming the step,
 // document and field, the last good image stays, and no Job is made for the
 // same input again. A Job that failed without a result is Degraded naming
-// the Job.
+// the Job. A Job still running when the inputs change again is deleted;
+// finished Jobs stay.
 func TestBuildJob(t *testing.T) {
 	e := newEnv(t)
 	e.runManager(t, func(o *controller.ManagerOptions) {
@@ -279,6 +280,39 @@ func TestBuildJob(t *testing.T) {
 	}
 	if pi.Status.Image != first {
 		t.Errorf("status.image %q, want the last good %q", pi.Status.Image, first)
+	}
+
+	// Inputs that change while a Job runs: the running Job is deleted
+	// (its pod stops before it moves the tag), the finished ones stay.
+	finished := map[string]bool{}
+	for _, j := range e.jobs(t, "worker") {
+		finished[j.Name] = true
+	}
+	e.updateSecret(t, "osc-worker", func(s *corev1.Secret) { s.Data = oscSecret("four") })
+	var running string
+	for _, j := range e.waitJobs(t, "worker", 4) {
+		if !finished[j.Name] {
+			running = j.Name
+		}
+	}
+	e.updateSecret(t, "osc-worker", func(s *corev1.Secret) { s.Data = oscSecret("five") })
+	deadline := time.Now().Add(time.Minute)
+	for {
+		names := map[string]bool{}
+		kept := 0
+		for _, j := range e.jobs(t, "worker") {
+			names[j.Name] = true
+			if finished[j.Name] {
+				kept++
+			}
+		}
+		if !names[running] && len(names) == 4 && kept == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Jobs %v: want the finished %v and a new one, without the superseded %s", names, finished, running)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
