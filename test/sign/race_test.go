@@ -3,7 +3,9 @@ package sign_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -49,14 +51,34 @@ func signRace(ctx context.Context, t *testing.T, d name.Digest, ks ...keyFiles) 
 // do). Both succeed only if each one's signature and attestation are in
 // the registry afterwards: each key verifies the image. Before signatures
 // were merged and read back, one key lost (10 of 10 trials).
+//
+// OSLAYER_SIGN_RACE_DELAY (a duration) puts a proxy in front of the
+// registry that delays every blob upload by a random time up to it: a
+// signer stalled between reading a tag and writing it, as on a loaded
+// machine (a stress run: -count=N with it set).
 func TestTwoSignersOneDigest(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	r := regtest.Start(t, regtest.Config{})
+	host := r.Host
+	if v := os.Getenv("OSLAYER_SIGN_RACE_DELAY"); v != "" {
+		delay, err := time.ParseDuration(v)
+		if err != nil || delay <= 0 {
+			t.Fatalf("OSLAYER_SIGN_RACE_DELAY=%q: want a positive duration", v)
+		}
+		proxy := regtest.NewProxy(t, r.Host)
+		proxy.SetFail(func(req *http.Request) int {
+			if strings.Contains(req.URL.Path, "/blobs/uploads/") {
+				time.Sleep(rand.N(delay))
+			}
+			return 0
+		})
+		host = proxy.Host
+	}
 	k1, k2 := sharedKey(t, 0), sharedKey(t, 1)
 	const trials = 6
 	for i := 0; i < trials; i++ {
-		d := pushRandom(t, r.Host, "pool")
+		d := pushRandom(t, host, "pool")
 		start := time.Now()
 		errs, writes := signRace(ctx, t, d, k1, k2)
 		for j, err := range errs {
