@@ -285,13 +285,9 @@ func (s *Signer) envelope(ctx context.Context, stm statement) (oci.Signature, er
 // each envelope read once, is all; otherwise it serves the provenance's
 // first attempt.
 func (s *Signer) attestBoth(ctx context.Context, d name.Digest, st *Statement, sbom *SBOMStatement) (*AttestResult, error) {
-	stp, err := newStatement(st.PredicateType, st)
+	stp, sbp, err := statements(d, st, sbom)
 	if err != nil {
-		return nil, fmt.Errorf("encoding statement for %s: %w", d, err)
-	}
-	sbp, err := newStatement(sbom.PredicateType, sbom)
-	if err != nil {
-		return nil, fmt.Errorf("encoding SBOM for %s: %w", d, err)
+		return nil, err
 	}
 	oo := s.ociOpts(ctx)
 	at, err := ociremote.AttestationTag(d, oo...)
@@ -340,6 +336,17 @@ func (s *Signer) attestBoth(ctx context.Context, d name.Digest, st *Statement, s
 // attestation names oci.Signature as a field (its method Signature would
 // clash with the embedded field's name).
 type attestation = oci.Signature
+
+// statements encodes the provenance st and the SBOM sbom of d.
+func statements(d name.Digest, st *Statement, sbom *SBOMStatement) (stp, sbp statement, err error) {
+	if stp, err = newStatement(st.PredicateType, st); err != nil {
+		return stp, sbp, fmt.Errorf("encoding statement for %s: %w", d, err)
+	}
+	if sbp, err = newStatement(sbom.PredicateType, sbom); err != nil {
+		return stp, sbp, fmt.Errorf("encoding SBOM for %s: %w", d, err)
+	}
+	return stp, sbp, nil
+}
 
 // payloadOnce reads an attestation's envelope once, however often it is
 // asked for.

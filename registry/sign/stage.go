@@ -133,11 +133,7 @@ func (s *attestStage) Run(ctx context.Context, b *builder.Built, p *builder.Publ
 	if p.Digest == nil {
 		// An OCI layout: signatures and attestations are listed in its
 		// index.json with the tag, by Commit.
-		stp, err := newStatement(st.PredicateType, st)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", StageAttest, err)
-		}
-		sbp, err := newStatement(sbom.PredicateType, sbom)
+		stp, sbp, err := statements(*d, st, sbom)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", StageAttest, err)
 		}
