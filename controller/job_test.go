@@ -110,6 +110,12 @@ func (e *env) mountSecrets(t *testing.T, job *batchv1.Job) string {
 // output.
 func (e *env) playPod(t *testing.T, job *batchv1.Job) (string, error) {
 	t.Helper()
+	return e.playPodAs(t, job, e.kubeconfig(t))
+}
+
+// playPodAs is playPod with the kubeconfig given (another user).
+func (e *env) playPodAs(t *testing.T, job *batchv1.Job, kubeconfig string) (string, error) {
+	t.Helper()
 	c := job.Spec.Template.Spec.Containers[0]
 	args := slices.Clone(c.Args)
 	i := slices.Index(args, "--secrets-dir")
@@ -121,7 +127,7 @@ func (e *env) playPod(t *testing.T, job *batchv1.Job) (string, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, oslayerBin(t), args...)
 	scratch := t.TempDir()
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.kubeconfig(t))
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	for _, v := range c.Env {
 		val := v.Value
 		if val == controller.ScratchMount {

@@ -125,7 +125,9 @@ const (
 type JobOptions struct {
 	// ServiceAccountName is the build pod's ServiceAccount in the
 	// PoolImage's namespace (default oslayer-build); bind it to the
-	// ClusterRole oslayer-build (config/rbac/build_role.yaml).
+	// ClusterRole oslayer-build (config/rbac/build_role.yaml), and for the
+	// OpenShift source to oslayer-build-openshift with a
+	// ClusterRoleBinding.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
