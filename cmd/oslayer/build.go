@@ -157,6 +157,9 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 		return err
 	}
 	packages := bud.New(pcfg)
+	// The package stage's scratch storage is removed while the build
+	// goes on; the command ends once it is gone.
+	defer packages.Wait()
 
 	images, err := f.in.images(reg)
 	if err != nil {

@@ -68,6 +68,13 @@ type Options struct {
 	// whole tree for every layer: on a base of many big layers it needs
 	// many times the base's size on disk.
 	StorageDriver string
+	// RemoveScratch, when set, is handed the scratch directory (its
+	// storage shut down) once the package base is pushed and read back,
+	// and removes it: Run returns without waiting for the removal (a few
+	// seconds for a base of a gigabyte), which then overlaps with the rest
+	// of the build. nil: Run removes it before returning ("cleanup" phase).
+	// On an error Run always removes it itself.
+	RemoveScratch func(dir string)
 	// Log receives buildah's output.
 	Log io.Writer
 }
@@ -139,7 +146,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("package stage: scratch directory: %w", err)
 	}
-	defer os.RemoveAll(scratch)
+	removed := false
+	defer func() {
+		if !removed {
+			os.RemoveAll(scratch)
+		}
+	}()
 	if err := build(ctx, o, reg, scratch, log, res); err != nil {
 		return nil, err
 	}
@@ -153,7 +165,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := builder.TimePhase(&res.Phases, "cleanup", func() error { return os.RemoveAll(scratch) }); err != nil {
+	if o.RemoveScratch != nil {
+		removed = true
+		o.RemoveScratch(scratch)
+	} else if err := builder.TimePhase(&res.Phases, "cleanup", func() error { return os.RemoveAll(scratch) }); err != nil {
 		return nil, fmt.Errorf("package stage: removing the scratch storage: %w", err)
 	}
 	res.Duration = time.Since(start)
@@ -498,7 +513,7 @@ func firstLine(s string) string {
 }
 
 // execute runs plan for req with buildah (Run) and reports it for builder.
-func execute(ctx context.Context, c Config, req builder.PackageRequest, plan *packagestage.Plan) (*builder.PackageResult, error) {
+func execute(ctx context.Context, c Config, req builder.PackageRequest, plan *packagestage.Plan, removeScratch func(string)) (*builder.PackageResult, error) {
 	reg := c.Registry
 	if reg == nil {
 		reg = &registry.Options{}
@@ -515,6 +530,7 @@ func execute(ctx context.Context, c Config, req builder.PackageRequest, plan *pa
 		Registry:      reg,
 		ScratchDir:    c.ScratchDir,
 		StorageDriver: c.StorageDriver,
+		RemoveScratch: removeScratch,
 		Log:           c.Log,
 	})
 	if err != nil {

@@ -41,8 +41,9 @@ func TestBuildahBuildsCachesAndNamesTheFailingLine(t *testing.T) {
 	}
 	var log bytes.Buffer
 	ctx := context.Background()
+	scratch := t.TempDir()
 	run := func(p *packagestage.Plan) (*Result, error) {
-		return Run(ctx, Options{Plan: p, Base: base, Repository: reg.Host + "/os/packages", Secrets: map[string]string{"token": secret}, Registry: opts, Log: &log, ScratchDir: t.TempDir()})
+		return Run(ctx, Options{Plan: p, Base: base, Repository: reg.Host + "/os/packages", Secrets: map[string]string{"token": secret}, Registry: opts, Log: &log, ScratchDir: scratch})
 	}
 	res, err := run(plan)
 	if err != nil {
@@ -61,6 +62,9 @@ func TestBuildahBuildsCachesAndNamesTheFailingLine(t *testing.T) {
 	}
 	if got, want := strings.Join(names, " "), "lookup storage pull build push describe cleanup"; got != want {
 		t.Errorf("first build: phases %q, want %q", got, want)
+	}
+	if left, _ := os.ReadDir(scratch); len(left) != 0 {
+		t.Errorf("first build: scratch storage left: %v", left)
 	}
 	// The package base: the base's layers first, the key label, the file.
 	img, err := remote.Image(mustRef(res.Ref), opts.RemoteOptions(ctx)...)
@@ -159,9 +163,25 @@ RUN mkdir -p /etc/agent /etc/systemd/system/multi-user.target.wants && \
 	var log bytes.Buffer
 	ctx := context.Background()
 	opts := &registry.Options{Insecure: []string{reg.Host}}
-	res, err := Run(ctx, Options{Plan: plan, Base: base, Repository: reg.Host + "/os/packages", Registry: opts, Log: &log, ScratchDir: t.TempDir()})
+	// The scratch storage handed over for removal (as Stage removes it
+	// in the background) rather than removed before Run returns.
+	scratch := t.TempDir()
+	var handed []string
+	res, err := Run(ctx, Options{Plan: plan, Base: base, Repository: reg.Host + "/os/packages", Registry: opts, Log: &log, ScratchDir: scratch,
+		RemoveScratch: func(dir string) { handed = append(handed, dir) }})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
+	}
+	if len(handed) != 1 || filepath.Dir(handed[0]) != scratch {
+		t.Fatalf("scratch directories handed over: %q, want one in %s", handed, scratch)
+	}
+	if _, err := os.Stat(handed[0]); err != nil {
+		t.Fatalf("the scratch directory handed over: %v", err)
+	}
+	for _, p := range res.Phases {
+		if p.Name == "cleanup" {
+			t.Errorf("a cleanup phase although the removal was handed over: %+v", res.Phases)
+		}
 	}
 	img, err := remote.Image(mustRef(res.Ref), opts.RemoteOptions(ctx)...)
 	if err != nil {

@@ -21,9 +21,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/oslayer/oslayer/builder"
 	"github.com/oslayer/oslayer/packagestage"
@@ -64,12 +66,31 @@ type Config struct {
 }
 
 // Stage is the package stage as builder runs it (builder.PackageStage).
-type Stage struct{ c Config }
+// After a build it removes its scratch storage in the background while
+// the build goes on (the config layers, the push, signing): call Wait
+// before the program exits.
+type Stage struct {
+	c       Config
+	removal sync.WaitGroup
+}
 
 var _ builder.PackageStage = (*Stage)(nil)
 
 // New returns the package stage for c.
 func New(c Config) *Stage { return &Stage{c: c} }
+
+// Wait waits until the scratch storage of every build this stage ran is
+// removed.
+func (s *Stage) Wait() { s.removal.Wait() }
+
+// removeLater removes dir in the background; Wait waits for it.
+func (s *Stage) removeLater(dir string) {
+	s.removal.Add(1)
+	go func() {
+		defer s.removal.Done()
+		os.RemoveAll(dir)
+	}()
+}
 
 // Enabled reports whether this binary includes the buildah executor (it
 // was built with Tags).
@@ -119,7 +140,7 @@ func (s *Stage) Run(ctx context.Context, req builder.PackageRequest) (*builder.P
 	if registry.IsLayout(req.Base.Ref) {
 		return nil, fmt.Errorf("pool %s needs the package stage (%s): its base %s is an OCI layout; give a registry base (buildah pulls it for this stage)", req.Pool, needs(in, plan), req.Base.Ref)
 	}
-	return execute(ctx, s.c, req, plan)
+	return execute(ctx, s.c, req, plan, s.removeLater)
 }
 
 // needs says what of in needs the stage.

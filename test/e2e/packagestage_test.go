@@ -138,9 +138,17 @@ func TestPackageStageCLI(t *testing.T) {
 		return res, stderr
 	}
 
+	// The package stage's scratch storage (under TMPDIR) is removed by
+	// the time the command ends, though in the background of the build.
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+
 	// 1. Cold: buildah runs every step.
 	first, stderr := pbuild(t, "1")
 	ps := first.PackageStage
+	if left, _ := filepath.Glob(filepath.Join(tmp, "oslayer-packages-*")); len(left) != 0 {
+		t.Errorf("scratch storage left after the command: %q", left)
+	}
 	if ps.Hit || len(ps.Commands) == 0 || len(ps.Layers) == 0 || ps.AddedBytes <= 0 || !strings.HasPrefix(ps.Ref, repo+"@sha256:") || !strings.Contains(ps.Tag, ":packages-") {
 		t.Fatalf("first build: package stage %+v\n%s", ps, stderr)
 	}
