@@ -125,14 +125,7 @@ func newEnvOn(t *testing.T, cfg *rest.Config) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	reg, proxy := baseRegistry(ctx, t, regtest.Config{Filesystem: true})
-	s, err := controller.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: s})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newClient(t, cfg)
 	pw := make([]byte, 12)
 	if _, err := rand.Read(pw); err != nil {
 		t.Fatal(err)
@@ -164,6 +157,20 @@ func newEnvOn(t *testing.T, cfg *rest.Config) *env {
 		}
 	})
 	return e
+}
+
+// newClient is a client of cfg with the controller's scheme.
+func newClient(t *testing.T, cfg *rest.Config) client.Client {
+	t.Helper()
+	s, err := controller.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // baseRegistry is a docker-registry holding the synthetic FCOS-shaped

@@ -136,23 +136,7 @@ func (e *env) denied(t *testing.T) {
 func TestRBAC(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.asServiceAccount(t)
-	s, err := controller.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sa, err := client.New(cfg, client.Options{Scheme: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	allowed := func(ra authorizationv1.ResourceAttributes) bool {
-		t.Helper()
-		r := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &ra}}
-		if err := sa.Create(context.Background(), r); err != nil {
-			t.Fatal(err)
-		}
-		return r.Status.Allowed
-	}
+	allowed := canI(t, cfg)
 	for _, ra := range []authorizationv1.ResourceAttributes{
 		{Namespace: e.ns, Verb: "update", Group: "oslayer.dev", Resource: "poolimages", Subresource: "status"},
 		{Namespace: e.ns, Verb: "watch", Resource: "secrets"},
@@ -208,6 +192,21 @@ func TestRBAC(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	e.denied(t)
+}
+
+// canI returns a check whether the user of cfg may do what the resource
+// attributes say (a SelfSubjectAccessReview as that user).
+func canI(t *testing.T, cfg *rest.Config) func(authorizationv1.ResourceAttributes) bool {
+	t.Helper()
+	c := newClient(t, cfg)
+	return func(ra authorizationv1.ResourceAttributes) bool {
+		t.Helper()
+		r := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &ra}}
+		if err := c.Create(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+		return r.Status.Allowed
+	}
 }
 
 // leaderEvent reports whether leader election recorded its core Event
