@@ -123,9 +123,12 @@ func (e *env) playPodAs(t *testing.T, job *batchv1.Job, kubeconfig string) (stri
 		t.Fatalf("the Job's arguments have no --secrets-dir %s: %q", controller.SecretsMount, args)
 	}
 	args[i+1] = e.mountSecrets(t, job)
+	// Build the binary first: on a cold build cache that alone takes
+	// minutes and must not eat the pod's deadline.
+	bin := oslayerBin(t)
 	ctx, cancel := context.WithTimeout(e.ctx, 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, oslayerBin(t), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	scratch := t.TempDir()
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	for _, v := range c.Env {

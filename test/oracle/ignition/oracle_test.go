@@ -243,6 +243,14 @@ func lastLine(s string) string {
 // last document reference, without temporary paths.
 func refusal(stderr string) string {
 	l := lastLine(stderr)
+	// A pool that needs the package stage is refused here whatever the
+	// reason that follows (built without buildah's tags, or a layout
+	// target): the difference is what it needs.
+	if _, after, ok := strings.Cut(l, "needs the package stage ("); ok {
+		if what, _, ok := strings.Cut(after, ")"); ok {
+			return "needs the package stage (" + what + ")"
+		}
+	}
 	if i := strings.LastIndex(l, ": "); i >= 0 {
 		l = l[i+2:]
 	}
