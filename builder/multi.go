@@ -69,6 +69,15 @@ type MultiRequest struct {
 	// resolves each platform's base once for all of them. Nil resolves
 	// it for this build.
 	Bases func(context.Context, v1.Platform) (*Base, error)
+	// Resolved, when set, are the platforms to build, in index order:
+	// the caller resolved Arches already (ArchAll reads the base's index
+	// once for every build on it). Nil resolves them (Platforms).
+	Resolved []v1.Platform
+	// Renderers returns the renderer of a platform: a caller that
+	// rendered each platform already (onto that platform's base, with its
+	// imageRef content) hands its result over. Nil, or a nil Renderer,
+	// keeps Request.Renderer.
+	Renderers func(v1.Platform) Renderer
 }
 
 // MultiResult is what a multi-platform build produced.
@@ -86,6 +95,10 @@ type MultiResult struct {
 	// Tagged is true once the tag moved to the index.
 	Tagged bool   `json:"tagged"`
 	Error  string `json:"error,omitempty"`
+
+	// The index and where it was written, for TagIndex.
+	index     *BuiltIndex
+	published *Published
 }
 
 // ParseArches splits a --arch value: "" and one architecture give one
@@ -114,6 +127,12 @@ func ParseArches(s string) ([]string, error) {
 // Platforms resolves the request's architectures to platforms: ArchAll
 // reads the base's index.
 func (r MultiRequest) Platforms(ctx context.Context) ([]v1.Platform, error) {
+	if r.Resolved != nil {
+		if len(r.Resolved) == 0 {
+			return nil, errors.New("no platform to build for")
+		}
+		return r.Resolved, nil
+	}
 	if len(r.Arches) == 1 && r.Arches[0] == ArchAll {
 		if r.Base == "" {
 			return nil, fmt.Errorf("--arch %s: give --base (the platforms are those of the base's index)", ArchAll)
@@ -187,6 +206,11 @@ func buildMulti(ctx context.Context, req MultiRequest, pub IndexPublisher, stage
 		if req.Images != nil {
 			preq.Render.Images = req.Images(p)
 		}
+		if req.Renderers != nil {
+			if rd := req.Renderers(p); rd != nil {
+				preq.Renderer = rd
+			}
+		}
 		preq.Logger = log.With("platform", p.String())
 		if req.Bases != nil {
 			b, err := req.Bases(ctx, p)
@@ -253,12 +277,44 @@ func buildMulti(ctx context.Context, req MultiRequest, pub IndexPublisher, stage
 		return err
 	}
 	res.Tagged = true
+	res.index, res.published = ix, ip
 	for _, r := range res.Platforms {
 		base := r.built.Base
 		r.publishIndex(ctx, &base, r.indexOpts, phase, log)
 	}
 	log.Info("built", "pool", res.Pool, "image", res.Image, "platforms", len(platforms))
 	return nil
+}
+
+// TagIndex moves pub's tag to the index that built (a BuildMulti that
+// succeeded) wrote and tagged: another pool whose image is the same (same
+// repository, content and options) gets it without anything being built,
+// written or signed again. The result is built's index and platform images
+// (their stage outputs, such as the signature tags, included) with pub's
+// target, nothing uploaded, and the one phase "tag".
+func TagIndex(ctx context.Context, built *MultiResult, pub IndexPublisher) (*MultiResult, error) {
+	if built == nil || !built.Tagged || built.index == nil || built.published == nil {
+		return nil, errors.New("tag: no index built and tagged to move the tag to")
+	}
+	res := &MultiResult{Pool: built.Pool, Image: built.Image, Digest: built.Digest, Stages: built.Stages,
+		Platforms: make([]*Result, len(built.Platforms)), index: built.index, published: built.published}
+	if t, ok := pub.(Targeter); ok {
+		res.Target = t.Target()
+	}
+	for i, p := range built.Platforms {
+		c := *p
+		c.Target, c.Phases = res.Target, []Phase{}
+		c.BytesUploaded, c.BytesSkipped, c.BytesMounted = 0, 0, 0
+		res.Platforms[i] = &c
+	}
+	err := TimePhase(&res.Phases, "tag", func() error { return pub.CommitIndex(ctx, built.index, built.published) })
+	if err != nil {
+		err = fmt.Errorf("tag: %w", err)
+		res.Error = err.Error()
+		return res, err
+	}
+	res.Tagged = true
+	return res, nil
 }
 
 // NewIndex returns the OCI index of the platform images (in the order

@@ -112,8 +112,11 @@ clusters:
 
 	// Each platform's base was resolved once for the run: amd64 for the
 	// two multi-platform pools, arm64 for them and the single one.
-	byArch := map[string]int{}
+	byArch, bases := map[string]int{}, 0
 	for _, sh := range sum.Shared {
+		if sh.What == "base" {
+			bases++
+		}
 		if sh.What == "base" && sh.Ref == base {
 			for i, pl := range sum.Pools[0].Platforms {
 				if pl.BaseDigest == sh.Digest {
@@ -122,8 +125,18 @@ clusters:
 			}
 		}
 	}
-	if len(sum.Shared) != 2 || byArch["amd64"] != 2 || byArch["arm64"] != 3 {
+	if bases != 2 || byArch["amd64"] != 2 || byArch["arm64"] != 3 {
 		t.Errorf("shared bases %+v: want amd64 resolved once for 2 pools, arm64 once for 3", sum.Shared)
+	}
+	// The platforms of arch: all were read from the base's index once.
+	var lists []fleet.Shared
+	for _, sh := range sum.Shared {
+		if sh.What == "platforms" {
+			lists = append(lists, sh)
+		}
+	}
+	if len(lists) != 1 || lists[0].Ref != base || lists[0].Pools != 1 || lists[0].Error != "" {
+		t.Errorf("platform lists %+v: want the base's read once, for the arch: all pool", lists)
 	}
 
 	e.unchanged(t, pools, sum)

@@ -87,10 +87,12 @@ type run struct {
 	log    *slog.Logger
 	images *imagefile.Reader
 
-	mu      sync.Mutex
-	bases   map[string]*baseEntry
-	keys    map[string]*keyEntry
-	repoIdx map[string]bool // repositories that get the base index artifact
+	mu    sync.Mutex
+	bases map[string]*baseEntry
+	// platLists are the platforms of bases that arch: all pools build for.
+	platLists map[string]*platformsEntry
+	keys      map[string]*keyEntry
+	repoIdx   map[string]bool // repositories that get the base index artifact
 	// imageOpts configure every imageRef reader; platImages are the
 	// readers of multi-platform pools, by platform.
 	imageOpts  []imagefile.Option
@@ -106,6 +108,13 @@ type baseEntry struct {
 	shared Shared
 	step   string
 	err    error
+}
+
+type platformsEntry struct {
+	once      sync.Once
+	platforms []v1.Platform
+	shared    Shared
+	err       error
 }
 
 type keyEntry struct {
@@ -160,7 +169,7 @@ func Run(ctx context.Context, pools []Pool, o Options) (*Summary, error) {
 		iopts = append(iopts, imagefile.WithTimeout(o.ImageTimeout))
 	}
 	r := &run{o: o, log: log, images: imagefile.New(o.Registry, iopts...), imageOpts: iopts,
-		bases: map[string]*baseEntry{}, keys: map[string]*keyEntry{}, repoIdx: map[string]bool{}, platImages: map[string]*imagefile.Reader{}}
+		bases: map[string]*baseEntry{}, platLists: map[string]*platformsEntry{}, keys: map[string]*keyEntry{}, repoIdx: map[string]bool{}, platImages: map[string]*imagefile.Reader{}}
 	defer func() {
 		r.images.Close()
 		for _, ir := range r.platImages {
@@ -205,6 +214,9 @@ func Run(ctx context.Context, pools []Pool, o Options) (*Summary, error) {
 	sum.Seconds = time.Since(start).Seconds()
 	for _, b := range r.bases {
 		sum.Shared = append(sum.Shared, b.shared)
+	}
+	for _, l := range r.platLists {
+		sum.Shared = append(sum.Shared, l.shared)
 	}
 	sum.tally()
 	return sum, nil
@@ -253,6 +265,23 @@ type prepared struct {
 	key string
 	// arches are the platforms of a multi-platform pool (nil: one).
 	arches []string
+	// platforms are a multi-platform pool's platforms, each with its
+	// shared base and its render (nil when the base comes from the
+	// MachineConfigs: builder.BuildMulti resolves and renders).
+	platforms []platformRender
+	// same is the first pool of its group when this pool shares its
+	// image (nil for the first); multi is the first pool's index build.
+	same  *prepared
+	multi *builder.MultiResult
+}
+
+// platformRender is one platform of a multi-platform pool, rendered onto
+// the run's shared base of that platform.
+type platformRender struct {
+	platform v1.Platform
+	base     *builder.Base
+	rendered *layers.Result
+	secs     float64
 }
 
 // prepare resolves what the pool shares and renders it; a panic fails only
@@ -292,14 +321,11 @@ func (r *run) prepare(ctx context.Context, p *Pool) (pr *prepared) {
 		return fail(sign.StageSign, KindInput, err)
 	}
 	if arches, _ := builder.ParseArches(p.Arch); len(arches) > 1 || arches[0] == builder.ArchAll {
-		// builder.BuildMulti renders each platform itself (on the run's
-		// shared base of that platform, see buildMulti); the pool's
-		// image is its own.
 		pr.arches = arches
-		pr.prepSecs = time.Since(pr.start).Seconds()
-		return pr
 	}
 	if p.Base == "" {
+		// The base comes from the MachineConfigs: builder renders (and
+		// resolves each platform's base); the pool's image is its own.
 		pr.prepSecs = time.Since(pr.start).Seconds()
 		return pr
 	}
@@ -307,26 +333,58 @@ func (r *run) prepare(ctx context.Context, p *Pool) (pr *prepared) {
 	if registry.IsLayout(indexRepo) {
 		indexRepo = ""
 	}
-	b := r.base(ctx, p.Base, p.Arch, pr.mode, indexRepo)
-	if b.err != nil {
-		return fail(b.step, KindRun, b.err)
-	}
-	pr.base = b.base
-	rreq := r.renderRequest(p)
-	if pr.base.Index != nil && pr.mode != builder.BaseIndexOff {
-		rreq.Base = pr.base.Index.FS()
-	}
-	rreq.BaseName = fmt.Sprintf("base %s (%s)", pr.base.Ref, pr.base.Digest)
-	t0 := time.Now()
-	pr.rendered, err = layers.Render(ctx, rreq)
-	pr.renderSecs = time.Since(t0).Seconds()
-	if err != nil {
+	renderFailed := func(what string, err error) *prepared {
 		pr.res.Phases = []builder.Phase{{Name: "render", Seconds: pr.renderSecs}}
-		return fail("render", stepKind(ctx, "render"), fmt.Errorf("render: %w", err))
+		return fail("render", stepKind(ctx, "render"), fmt.Errorf("%srender: %w", what, err))
+	}
+	if pr.arches != nil {
+		// Each platform is rendered once, here, onto the run's shared
+		// base of that platform with that platform's imageRef content;
+		// builder.BuildMulti takes these renders (see buildMulti).
+		platforms, err := r.platforms(ctx, p.Base, pr.arches)
+		if err != nil {
+			return fail("base", KindRun, err)
+		}
+		for _, pl := range platforms {
+			b := r.base(ctx, p.Base, pl.Architecture, pr.mode, indexRepo)
+			if b.err != nil {
+				return fail(b.step, KindRun, fmt.Errorf("platform %s: %w", pl.String(), b.err))
+			}
+			rd, secs, err := r.render(ctx, p, b.base, pr.mode, r.platformImages(pl))
+			pr.renderSecs += secs
+			if err != nil {
+				return renderFailed("platform "+pl.String()+": ", err)
+			}
+			pr.platforms = append(pr.platforms, platformRender{platform: pl, base: b.base, rendered: rd, secs: secs})
+		}
+	} else {
+		b := r.base(ctx, p.Base, p.Arch, pr.mode, indexRepo)
+		if b.err != nil {
+			return fail(b.step, KindRun, b.err)
+		}
+		pr.base = b.base
+		pr.rendered, pr.renderSecs, err = r.render(ctx, p, pr.base, pr.mode, r.images)
+		if err != nil {
+			return renderFailed("", err)
+		}
 	}
 	pr.key = pr.identity()
 	pr.prepSecs = time.Since(pr.start).Seconds() - pr.renderSecs
 	return pr
+}
+
+// render renders pool p onto base (onto its index unless mode is off),
+// reading imageRef files through images; it returns the render's time.
+func (r *run) render(ctx context.Context, p *Pool, base *builder.Base, mode string, images model.ImageFiles) (*layers.Result, float64, error) {
+	rreq := r.renderRequest(p)
+	rreq.Images = images
+	if base.Index != nil && mode != builder.BaseIndexOff {
+		rreq.Base = base.Index.FS()
+	}
+	rreq.BaseName = fmt.Sprintf("base %s (%s)", base.Ref, base.Digest)
+	t0 := time.Now()
+	rd, err := layers.Render(ctx, rreq)
+	return rd, time.Since(t0).Seconds(), err
 }
 
 func (r *run) renderRequest(p *Pool) layers.Request {
@@ -341,18 +399,38 @@ func (p *Pool) bake() bool { return p.BakeSecrets != nil && *p.BakeSecrets }
 
 // identity is what makes two pools one image: the target repository, the
 // base, every option that reaches the image or its checks, and the
-// rendered layers and kernel arguments.
+// rendered layers and kernel arguments; for a multi-platform pool its
+// architectures and, per platform in index order, that platform's base
+// digest and render. A single-platform image and an index never share
+// an identity.
 func (pr *prepared) identity() string {
-	p, rd := pr.pool, pr.rendered
+	p := pr.pool
 	h := sha256.New()
-	opts, _ := json.Marshal([]any{pr.repo, p.Base, pr.base.Digest.String(), registry.NormalizeArch(p.Arch), pr.mode,
-		p.bake(), p.AllowTopLevel, p.SignKey, p.SignKeyPasswordFile, p.Preflight,
-		rd.KernelArgs, rd.Packages, rd.OSImageURL})
-	h.Write(opts)
+	opts := []any{pr.repo, p.Base, pr.mode, p.bake(), p.AllowTopLevel, p.SignKey, p.SignKeyPasswordFile, p.Preflight}
+	if pr.arches == nil {
+		opts = append(opts, "image", pr.base.Digest.String(), registry.NormalizeArch(p.Arch))
+	} else {
+		opts = append(opts, "index", pr.arches, len(pr.platforms))
+	}
+	b, _ := json.Marshal(opts)
+	h.Write(b)
+	if pr.arches == nil {
+		writeRendered(h, pr.rendered)
+	}
+	for _, pl := range pr.platforms {
+		fmt.Fprintf(h, "\n\nplatform %s base %s", pl.platform.String(), pl.base.Digest)
+		writeRendered(h, pl.rendered)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// writeRendered adds what a render puts into an image to h.
+func writeRendered(h io.Writer, rd *layers.Result) {
+	b, _ := json.Marshal([]any{rd.KernelArgs, rd.Packages, rd.OSImageURL})
+	h.Write(b)
 	for _, l := range rd.Layers {
 		fmt.Fprintf(h, "\n%s %s %s", l.Name, l.Digest, l.CreatedBy)
 	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // group puts the prepared pools that become one image together, in plan
@@ -400,7 +478,9 @@ func (r *run) buildGroup(ctx context.Context, g []*prepared) []*prepared {
 			continue
 		}
 		// The first pool's render: the same layers, and the inputs digest
-		// the image records.
+		// the image records. A multi-platform pool moves its tag to the
+		// first pool's index (see buildMulti).
+		pr.same = lead
 		r.buildPool(ctx, pr, lead.rendered, strings.Join(label, ","))
 	}
 	return g
@@ -482,29 +562,71 @@ func (r *run) buildPool(ctx context.Context, pr *prepared, rendered *layers.Resu
 
 // buildMulti builds a multi-platform pool through builder.BuildMulti: an
 // image per platform (each on that platform's base manifest and imageRef
-// content) and one OCI index the tag names.
+// content, from the renders of prepare) and one OCI index the tag names.
+// A pool that shares the index of its group's first pool (pr.same) only
+// moves its tag to it: nothing is built, uploaded or signed again.
 func (r *run) buildMulti(ctx context.Context, pr *prepared, req builder.Request, pub *push.Publisher) {
 	res := &pr.res
-	req.Arch = "" // BuildMulti records each platform's
-	var bases func(context.Context, v1.Platform) (*builder.Base, error)
-	if p := pr.pool; p.Base != "" {
-		// Each platform's base (and its index) is resolved once for
-		// every pool of the run, as a single-platform pool's is.
-		indexRepo := ""
-		if !registry.IsLayout(pr.repo) {
-			indexRepo = pr.repo
+	var mr *builder.MultiResult
+	var err error
+	if pr.same != nil {
+		mr, err = builder.TagIndex(ctx, pr.same.multi, pub)
+	} else {
+		req.Arch = "" // BuildMulti records each platform's
+		mreq := builder.MultiRequest{Request: req, Arches: pr.arches,
+			Images: func(p v1.Platform) model.ImageFiles { return r.platformImages(p) }}
+		if pr.platforms != nil {
+			// Each platform's base (and its index) was resolved once for
+			// every pool of the run, as a single-platform pool's is, and
+			// the platform rendered onto it (prepare).
+			byPlatform := map[string]*platformRender{}
+			for i := range pr.platforms {
+				pl := &pr.platforms[i]
+				mreq.Resolved = append(mreq.Resolved, pl.platform)
+				byPlatform[pl.platform.String()] = pl
+			}
+			mreq.Bases = func(_ context.Context, p v1.Platform) (*builder.Base, error) {
+				if pl := byPlatform[p.String()]; pl != nil {
+					return pl.base, nil
+				}
+				return nil, fmt.Errorf("platform %s was not resolved", p.String())
+			}
+			mreq.Renderers = func(p v1.Platform) builder.Renderer {
+				pl := byPlatform[p.String()]
+				if pl == nil {
+					return nil
+				}
+				return func(context.Context, layers.Request) (*layers.Result, error) { return pl.rendered, nil }
+			}
 		}
-		bases = func(ctx context.Context, pl v1.Platform) (*builder.Base, error) {
-			b := r.base(ctx, p.Base, pl.Architecture, pr.mode, indexRepo)
-			return b.base, b.err
+		mr, err = builder.BuildMulti(ctx, mreq, pub, pr.stages...)
+		pr.multi = mr
+	}
+	if mr != nil {
+		// The render phases are the pool's own renders (prepare).
+		for i, p := range mr.Platforms {
+			if i >= len(pr.platforms) {
+				break
+			}
+			if pr.same != nil {
+				p.Phases = []builder.Phase{{Name: "render"}}
+			}
+			for j := range p.Phases {
+				if p.Phases[j].Name == "render" {
+					p.Phases[j].Seconds = pr.platforms[i].secs
+				}
+			}
 		}
 	}
-	mr, err := builder.BuildMulti(ctx, builder.MultiRequest{Request: req, Arches: pr.arches, Bases: bases,
-		Images: func(p v1.Platform) model.ImageFiles { return r.platformImages(p) }}, pub, pr.stages...)
 	res.fillMulti(mr)
+	if len(pr.platforms) > 0 {
+		// The pool's own inputs (the image may carry the group's first).
+		res.InputsDigest = pr.platforms[0].rendered.InputsDigest
+	}
 	if err != nil {
 		step := "build"
 		switch {
+		case mr == nil:
 		case len(mr.Phases) > 0:
 			step = mr.Phases[len(mr.Phases)-1].Name
 		case len(mr.Platforms) > 0 && len(mr.Platforms[len(mr.Platforms)-1].Phases) > 0:
@@ -586,6 +708,28 @@ func (r *run) base(ctx context.Context, ref, arch, mode, repo string) *baseEntry
 		e.base = b
 	})
 	return e
+}
+
+// platforms resolves a multi-platform pool's architectures on base ref to
+// platforms: ArchAll reads the base's index once for every pool that
+// names it.
+func (r *run) platforms(ctx context.Context, ref string, arches []string) ([]v1.Platform, error) {
+	mreq := builder.MultiRequest{Request: builder.Request{Base: ref, Registry: r.o.Registry}, Arches: arches}
+	if len(arches) != 1 || arches[0] != builder.ArchAll {
+		return mreq.Platforms(ctx)
+	}
+	e := entry(&r.mu, r.platLists, ref, func(e *platformsEntry) {
+		e.shared = Shared{What: "platforms", Ref: ref}
+	}, func(e *platformsEntry) { e.shared.Pools++ })
+	e.once.Do(func() {
+		start := time.Now()
+		e.platforms, e.err = mreq.Platforms(ctx)
+		e.shared.Seconds = time.Since(start).Seconds()
+		if e.err != nil {
+			e.shared.Error = e.err.Error()
+		}
+	})
+	return e.platforms, e.err
 }
 
 // stages returns the pool's preflight and signing stages; the signing key
