@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/oslayer/oslayer/builder"
 	"github.com/oslayer/oslayer/registry"
 )
 
@@ -84,8 +85,10 @@ func shardKey(p *Pool) string {
 	} else if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
 		repo = repo[:i]
 	}
+	// "x86_64,aarch64" and "amd64,arm64" are one image.
+	arches, _ := builder.ParseArches(p.Arch)
 	h := sha256.New()
-	opts, _ := json.Marshal([]any{repo, p.Base, registry.NormalizeArch(p.Arch), p.BaseIndex, p.bake(),
+	opts, _ := json.Marshal([]any{repo, p.Base, arches, p.BaseIndex, p.bake(),
 		p.AllowTopLevel, p.SignKey, p.SignKeyPasswordFile, p.Preflight})
 	h.Write(opts)
 	for _, list := range [][]string{p.OSC, p.MachineConfig, p.MachineConfigPool, {p.Secrets}} {

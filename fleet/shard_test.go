@@ -81,3 +81,28 @@ func TestShardPartition(t *testing.T) {
 		t.Errorf("1 shard has %d of %d pools", got, len(pools))
 	}
 }
+
+// TestShardKeyArches: a list of architectures is one unit whatever the
+// names given (x86_64,aarch64 is amd64,arm64), as the pools are one image;
+// another order is another index.
+func TestShardKeyArches(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"w.yaml": "the same"})
+	pools, err := Parse([]byte(`defaults: {base: 127.0.0.1:5000/fcos:1, target: "127.0.0.1:5000/os/images:{cluster}-{pool}", osc: [w.yaml]}
+clusters:
+- name: c
+  pools:
+  - {name: a, arch: "amd64,arm64"}
+  - {name: b, arch: "x86_64,aarch64"}
+  - {name: c, arch: "arm64,amd64"}
+`), dir, "plan.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shardKey(&pools[0]) != shardKey(&pools[1]) {
+		t.Error("amd64,arm64 and x86_64,aarch64 have different shard keys")
+	}
+	if shardKey(&pools[0]) == shardKey(&pools[2]) {
+		t.Error("amd64,arm64 and arm64,amd64 have one shard key")
+	}
+}
