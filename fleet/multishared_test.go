@@ -279,7 +279,8 @@ clusters:
 
 // TestFleetMultiArchSharedFailure: when the first of two multi-platform
 // pools that are one index fails (a preflight check), the second fails
-// with the same step and kind, naming it, and neither tag is written.
+// with the same step and kind, naming it, and neither tag is written; the
+// base's platforms (arch: all) were read once for both.
 func TestFleetMultiArchSharedFailure(t *testing.T) {
 	e, base, _ := multiEnv(t)
 	e.osc(t, "secret.yaml", "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----\n")
@@ -302,6 +303,26 @@ clusters:
 	}
 	if sum.ExitCode() != 1 {
 		t.Errorf("exit code %d, want 1", sum.ExitCode())
+	}
+	// arch: all: the base's platforms were read once for both pools.
+	var lists []fleet.Shared
+	for _, sh := range sum.Shared {
+		if sh.What == "platforms" {
+			lists = append(lists, sh)
+		}
+	}
+	if len(lists) != 1 || lists[0].Pools != 2 {
+		t.Errorf("platform lists %+v: want the base's read once for 2 pools", lists)
+	}
+	indexReads := 0
+	for _, r := range e.proxy.Requests() {
+		if r.Method == http.MethodGet && r.Path == "/v2/fcos/multi/manifests/stable" {
+			indexReads++
+		}
+	}
+	// Once for the platforms, once per platform's base (shared too).
+	if indexReads > 3 {
+		t.Errorf("the base's index read %d times for 2 pools of 2 platforms, want at most 3", indexReads)
 	}
 	for _, r := range e.proxy.Requests() {
 		if strings.HasPrefix(r.Path, "/v2/os/images/manifests/a-") && r.Method != http.MethodGet && r.Method != http.MethodHead {

@@ -1,0 +1,125 @@
+package build_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/layers"
+	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/registry/push"
+	"github.com/oslayer/oslayer/test/regtest"
+)
+
+// TestBuildMultiResolvedAndTagIndex: BuildMulti builds the platforms a
+// caller resolved (Resolved, in its order) with each platform's own
+// renderer (Renderers), and gives the index a build that resolves and
+// renders itself gives; TagIndex then moves another tag of the repository
+// to that index with a look at the tag and one PUT, and refuses a build
+// that was not tagged without sending anything.
+func TestBuildMultiResolvedAndTagIndex(t *testing.T) {
+	r, _, baseRef := multiBase(t)
+	proxy := regtest.NewProxy(t, r.Host)
+	ctx := ctxT(t)
+	baseRef = proxy.Host + strings.TrimPrefix(baseRef, r.Host)
+
+	plain := multiRequest(t, baseRef, "arm64", "amd64")
+	pub, err := push.New(proxy.Host+"/pools/worker:plain", &registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := builder.BuildMulti(ctx, plain, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The caller's platforms (arm64 first, as the plain build) override
+	// ArchAll, which would read the base's index: its order is amd64 first.
+	all := multiRequest(t, baseRef, builder.ArchAll)
+	all.Flags = plain.Flags
+	all.Resolved = []v1.Platform{{OS: "linux", Architecture: "arm64"}, {OS: "linux", Architecture: "amd64"}}
+	var mu sync.Mutex
+	rendered := map[string]int{}
+	all.Renderers = func(p v1.Platform) builder.Renderer {
+		return func(ctx context.Context, req layers.Request) (*layers.Result, error) {
+			mu.Lock()
+			rendered[p.Architecture]++
+			mu.Unlock()
+			return layers.Render(ctx, req)
+		}
+	}
+	pub, err = push.New(proxy.Host+"/pools/worker:resolved", &registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.Reset()
+	got, err := builder.BuildMulti(ctx, all, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Digest != want.Digest || len(got.Platforms) != 2 || got.Platforms[0].Platform != "linux/arm64" {
+		t.Errorf("resolved build: %s (%d platforms, first %s), want %s", got.Digest, len(got.Platforms), got.Platforms[0].Platform, want.Digest)
+	}
+	if rendered["arm64"] != 1 || rendered["amd64"] != 1 {
+		t.Errorf("platform renderers called %v, want each once", rendered)
+	}
+	indexReads := 0
+	for _, q := range proxy.Requests() {
+		if q.Method == http.MethodGet && q.Path == "/v2/fcos/base/manifests/stable" {
+			indexReads++
+		}
+	}
+	// One per platform's base; none to list the platforms (ArchAll).
+	if indexReads > 2 {
+		t.Errorf("the base's index read %d times, want once per platform (2)", indexReads)
+	}
+
+	// Another tag of the repository moves to the index: nothing else.
+	other, err := push.New(proxy.Host+"/pools/worker:other", &registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.Reset()
+	moved, err := builder.TagIndex(ctx, got, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reqs []string
+	for _, q := range proxy.Requests() {
+		if q.Path != "/v2/" {
+			reqs = append(reqs, fmt.Sprintf("%s %s %d", q.Method, q.Path, q.Status))
+		}
+	}
+	wantReqs := []string{"HEAD /v2/pools/worker/manifests/other 404", "PUT /v2/pools/worker/manifests/other 201"}
+	if !slices.Equal(reqs, wantReqs) {
+		t.Errorf("TagIndex sent %v, want %v", reqs, wantReqs)
+	}
+	if !moved.Tagged || moved.Digest != got.Digest || moved.Target != proxy.Host+"/pools/worker:other" ||
+		len(moved.Phases) != 1 || moved.Phases[0].Name != "tag" || len(moved.Platforms) != 2 || moved.Platforms[0].BytesUploaded != 0 {
+		t.Errorf("TagIndex result: %+v", moved)
+	}
+	if d, err := remote.Head(ref(t, proxy.Host+"/pools/worker:other")); err != nil || d.Digest != got.Digest {
+		t.Errorf("tag other: %v %v, want %s", d, err, got.Digest)
+	}
+
+	// A build that failed has no index to move a tag to.
+	failed, err := builder.BuildMulti(ctx, multiRequest(t, baseRef, "amd64", "s390x"), pub)
+	if err == nil {
+		t.Fatal("a build for a platform the base lacks succeeded")
+	}
+	proxy.Reset()
+	if _, err := builder.TagIndex(ctx, failed, other); err == nil {
+		t.Error("TagIndex of a failed build moved the tag")
+	}
+	if n := len(proxy.Requests()); n != 0 {
+		t.Errorf("TagIndex of a failed build sent %d requests", n)
+	}
+}
