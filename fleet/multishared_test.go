@@ -1,10 +1,8 @@
 package fleet_test
 
 import (
-	"archive/tar"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,11 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/oslayer/oslayer/fleet"
 	"github.com/oslayer/oslayer/registry/sign"
@@ -50,37 +43,6 @@ func multiEnv(t *testing.T) (e *env, base, pubFile string) {
 		t.Fatal(err)
 	}
 	return e, base, pubFile
-}
-
-// pushTools pushes to ref an OCI index with one image per architecture,
-// each holding /kubelet with the content bodies gives for it.
-func (e *env) pushTools(t *testing.T, ref string, bodies map[string]string) {
-	t.Helper()
-	var adds []mutate.IndexAddendum
-	for _, arch := range []string{"amd64", "arm64"} {
-		var buf strings.Builder
-		tw := tar.NewWriter(&buf)
-		body := bodies[arch]
-		if err := tw.WriteHeader(&tar.Header{Name: "kubelet", Mode: 0o755, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.WriteString(tw, body); err != nil {
-			t.Fatal(err)
-		}
-		if err := tw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{Layer: synth.TarLayer(t, []byte(buf.String()))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		img = synth.WithConfig(t, img, func(cf *v1.ConfigFile) { cf.OS, cf.Architecture = "linux", arch })
-		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
-	}
-	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
-	if _, err := synth.PushIndex(ctxT(t), idx, ref); err != nil {
-		t.Fatal(err)
-	}
 }
 
 var digestRE = regexp.MustCompile(`sha256[:-][0-9a-f]{64}`)
@@ -220,10 +182,12 @@ clusters:
 func TestFleetMultiArchNotShared(t *testing.T) {
 	crane := regtest.Require(t, "crane")
 	e, base, _ := multiEnv(t)
-	e.pushTools(t, e.host+"/tools/kubelet:a", map[string]string{"amd64": "kubelet amd64", "arm64": "kubelet arm64 a"})
-	e.pushTools(t, e.host+"/tools/kubelet:b", map[string]string{"amd64": "kubelet amd64", "arm64": "kubelet arm64 b"})
-	e.pushTools(t, e.host+"/tools/kubelet:c", map[string]string{"amd64": "kubelet amd64", "arm64": "kubelet arm64 a"})
-	for _, tag := range []string{"a", "b", "c"} {
+	// kubelet:a and kubelet:c are the same; kubelet:b differs on arm64.
+	for tag, arm := range map[string]string{"a": "kubelet arm64 a", "b": "kubelet arm64 b", "c": "kubelet arm64 a"} {
+		tools := synth.FileIndex(t, "kubelet", map[string]string{"amd64": "kubelet amd64", "arm64": arm}, "amd64", "arm64")
+		if _, err := synth.PushIndex(ctxT(t), tools, e.host+"/tools/kubelet:"+tag); err != nil {
+			t.Fatal(err)
+		}
 		osc := synth.OSCFiles(synth.ImageRefFile("/opt/bin/kubelet", e.host+"/tools/kubelet:"+tag, "/kubelet"))
 		if err := os.WriteFile(filepath.Join(e.dir, tag+".yaml"), []byte(osc), 0o644); err != nil {
 			t.Fatal(err)

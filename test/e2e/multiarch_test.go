@@ -12,10 +12,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/oslayer/oslayer/builder"
 	"github.com/oslayer/oslayer/test/regtest"
@@ -128,22 +125,7 @@ func TestCLIMultiArchImageRef(t *testing.T) {
 	if _, err := synth.PushIndex(ctxT(t), base, reg.Host+"/fcos/multi:stable"); err != nil {
 		t.Fatal(err)
 	}
-	var adds []mutate.IndexAddendum
-	for _, arch := range []string{"amd64", "arm64"} {
-		var buf strings.Builder
-		tw := tar.NewWriter(&buf)
-		body := "kubelet for " + arch + "\n"
-		tw.WriteHeader(&tar.Header{Name: "kubelet", Mode: 0o755, Size: int64(len(body)), Typeflag: tar.TypeReg})
-		io.WriteString(tw, body)
-		tw.Close()
-		img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{Layer: synth.TarLayer(t, []byte(buf.String()))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		img = synth.WithConfig(t, img, func(cf *v1.ConfigFile) { cf.OS, cf.Architecture = "linux", arch })
-		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
-	}
-	tools := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
+	tools := synth.FileIndex(t, "kubelet", map[string]string{"amd64": "kubelet for amd64\n", "arm64": "kubelet for arm64\n"}, "amd64", "arm64")
 	if _, err := synth.PushIndex(ctxT(t), tools, reg.Host+"/tools/kubelet:v1"); err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,13 @@
 package synth
 
 import (
+	"archive/tar"
 	"bytes"
 	"io"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -36,4 +38,34 @@ func TarLayer(t testing.TB, tarBytes []byte) v1.Layer {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// FileIndex returns an OCI index with one image per architecture (in the
+// order given), each of one layer holding the file name (mode 0755) with
+// the content bodies gives for that architecture: a multi-platform image
+// that Gardener imageRef files read per platform.
+func FileIndex(t testing.TB, name string, bodies map[string]string, arches ...string) v1.ImageIndex {
+	t.Helper()
+	var adds []mutate.IndexAddendum
+	for _, arch := range arches {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		body := bodies[arch]
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(tw, body); err != nil {
+			t.Fatal(err)
+		}
+		if err := tw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{Layer: TarLayer(t, buf.Bytes())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		img = WithConfig(t, img, func(cf *v1.ConfigFile) { cf.OS, cf.Architecture = "linux", arch })
+		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
+	}
+	return mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
 }
