@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/oslayer/oslayer/fleet"
-	"github.com/oslayer/oslayer/registry/sign"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
 )
@@ -24,26 +23,7 @@ import (
 func TestFleetMultiArch(t *testing.T) {
 	crane := regtest.Require(t, "crane")
 	cosign := regtest.Require(t, "cosign")
-	e := newEnv(t)
-	idx, err := synth.MultiArchBase(0.0002, "amd64", "arm64")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := e.host + "/fcos/multi:stable"
-	if _, err := synth.PushIndex(ctxT(t), idx, base); err != nil {
-		t.Fatal(err)
-	}
-	kp, err := sign.GenerateKeyPair(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pubFile := filepath.Join(e.dir, "cosign.pub")
-	if err := os.WriteFile(filepath.Join(e.dir, "cosign.key"), kp.Private, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(pubFile, kp.Public, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	e, base, pubFile := multiEnv(t)
 	e.osc(t, "worker.yaml", "worker content")
 	pools := e.plan(t, fmt.Sprintf(`
 defaults: {base: %s, target: "%s/os/{cluster}:{pool}", signKey: cosign.key, osc: [worker.yaml]}

@@ -18,6 +18,24 @@ import (
 	"github.com/oslayer/oslayer/test/synth"
 )
 
+// signingKey writes a new cosign key pair to cosign.key and cosign.pub
+// in the plan's directory.
+func (e *env) signingKey(t *testing.T) (keyFile, pubFile string) {
+	t.Helper()
+	kp, err := sign.GenerateKeyPair(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile, pubFile = filepath.Join(e.dir, "cosign.key"), filepath.Join(e.dir, "cosign.pub")
+	if err := os.WriteFile(keyFile, kp.Private, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pubFile, kp.Public, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return keyFile, pubFile
+}
+
 // multiEnv is env with a two-platform base (amd64, arm64) at
 // fcos/multi:stable and a signing key pair in its directory.
 func multiEnv(t *testing.T) (e *env, base, pubFile string) {
@@ -31,17 +49,7 @@ func multiEnv(t *testing.T) (e *env, base, pubFile string) {
 	if _, err := synth.PushIndex(ctxT(t), idx, base); err != nil {
 		t.Fatal(err)
 	}
-	kp, err := sign.GenerateKeyPair(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pubFile = filepath.Join(e.dir, "cosign.pub")
-	if err := os.WriteFile(filepath.Join(e.dir, "cosign.key"), kp.Private, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(pubFile, kp.Public, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	_, pubFile = e.signingKey(t)
 	return e, base, pubFile
 }
 

@@ -2,14 +2,12 @@ package fleet_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/oslayer/oslayer/fleet"
 	"github.com/oslayer/oslayer/registry"
-	"github.com/oslayer/oslayer/registry/sign"
 	"github.com/oslayer/oslayer/test/regtest"
 )
 
@@ -117,14 +115,7 @@ func TestFleetRequestsPerPool(t *testing.T) {
 // each tag once.
 func TestFleetSignedRequestsPerPool(t *testing.T) {
 	e := newEnv(t)
-	kp, err := sign.GenerateKeyPair(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(e.dir, "cosign.key")
-	if err := os.WriteFile(keyFile, kp.Private, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile, _ := e.signingKey(t)
 	const n = 6
 	changed, unchanged := e.requestsPerPool(t, n, keyFile)
 	t.Logf("changed: %.1f requests per pool\n%s", float64(len(changed))/n, dumpRequests(changed))

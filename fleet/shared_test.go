@@ -4,14 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/oslayer/oslayer/fleet"
-	"github.com/oslayer/oslayer/registry/sign"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
 )
@@ -24,17 +22,7 @@ func TestFleetSharedImage(t *testing.T) {
 	crane := regtest.Require(t, "crane")
 	cosign := regtest.Require(t, "cosign")
 	e := newEnv(t)
-	kp, err := sign.GenerateKeyPair(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile, pubFile := filepath.Join(e.dir, "cosign.key"), filepath.Join(e.dir, "cosign.pub")
-	if err := os.WriteFile(keyFile, kp.Private, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(pubFile, kp.Public, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	_, pubFile := e.signingKey(t)
 	e.osc(t, "a/same.yaml", "the same")
 	e.osc(t, "b/same.yaml", "the same")
 	e.osc(t, "other.yaml", "other")
