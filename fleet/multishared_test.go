@@ -154,6 +154,7 @@ clusters:
 	for _, r := range alone.proxy.Requests() {
 		aloneReqs = append(aloneReqs, requestKey(r))
 	}
+	t.Logf("requests: %d for the first pool and the single-arch one, %d with the second pool too", len(aloneReqs), len(others)+len(mine))
 	slices.Sort(aloneReqs)
 	slices.Sort(others)
 	if !slices.Equal(aloneReqs, others) {
