@@ -90,6 +90,33 @@ func TestFleetModeOptions(t *testing.T) {
 	}
 }
 
+// The sole writer of an image put by tag (a fleet's single-platform pool)
+// looks at its tag only: a new image costs no HEAD of its digest, a changed
+// one neither, and the tag ends on the image.
+func TestSoleWriterByTagLooksAtTagOnly(t *testing.T) {
+	r, px := startProxied(t)
+	reg := &registry.Options{Retry: fastRetry, Jobs: 2}
+	base := pushBase(t, reg, px.Host, mkLayers(t, "base", 2, 2048))
+	opts := []push.Option{push.WithSoleWriter(), push.WithManifestByTag(), push.WithSingleRequestUploads()}
+	for _, content := range []string{"new", "changed"} {
+		img := mkImage(t, base, mkLayers(t, "pool-"+content, 2, 3000)...)
+		b := built(t, img)
+		px.Reset()
+		writeCommit(t, newPublisher(t, px.Host+"/pools/sole:worker", reg, opts...), b)
+		wantTag(t, r.Host+"/pools/sole:worker", b)
+		reqs := px.Requests()
+		if n := count(reqs, http.MethodHead, "/manifests/sha256:"); n != 0 {
+			t.Errorf("%s image: %d HEADs of its digest, want none (the tag was looked at):\n%s", content, n, px.Dump())
+		}
+		if n := count(reqs, http.MethodHead, "/manifests/worker"); n != 1 {
+			t.Errorf("%s image: tag looked at %d times, want once:\n%s", content, n, px.Dump())
+		}
+		if n := count(reqs, http.MethodPut, "/manifests/"); n != 1 {
+			t.Errorf("%s image: %d manifest PUTs, want one (by tag):\n%s", content, n, px.Dump())
+		}
+	}
+}
+
 // addedLayers returns the layers img adds to the base (its last two).
 func addedLayers(t *testing.T, img v1.Image) []v1.Layer {
 	t.Helper()

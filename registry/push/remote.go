@@ -105,12 +105,19 @@ func (r *remotePublisher) Write(ctx context.Context, b *builder.Built) (*builder
 			return exists("tag")
 		}
 	}
-	// An image already there by digest: send nothing more.
-	if desc, herr := remote.Head(dref, s.remoteOptions(ctx)...); herr == nil && desc.Digest == d {
-		return exists("digest")
-	} else if herr != nil && !isStatus(herr, http.StatusNotFound, http.StatusForbidden) {
-		finish(herr)
-		return fail("check manifest", herr)
+	// An image already there by digest: send nothing more. The sole
+	// writer of an image put by tag does not ask: its tag names another
+	// image (or none), so the image is new but for a rare one under
+	// another tag, whose blobs the checks below find and whose manifest is
+	// put again, as the tag move of a pool sharing another's image puts
+	// it. (The images of an index are put by digest and are asked for.)
+	if !(s.tagLooked && p.o.byTag) {
+		if desc, herr := remote.Head(dref, s.remoteOptions(ctx)...); herr == nil && desc.Digest == d {
+			return exists("digest")
+		} else if herr != nil && !isStatus(herr, http.StatusNotFound, http.StatusForbidden) {
+			finish(herr)
+			return fail("check manifest", herr)
+		}
 	}
 
 	blobs, err := imageBlobs(b.Image)
