@@ -53,6 +53,9 @@ var (
 	mdOut    = flag.String("bench.md", "", "also write the result table as markdown to this file")
 	reps     = flag.Int("bench.reps", 5, "repetitions of the single-pool runs (oslayer and crane); the median is reported")
 	onlyIdx  = flag.Bool("bench.index-only", false, "measure the base index runs only")
+	regBin   = flag.String("bench.registry", "", "registry program (\"\" means Debian's docker-registry 2.8; \"registry\" is distribution v3, built by test/setup.sh)")
+	regDir   = flag.String("bench.registry-dir", "", "directory the registry's storage is made in (\"\" means the benchmark's temp dir)")
+	regQuiet = flag.Bool("bench.registry-quiet", false, "the registry logs warnings only, without its access log")
 	files    = flag.Int("bench.files", 60000, "also index an ostree-shaped base (objects and hardlinks, as ostree-ext writes) with this many files, about as many as Fedora CoreOS has; 0 skips it")
 )
 
@@ -63,6 +66,9 @@ type run struct {
 	up, down int64
 	rss      int64 // peak RSS in KiB (max over the group)
 	cpu      time.Duration
+	// regCPU is the registry's CPU time, proxyCPU the benchmark
+	// process's own (the counting proxy, mostly), during the run.
+	regCPU, proxyCPU time.Duration
 }
 
 // env holds what every measurement shares.
@@ -71,6 +77,7 @@ type env struct {
 	dir     string
 	oslayer string
 	proxy   *regtest.Proxy
+	reg     *regtest.Registry
 	base    string // proxy/fcos/base@sha256:...
 	mu      sync.Mutex
 	cpu     time.Duration // user+sys of the measured processes
@@ -108,9 +115,11 @@ func (e *env) measure(name string, f func() (time.Duration, int64)) run {
 	e.mu.Lock()
 	e.cpu = 0
 	e.mu.Unlock()
+	reg0, self0 := e.reg.CPU(), selfCPU()
 	wall, rss := f()
 	up, down := e.proxy.Bytes()
-	return run{name: name, wall: wall, up: up, down: down, rss: rss, cpu: e.cpu}
+	return run{name: name, wall: wall, up: up, down: down, rss: rss, cpu: e.cpu,
+		regCPU: e.reg.CPU() - reg0, proxyCPU: selfCPU() - self0}
 }
 
 // median runs f reps times (f gets the repetition number) and keeps the
@@ -122,6 +131,15 @@ func (e *env) median(name string, f func(i int) (time.Duration, int64)) run {
 	}
 	sort.Slice(rs, func(a, b int) bool { return rs[a].wall < rs[b].wall })
 	return rs[len(rs)/2]
+}
+
+// selfCPU is the user+system CPU time of this process so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // newEnv builds the oslayer binary under test (measured as a process like
@@ -140,8 +158,8 @@ func newEnv(b *testing.B) (*env, v1.Image, string) {
 	if out, err := exec.Command("go", "build", "-o", e.oslayer, filepath.Join(root, "cmd", "oslayer")).CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
-	reg := regtest.Start(b, regtest.Config{Filesystem: true})
-	e.proxy = regtest.NewProxy(b, reg.Host)
+	e.reg = regtest.Start(b, regtest.Config{Filesystem: true, StorageDir: *regDir, Quiet: *regQuiet, Binary: *regBin})
+	e.proxy = regtest.NewProxy(b, e.reg.Host)
 	img, err := synth.FCOSBase(*scale)
 	if err != nil {
 		b.Fatal(err)

@@ -93,18 +93,43 @@ type Config struct {
 	User, Password string
 	// Filesystem keeps blobs on disk in a temp dir instead of in memory.
 	Filesystem bool
+	// StorageDir, with Filesystem, is the directory the temp dir is made
+	// in ("" means the test's own temp dir).
+	StorageDir string
+	// Binary is the registry program to run ("" means Debian's
+	// docker-registry, 2.8; the benchmarks can run distribution v3's
+	// "registry", which test/setup.sh builds). Both take "serve CONFIG".
+	Binary string
+	// Quiet logs only warnings and errors, without the access log, and
+	// caches blob descriptors in memory, as Debian's packaged config.yml
+	// does (the registry then spends its time on requests: for
+	// benchmarks). Tests that read the Log need the default.
+	Quiet bool
 }
 
 // Start starts docker-registry on a random 127.0.0.1 port and stops it when
 // the test ends.
 func Start(t testing.TB, c Config) *Registry {
 	t.Helper()
-	bin := Require(t, "docker-registry")
+	tool := "docker-registry"
+	if c.Binary != "" {
+		tool = c.Binary
+	}
+	bin := Require(t, tool)
 	dir := t.TempDir()
 	port := freePort(t)
 	storage := "  inmemory: {}\n"
 	if c.Filesystem {
-		storage = fmt.Sprintf("  filesystem:\n    rootdirectory: %s\n", filepath.Join(dir, "data"))
+		data := filepath.Join(dir, "data")
+		if c.StorageDir != "" {
+			d, err := os.MkdirTemp(c.StorageDir, "registry-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(d) })
+			data = d
+		}
+		storage = fmt.Sprintf("  filesystem:\n    rootdirectory: %s\n", data)
 	}
 	auth := ""
 	if c.User != "" {
@@ -118,17 +143,22 @@ func Start(t testing.TB, c Config) *Registry {
 		}
 		auth = fmt.Sprintf("auth:\n  htpasswd:\n    realm: oslayer-test\n    path: %s\n", hp)
 	}
+	level, accessOff := "info", false
+	if c.Quiet {
+		level, accessOff = "warn", true
+		storage += "  cache:\n    blobdescriptor: inmemory\n"
+	}
 	cfg := fmt.Sprintf(`version: 0.1
 log:
-  level: info
+  level: %s
   accesslog:
-    disabled: false
+    disabled: %t
 storage:
 %s  delete:
     enabled: true
 http:
   addr: 127.0.0.1:%d
-%s`, storage, port, auth)
+%s`, level, accessOff, storage, port, auth)
 	cfgPath := filepath.Join(dir, "config.yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -153,7 +183,9 @@ func (r *Registry) launch(t testing.TB) {
 	cmd := exec.Command(r.bin, "serve", r.cfgPath)
 	cmd.Stdout, cmd.Stderr = r.logf, r.logf
 	// Keep the registry from reading proxy settings or the host's config.
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Dir(r.cfgPath)}
+	// Distribution v3 exports traces over OTLP unless told not to.
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Dir(r.cfgPath),
+		"OTEL_TRACES_EXPORTER=none", "OTEL_METRICS_EXPORTER=none", "OTEL_LOGS_EXPORTER=none"}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start docker-registry: %v", err)
 	}
@@ -194,6 +226,56 @@ func (r *Registry) Restart(t testing.TB) {
 	t.Helper()
 	r.Stop()
 	r.launch(t)
+}
+
+// Version returns what the registry program says of its version.
+func (r *Registry) Version() string {
+	out, err := exec.Command(r.bin, "--version").Output()
+	if err != nil {
+		return filepath.Base(r.bin)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// CPU returns the user+system CPU time the running registry process has
+// used so far (zero when it is stopped or /proc cannot be read).
+func (r *Registry) CPU() time.Duration {
+	r.mu.Lock()
+	cmd := r.cmd
+	r.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return 0
+	}
+	return ProcessCPU(cmd.Process.Pid)
+}
+
+// ProcessCPU returns the user+system CPU time of process pid from
+// /proc/PID/stat (zero when it cannot be read).
+func ProcessCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name (which may hold spaces) in ")".
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0
+	}
+	var ut, st int64
+	if _, err := fmt.Sscan(f[11], &ut); err != nil {
+		return 0
+	}
+	if _, err := fmt.Sscan(f[12], &st); err != nil {
+		return 0
+	}
+	// USER_HZ is 100 on Linux.
+	return time.Duration(ut+st) * (time.Second / 100)
 }
 
 // Log returns what the registry logged so far.
