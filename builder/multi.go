@@ -298,14 +298,9 @@ func TagIndex(ctx context.Context, built *MultiResult, pub IndexPublisher) (*Mul
 	}
 	res := &MultiResult{Pool: built.Pool, Image: built.Image, Digest: built.Digest, Stages: built.Stages,
 		Platforms: make([]*Result, len(built.Platforms)), index: built.index, published: built.published}
-	if t, ok := pub.(Targeter); ok {
-		res.Target = t.Target()
-	}
+	res.Target = target(pub)
 	for i, p := range built.Platforms {
-		c := *p
-		c.Target, c.Phases = res.Target, []Phase{}
-		c.BytesUploaded, c.BytesSkipped, c.BytesMounted = 0, 0, 0
-		res.Platforms[i] = &c
+		res.Platforms[i] = p.movedTo(res.Target)
 	}
 	err := TimePhase(&res.Phases, "tag", func() error { return pub.CommitIndex(ctx, built.index, built.published) })
 	if err != nil {

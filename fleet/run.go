@@ -270,8 +270,10 @@ type prepared struct {
 	// MachineConfigs: builder.BuildMulti resolves and renders).
 	platforms []platformRender
 	// same is the first pool of its group when this pool shares its
-	// image (nil for the first); multi is the first pool's index build.
+	// image (nil for the first); image and multi are the first pool's
+	// build (of an image, of an index), kept while its group is built.
 	same  *prepared
+	image *builder.Result
 	multi *builder.MultiResult
 }
 
@@ -477,12 +479,13 @@ func (r *run) buildGroup(ctx context.Context, g []*prepared) []*prepared {
 			pr.res.Seconds = pr.prepSecs + pr.renderSecs
 			continue
 		}
-		// The first pool's render: the same layers, and the inputs digest
-		// the image records. A multi-platform pool moves its tag to the
-		// first pool's index (see buildMulti).
+		// Only the tag moves to the first pool's image or index: it was
+		// checked, pushed and signed already (see moveTag, buildMulti).
 		pr.same = lead
 		r.buildPool(ctx, pr, lead.rendered, strings.Join(label, ","))
 	}
+	// The group is done: its image need not stay in memory.
+	lead.image, lead.multi = nil, nil
 	return g
 }
 
@@ -514,6 +517,10 @@ func (r *run) buildPool(ctx context.Context, pr *prepared, rendered *layers.Resu
 		res.fail("push", KindInput, err)
 		return
 	}
+	if pr.same != nil && pr.arches == nil {
+		r.moveTag(ctx, pr, pub)
+		return
+	}
 	rreq := r.renderRequest(p)
 	rreq.Pool = name
 	req := builder.Request{
@@ -541,6 +548,29 @@ func (r *run) buildPool(ctx context.Context, pr *prepared, rendered *layers.Resu
 		return
 	}
 	br, err := builder.Build(ctx, req, pub, pr.stages...)
+	pr.image = br
+	r.record(ctx, pr, br, err)
+}
+
+// moveTag moves the tag of a single-image pool that shares the image of
+// its group's first pool (pr.same) to it with builder.TagImage: the image
+// passed the checks, was pushed and signed (its signature is per digest)
+// when that pool built it, so nothing is assembled, checked, uploaded or
+// signed again. The registry sees a look at the tag and, unless it names
+// the image already, one PUT of the manifest by tag.
+func (r *run) moveTag(ctx context.Context, pr *prepared, pub *push.Publisher) {
+	br, err := builder.TagImage(ctx, pr.same.image, pub)
+	if br != nil {
+		// The pool's phases: its own render (prepare), then the tag.
+		br.Phases = append([]builder.Phase{{Name: "render"}}, br.Phases...)
+	}
+	r.record(ctx, pr, br, err)
+}
+
+// record puts a single-image build's result (br, err) into the pool's
+// summary row, with the pool's own render time and inputs digest.
+func (r *run) record(ctx context.Context, pr *prepared, br *builder.Result, err error) {
+	res := &pr.res
 	res.fill(br)
 	if pr.rendered != nil {
 		// The pool's own render (the image may carry the group's first).
