@@ -72,16 +72,7 @@ clusters:
 	if manifestPuts != 0 || tagPuts != 3 || sigPuts != 1 {
 		t.Errorf("shared image: %d manifest PUTs by digest, %d by tag, %d signature PUTs; want 0, 3 and 1", manifestPuts, tagPuts, sigPuts)
 	}
-	for _, tag := range []string{"a-worker", "a-edge", "b-worker"} {
-		ref := e.host + "/os/images:" + tag
-		out, err := exec.Command(crane, "digest", ref).CombinedOutput()
-		if err != nil || strings.TrimSpace(string(out)) != shared {
-			t.Errorf("%s: %s %v, want %s", ref, out, err, shared)
-		}
-		if out, err := exec.Command(cosign, "verify", "--key", pubFile, "--insecure-ignore-tlog", "--allow-http-registry", ref).CombinedOutput(); err != nil {
-			t.Errorf("cosign verify %s: %v\n%s", ref, err, out)
-		}
-	}
+	e.taggedAndSigned(t, crane, cosign, pubFile, shared, "a-worker", "a-edge", "b-worker")
 	out, err := exec.Command(crane, "config", e.host+"/os/images:b-worker").Output()
 	if err != nil {
 		t.Fatal(err)

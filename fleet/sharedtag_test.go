@@ -111,16 +111,7 @@ func TestFleetSharedImageTagOnly(t *testing.T) {
 	if missing := without(aloneReqs, others); len(missing) != 0 {
 		t.Errorf("the run with followers lacks requests of the run without them: %v", missing)
 	}
-	for _, tag := range append([]string{"worker"}, followers...) {
-		ref := e.host + "/os/images:" + tag
-		out, err := exec.Command(crane, "digest", ref).CombinedOutput()
-		if err != nil || strings.TrimSpace(string(out)) != worker.Digest {
-			t.Errorf("%s: %s %v, want %s", ref, out, err, worker.Digest)
-		}
-		if out, err := exec.Command(cosign, "verify", "--key", pubFile, "--insecure-ignore-tlog", "--allow-http-registry", ref).CombinedOutput(); err != nil {
-			t.Errorf("cosign verify %s: %v\n%s", ref, err, out)
-		}
-	}
+	e.taggedAndSigned(t, crane, cosign, pubFile, worker.Digest, append([]string{"worker"}, followers...)...)
 
 	// Unchanged: nothing written (unchanged), a look at each follower's
 	// tag, and what the run without them sends.
@@ -133,6 +124,22 @@ func TestFleetSharedImageTagOnly(t *testing.T) {
 	}
 	if extra := without(others, aloneAgain); len(extra) > 1 || (len(extra) == 1 && extra[0] != "GET /v2/ 200") {
 		t.Errorf("unchanged: besides their tags, the followers sent %v", extra)
+	}
+}
+
+// taggedAndSigned checks that each tag of os/images names digest (crane)
+// and that cosign verifies its signature with the public key pubFile.
+func (e *env) taggedAndSigned(t *testing.T, crane, cosign, pubFile, digest string, tags ...string) {
+	t.Helper()
+	for _, tag := range tags {
+		ref := e.host + "/os/images:" + tag
+		out, err := exec.Command(crane, "digest", ref).CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != digest {
+			t.Errorf("%s: %s %v, want %s", ref, out, err, digest)
+		}
+		if out, err := exec.Command(cosign, "verify", "--key", pubFile, "--insecure-ignore-tlog", "--allow-http-registry", ref).CombinedOutput(); err != nil {
+			t.Errorf("cosign verify %s: %v\n%s", ref, err, out)
+		}
 	}
 }
 
