@@ -326,6 +326,9 @@ func NewProxy(t testing.TB, upstream string) *Proxy {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 256, 256
 	rp.Transport = tr
+	// Reuse copy buffers rather than allocate 32 KiB per request: the
+	// proxy shares the cores with what it measures.
+	rp.BufferPool = copyBuffers{}
 	p := &Proxy{}
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
@@ -375,6 +378,14 @@ func (p *Proxy) SetFail(f func(r *http.Request) int) {
 	defer p.mu.Unlock()
 	p.Fail = f
 }
+
+// copyBuffers is a pool of the proxy's copy buffers.
+type copyBuffers struct{}
+
+var copyBufferPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (copyBuffers) Get() []byte  { return *copyBufferPool.Get().(*[]byte) }
+func (copyBuffers) Put(b []byte) { copyBufferPool.Put(&b) }
 
 func (p *Proxy) record(r *http.Request, status int) {
 	p.mu.Lock()
