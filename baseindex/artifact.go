@@ -95,18 +95,11 @@ func (a *artifact) Size() (int64, error) {
 }
 
 // Publish writes ix to repo under Tag(ix.Base), unless the tag already holds
-// an artifact of the same index.
+// its artifact: the artifact of an index is always the same manifest, so
+// the write's look at the tag (a HEAD) is the only request then.
 func Publish(ctx context.Context, repo name.Repository, ix *Index, opts ...remote.Option) error {
 	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
 	tag := repo.Tag(Tag(ix.Base))
-	if desc, err := remote.Get(tag, opts...); err == nil {
-		if m, err := v1.ParseManifest(bytes.NewReader(desc.Manifest)); err == nil &&
-			m.Annotations[AnnotationBase] == ix.Base.String() && m.Annotations[AnnotationDigest] == ix.Digest {
-			return nil
-		}
-	} else if !notFound(err) {
-		return fmt.Errorf("base index artifact %s: %w", tag, err)
-	}
 	img, err := Artifact(ix)
 	if err != nil {
 		return err

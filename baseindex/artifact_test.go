@@ -53,6 +53,9 @@ func TestArtifact(t *testing.T) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			t.Errorf("second publish wrote: %s %s", r.Method, r.Path)
 		}
+		if r.Method == http.MethodGet && r.Path != "/v2/" {
+			t.Errorf("second publish read %s: the look at the tag is a HEAD", r.Path)
+		}
 	}
 	got, err := Fetch(ctx, repo, ix.Base)
 	if err != nil || got.Digest != ix.Digest {
