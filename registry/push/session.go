@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -69,7 +70,14 @@ func (p *Publisher) connect(ctx context.Context, pulls []name.Repository) (*sess
 		for _, r := range pulls {
 			key += " " + r.Scope(transport.PullScope)
 		}
-		s, err = p.o.sessions.get(key, func() (*session, error) { return p.open(ctx, repo, pulls) })
+		if len(pulls) == 0 {
+			// A session that pushes to repo serves a publisher that
+			// only pushes there (a tag move), whatever else it pulls.
+			s = p.o.sessions.covering(key)
+		}
+		if s == nil {
+			s, err = p.o.sessions.get(key, func() (*session, error) { return p.open(ctx, repo, pulls) })
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -155,6 +163,29 @@ func (ss *Sessions) get(key string, open func() (*session, error)) (*session, er
 	}
 	c := *e.s
 	return &c, nil
+}
+
+// covering returns a copy of an open session whose key is key or key and
+// more scopes, or nil when there is none.
+func (ss *Sessions) covering(key string) *session {
+	ss.mu.Lock()
+	var es []*sessionEntry
+	for k, e := range ss.m {
+		if k == key || strings.HasPrefix(k, key+" ") {
+			es = append(es, e)
+		}
+	}
+	ss.mu.Unlock()
+	for _, e := range es {
+		e.mu.Lock()
+		s := e.s
+		e.mu.Unlock()
+		if s != nil {
+			c := *s
+			return &c
+		}
+	}
+	return nil
 }
 
 // remoteOptions makes go-containerregistry use the session's transport
