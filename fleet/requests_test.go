@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
 	"github.com/oslayer/oslayer/fleet"
 	"github.com/oslayer/oslayer/registry"
 	"github.com/oslayer/oslayer/test/regtest"
@@ -156,5 +159,100 @@ func TestFleetSignedRequestsPerPool(t *testing.T) {
 	}
 	if len(unchanged) > 6*n+6 {
 		t.Errorf("unchanged signed fleet of %d pools: %d requests, want at most %d", n, len(unchanged), 6*n+6)
+	}
+}
+
+// TestFleetChangedRequestsPerPool builds a plan of two clusters (a
+// repository each) of three pools, changes every pool's input and builds
+// it again, as a daily pipeline run does: the second run reads the image
+// each repository's first pool's tag names (one GET per repository) and
+// so neither checks nor mounts a base layer; it lists no tags.
+func TestFleetChangedRequestsPerPool(t *testing.T) {
+	e := newEnv(t)
+	clusters, poolNames := []string{"eu1", "us1"}, []string{"worker", "infra", "gpu"}
+	write := func(content string) []fleet.Pool {
+		var b strings.Builder
+		fmt.Fprintf(&b, "defaults: {base: %s, target: \"%s/os/{cluster}:{pool}\"}\nclusters:\n", e.base, e.host)
+		for _, c := range clusters {
+			fmt.Fprintf(&b, "- name: %s\n  pools:\n", c)
+			for _, p := range poolNames {
+				e.osc(t, c+"/"+p+".yaml", content+" of "+c+"/"+p)
+				fmt.Fprintf(&b, "  - {name: %s, osc: [%s/%s.yaml]}\n", p, c, p)
+			}
+		}
+		return e.plan(t, b.String())
+	}
+	run := func(pools []fleet.Pool) []regtest.Request {
+		e.proxy.Reset()
+		sum, err := fleet.Run(ctxT(t), pools, fleet.Options{Registry: &registry.Options{}, Jobs: 3, Version: "test",
+			IndexCacheDir: filepath.Join(e.dir, "cache")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Built != len(pools) {
+			t.Fatalf("built %d of %d: %+v", sum.Built, len(pools), sum.Pools)
+		}
+		return e.proxy.Requests()
+	}
+	run(write("content"))
+	changed := run(write("changed content"))
+	n := len(clusters) * len(poolNames)
+	t.Logf("changed: %.1f requests per pool\n%s", float64(len(changed))/float64(n), dumpRequests(changed))
+
+	baseRef, err := name.ParseReference(e.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := remote.Image(baseRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseLayers, err := base.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	isBase := map[string]bool{}
+	for _, l := range baseLayers {
+		d, err := l.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		isBase[d.String()] = true
+	}
+	baseHeads, mounts, tagLists := 0, 0, 0
+	oldReads := map[string]int{}
+	for _, r := range changed {
+		switch {
+		case r.Method == "HEAD" && strings.HasPrefix(r.Path, "/v2/os/") && isBase[r.Path[strings.LastIndex(r.Path, "/")+1:]]:
+			baseHeads++
+		case strings.Contains(r.Query, "mount="):
+			mounts++
+		case strings.HasSuffix(r.Path, "/tags/list"):
+			tagLists++
+		case r.Method == "GET" && strings.HasPrefix(r.Path, "/v2/os/") && strings.Contains(r.Path, "/manifests/sha256:") && !strings.HasSuffix(r.Path, ".baseindex"):
+			oldReads[r.Path[:strings.Index(r.Path, "/manifests/")]]++
+		}
+	}
+	if baseHeads != 0 || mounts != 0 || tagLists != 0 {
+		t.Errorf("changed fleet: %d HEADs of base layers (the base has %d), %d mounts, %d tag lists; want none", baseHeads, len(baseLayers), mounts, tagLists)
+	}
+	for _, c := range clusters {
+		if got := oldReads["/v2/os/"+c]; got != 1 {
+			t.Errorf("changed fleet: %d reads of old images in os/%s, want one (its first pool's)", got, c)
+		}
+		for _, p := range poolNames {
+			tag := "/v2/os/" + c + "/manifests/" + p
+			heads, puts := 0, 0
+			for _, r := range changed {
+				if r.Path == tag && r.Method == "HEAD" {
+					heads++
+				} else if r.Path == tag && r.Method == "PUT" {
+					puts++
+				}
+			}
+			if heads != 1 || puts != 1 {
+				t.Errorf("%s: %d HEADs and %d PUTs, want 1 and 1", tag, heads, puts)
+			}
+		}
 	}
 }

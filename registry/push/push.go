@@ -130,10 +130,13 @@ func WithSessions(s *Sessions) Option { return func(o *options) { o.sessions = s
 // image of each repository goes before the others). Then Write looks at
 // the tag first: when it names the image already, nothing else is sent
 // (one request for an unchanged image); Commit moves the tag without
-// looking at it again; and base layers to mount into a repository with
-// no tag yet (GET tags/list answers 404) are mounted without checking
-// each first (an image no tag names has no readers whose reads a mount
-// could disturb).
+// looking at it again; when the tag names another image and a base layer
+// is not known yet, that image's manifest is read (one GET) and every
+// blob it references counts as known in the repository (no HEAD, mount
+// or upload of it); and base layers to mount into a repository with no
+// tag yet (GET tags/list answers 404) are mounted without checking each
+// first (an image no tag names has no readers whose reads a mount could
+// disturb).
 func WithSoleWriter() Option { return func(o *options) { o.sole = true } }
 
 // WithSingleRequestUploads sends each new blob of the image's own (not

@@ -104,6 +104,9 @@ func (r *remotePublisher) Write(ctx context.Context, b *builder.Built) (*builder
 			s.tagCurrent = true
 			return exists("tag")
 		}
+		if herr == nil {
+			s.prev = desc
+		}
 	}
 	// An image already there by digest: send nothing more. The sole
 	// writer of an image put by tag does not ask: its tag names another
@@ -125,6 +128,7 @@ func (r *remotePublisher) Write(ctx context.Context, b *builder.Built) (*builder
 		finish(err)
 		return nil, fmt.Errorf("push %s: read layers: %w", p.target, err)
 	}
+	markOwn(blobs, b.Added)
 	opts := s.remoteOptions(ctx)
 	if prog != nil {
 		opts = append(opts, remote.WithProgress(prog.updates))

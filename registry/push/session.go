@@ -49,6 +49,9 @@ type session struct {
 	// tagLooked is set when Write looked at the tag (WithSoleWriter), and
 	// tagCurrent when the tag named the image already.
 	tagLooked, tagCurrent bool
+	// prev is what the tag named when Write looked at it, when that is
+	// another image (or an index).
+	prev *v1.Descriptor
 	// manifestPending is set when Write left the manifest to Commit
 	// (WithManifestByTag).
 	manifestPending bool
@@ -211,6 +214,9 @@ type blob struct {
 	size   int64
 	mt     types.MediaType
 	what   string
+	// own is set for the config and the layers the build added (the
+	// others are the base's, or unknown).
+	own bool
 }
 
 // imageBlobs lists the distinct layers of img, then its config.
@@ -240,9 +246,20 @@ func imageBlobs(img v1.Image) ([]blob, error) {
 		if err != nil {
 			return nil, fmt.Errorf("config: %w", err)
 		}
-		out = append(out, blob{layer: cl, digest: m.Config.Digest, size: m.Config.Size, mt: m.Config.MediaType, what: "config"})
+		out = append(out, blob{layer: cl, digest: m.Config.Digest, size: m.Config.Size, mt: m.Config.MediaType, what: "config", own: true})
 	}
 	return out, nil
+}
+
+// markOwn marks the blobs of layers the build added as the image's own.
+func markOwn(blobs []blob, added []builder.AddedLayer) {
+	for i := range blobs {
+		for _, a := range added {
+			if blobs[i].digest == a.Digest {
+				blobs[i].own = true
+			}
+		}
+	}
 }
 
 // mountFrom returns the repository b can be mounted from: another
@@ -294,10 +311,13 @@ func (s *session) writeBlobs(ctx context.Context, pusher *remote.Pusher, blobs [
 		first error
 		sem   = make(chan struct{}, s.jobs)
 	)
-	// The sole writer mounts into a repository without tags without
-	// checking each blob first.
+	// The sole writer learns the blobs of the image its tag names, and
+	// mounts into a repository without tags without checking each blob
+	// first (a repository whose tag names an image has tags).
 	untagged := false
-	if s.sole {
+	if s.sole && s.prev != nil {
+		s.learn(ctx, blobs, log)
+	} else if s.sole {
 		for _, b := range blobs {
 			if _, _, ok := mountFrom(s.repo, b); ok && !s.known.has(s.repo, b.digest.String()) {
 				untagged = s.untagged(ctx, log)
@@ -335,15 +355,15 @@ func (s *session) writeBlobs(ctx context.Context, pusher *remote.Pusher, blobs [
 }
 
 func (s *session) writeBlob(ctx context.Context, pusher *remote.Pusher, b blob, untagged bool, prog *progress, log *slog.Logger) error {
+	if s.known.has(s.repo, b.digest.String()) {
+		if s.ctr != nil {
+			s.ctr.skip(b.digest)
+		}
+		prog.add(b.size)
+		return nil
+	}
 	l := b.layer
 	if ml, src, ok := mountFrom(s.repo, b); ok {
-		if s.known.has(s.repo, b.digest.String()) {
-			if s.ctr != nil {
-				s.ctr.skip(b.digest)
-			}
-			prog.add(b.size)
-			return nil
-		}
 		// Never mount what the repository already has: a mount rewrites
 		// the blob's link in the repository, and registries that store
 		// links as files (distribution's filesystem driver) serve errors
@@ -475,6 +495,88 @@ func (s *session) untagged(ctx context.Context, log *slog.Logger) bool {
 		return true
 	}
 	return false
+}
+
+// maxManifest bounds the manifest learn reads (distribution's own limit
+// for a manifest it accepts is 4 MiB).
+const maxManifest = 4 << 20
+
+// learn marks every blob of the image the tag names (s.prev, another image
+// than the one being written) as known in the target repository: a
+// manifest in a repository says that the registry linked every blob it
+// references there (distribution refuses a manifest whose blobs the
+// repository lacks and keeps the blobs a manifest references), so blobs
+// of the new image that the old one has need no check (HEAD), mount or
+// upload. It costs one GET of the manifest by digest and is only sent
+// when it can save requests: some layer of the base (a layer the build
+// did not add) is not known yet. The image's own blobs alone are not
+// worth it: when an image changed, its added layers changed too but for
+// one or two (the content that did not change), and its config always
+// did. An index, a failure or an answer that is not the manifest of that
+// digest is no error: the blobs are checked as without it. Foreign
+// layers (not distributable, or with URLs) are not marked: registries
+// accept manifests without them.
+func (s *session) learn(ctx context.Context, blobs []blob, log *slog.Logger) {
+	prev := s.prev
+	if !prev.MediaType.IsImage() {
+		return
+	}
+	worth := false
+	for _, b := range blobs {
+		if !b.own && !s.known.has(s.repo, b.digest.String()) {
+			worth = true
+			break
+		}
+	}
+	if !worth {
+		return
+	}
+	skip := func(why string, args ...any) {
+		log.Debug("not learning the blobs of the image the tag names: "+why, append([]any{"digest", prev.Digest.String()}, args...)...)
+	}
+	u := url.URL{Scheme: s.repo.Scheme(), Host: s.repo.RegistryStr(), Path: fmt.Sprintf("/v2/%s/manifests/%s", s.repo.RepositoryStr(), prev.Digest)}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), http.NoBody)
+	if err != nil {
+		skip("request", "error", err)
+		return
+	}
+	req.Header.Set("Accept", string(prev.MediaType))
+	resp, err := s.client().Do(req)
+	if err != nil {
+		skip("request", "error", err)
+		return
+	}
+	defer drain(resp)
+	if resp.StatusCode != http.StatusOK {
+		skip("registry answer", "status", resp.StatusCode)
+		return
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxManifest+1))
+	if err != nil || len(raw) > maxManifest {
+		skip("manifest unreadable or too large", "error", err)
+		return
+	}
+	if h, _, err := v1.SHA256(bytes.NewReader(raw)); err != nil || h != prev.Digest {
+		skip("the registry answered another manifest", "got", h.String())
+		return
+	}
+	m, err := v1.ParseManifest(bytes.NewReader(raw))
+	if err != nil {
+		skip("manifest", "error", err)
+		return
+	}
+	if s.known == nil {
+		// This Write's own set (the session is this Write's copy).
+		s.known = &KnownBlobs{}
+	}
+	n := 0
+	for _, desc := range append([]v1.Descriptor{m.Config}, m.Layers...) {
+		if desc.MediaType.IsDistributable() && len(desc.URLs) == 0 {
+			s.known.add(s.repo, desc.Digest.String())
+			n++
+		}
+	}
+	log.Debug("learnt the blobs of the image the tag names", "digest", prev.Digest.String(), "blobs", n)
 }
 
 // has reports whether the target repository has blob d (HEAD).
