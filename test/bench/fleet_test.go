@@ -27,8 +27,8 @@ var (
 
 // BenchmarkFleet measures oslayer fleet build of clusters × pools (each
 // pool with content of its own; a repository per cluster, a tag per pool)
-// on the synthetic FCOS-shaped base, then the same plan unchanged, and
-// compares it in the same run with separate oslayer build processes and
+// on the synthetic FCOS-shaped base, then the same plan unchanged, then
+// with every pool changed (one more file in each OSC), and compares it in the same run with separate oslayer build processes and
 // crane append (-bench.parallel at once) of a sample of the pools, scaled
 // to the fleet's size. Run it with test/bench/run.sh -bench.fleet.
 func BenchmarkFleet(b *testing.B) {
@@ -38,24 +38,34 @@ func BenchmarkFleet(b *testing.B) {
 
 	// The plan: every pool has its own OSC (a unit, a drop-in and files).
 	n := *fleetClusters * *fleetPools
-	var plan strings.Builder
-	fmt.Fprintf(&plan, "defaults:\n  base: %s\n  target: \"%s/fleet/{cluster}:{pool}\"\nclusters:\n", e.base, e.proxy.Host)
+	var plan, changedPlan strings.Builder
+	for _, p := range []*strings.Builder{&plan, &changedPlan} {
+		fmt.Fprintf(p, "defaults:\n  base: %s\n  target: \"%s/fleet/{cluster}:{pool}\"\nclusters:\n", e.base, e.proxy.Host)
+	}
 	type poolRef struct{ cluster, pool, osc string }
 	var refs []poolRef
 	for c := 0; c < *fleetClusters; c++ {
 		cluster := fmt.Sprintf("c%03d", c)
 		fmt.Fprintf(&plan, "- name: %s\n  pools:\n", cluster)
+		fmt.Fprintf(&changedPlan, "- name: %s\n  pools:\n", cluster)
 		for p := 0; p < *fleetPools; p++ {
 			pool := fmt.Sprintf("p%d", p)
 			osc := filepath.Join(dir, "osc", cluster, pool+".yaml")
-			writeFleetOSC(b, osc, cluster, pool)
+			writeFleetOSC(b, osc, cluster, pool, false)
 			fmt.Fprintf(&plan, "  - {name: %s, osc: [%s]}\n", pool, osc)
 			refs = append(refs, poolRef{cluster, pool, osc})
+			// The same pool with one more file, for the changed run.
+			changedOSC := filepath.Join(dir, "osc-changed", cluster, pool+".yaml")
+			writeFleetOSC(b, changedOSC, cluster, pool, true)
+			fmt.Fprintf(&changedPlan, "  - {name: %s, osc: [%s]}\n", pool, changedOSC)
 		}
 	}
 	planFile := filepath.Join(dir, "fleet.yaml")
-	if err := os.WriteFile(planFile, []byte(plan.String()), 0o644); err != nil {
-		b.Fatal(err)
+	changedPlanFile := filepath.Join(dir, "fleet-changed.yaml")
+	for f, p := range map[string]*strings.Builder{planFile: &plan, changedPlanFile: &changedPlan} {
+		if err := os.WriteFile(f, []byte(p.String()), 0o644); err != nil {
+			b.Fatal(err)
+		}
 	}
 	cacheEnv := baseindex.CacheEnv + "=" + filepath.Join(dir, "baseindex")
 	epoch := "SOURCE_DATE_EPOCH=1700000000"
@@ -67,7 +77,7 @@ func BenchmarkFleet(b *testing.B) {
 	b.ResetTimer()
 	loadBefore := loadavg()
 	var breakdown strings.Builder
-	fleetRun := func(name string) (run, int, fleetSummary) {
+	fleetRun := func(name, planFile string) (run, int, fleetSummary) {
 		sumFile := filepath.Join(dir, "summary.json")
 		r := e.measure(name, func() (time.Duration, int64) {
 			return e.exec(e.oslayer, []string{"fleet", "build", planFile, "--jobs", fmt.Sprint(*fleetJobs), "--summary", sumFile}, epoch, cacheEnv)
@@ -84,8 +94,9 @@ func BenchmarkFleet(b *testing.B) {
 		}
 		return r, reqs, s
 	}
-	first, firstReqs, _ := fleetRun(fmt.Sprintf("oslayer fleet build, %d pools (%d clusters × %d), --jobs %d", n, *fleetClusters, *fleetPools, *fleetJobs))
-	again, againReqs, _ := fleetRun("oslayer fleet build, the same plan unchanged")
+	first, firstReqs, _ := fleetRun(fmt.Sprintf("oslayer fleet build, %d pools (%d clusters × %d), --jobs %d", n, *fleetClusters, *fleetPools, *fleetJobs), planFile)
+	again, againReqs, _ := fleetRun("oslayer fleet build, the same plan unchanged", planFile)
+	changed, changedReqs, _ := fleetRun("oslayer fleet build, the same plan with every pool changed", changedPlanFile)
 
 	// The peers on a sample, into repositories of their own.
 	sample := n
@@ -130,6 +141,7 @@ func BenchmarkFleet(b *testing.B) {
 	}
 	row(first, firstReqs, n)
 	row(again, againReqs, n)
+	row(changed, changedReqs, n)
 	row(sep, sepReqs, sample)
 	row(cr, 0, sample)
 	sepScaled := sep.wall.Seconds() * scaleTo
@@ -220,7 +232,9 @@ func (e *env) parallelRuns(n int, f func(i int) (time.Duration, int64)) (time.Du
 	return time.Since(start), maxRSS
 }
 
-func writeFleetOSC(t testing.TB, path, cluster, pool string) {
+// writeFleetOSC writes the OSC of a pool of the fleet benchmark; changed
+// adds one more file.
+func writeFleetOSC(t testing.TB, path, cluster, pool string, changed bool) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -256,6 +270,14 @@ spec:
       inline:
         data: "node pool %[1]s\n"
 `, id, cluster)
+	if changed {
+		osc += fmt.Sprintf(`  - path: /etc/oslayer-bench/changed
+    permissions: 420
+    content:
+      inline:
+        data: "changed %s\n"
+`, id)
+	}
 	if err := os.WriteFile(path, []byte(osc), 0o644); err != nil {
 		t.Fatal(err)
 	}
