@@ -27,20 +27,24 @@ func (e *env) requestsPerPool(t *testing.T, n int, signKey string) (changed, unc
 		fmt.Fprintf(&b, "  - {name: p%d, osc: [p%d.yaml]}\n", p, p)
 	}
 	pools := e.plan(t, b.String())
-	run := func(pools []fleet.Pool) []regtest.Request {
-		e.proxy.Reset()
-		sum, err := fleet.Run(ctxT(t), pools, fleet.Options{Registry: &registry.Options{}, Jobs: 3, Version: "test",
-			IndexCacheDir: filepath.Join(e.dir, "cache")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sum.Built != len(pools) {
-			t.Fatalf("built %d of %d: %+v", sum.Built, len(pools), sum.Pools)
-		}
-		return e.proxy.Requests()
+	e.runRequests(t, pools[:1])
+	return e.runRequests(t, pools[1:]), e.runRequests(t, pools[1:])
+}
+
+// runRequests builds pools in one run (3 at once), failing the test unless
+// every pool was built, and returns the requests the run sent.
+func (e *env) runRequests(t *testing.T, pools []fleet.Pool) []regtest.Request {
+	t.Helper()
+	e.proxy.Reset()
+	sum, err := fleet.Run(ctxT(t), pools, fleet.Options{Registry: &registry.Options{}, Jobs: 3, Version: "test",
+		IndexCacheDir: filepath.Join(e.dir, "cache")})
+	if err != nil {
+		t.Fatal(err)
 	}
-	run(pools[:1])
-	return run(pools[1:]), run(pools[1:])
+	if sum.Built != len(pools) {
+		t.Fatalf("built %d of %d: %+v", sum.Built, len(pools), sum.Pools)
+	}
+	return e.proxy.Requests()
 }
 
 func dumpRequests(reqs []regtest.Request) string {
@@ -182,20 +186,8 @@ func TestFleetChangedRequestsPerPool(t *testing.T) {
 		}
 		return e.plan(t, b.String())
 	}
-	run := func(pools []fleet.Pool) []regtest.Request {
-		e.proxy.Reset()
-		sum, err := fleet.Run(ctxT(t), pools, fleet.Options{Registry: &registry.Options{}, Jobs: 3, Version: "test",
-			IndexCacheDir: filepath.Join(e.dir, "cache")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sum.Built != len(pools) {
-			t.Fatalf("built %d of %d: %+v", sum.Built, len(pools), sum.Pools)
-		}
-		return e.proxy.Requests()
-	}
-	run(write("content"))
-	changed := run(write("changed content"))
+	e.runRequests(t, write("content"))
+	changed := e.runRequests(t, write("changed content"))
 	n := len(clusters) * len(poolNames)
 	t.Logf("changed: %.1f requests per pool\n%s", float64(len(changed))/float64(n), dumpRequests(changed))
 
