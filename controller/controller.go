@@ -94,6 +94,7 @@ type Reconciler struct {
 	namespaces []string   // the watched namespaces (none: all)
 	keys       keyCache   // decrypted signing keys
 	pushed     sharedPush // what builds learnt about the target repositories
+	jobRetries jobRetries // when failed build Jobs are retried
 
 	// pod is set in the build pod (BuildPod): only there the package
 	// stage runs, its buildah output going to buildLog.
@@ -120,6 +121,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, &pi); err != nil {
 		if client.IgnoreNotFound(err) == nil {
 			lastSuccess.DeleteLabelValues(req.Namespace, req.Name)
+			r.jobRetries.forget(req.NamespacedName)
 		}
 		if client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, err
@@ -220,13 +222,15 @@ func (r *Reconciler) build(ctx context.Context, pi *v1alpha1.PoolImage, in *inpu
 	st.Image = res.Image
 	_, st.Signed = res.Stages[sign.StageSign]
 	log.Info("built", "image", res.Image, "seconds", elapsed.Seconds(), "phases", phaseAttrs(res.Phases))
-	return ctrl.Result{}, r.succeeded(ctx, pi, in.digest, "", elapsed.Seconds())
+	return ctrl.Result{}, r.succeeded(ctx, pi, in.digest, "", 0, elapsed.Seconds())
 }
 
 // succeeded records a good build of the sources digest whose image is in
-// status (image, inputsDigest, baseDigest, signed): Ready, a build record,
-// the Event and the metrics.
-func (r *Reconciler) succeeded(ctx context.Context, pi *v1alpha1.PoolImage, digest, job string, seconds float64) error {
+// status (image, inputsDigest, baseDigest, signed): Ready, a build record
+// (of the build Job and its attempt, in Job mode), the Event and the
+// metrics.
+func (r *Reconciler) succeeded(ctx context.Context, pi *v1alpha1.PoolImage, digest, job string, attempt int32, seconds float64) error {
+	r.jobRetries.forget(client.ObjectKeyFromObject(pi))
 	buildsTotal.WithLabelValues("succeeded").Inc()
 	buildDuration.WithLabelValues("succeeded").Observe(seconds)
 	now := metav1.Now()
@@ -237,7 +241,7 @@ func (r *Reconciler) succeeded(ctx context.Context, pi *v1alpha1.PoolImage, dige
 	st.FailedSourcesDigest = ""
 	st.LastBuildTime = &now
 	pushRecord(pi, v1alpha1.BuildRecord{Image: st.Image, InputsDigest: st.InputsDigest, Time: now, Result: "Succeeded",
-		Seconds: fmt.Sprintf("%.3f", seconds), Job: job})
+		Seconds: fmt.Sprintf("%.3f", seconds), Job: job, Attempt: attempt})
 	setCond(pi, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonBuilt, "built "+st.Image)
 	setCond(pi, v1alpha1.ConditionBuilding, metav1.ConditionFalse, ReasonIdle, "")
 	setCond(pi, v1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonBuilt, "")

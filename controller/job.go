@@ -3,9 +3,12 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -13,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,8 +43,19 @@ import (
 // writes the outcome into a ConfigMap named after the Job and owned by it
 // (data key result.json, a JobResult). The controller records it in the
 // PoolImage's status once the Job is Complete or Failed; a Job that failed
-// without writing a result is Degraded with the Job's own reason. Finished
-// Jobs and their result ConfigMaps go after ttlSecondsAfterFinished.
+// without writing a result is Degraded with the Job's own reason.
+//
+// A Job that failed to run (a result of a run failure: registry down,
+// credentials; or no result at all: the pod failed, was evicted or
+// OOM-killed, the deadline passed) is retried: once its failure is recorded
+// (status, Event BuildFailed naming the attempt), it is deleted with its
+// pod and result ConfigMap after the backoff of an in-process build
+// (retryBase doubling up to retryMax, per PoolImage: the attempt counts the
+// Jobs of the same digest in a row, in the Job's annotation
+// oslayer.dev/attempt and status.builds[].attempt), and a Job of the same
+// name is created for the next attempt. A failure of the input is not
+// retried until the input changes. Other finished Jobs and their result
+// ConfigMaps go after ttlSecondsAfterFinished.
 
 // Paths in the build pod.
 const (
@@ -58,6 +73,9 @@ const (
 	LabelPoolImage = "oslayer.dev/poolimage"
 	// AnnotationSourcesDigest records the sources digest a Job builds.
 	AnnotationSourcesDigest = "oslayer.dev/sources-digest"
+	// AnnotationAttempt records which attempt at its sources digest a Job
+	// is: 1, one more for each retry after a run failure.
+	AnnotationAttempt = "oslayer.dev/attempt"
 )
 
 // defaultJobTTL is how long a finished build Job is kept by default.
@@ -103,62 +121,203 @@ func JobName(pool, sourcesDigest string) string {
 }
 
 // buildInJob runs the build of the inputs as a Job: it creates the Job of
-// the sources digest if there is none, and records its result once it
-// finished.
+// the sources digest if there is none, records its result once it
+// finished, and replaces a Job that failed to run after the backoff.
 func (r *Reconciler) buildInJob(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs) (ctrl.Result, error) {
 	name := JobName(pi.Name, in.digest)
 	var job batchv1.Job
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: pi.Namespace, Name: name}, &job)
-	if apierrors.IsNotFound(err) {
-		return ctrl.Result{}, r.createJob(ctx, pi, in, name)
-	}
-	if err != nil {
+	if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
-	if b := pi.Status.Builds; len(b) > 0 && b[0].Job == name && !b[0].Time.Before(&job.CreationTimestamp) {
-		// This Job's result is recorded (a Job of the same name made
-		// again after the TTL removed the first is younger than it).
-		return ctrl.Result{}, nil
+	found := err == nil
+	if found && job.DeletionTimestamp != nil {
+		// A failed Job on its way out; its replacement comes once it is
+		// gone.
+		return ctrl.Result{RequeueAfter: retryBase}, nil
 	}
-	done, failed := jobFinished(&job)
+	if found && !jobRecorded(pi, &job) {
+		return r.jobOutcome(ctx, pi, in, &job)
+	}
+	rec := lastRecord(pi, name)
+	if rec == nil || rec.Result != "Failed" {
+		if found {
+			return ctrl.Result{}, nil // its success is recorded
+		}
+		return ctrl.Result{}, r.createJob(ctx, pi, in, name, 1)
+	}
+	// The Job of these inputs failed to run (a failure of the input
+	// stops in Reconcile): the next attempt, after the backoff.
+	if wait := r.jobRetryWait(pi, rec); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if found {
+		if gone, err := r.removeJob(ctx, &job); err != nil || !gone {
+			return ctrl.Result{RequeueAfter: retryBase}, err
+		}
+	}
+	return ctrl.Result{}, r.createJob(ctx, pi, in, name, max(rec.Attempt, 1)+1)
+}
+
+// jobOutcome records the outcome of the Job once it finished: a success,
+// or a failure, retried after the backoff when it was not the input's.
+func (r *Reconciler) jobOutcome(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs, job *batchv1.Job) (ctrl.Result, error) {
+	done, failed := jobFinished(job)
 	if !done {
 		return ctrl.Result{}, nil // the Job's status change reconciles again
 	}
-	res, rerr := r.jobResult(ctx, &job, in.digest)
-	elapsed := jobSeconds(&job, res)
+	name, attempt := job.Name, jobAttempt(job)
+	res, rerr := r.jobResult(ctx, job, in.digest)
+	elapsed := jobSeconds(job, res)
 	if !failed && rerr == nil && res.Succeeded {
 		pi.Status.Image, pi.Status.InputsDigest, pi.Status.BaseDigest = res.Image, res.InputsDigest, res.BaseDigest
 		pi.Status.Signed = res.Signed
-		return ctrl.Result{}, r.succeeded(ctx, pi, in.digest, name, elapsed)
+		return ctrl.Result{}, r.succeeded(ctx, pi, in.digest, name, attempt, elapsed)
 	}
 	step, msg, invalid := "job", "", false
 	switch {
 	case rerr == nil && !res.Succeeded:
 		step, msg, invalid = res.Step, res.Message, res.Invalid
 	case rerr != nil && failed:
-		msg = fmt.Sprintf("Job %s/%s failed (%s) without a result: %v", job.Namespace, job.Name, jobFailure(&job), rerr)
+		msg = fmt.Sprintf("Job %s/%s failed (%s) without a result: %v", job.Namespace, job.Name, jobFailure(job), rerr)
 	case rerr != nil:
 		msg = fmt.Sprintf("Job %s/%s completed without a usable result: %v", job.Namespace, job.Name, rerr)
 	default:
-		msg = fmt.Sprintf("Job %s/%s failed (%s) after its pod reported success", job.Namespace, job.Name, jobFailure(&job))
+		msg = fmt.Sprintf("Job %s/%s failed (%s) after its pod reported success", job.Namespace, job.Name, jobFailure(job))
 	}
-	rec := v1alpha1.BuildRecord{Time: metav1.Now(), Result: "Failed", Seconds: fmt.Sprintf("%.3f", elapsed), Message: msg, Job: name}
+	rec := v1alpha1.BuildRecord{Time: metav1.Now(), Result: "Failed", Seconds: fmt.Sprintf("%.3f", elapsed), Message: msg, Job: name, Attempt: attempt}
 	if rerr == nil {
 		rec.InputsDigest = res.InputsDigest
 	}
 	r.recordFailure(pi, rec, elapsed)
-	return ctrl.Result{}, r.fail(ctx, pi, in.digest, step, fmt.Errorf("%s", msg), invalid)
+	if invalid {
+		return ctrl.Result{}, r.fail(ctx, pi, in.digest, step, errors.New(msg), true)
+	}
+	backoff := jobBackoff(attempt)
+	r.jobRetries.set(client.ObjectKeyFromObject(pi), jobRetry{job: name, attempt: attempt, at: time.Now().Add(backoff)})
+	err := fmt.Errorf("%s (attempt %d of Job %s; retried in %s)", msg, attempt, name, backoff)
+	if ferr := r.fail(ctx, pi, in.digest, step, err, false); ferr != nil {
+		return ctrl.Result{}, ferr
+	}
+	return ctrl.Result{RequeueAfter: backoff}, nil
 }
 
-// createJob creates the build Job and marks the PoolImage Building.
-func (r *Reconciler) createJob(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs, name string) error {
+// jobRecorded reports whether status.builds[0] is the outcome of the Job
+// (of its name and attempt: a Job of the same name made again after the
+// TTL removed the first is younger than the record).
+func jobRecorded(pi *v1alpha1.PoolImage, job *batchv1.Job) bool {
+	b := lastRecord(pi, job.Name)
+	return b != nil && max(b.Attempt, 1) == jobAttempt(job) && !b.Time.Before(&job.CreationTimestamp)
+}
+
+// lastRecord is status.builds[0] when it is of the Job name, else nil.
+func lastRecord(pi *v1alpha1.PoolImage, name string) *v1alpha1.BuildRecord {
+	if b := pi.Status.Builds; len(b) > 0 && b[0].Job == name {
+		return &b[0]
+	}
+	return nil
+}
+
+// jobAttempt is the Job's attempt (its annotation; 1 without one).
+func jobAttempt(job *batchv1.Job) int32 {
+	n, err := strconv.ParseInt(job.Annotations[AnnotationAttempt], 10, 32)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return int32(n)
+}
+
+// jobBackoff is the wait after the given attempt failed to run: the work
+// queue's backoff of an in-process build, retryBase doubling up to
+// retryMax.
+func jobBackoff(attempt int32) time.Duration {
+	d := retryBase
+	for i := int32(1); i < attempt && d < retryMax; i++ {
+		d *= 2
+	}
+	return min(d, retryMax)
+}
+
+// jobRetryWait is how long the retry of the failed Job of rec still waits:
+// from the time this process recorded the failure, else (another process
+// did, status keeps whole seconds) from the record's time rounded up.
+func (r *Reconciler) jobRetryWait(pi *v1alpha1.PoolImage, rec *v1alpha1.BuildRecord) time.Duration {
+	attempt := max(rec.Attempt, 1)
+	at := rec.Time.Add(time.Second + jobBackoff(attempt))
+	if e, ok := r.jobRetries.get(client.ObjectKeyFromObject(pi)); ok && e.job == rec.Job && e.attempt == attempt {
+		at = e.at
+	}
+	return time.Until(at)
+}
+
+// removeJob deletes the failed Job (this one, by UID: a newer Job of the
+// same name stays), its pod (propagation) and its result ConfigMap, so
+// that neither answers for the next attempt. It reports false when the
+// name is another Job's already.
+func (r *Reconciler) removeJob(ctx context.Context, job *batchv1.Job) (bool, error) {
+	err := r.Client.Delete(ctx, job, client.Preconditions{UID: &job.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if apierrors.IsConflict(err) {
+		return false, nil
+	}
+	if client.IgnoreNotFound(err) != nil {
+		return false, fmt.Errorf("deleting the failed build Job %s/%s: %w", job.Namespace, job.Name, err)
+	}
+	var cm corev1.ConfigMap
+	err = r.Client.Get(ctx, client.ObjectKeyFromObject(job), &cm)
+	if err == nil && metav1.IsControlledBy(&cm, job) {
+		err = r.Client.Delete(ctx, &cm, client.Preconditions{UID: &cm.UID})
+	}
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return false, fmt.Errorf("deleting the result ConfigMap %s/%s of the failed build Job: %w", job.Namespace, job.Name, err)
+	}
+	return true, nil
+}
+
+// jobRetries are when the failed build Jobs of the PoolImages may be
+// retried (one entry per PoolImage: its last failed Job).
+type jobRetries struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]jobRetry
+}
+
+type jobRetry struct {
+	job     string
+	attempt int32
+	at      time.Time
+}
+
+func (j *jobRetries) set(k types.NamespacedName, r jobRetry) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.m == nil {
+		j.m = map[types.NamespacedName]jobRetry{}
+	}
+	j.m[k] = r
+}
+
+func (j *jobRetries) get(k types.NamespacedName) (jobRetry, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	r, ok := j.m[k]
+	return r, ok
+}
+
+func (j *jobRetries) forget(k types.NamespacedName) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	delete(j.m, k)
+}
+
+// createJob creates the build Job (its attempt at the inputs) and marks
+// the PoolImage Building.
+func (r *Reconciler) createJob(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs, name string, attempt int32) error {
 	if r.Options.BuildImage == "" {
 		return r.fail(ctx, pi, in.digest, "job", fmt.Errorf("spec.builder: Job needs the controller's --build-image (the image the build pod runs)"), true)
 	}
 	if err := r.stopSuperseded(ctx, pi, name); err != nil {
 		return err
 	}
-	job := r.newJob(pi, in, name)
+	job := r.newJob(pi, in, name, attempt)
 	if err := controllerutil.SetControllerReference(pi, job, r.Client.Scheme()); err != nil {
 		return err
 	}
@@ -168,9 +327,13 @@ func (r *Reconciler) createJob(ctx context.Context, pi *v1alpha1.PoolImage, in *
 		}
 		return fmt.Errorf("creating build Job %s/%s: %w", pi.Namespace, name, err)
 	}
-	r.logger().Info("build job created", "poolimage", pi.Namespace+"/"+pi.Name, "job", name, "sourcesDigest", in.digest)
-	r.event(pi, corev1.EventTypeNormal, "BuildStarted", "build", "building pool %s onto %s in Job %s", poolName(pi), pi.Spec.Base, name)
-	setCond(pi, v1alpha1.ConditionBuilding, metav1.ConditionTrue, ReasonBuilding, "building inputs "+in.digest+" in Job "+name)
+	r.logger().Info("build job created", "poolimage", pi.Namespace+"/"+pi.Name, "job", name, "attempt", attempt, "sourcesDigest", in.digest)
+	what := "Job " + name
+	if attempt > 1 {
+		what += fmt.Sprintf(" (attempt %d)", attempt)
+	}
+	r.event(pi, corev1.EventTypeNormal, "BuildStarted", "build", "building pool %s onto %s in %s", poolName(pi), pi.Spec.Base, what)
+	setCond(pi, v1alpha1.ConditionBuilding, metav1.ConditionTrue, ReasonBuilding, "building inputs "+in.digest+" in "+what)
 	return r.Client.Status().Update(ctx, pi)
 }
 
@@ -200,7 +363,7 @@ func (r *Reconciler) stopSuperseded(ctx context.Context, pi *v1alpha1.PoolImage,
 }
 
 // newJob is the build Job of the PoolImage's inputs.
-func (r *Reconciler) newJob(pi *v1alpha1.PoolImage, in *inputs, name string) *batchv1.Job {
+func (r *Reconciler) newJob(pi *v1alpha1.PoolImage, in *inputs, name string, attempt int32) *batchv1.Job {
 	jo := pi.Spec.Job
 	if jo == nil {
 		jo = &v1alpha1.JobOptions{}
@@ -232,7 +395,7 @@ func (r *Reconciler) newJob(pi *v1alpha1.PoolImage, in *inputs, name string) *ba
 	labels := map[string]string{LabelPoolImage: pi.Name, "app.kubernetes.io/name": "oslayer-build"}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: pi.Namespace, Labels: labels,
-			Annotations: map[string]string{AnnotationSourcesDigest: in.digest}},
+			Annotations: map[string]string{AnnotationSourcesDigest: in.digest, AnnotationAttempt: strconv.Itoa(int(attempt))}},
 		Spec: batchv1.JobSpec{
 			// One pod: a failed build is the controller's to judge
 			// (input or not); a node going away is not a failure.

@@ -182,8 +182,8 @@ func (e *env) finishJob(t *testing.T, job *batchv1.Job, ok bool) {
 // OSC fails in the pod, the failed Job is Degraded naming the step,
 // document and field, the last good image stays, and no Job is made for the
 // same input again. A Job that failed without a result is Degraded naming
-// the Job. A Job still running when the inputs change again is deleted;
-// finished Jobs stay.
+// the Job and is retried. A Job still running when the inputs change again
+// is deleted; finished Jobs stay.
 func TestBuildJob(t *testing.T) {
 	e := newEnv(t)
 	e.runManager(t, func(o *controller.ManagerOptions) {
@@ -273,55 +273,57 @@ func TestBuildJob(t *testing.T) {
 	}
 
 	// A Job that failed without a result (the pod was never scheduled,
-	// its deadline passed): Degraded naming the Job, not retried as
-	// invalid input.
+	// its deadline passed): Degraded naming the Job and the attempt, not
+	// an input failure: the Job is replaced by attempt 2 (TestBuildJobRetry).
 	e.updateSecret(t, "osc-worker", func(s *corev1.Secret) { s.Data = oscSecret("three") })
 	job = e.waitJobs(t, "worker", 3)[2]
 	e.finishJob(t, &job, false)
+	failedAt := time.Now()
 	pi = e.wait(t, "worker", "Degraded by the Job", func(pi *v1alpha1.PoolImage) bool {
 		return degraded(pi) && len(pi.Status.Builds) > builds
 	})
 	c = meta.FindStatusCondition(pi.Status.Conditions, v1alpha1.ConditionDegraded)
 	t.Logf("Degraded: %s: %s", c.Reason, c.Message)
 	if c.Reason != controller.ReasonBuildFailed || !strings.Contains(c.Message, "step job") || !strings.Contains(c.Message, job.Name) ||
-		!strings.Contains(c.Message, "BackoffLimitExceeded") {
-		t.Errorf("Degraded %s: %q does not name the Job and its failure", c.Reason, c.Message)
+		!strings.Contains(c.Message, "BackoffLimitExceeded") || !strings.Contains(c.Message, "attempt 1") {
+		t.Errorf("Degraded %s: %q does not name the Job, its failure and the attempt", c.Reason, c.Message)
 	}
 	if pi.Status.Image != first {
 		t.Errorf("status.image %q, want the last good %q", pi.Status.Image, first)
 	}
+	retry, _ := e.waitRetry(t, &job, 2, failedAt)
 
-	// Inputs that change while a Job runs: the running Job is deleted
-	// (its pod stops before it moves the tag), the finished ones stay.
+	// Inputs that change while a Job runs (the retry): the running Job
+	// is deleted (its pod stops before it moves the tag), the finished
+	// ones stay.
 	finished := map[string]bool{}
 	for _, j := range e.jobs(t, "worker") {
-		finished[j.Name] = true
-	}
-	e.updateSecret(t, "osc-worker", func(s *corev1.Secret) { s.Data = oscSecret("four") })
-	var running string
-	for _, j := range e.waitJobs(t, "worker", 4) {
-		if !finished[j.Name] {
-			running = j.Name
+		if j.UID != retry.UID {
+			finished[j.Name] = true
 		}
 	}
-	e.updateSecret(t, "osc-worker", func(s *corev1.Secret) { s.Data = oscSecret("five") })
-	deadline := time.Now().Add(time.Minute)
-	for {
-		names := map[string]bool{}
-		kept := 0
-		for _, j := range e.jobs(t, "worker") {
-			names[j.Name] = true
-			if finished[j.Name] {
-				kept++
+	running := retry.Name
+	for _, inputs := range []string{"four", "five"} {
+		e.updateSecret(t, "osc-worker", func(s *corev1.Secret) { s.Data = oscSecret(inputs) })
+		deadline := time.Now().Add(time.Minute)
+		for {
+			names := map[string]bool{}
+			var other string
+			for _, j := range e.jobs(t, "worker") {
+				names[j.Name] = true
+				if !finished[j.Name] {
+					other = j.Name
+				}
 			}
+			if !names[running] && len(names) == len(finished)+1 && other != "" {
+				running = other
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("Jobs %v: want the finished %v and a new one, without the superseded %s", names, finished, running)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		if !names[running] && len(names) == 4 && kept == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Jobs %v: want the finished %v and a new one, without the superseded %s", names, finished, running)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,9 +13,11 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -129,10 +132,12 @@ func (e *env) denied(t *testing.T) {
 // exactly the RBAC config/ grants it (applied to the real API server, the
 // client impersonating the ServiceAccount), watching every namespace with
 // leader election as the Deployment does: it takes the lease, builds a
-// signed image, records status and Events, and is denied nothing (no
-// "forbidden" in its log). Least privilege: the ServiceAccount may not
-// write Secrets, create Pods, create, change or delete PoolImages, nor
-// take leases outside its namespace.
+// signed image, records status and Events, creates a build Job and
+// replaces it when it failed to run (deleting it and its result
+// ConfigMap), and is denied nothing (no "forbidden" in its log). Least
+// privilege: the ServiceAccount may not write Secrets, create or delete
+// Pods, change Jobs, create, change or delete PoolImages, nor take leases
+// outside its namespace.
 func TestRBAC(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.asServiceAccount(t)
@@ -141,6 +146,8 @@ func TestRBAC(t *testing.T) {
 		{Namespace: e.ns, Verb: "update", Group: "oslayer.dev", Resource: "poolimages", Subresource: "status"},
 		{Namespace: e.ns, Verb: "watch", Resource: "secrets"},
 		{Namespace: saNS, Verb: "update", Group: "coordination.k8s.io", Resource: "leases"},
+		{Namespace: e.ns, Verb: "create", Group: "batch", Resource: "jobs"},
+		{Namespace: e.ns, Verb: "delete", Group: "batch", Resource: "jobs"},
 	} {
 		if !allowed(ra) {
 			t.Errorf("the ServiceAccount may not %s %s/%s in %s", ra.Verb, ra.Resource, ra.Subresource, ra.Namespace)
@@ -151,6 +158,10 @@ func TestRBAC(t *testing.T) {
 		{Namespace: e.ns, Verb: "create", Resource: "secrets"},
 		{Namespace: e.ns, Verb: "delete", Resource: "secrets"},
 		{Namespace: e.ns, Verb: "create", Resource: "pods"},
+		{Namespace: e.ns, Verb: "delete", Resource: "pods"},
+		{Namespace: e.ns, Verb: "update", Group: "batch", Resource: "jobs"},
+		{Namespace: e.ns, Verb: "patch", Group: "batch", Resource: "jobs"},
+		{Namespace: e.ns, Verb: "update", Group: "batch", Resource: "jobs", Subresource: "status"},
 		{Namespace: e.ns, Verb: "create", Group: "oslayer.dev", Resource: "poolimages"},
 		{Namespace: e.ns, Verb: "update", Group: "oslayer.dev", Resource: "poolimages"},
 		{Namespace: e.ns, Verb: "delete", Group: "oslayer.dev", Resource: "poolimages"},
@@ -170,11 +181,31 @@ func TestRBAC(t *testing.T) {
 		o.Namespaces = nil
 		o.LeaderElection = true
 		o.LeaderElectionNamespace = saNS
+		o.BuildImage = buildImage
 	})
 	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "osc-worker", Namespace: e.ns}, Data: oscSecret("one")})
 	e.create(t, e.poolImage("worker", v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{SecretName: "osc-worker"}}))
 	pi := e.wait(t, "worker", "Ready", ready)
 	e.verify(t, pi.Status.Image)
+
+	// A build Job whose pod reported a run failure is replaced, its
+	// result ConfigMap deleted.
+	inJob := e.poolImage("in-job", v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{SecretName: "osc-worker"}})
+	inJob.Spec.Builder = v1alpha1.BuilderJob
+	e.create(t, inJob)
+	job := e.waitJobs(t, "in-job", 1)[0]
+	res, err := json.Marshal(controller.JobResult{SourcesDigest: job.Annotations[controller.AnnotationSourcesDigest], Step: "push", Message: "registry unavailable"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: job.Name, Namespace: e.ns,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, Controller: ptr.To(true)}}},
+		Data: map[string]string{controller.ResultKey: string(res)}})
+	e.finishJob(t, &job, false)
+	e.waitRetry(t, &job, 2, time.Now())
+	if err := e.c.Get(context.Background(), client.ObjectKeyFromObject(&job), &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the failed Job's result ConfigMap: %v, want it deleted", err)
+	}
 
 	var lease coordinationv1.Lease
 	if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: saNS, Name: controller.LeaderElectionID}, &lease); err != nil {

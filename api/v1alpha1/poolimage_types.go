@@ -404,4 +404,9 @@ type BuildRecord struct {
 	// Job is the build Job of spec.builder Job.
 	// +optional
 	Job string `json:"job,omitempty"`
+	// Attempt counts the build Jobs of the same inputs in a row (spec.builder
+	// Job): 1 for the first, one more for each retry of a run failure.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	Attempt int32 `json:"attempt,omitempty"`
 }
