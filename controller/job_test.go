@@ -30,6 +30,16 @@ import (
 // buildImage is the build pod's image in these tests (no kubelet pulls it).
 const buildImage = "registry.example/oslayer/oslayer@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
+// runJobManager runs the manager with the build pod's image and a
+// registry timeout for the pods the tests play.
+func (e *env) runJobManager(t *testing.T) {
+	t.Helper()
+	e.runManager(t, func(o *controller.ManagerOptions) {
+		o.BuildImage = buildImage
+		o.JobArgs = []string{"--timeout", "30s"}
+	})
+}
+
 // jobs are the build Jobs of the PoolImage.
 func (e *env) jobs(t *testing.T, pool string) []batchv1.Job {
 	t.Helper()
@@ -186,10 +196,7 @@ func (e *env) finishJob(t *testing.T, job *batchv1.Job, ok bool) {
 // is deleted; finished Jobs stay.
 func TestBuildJob(t *testing.T) {
 	e := newEnv(t)
-	e.runManager(t, func(o *controller.ManagerOptions) {
-		o.BuildImage = buildImage
-		o.JobArgs = []string{"--timeout", "30s"}
-	})
+	e.runJobManager(t)
 	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "osc-worker", Namespace: e.ns}, Data: oscSecret("one")})
 	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "push", Namespace: e.ns}, Type: corev1.SecretTypeDockerConfigJson,
 		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"` + e.host + `":{"auth":"dXNlcjpwYXNz"}}}`)}})
@@ -403,10 +410,7 @@ func checkJob(t *testing.T, job *batchv1.Job, pi *v1alpha1.PoolImage, packages b
 // Degraded naming the field.
 func TestPackagesNeedJob(t *testing.T) {
 	e := newEnv(t)
-	e.runManager(t, func(o *controller.ManagerOptions) {
-		o.BuildImage = buildImage
-		o.JobArgs = []string{"--timeout", "30s"}
-	})
+	e.runJobManager(t)
 	mc := `apiVersion: machineconfiguration.openshift.io/v1
 kind: MachineConfig
 metadata:
@@ -485,10 +489,7 @@ const agentToken = "s3cr3t-build-token-9c1e"
 func TestBuildJobPackageStage(t *testing.T) {
 	regtest.RequireRoot(t, "buildah's chroot isolation")
 	e := newEnv(t)
-	e.runManager(t, func(o *controller.ManagerOptions) {
-		o.BuildImage = buildImage
-		o.JobArgs = []string{"--timeout", "30s"}
-	})
+	e.runJobManager(t)
 	base, _ := pkgbase.Push(t, e.host)
 	mc := `apiVersion: machineconfiguration.openshift.io/v1
 kind: MachineConfig

@@ -83,10 +83,7 @@ func (e *env) waitEvent(t *testing.T, pool, reason string, want ...string) {
 // Job, and a new digest starts at attempt 1 again.
 func TestBuildJobRetry(t *testing.T) {
 	e := newEnv(t)
-	e.runManager(t, func(o *controller.ManagerOptions) {
-		o.BuildImage = buildImage
-		o.JobArgs = []string{"--timeout", "30s"}
-	})
+	e.runJobManager(t)
 	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "osc-worker", Namespace: e.ns}, Data: oscSecret("one")})
 	pi := e.poolImage("worker", v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{SecretName: "osc-worker"}})
 	pi.Spec.Base = e.reg.Host + "/fcos/base:stable"
