@@ -30,6 +30,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -75,6 +76,10 @@ type Options struct {
 	// MaxConcurrentBuilds is how many PoolImages build at once (0 means
 	// 1); one PoolImage never builds twice at once.
 	MaxConcurrentBuilds int
+	// OpenShiftAPIInterval is how often a controller started on a
+	// cluster that serves no MachineConfig API looks whether it does now
+	// (0 means 30 s; one discovery request each time).
+	OpenShiftAPIInterval time.Duration
 }
 
 // Reconciler reconciles PoolImages.
@@ -82,10 +87,6 @@ type Reconciler struct {
 	Client   client.Client
 	Recorder recorder.EventRecorder
 	Options  Options
-	// OpenShift is set when the cluster serves the MachineConfig API
-	// (SetupWithManager finds out): the controller then watches
-	// MachineConfigPools and MachineConfigs.
-	OpenShift bool
 	// APIReader reads MachineConfigs (nil: Client): the manager's cache
 	// holds only their metadata, a rendered MachineConfig is large and a
 	// cluster keeps many.
@@ -95,6 +96,10 @@ type Reconciler struct {
 	keys       keyCache   // decrypted signing keys
 	pushed     sharedPush // what builds learnt about the target repositories
 	jobRetries jobRetries // when failed build Jobs are retried
+	// openShift is set once the controller watches MachineConfigPools and
+	// MachineConfigs (SetupWithManager, or later when the cluster starts
+	// serving the MachineConfig API: openshiftapi.go).
+	openShift atomic.Bool
 
 	// pod is set in the build pod (BuildPod): only there the package
 	// stage runs, its buildah output going to buildLog.

@@ -416,10 +416,17 @@ func oslayerBin(t *testing.T) string {
 }
 
 // TestWithoutOpenShiftAPI runs the controller against an API server of its
-// own that serves no machineconfiguration.openshift.io API (a cluster
-// that is not OpenShift): it starts, builds a Gardener pool, and a
-// PoolImage with the openshift source is Degraded saying the cluster
-// serves no MachineConfigPool API.
+// own that serves no machineconfiguration.openshift.io API at first (a
+// cluster that is not OpenShift yet), as its ServiceAccount with the RBAC
+// of config/: it starts, builds a Gardener pool, and a PoolImage with the
+// openshift source is Degraded saying the cluster serves no
+// MachineConfigPool API; looking for the API again logs nothing. Then
+// OpenShift's CRDs appear: the same manager logs one line and requeues
+// the PoolImage, now Degraded for the missing pool; the pool and its
+// rendered MachineConfig appear: the PoolImage builds and publishes, and a
+// change of the rendered MachineConfig in place (the MachineConfig watch)
+// and a new rendered MachineConfig of the pool (the MachineConfigPool
+// watch) each build a new image, without a restart.
 func TestWithoutOpenShiftAPI(t *testing.T) {
 	assets := k8senv.Assets(t)
 	te := &envtest.Environment{
@@ -437,17 +444,100 @@ func TestWithoutOpenShiftAPI(t *testing.T) {
 		}
 	})
 	e := newEnvOn(t, cfg)
-	e.runManager(t, nil)
+	const every = 200 * time.Millisecond
+	e.runManagerAs(t, e.asServiceAccount(t), func(o *controller.ManagerOptions) { o.OpenShiftAPIInterval = every })
 	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "osc-worker", Namespace: e.ns}, Data: oscSecret("one")})
 	e.create(t, e.poolImage("worker", v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{SecretName: "osc-worker"}}))
-	pi := e.poolImage("ocp", v1alpha1.Source{OpenShift: &v1alpha1.OpenShiftSource{MachineConfigPool: "worker"}})
-	pi.Spec.Publish = &v1alpha1.Publish{MachineConfig: &v1alpha1.PublishMachineConfig{}}
+	pi := e.poolImage("pool", v1alpha1.Source{OpenShift: &v1alpha1.OpenShiftSource{MachineConfigPool: "worker"}})
+	pi.Spec.Publish = &v1alpha1.Publish{MachineConfig: &v1alpha1.PublishMachineConfig{}, ConfigMap: "pool-image"}
 	e.create(t, pi)
 	e.verify(t, e.wait(t, "worker", "Ready", ready).Status.Image)
-	pi = e.wait(t, "ocp", "Degraded", degraded)
+	pi = e.wait(t, "pool", "Degraded", degraded)
 	c := meta.FindStatusCondition(pi.Status.Conditions, v1alpha1.ConditionDegraded)
 	if c.Reason != controller.ReasonInvalid ||
 		c.Message != "step source: spec.source.openshift.machineConfigPool: the cluster serves no MachineConfigPool API (machineconfiguration.openshift.io/v1)" {
 		t.Errorf("Degraded %s: %q", c.Reason, c.Message)
 	}
+	// The controller looks for the API again and again, quietly.
+	before := e.logs.String()
+	time.Sleep(10 * every)
+	if after := e.logs.String(); after != before {
+		t.Errorf("looking for the MachineConfig API logged:\n%s", strings.TrimPrefix(after, before))
+	}
+
+	// OpenShift's CRDs are installed, the pool gets its rendered
+	// MachineConfig.
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join("..", "test", "fixtures", "testdata", "openshift-crds")}, ErrorIfPathMissing: true,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The PoolImage is requeued: it now misses the pool, not the API.
+	e.wait(t, "pool", "Degraded for the missing pool", func(pi *v1alpha1.PoolImage) bool {
+		c := meta.FindStatusCondition(pi.Status.Conditions, v1alpha1.ConditionDegraded)
+		return c != nil && c.Message == "step source: spec.source.openshift.machineConfigPool: MachineConfigPool worker not found"
+	})
+	ctx := context.Background()
+	const pool = "worker"
+	mco := &fakeMCO{c: e.c, pool: pool}
+	e.create(t, &mcfgv1.MachineConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "00-" + pool, Labels: map[string]string{roleLabel: pool}},
+		Spec:       mcfgv1.MachineConfigSpec{Config: ignitionFile("/etc/oslayer/pool.conf", "one")},
+	})
+	e.create(t, &mcfgv1.MachineConfigPool{
+		ObjectMeta: metav1.ObjectMeta{Name: pool},
+		Spec: mcfgv1.MachineConfigPoolSpec{
+			MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{roleLabel: pool}},
+			NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + pool: ""}},
+		},
+	})
+	rendered := mco.render(t)
+	pi = e.wait(t, "pool", "Ready", func(pi *v1alpha1.PoolImage) bool { return ready(pi) && !degraded(pi) })
+	first := pi.Status.Image
+	e.verify(t, first)
+	mcName := controller.PublishedMachineConfigName(pool)
+	e.published(t, mcName, pool, first)
+	const appeared = "the cluster serves the MachineConfig API now"
+	if n := strings.Count(e.logs.String(), appeared); n != 1 {
+		t.Errorf("%d log lines %q, want 1", n, appeared)
+	}
+
+	// The rendered MachineConfig changes in place: the MachineConfig watch.
+	var mc mcfgv1.MachineConfig
+	if err := e.c.Get(ctx, client.ObjectKey{Name: rendered}, &mc); err != nil {
+		t.Fatal(err)
+	}
+	mc.Spec.Config = ignitionFile("/etc/oslayer/pool.conf", "two")
+	if err := e.c.Update(ctx, &mc); err != nil {
+		t.Fatal(err)
+	}
+	pi = e.wait(t, "pool", "an image of the changed rendered MachineConfig", func(pi *v1alpha1.PoolImage) bool { return ready(pi) && pi.Status.Image != first })
+	second := pi.Status.Image
+	e.published(t, mcName, pool, second)
+
+	// A new rendered MachineConfig of the pool: the MachineConfigPool
+	// watch.
+	var src mcfgv1.MachineConfig
+	if err := e.c.Get(ctx, client.ObjectKey{Name: "00-" + pool}, &src); err != nil {
+		t.Fatal(err)
+	}
+	src.Spec.Config = ignitionFile("/etc/oslayer/pool.conf", "three")
+	if err := e.c.Update(ctx, &src); err != nil {
+		t.Fatal(err)
+	}
+	if again := mco.render(t); again == rendered {
+		t.Fatalf("the pool's rendered MachineConfig is still %s", rendered)
+	}
+	pi = e.wait(t, "pool", "an image of the new rendered MachineConfig", func(pi *v1alpha1.PoolImage) bool {
+		return ready(pi) && pi.Status.Image != first && pi.Status.Image != second
+	})
+	if len(pi.Status.Builds) != 3 { // three images (a source failure builds nothing)
+		t.Errorf("builds %+v", pi.Status.Builds)
+	}
+	e.verify(t, pi.Status.Image)
+	e.published(t, mcName, pool, pi.Status.Image)
+	if n := strings.Count(e.logs.String(), appeared); n != 1 {
+		t.Errorf("%d log lines %q, want 1", n, appeared)
+	}
+	e.denied(t)
 }

@@ -118,7 +118,7 @@ func (r *Reconciler) publish(ctx context.Context, pi *v1alpha1.PoolImage) error 
 func (r *Reconciler) prunePublished(ctx context.Context, key types.NamespacedName, keepMC, keepCM string) error {
 	sel := client.MatchingLabels{LabelManagedBy: ManagedBy}
 	by := key.Namespace + "/" + key.Name
-	if r.OpenShift {
+	if r.openShift.Load() {
 		// The watch caches MachineConfigs' metadata only.
 		mcs := metav1.PartialObjectMetadataList{}
 		mcs.SetGroupVersionKind(mcfgv1.GroupVersion.WithKind("MachineConfigList"))

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -33,9 +33,9 @@ import (
 // MachineConfig API (OpenShift), it also watches MachineConfigPools (a new
 // rendered MachineConfig in status.configuration.name) and MachineConfigs
 // (the rendered ones the pools name, and the osImageURL MachineConfigs it
-// publishes; their metadata only). The API is looked up once, at start: a controller started
-// before the OpenShift CRDs were installed must be restarted to watch
-// them.
+// publishes; their metadata only). A controller started before the
+// OpenShift CRDs were installed starts those watches when the API appears
+// (openshiftapi.go).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -46,7 +46,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
-	b := ctrl.NewControllerManagedBy(mgr).
+	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.PoolImage{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&batchv1.Job{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.referrers)).
@@ -54,14 +54,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(crcontroller.Options{
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](retryBase, retryMax),
 			MaxConcurrentReconciles: max(r.Options.MaxConcurrentBuilds, 1),
-		})
-	gk := schema.GroupKind{Group: mcfgv1.GroupName, Kind: "MachineConfigPool"}
-	if _, err := mgr.GetRESTMapper().RESTMapping(gk, mcfgv1.GroupVersion.Version); err == nil {
-		r.OpenShift = true
-		b = b.Watches(&mcfgv1.MachineConfigPool{}, handler.EnqueueRequestsFromMapFunc(r.poolReaders)).
-			Watches(&mcfgv1.MachineConfig{}, handler.EnqueueRequestsFromMapFunc(r.machineConfigReaders), builder.OnlyMetadata)
+		}).
+		Named("poolimage").Build(r)
+	if err != nil {
+		return err
 	}
-	return b.Named("poolimage").Complete(r)
+	w := &openShiftWatch{r: r, mgr: mgr, c: c}
+	if w.served() {
+		return w.watch()
+	}
+	return mgr.Add(manager.RunnableFunc(w.await))
 }
 
 // A build that failed to run (registry down) is retried after retryBase,
