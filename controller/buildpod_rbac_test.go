@@ -106,19 +106,8 @@ func TestBuildPodRBAC(t *testing.T) {
 	})
 
 	pool := e.ns // cluster-scoped: unique among the tests sharing the API server
-	e.create(t, &mcfgv1.MachineConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: "00-" + pool, Labels: map[string]string{roleLabel: pool}},
-		Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte(
-			`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/oslayer/pool.conf","mode":420,"contents":{"source":"data:,openshift"}}]}}`)}},
-	})
-	e.create(t, &mcfgv1.MachineConfigPool{
-		ObjectMeta: metav1.ObjectMeta{Name: pool},
-		Spec: mcfgv1.MachineConfigPoolSpec{
-			MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{roleLabel: pool}},
-			NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + pool: ""}},
-		},
-	})
-	(&fakeMCO{c: e.c, pool: pool}).render(t)
+	e.openShiftPool(t, pool, mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte(
+		`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/oslayer/pool.conf","mode":420,"contents":{"source":"data:,openshift"}}]}}`)}})
 	t.Cleanup(func() {
 		_ = e.c.DeleteAllOf(context.Background(), &mcfgv1.MachineConfig{}, client.MatchingLabels{roleLabel: pool})
 	})

@@ -91,6 +91,27 @@ func (m *fakeMCO) render(t *testing.T) string {
 	return name
 }
 
+// openShiftPool creates the MachineConfigPool pool, selecting the
+// MachineConfigs of its role, and its one MachineConfig 00-POOL with
+// spec, and renders it: the pool's status names its rendered
+// MachineConfig.
+func (e *env) openShiftPool(t *testing.T, pool string, spec mcfgv1.MachineConfigSpec) (mco *fakeMCO, rendered string) {
+	t.Helper()
+	e.create(t, &mcfgv1.MachineConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "00-" + pool, Labels: map[string]string{roleLabel: pool}},
+		Spec:       spec,
+	})
+	e.create(t, &mcfgv1.MachineConfigPool{
+		ObjectMeta: metav1.ObjectMeta{Name: pool},
+		Spec: mcfgv1.MachineConfigPoolSpec{
+			MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{roleLabel: pool}},
+			NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + pool: ""}},
+		},
+	})
+	mco = &fakeMCO{c: e.c, pool: pool}
+	return mco, mco.render(t)
+}
+
 // kubeletSecret is where an OpenShift pool's rendered MachineConfig puts
 // the cluster's pull secret (/var/lib/kubelet/config.json) in the image.
 const kubeletSecret = "/usr/lib/oslayer/var/var/lib/kubelet/config.json"
@@ -158,20 +179,8 @@ func TestOpenShiftPool(t *testing.T) {
 	e.runManagerAs(t, e.asServiceAccount(t), nil)
 	ctx := context.Background()
 	pool := e.ns // cluster-scoped: unique among the tests sharing the API server
-	mco := &fakeMCO{c: e.c, pool: pool}
 	real := realRendered(t)
-	e.create(t, &mcfgv1.MachineConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: "00-" + pool, Labels: map[string]string{roleLabel: pool}},
-		Spec:       real,
-	})
-	e.create(t, &mcfgv1.MachineConfigPool{
-		ObjectMeta: metav1.ObjectMeta{Name: pool},
-		Spec: mcfgv1.MachineConfigPoolSpec{
-			MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{roleLabel: pool}},
-			NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + pool: ""}},
-		},
-	})
-	rendered := mco.render(t)
+	mco, rendered := e.openShiftPool(t, pool, real)
 	// A MachineConfig of the name the controller publishes, made by
 	// someone else: left alone.
 	mcName := controller.PublishedMachineConfigName(pool)
@@ -479,19 +488,7 @@ func TestWithoutOpenShiftAPI(t *testing.T) {
 	})
 	ctx := context.Background()
 	const pool = "worker"
-	mco := &fakeMCO{c: e.c, pool: pool}
-	e.create(t, &mcfgv1.MachineConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: "00-" + pool, Labels: map[string]string{roleLabel: pool}},
-		Spec:       mcfgv1.MachineConfigSpec{Config: ignitionFile("/etc/oslayer/pool.conf", "one")},
-	})
-	e.create(t, &mcfgv1.MachineConfigPool{
-		ObjectMeta: metav1.ObjectMeta{Name: pool},
-		Spec: mcfgv1.MachineConfigPoolSpec{
-			MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{roleLabel: pool}},
-			NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + pool: ""}},
-		},
-	})
-	rendered := mco.render(t)
+	mco, rendered := e.openShiftPool(t, pool, mcfgv1.MachineConfigSpec{Config: ignitionFile("/etc/oslayer/pool.conf", "one")})
 	pi = e.wait(t, "pool", "Ready", func(pi *v1alpha1.PoolImage) bool { return ready(pi) && !degraded(pi) })
 	first := pi.Status.Image
 	e.verify(t, first)
