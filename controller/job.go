@@ -53,8 +53,9 @@ import (
 // (retryBase doubling up to retryMax, per PoolImage: the attempt counts the
 // Jobs of the same digest in a row, in the Job's annotation
 // oslayer.dev/attempt and status.builds[].attempt), and a Job of the same
-// name is created for the next attempt. A failure of the input is not
-// retried until the input changes. Other finished Jobs and their result
+// name is created for the next attempt; new inputs delete a failed Job
+// waiting for its retry instead. A failure of the input is not retried
+// until the input changes. Other finished Jobs and their result
 // ConfigMaps go after ttlSecondsAfterFinished.
 
 // Paths in the build pod.
@@ -147,16 +148,27 @@ func (r *Reconciler) buildInJob(ctx context.Context, pi *v1alpha1.PoolImage, in 
 		return ctrl.Result{}, r.createJob(ctx, pi, in, name, 1)
 	}
 	// The Job of these inputs failed to run (a failure of the input
-	// stops in Reconcile): the next attempt, after the backoff.
-	if wait := r.jobRetryWait(pi, rec); wait > 0 {
+	// stops in Reconcile): the next attempt, after the backoff. A Job
+	// that is gone continues the count only while this process waits to
+	// retry it (not when newer inputs superseded it, nor after a restart).
+	pending, waiting := r.jobRetries.of(client.ObjectKeyFromObject(pi), rec)
+	at := rec.Time.Add(time.Second + jobBackoff(max(rec.Attempt, 1))) // status keeps whole seconds
+	if waiting {
+		at = pending.at
+	}
+	if wait := time.Until(at); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	attempt := int32(1)
+	if found || waiting {
+		attempt = max(rec.Attempt, 1) + 1
 	}
 	if found {
 		if gone, err := r.removeJob(ctx, &job); err != nil || !gone {
 			return ctrl.Result{RequeueAfter: retryBase}, err
 		}
 	}
-	return ctrl.Result{}, r.createJob(ctx, pi, in, name, max(rec.Attempt, 1)+1)
+	return ctrl.Result{}, r.createJob(ctx, pi, in, name, attempt)
 }
 
 // jobOutcome records the outcome of the Job once it finished: a success,
@@ -238,18 +250,6 @@ func jobBackoff(attempt int32) time.Duration {
 	return min(d, retryMax)
 }
 
-// jobRetryWait is how long the retry of the failed Job of rec still waits:
-// from the time this process recorded the failure, else (another process
-// did, status keeps whole seconds) from the record's time rounded up.
-func (r *Reconciler) jobRetryWait(pi *v1alpha1.PoolImage, rec *v1alpha1.BuildRecord) time.Duration {
-	attempt := max(rec.Attempt, 1)
-	at := rec.Time.Add(time.Second + jobBackoff(attempt))
-	if e, ok := r.jobRetries.get(client.ObjectKeyFromObject(pi)); ok && e.job == rec.Job && e.attempt == attempt {
-		at = e.at
-	}
-	return time.Until(at)
-}
-
 // removeJob deletes the failed Job (this one, by UID: a newer Job of the
 // same name stays), its pod (propagation) and its result ConfigMap, so
 // that neither answers for the next attempt. It reports false when the
@@ -295,11 +295,13 @@ func (j *jobRetries) set(k types.NamespacedName, r jobRetry) {
 	j.m[k] = r
 }
 
-func (j *jobRetries) get(k types.NamespacedName) (jobRetry, bool) {
+// of is the PoolImage's pending retry of the Job failure rec, if this
+// process recorded it.
+func (j *jobRetries) of(k types.NamespacedName, rec *v1alpha1.BuildRecord) (jobRetry, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	r, ok := j.m[k]
-	return r, ok
+	return r, ok && r.job == rec.Job && r.attempt == max(rec.Attempt, 1)
 }
 
 func (j *jobRetries) forget(k types.NamespacedName) {
@@ -337,27 +339,39 @@ func (r *Reconciler) createJob(ctx context.Context, pi *v1alpha1.PoolImage, in *
 	return r.Client.Status().Update(ctx, pi)
 }
 
-// stopSuperseded deletes the PoolImage's build Jobs that have not
-// finished and build other inputs than the Job name: their pods stop, so
-// an older build cannot move the tag after the newer one (a stopped build
-// leaves the tag where it was: it moves last). Finished Jobs stay until
-// their TTL.
+// stopSuperseded deletes the PoolImage's build Jobs that build other
+// inputs than the Job name and have not finished: their pods stop, so an
+// older build cannot move the tag after the newer one (a stopped build
+// leaves the tag where it was: it moves last); or that failed to run and
+// wait for their retry (status.builds[0], not an input failure): inputs
+// built again later start anew, at attempt 1. Other finished Jobs stay
+// until their TTL.
 func (r *Reconciler) stopSuperseded(ctx context.Context, pi *v1alpha1.PoolImage, name string) error {
 	var jobs batchv1.JobList
 	if err := r.Client.List(ctx, &jobs, client.InNamespace(pi.Namespace), client.MatchingLabels{LabelPoolImage: pi.Name}); err != nil {
 		return fmt.Errorf("listing the build Jobs of %s/%s: %w", pi.Namespace, pi.Name, err)
 	}
+	retrying := ""
+	if b := pi.Status.Builds; len(b) > 0 && b[0].Job != "" && b[0].Result == "Failed" && failedDigest(pi) == "" {
+		retrying = b[0].Job
+	}
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
-		if done, _ := jobFinished(j); done || j.Name == name || !metav1.IsControlledBy(j, pi) || j.DeletionTimestamp != nil {
+		done, failed := jobFinished(j)
+		if (done && !(failed && j.Name == retrying)) || j.Name == name || !metav1.IsControlledBy(j, pi) || j.DeletionTimestamp != nil {
 			continue
 		}
 		err := r.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))
 		if client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("stopping the superseded build Job %s/%s: %w", j.Namespace, j.Name, err)
+			return fmt.Errorf("deleting the superseded build Job %s/%s: %w", j.Namespace, j.Name, err)
 		}
-		r.logger().Info("build job superseded", "poolimage", pi.Namespace+"/"+pi.Name, "job", j.Name, "by", name)
-		r.event(pi, corev1.EventTypeNormal, "BuildSuperseded", "build", "stopped Job %s: the inputs changed (Job %s builds them)", j.Name, name)
+		what := "stopped Job " + j.Name
+		if done {
+			what = "deleted the failed Job " + j.Name + " instead of retrying it"
+			r.jobRetries.forget(client.ObjectKeyFromObject(pi))
+		}
+		r.logger().Info("build job superseded", "poolimage", pi.Namespace+"/"+pi.Name, "job", j.Name, "finished", done, "by", name)
+		r.event(pi, corev1.EventTypeNormal, "BuildSuperseded", "build", "%s: the inputs changed (Job %s builds them)", what, name)
 	}
 	return nil
 }

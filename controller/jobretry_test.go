@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,6 +47,24 @@ func (e *env) waitRetry(t *testing.T, old *batchv1.Job, attempt int, since time.
 	}
 }
 
+// waitNewJob waits (at most 20 s) for a build Job of the PoolImage with
+// a name none of the Jobs given has, and returns it.
+func (e *env) waitNewJob(t *testing.T, pool string, old ...batchv1.Job) batchv1.Job {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		for _, j := range e.jobs(t, pool) {
+			if !slices.ContainsFunc(old, func(o batchv1.Job) bool { return o.Name == j.Name }) {
+				return j
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new build Job of %s within 20 s", pool)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // waitEvent waits (at most 20 s) for an Event of the reason about the
 // PoolImage whose note holds all of the strings given.
 func (e *env) waitEvent(t *testing.T, pool, reason string, want ...string) {
@@ -80,7 +99,9 @@ func (e *env) waitEvent(t *testing.T, pool, reason string, want ...string) {
 // is evicted): attempt 3 comes no sooner than 500 ms. With the registry
 // back attempt 3 builds, and the PoolImage is Ready with the new signed
 // image, status.builds[0].attempt 3. A failure of the input gets no second
-// Job, and a new digest starts at attempt 1 again.
+// Job, and a new digest starts at attempt 1 again. New inputs delete a
+// failed Job waiting for its retry, and its inputs built again later
+// start at attempt 1.
 func TestBuildJobRetry(t *testing.T) {
 	e := newEnv(t)
 	e.runJobManager(t)
@@ -175,8 +196,9 @@ func TestBuildJobRetry(t *testing.T) {
 	// A failure of the input: one Job, not retried, attempt 1 (a new
 	// digest starts anew).
 	bad := map[string][]byte{"osc.yaml": []byte(synth.OSCFiles("  - path: etc/relative\n    content:\n      inline:\n        data: x\n"))}
+	before := e.jobs(t, "worker")
 	e.updateSecret(t, "osc-worker", func(s *corev1.Secret) { s.Data = bad })
-	job = e.waitJobs(t, "worker", 3)[2]
+	job = e.waitNewJob(t, "worker", before...)
 	if job.Annotations[controller.AnnotationAttempt] != "1" {
 		t.Errorf("the Job of new inputs is attempt %q, want 1", job.Annotations[controller.AnnotationAttempt])
 	}
@@ -196,5 +218,46 @@ func TestBuildJobRetry(t *testing.T) {
 	}
 	if js := e.jobs(t, "worker"); len(js) != 3 {
 		t.Errorf("%d Jobs after the input failure, want 3", len(js))
+	}
+
+	// New inputs supersede a failed Job waiting for its retry (attempt 3,
+	// 1 s): it is deleted, and its inputs, built again, start at attempt
+	// 1.
+	before = e.jobs(t, "worker")
+	e.updateSecret(t, "osc-worker", func(s *corev1.Secret) { s.Data = oscSecret("three") })
+	job = e.waitNewJob(t, "worker", before...)
+	for attempt := 1; attempt <= 3; attempt++ {
+		e.finishJob(t, &job, false)
+		if attempt < 3 {
+			next, _ := e.waitRetry(t, &job, attempt+1, time.Now())
+			job = *next
+		}
+	}
+	e.wait(t, "worker", "attempt 3 recorded", func(pi *v1alpha1.PoolImage) bool { return pi.Status.Builds[0].Attempt == 3 })
+	before = e.jobs(t, "worker")
+	e.updateSecret(t, "osc-worker", func(s *corev1.Secret) { s.Data = oscSecret("four") })
+	other := e.waitNewJob(t, "worker", before...)
+	if other.Annotations[controller.AnnotationAttempt] != "1" {
+		t.Errorf("the Job of new inputs is attempt %q, want 1", other.Annotations[controller.AnnotationAttempt])
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		names := map[string]bool{}
+		for _, j := range e.jobs(t, "worker") {
+			names[j.Name] = true
+		}
+		if !names[job.Name] && len(names) == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Jobs %v: want the failed %s deleted and one for the new inputs", names, job.Name)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.waitEvent(t, "worker", "BuildSuperseded", "deleted the failed Job "+job.Name)
+	e.updateSecret(t, "osc-worker", func(s *corev1.Secret) { s.Data = oscSecret("three") })
+	again, _ := e.waitRetry(t, &job, 1, time.Now())
+	if again.CreationTimestamp.Before(&job.CreationTimestamp) {
+		t.Errorf("Job %s of the inputs built again is older than the one deleted", again.Name)
 	}
 }
