@@ -133,7 +133,9 @@ type JobOptions struct {
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 	// TTLSecondsAfterFinished is how long a finished build Job (and its
 	// result ConfigMap) is kept (default 3600). A Job that failed for a
-	// reason other than its input is retried once it is gone.
+	// reason other than its input does not wait for it: it is deleted and
+	// made again after a backoff of 250 ms doubling up to 30 s
+	// (status.builds[].attempt counts the attempts).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
