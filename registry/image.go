@@ -73,7 +73,7 @@ func (o *Options) Image(ctx context.Context, ref string, platform *v1.Platform) 
 	_, res.Pinned = r.(name.Digest)
 	desc, err := remote.Get(r, o.RemoteOptions(ctx)...)
 	if err != nil {
-		return nil, res, fmt.Errorf("image %s: %w", ref, err)
+		return nil, res, fmt.Errorf("image %s: %w", ref, ExplainRefused(err, r.Context()))
 	}
 	var img v1.Image
 	if desc.MediaType.IsIndex() {

@@ -12,11 +12,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/docker/distribution/registry/api/errcode"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -27,6 +29,7 @@ import (
 	"go.podman.io/buildah"
 	"go.podman.io/buildah/define"
 	"go.podman.io/buildah/imagebuildah"
+	"go.podman.io/image/v5/docker"
 	"go.podman.io/image/v5/transports/alltransports"
 	"go.podman.io/image/v5/types"
 	"go.podman.io/storage"
@@ -159,7 +162,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := builder.TimePhase(&res.Phases, "describe", func() error {
 		img, err := remote.Image(mustRef(tagRef), reg.RemoteOptions(ctx)...)
 		if err != nil {
-			return fmt.Errorf("package stage: reading the pushed package base %s: %w", tagRef, err)
+			return fmt.Errorf("package stage: reading the pushed package base %s: %w", tagRef, registry.ExplainRefused(err, mustRef(tagRef).Context()))
 		}
 		return describe(ctx, reg, res, o.Repository, img, o.Plan.BaseDigest, o.Base)
 	}); err != nil {
@@ -196,7 +199,7 @@ func lookup(ctx context.Context, reg *registry.Options, ref, key string) (v1.Ima
 		if errors.As(err, &te) && te.StatusCode == 404 {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("package stage: looking up %s: %w", ref, err)
+		return nil, fmt.Errorf("package stage: looking up %s: %w", ref, registry.ExplainRefused(err, r.Context()))
 	}
 	cfg, err := img.ConfigFile()
 	if err != nil {
@@ -222,7 +225,7 @@ func describe(ctx context.Context, reg *registry.Options, res *Result, repo stri
 	}
 	bimg, err := remote.Image(br, reg.RemoteOptions(ctx)...)
 	if err != nil {
-		return fmt.Errorf("package stage: base %s: %w", base, err)
+		return fmt.Errorf("package stage: base %s: %w", base, registry.ExplainRefused(err, br.Context()))
 	}
 	bm, err := bimg.Manifest()
 	if err != nil {
@@ -306,13 +309,18 @@ func build(ctx context.Context, o Options, reg *registry.Options, scratch string
 	}
 	defer store.Shutdown(true)
 
-	sys := &types.SystemContext{SignaturePolicyPath: policyPath}
+	// The blob info cache (which layer has which compressed digest where)
+	// lives in the scratch directory too.
+	sys := &types.SystemContext{SignaturePolicyPath: policyPath, BlobInfoCacheDir: scratch}
 	// The credentials oslayer has for the base's and the target's
 	// registries, as an auth file in the scratch directory.
 	authPath, err := writeAuthFile(scratch, reg, o.Base, o.Repository)
 	if err != nil {
 		return err
 	}
+	// The credentials leave with the steps and the push, not with the
+	// scratch directory (which may be removed in the background).
+	defer os.Remove(authPath)
 	sys.AuthFilePath = authPath
 	host := strings.SplitN(o.Repository, "/", 2)[0]
 	if reg.IsInsecure(host) || strings.HasPrefix(host, "127.0.0.1") || strings.HasPrefix(host, "localhost") || strings.HasPrefix(host, "[::1]") {
@@ -356,7 +364,7 @@ func build(ctx context.Context, o Options, reg *registry.Options, scratch string
 		})
 		return err
 	}); err != nil {
-		return fmt.Errorf("package stage: pulling the base %s: %w", o.Base, err)
+		return fmt.Errorf("package stage: pulling the base %s: %w", o.Base, refused(err, o.Base))
 	}
 	var id string
 	err = builder.TimePhase(&res.Phases, "build", func() (err error) {
@@ -390,6 +398,9 @@ func build(ctx context.Context, o Options, reg *registry.Options, scratch string
 		return fmt.Errorf("package stage: repository %s: %w", o.Repository, err)
 	}
 	if err := builder.TimePhase(&res.Phases, "push", func() error {
+		if err := copyBaseLayers(ctx, reg, o.Base, o.Repository); err != nil {
+			return err
+		}
 		_, _, err := buildah.Push(ctx, id, dest, buildah.PushOptions{
 			Store:               store,
 			SystemContext:       sys,
@@ -400,12 +411,75 @@ func build(ctx context.Context, o Options, reg *registry.Options, scratch string
 		})
 		return err
 	}); err != nil {
-		return fmt.Errorf("package stage: pushing to %s: %w", o.Repository, err)
+		return fmt.Errorf("package stage: pushing to %s: %w", o.Repository, refused(err, o.Repository))
 	}
 	return nil
 }
 
 const v1MediaTypeOCIManifest = "application/vnd.oci.image.manifest.v1+json"
+
+// refused explains an error of buildah's for ref (a repository or an
+// image in it) whose registry refused the credentials.
+func refused(err error, ref string) error {
+	var ue docker.ErrUnauthorizedForCredentials
+	var es errcode.Errors
+	if !errors.As(err, &ue) && !authCode(err) && !(errors.As(err, &es) && slices.ContainsFunc(es, authCode)) {
+		return err
+	}
+	r, perr := name.NewRepository(strings.SplitN(ref, "@", 2)[0], name.Insecure)
+	if perr != nil {
+		return err
+	}
+	return registry.RefusedError(err, r)
+}
+
+// authCode reports whether err is a registry's "unauthorized" or "denied".
+func authCode(err error) bool {
+	var e errcode.Error
+	if errors.As(err, &e) {
+		return e.Code == errcode.ErrorCodeUnauthorized || e.Code == errcode.ErrorCodeDenied
+	}
+	return errors.Is(err, errcode.ErrorCodeUnauthorized) || errors.Is(err, errcode.ErrorCodeDenied)
+}
+
+// copyBaseLayers copies the layers of base into repo when they are on
+// different registries. buildah keeps layers uncompressed: pushing, it
+// reuses a base layer only where the registry already has its compressed
+// blob (it mounts it from the base's repository on the same registry) and
+// otherwise compresses it anew, to a blob of another digest, and the
+// package base would no longer start with the official base's layers.
+// With the blobs in repo, buildah finds them there.
+func copyBaseLayers(ctx context.Context, reg *registry.Options, base, repo string) error {
+	br, err := reg.ParseReference(base)
+	if err != nil {
+		return fmt.Errorf("package stage: base: %w", err)
+	}
+	tr, err := name.NewRepository(repo, name.Insecure)
+	if err != nil {
+		return fmt.Errorf("package stage: repository %s: %w", repo, err)
+	}
+	if br.Context().RegistryStr() == tr.RegistryStr() {
+		return nil
+	}
+	img, err := remote.Image(br, reg.RemoteOptions(ctx)...)
+	if err != nil {
+		return fmt.Errorf("package stage: base %s: %w", base, registry.ExplainRefused(err, br.Context()))
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return fmt.Errorf("package stage: base %s: %w", base, err)
+	}
+	for _, l := range layers {
+		d, err := l.Digest()
+		if err != nil {
+			return fmt.Errorf("package stage: base %s: %w", base, err)
+		}
+		if err := remote.WriteLayer(tr, l, reg.RemoteOptions(ctx)...); err != nil {
+			return fmt.Errorf("package stage: copying base layer %s to %s: %w", d, repo, registry.ExplainRefused(err, tr))
+		}
+	}
+	return nil
+}
 
 // stepRE finds the failing step in buildah's error ("building at STEP
 // \"RUN ...\": ...").
@@ -575,12 +649,20 @@ func openStore(scratch, driver string) (storage.Store, string, error) {
 
 // writeAuthFile writes the credentials reg's keychain has for the
 // registries of refs to a podman auth.json in dir and returns its path.
+// Each entry is keyed by the registry's host and port, as containers/image
+// looks it up. An identity token goes with an "auth" of the user name and
+// an empty password: containers/image ignores an entry without "auth".
 func writeAuthFile(dir string, reg *registry.Options, refs ...string) (string, error) {
 	kc := reg.Keychain
 	if kc == nil {
 		kc = authn.DefaultKeychain
 	}
-	auths := map[string]map[string]string{}
+	type entry struct {
+		Auth          string `json:"auth"`
+		IdentityToken string `json:"identitytoken,omitempty"`
+	}
+	b64 := func(user, pass string) string { return base64.StdEncoding.EncodeToString([]byte(user + ":" + pass)) }
+	auths := map[string]entry{}
 	for _, ref := range refs {
 		r, err := name.NewRepository(strings.SplitN(ref, "@", 2)[0], name.Insecure)
 		if err != nil {
@@ -596,11 +678,11 @@ func writeAuthFile(dir string, reg *registry.Options, refs ...string) (string, e
 		}
 		switch {
 		case cfg.IdentityToken != "":
-			auths[r.RegistryStr()] = map[string]string{"identitytoken": cfg.IdentityToken}
+			auths[r.RegistryStr()] = entry{Auth: b64(cfg.Username, ""), IdentityToken: cfg.IdentityToken}
 		case cfg.Auth != "":
-			auths[r.RegistryStr()] = map[string]string{"auth": cfg.Auth}
+			auths[r.RegistryStr()] = entry{Auth: cfg.Auth}
 		case cfg.Username != "" || cfg.Password != "":
-			auths[r.RegistryStr()] = map[string]string{"auth": base64.StdEncoding.EncodeToString([]byte(cfg.Username + ":" + cfg.Password))}
+			auths[r.RegistryStr()] = entry{Auth: b64(cfg.Username, cfg.Password)}
 		}
 	}
 	b, err := json.Marshal(map[string]any{"auths": auths})

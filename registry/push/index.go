@@ -50,19 +50,19 @@ func (p *Publisher) WriteIndex(ctx context.Context, ix *builder.BuiltIndex) (*bu
 	dref := p.tag.Context().Digest(d.String())
 	s, err := p.connect(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("push %s: write index by digest %s: connect: %w", p.target, d, explain(err, dref))
+		return nil, fmt.Errorf("push %s: write index by digest %s: connect: %w", p.target, d, registry.ExplainRefused(err, dref.Context()))
 	}
 	pub := &builder.Published{Ref: dref.String(), Digest: &dref}
 	if desc, herr := remote.Head(dref, s.remoteOptions(ctx)...); herr == nil && desc.Digest == d {
 		pub.Skipped = int64(len(raw))
 	} else if herr != nil && !isStatus(herr, http.StatusNotFound, http.StatusForbidden) {
-		return nil, fmt.Errorf("push %s: write index by digest %s: check manifest: %w", p.target, d, explain(herr, dref))
+		return nil, fmt.Errorf("push %s: write index by digest %s: check manifest: %w", p.target, d, registry.ExplainRefused(herr, dref.Context()))
 	} else {
 		err := s.putManifest(ctx, dref, ix.Index, func(ctx context.Context, r name.Reference, m remote.Taggable) error {
 			return remote.Put(r, m, s.remoteOptions(ctx)...)
 		}, p.o.log)
 		if err != nil {
-			return nil, fmt.Errorf("push %s: write index by digest %s: put manifest: %w", p.target, d, explain(err, dref))
+			return nil, fmt.Errorf("push %s: write index by digest %s: put manifest: %w", p.target, d, registry.ExplainRefused(err, dref.Context()))
 		}
 		pub.Uploaded = int64(len(raw))
 	}

@@ -2,16 +2,15 @@ package push
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/registry"
 )
 
 type remotePublisher struct{ p *Publisher }
@@ -52,7 +51,7 @@ func (r *remotePublisher) Write(ctx context.Context, b *builder.Built) (*builder
 	}
 	dref := p.tag.Context().Digest(d.String())
 	fail := func(step string, err error) (*builder.Published, error) {
-		return nil, fmt.Errorf("push %s: write image by digest %s: %s: %w", p.target, dref.DigestStr(), step, explain(err, dref))
+		return nil, fmt.Errorf("push %s: write image by digest %s: %s: %w", p.target, dref.DigestStr(), step, registry.ExplainRefused(err, dref.Context()))
 	}
 	sizes, total, err := blobSizes(b.Image)
 	if err != nil {
@@ -176,7 +175,7 @@ func (p *Publisher) moveTag(ctx context.Context, pub *builder.Published, d v1.Ha
 	var err error
 	if s == nil {
 		if s, err = p.connect(ctx, nil); err != nil {
-			return fmt.Errorf("push %s: move tag %s to %s: %w", p.target, p.tag.TagStr(), d, explain(err, p.tag))
+			return fmt.Errorf("push %s: move tag %s to %s: %w", p.target, p.tag.TagStr(), d, registry.ExplainRefused(err, p.tag.Context()))
 		}
 	}
 	// A tag that already names the digest is left alone: an unchanged
@@ -191,7 +190,7 @@ func (p *Publisher) moveTag(ctx context.Context, pub *builder.Published, d v1.Ha
 			return s.putTagged(ctx, *p.tag, m, d)
 		}, p.o.log)
 		if err != nil {
-			return fmt.Errorf("push %s: put manifest %s by tag %s: %w", p.target, d, p.tag.TagStr(), explain(err, p.tag))
+			return fmt.Errorf("push %s: put manifest %s by tag %s: %w", p.target, d, p.tag.TagStr(), registry.ExplainRefused(err, p.tag.Context()))
 		}
 		p.o.log.Info("image put by tag", "tag", p.tag.String(), "digest", d.String())
 		return nil
@@ -210,19 +209,8 @@ func (p *Publisher) moveTag(ctx context.Context, pub *builder.Published, d v1.Ha
 		return remote.Put(r, m, s.remoteOptions(ctx)...)
 	}, p.o.log)
 	if err != nil {
-		return fmt.Errorf("push %s: move tag %s to %s: %w", p.target, p.tag.TagStr(), d, explain(err, p.tag))
+		return fmt.Errorf("push %s: move tag %s to %s: %w", p.target, p.tag.TagStr(), d, registry.ExplainRefused(err, p.tag.Context()))
 	}
 	p.o.log.Info("tag moved", "tag", p.tag.String(), "digest", d.String())
 	return nil
-}
-
-// explain adds what an authentication failure means; the underlying error
-// text never contains credentials (go-containerregistry redacts them).
-func explain(err error, ref name.Reference) error {
-	var te *transport.Error
-	if errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden) {
-		return fmt.Errorf("registry %s refused the credentials for %s (check --authfile, --auth-secret or the docker config): %w",
-			ref.Context().RegistryStr(), ref.Context().RepositoryStr(), err)
-	}
-	return err
 }

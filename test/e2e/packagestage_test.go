@@ -306,9 +306,9 @@ func mustRepo(t *testing.T, s string) name.Repository {
 	return r
 }
 
-func headDigest(t *testing.T, ref string) v1.Hash {
+func headDigest(t *testing.T, ref string, opts ...remote.Option) v1.Hash {
 	t.Helper()
-	d, err := remote.Head(mustRef(t, ref))
+	d, err := remote.Head(mustRef(t, ref), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

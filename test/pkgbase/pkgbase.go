@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -28,6 +29,12 @@ import (
 // for a shell and the usual commands, as links, and any others given) to
 // reg and returns it by digest.
 func Push(t testing.TB, reg string, pkgs ...string) (string, v1.Hash) {
+	t.Helper()
+	return PushAuth(t, reg, authn.Anonymous, pkgs...)
+}
+
+// PushAuth is Push to a registry that needs the login auth.
+func PushAuth(t testing.TB, reg string, auth authn.Authenticator, pkgs ...string) (string, v1.Hash) {
 	t.Helper()
 	root := t.TempDir()
 	extract(t, root, append([]string{"busybox-static"}, pkgs...)...)
@@ -63,7 +70,7 @@ func Push(t testing.TB, reg string, pkgs ...string) (string, v1.Hash) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Write(ref, img); err != nil {
+	if err := remote.Write(ref, img, remote.WithAuth(auth)); err != nil {
 		t.Fatal(err)
 	}
 	d, _ := img.Digest()
