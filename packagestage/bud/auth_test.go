@@ -6,9 +6,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"io"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -92,14 +98,14 @@ func TestRunWithLogins(t *testing.T) {
 			targetReg.Host: {Username: targetLogin.Username, Password: targetPass},
 		}}
 	}
-	run := func(reg *registry.Options, step string) (*Result, []string, error) {
+	run2 := func(reg *registry.Options, repository, step string) (*Result, []string, error) {
 		plan, err := packagestage.NewPlan(digest, packagestage.Inputs{Containerfile: []byte("FROM packages\nRUN " + step + "\n")}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		var left []string
 		scratch := t.TempDir()
-		res, err := Run(context.Background(), Options{Plan: plan, Base: base, Repository: targetReg.Host + "/os/packages",
+		res, err := Run(context.Background(), Options{Plan: plan, Base: base, Repository: repository,
 			Registry: reg, ScratchDir: scratch, RemoveScratch: func(dir string) {
 				filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 					if err == nil && d.Type().IsRegular() {
@@ -115,6 +121,9 @@ func TestRunWithLogins(t *testing.T) {
 			t.Errorf("scratch directory left: %v", e)
 		}
 		return res, left, err
+	}
+	run := func(reg *registry.Options, step string) (*Result, []string, error) {
+		return run2(reg, targetReg.Host+"/os/packages", step)
 	}
 	res, left, err := run(login(targetLogin.Password), "mkdir -p /etc/agent")
 	if err != nil {
@@ -141,5 +150,41 @@ func TestRunWithLogins(t *testing.T) {
 	_, _, err = run(login("wrong"), "mkdir -p /etc/other")
 	if err == nil || !strings.Contains(err.Error(), "registry "+targetReg.Host+" refused the credentials") {
 		t.Errorf("wrong password: %v", err)
+	}
+
+	// Credentials that may read but not write manifests (a proxy answers
+	// PUT of a manifest with a registry's 403 DENIED): buildah's push
+	// fails, naming the registry; no tag is added.
+	up, _ := url.Parse("http://" + targetReg.Host)
+	rp := httputil.NewSingleHostReverseProxy(up)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/manifests/") {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, `{"errors":[{"code":"DENIED","message":"requested access to the resource is denied"}]}`)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	proxy := struct{ Host string }{strings.TrimPrefix(srv.URL, "http://")}
+	readOnly := &registry.Options{Keychain: staticKeychain{
+		baseReg.Host: {Username: baseLogin.Username, Password: baseLogin.Password},
+		proxy.Host:   {Username: targetLogin.Username, Password: targetLogin.Password},
+	}}
+	repo := mustRef(targetReg.Host + "/os/packages:x").Context()
+	before, err := remote.List(repo, remote.WithAuth(&targetLogin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, left, err = run2(readOnly, proxy.Host+"/os/packages", "mkdir -p /etc/third")
+	if err == nil || !strings.Contains(err.Error(), "registry "+proxy.Host+" refused the credentials") {
+		t.Errorf("manifest PUT refused: %v", err)
+	}
+	if len(left) != 0 {
+		t.Errorf("credentials in the scratch directory after the stage: %q", left)
+	}
+	if after, err := remote.List(repo, remote.WithAuth(&targetLogin)); err != nil || !slices.Equal(after, before) {
+		t.Errorf("tags %v %v, before %v", after, err, before)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -422,8 +423,12 @@ const v1MediaTypeOCIManifest = "application/vnd.oci.image.manifest.v1+json"
 // image in it) whose registry refused the credentials.
 func refused(err error, ref string) error {
 	var ue docker.ErrUnauthorizedForCredentials
+	var se docker.UnexpectedHTTPStatusError
 	var es errcode.Errors
-	if !errors.As(err, &ue) && !authCode(err) && !(errors.As(err, &es) && slices.ContainsFunc(es, authCode)) {
+	switch {
+	case errors.As(err, &ue), authCode(err), errors.As(err, &es) && slices.ContainsFunc(es, authCode):
+	case errors.As(err, &se) && (se.StatusCode == http.StatusUnauthorized || se.StatusCode == http.StatusForbidden):
+	default:
 		return err
 	}
 	r, perr := name.NewRepository(strings.SplitN(ref, "@", 2)[0], name.Insecure)
