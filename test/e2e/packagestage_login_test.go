@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -149,17 +148,7 @@ func TestPackageStageLogin(t *testing.T) {
 		if l := leaks(append(raw, rawM...)); len(l) != 0 {
 			t.Errorf("%s: config or manifest has credentials %q", ref, l)
 		}
-		ls, _ := img.Layers()
-		for i, layer := range ls {
-			rc, err := layer.Uncompressed()
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := io.ReadAll(rc)
-			rc.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
+		for i, b := range layerContents(t, img) {
 			if l := leaks(b); len(l) != 0 {
 				t.Errorf("%s: layer %d has credentials %q", ref, i, l)
 			}

@@ -250,17 +250,7 @@ func TestPackageStageCLI(t *testing.T) {
 	if bytes.Contains(raw, []byte(agentSecret)) || bytes.Contains(rawM, []byte(agentSecret)) {
 		t.Fatal("the build secret is in the config (labels, history) or the manifest")
 	}
-	ls, _ := img.Layers()
-	for i, l := range ls {
-		rc, err := l.Uncompressed()
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, b := range layerContents(t, img) {
 		if bytes.Contains(b, []byte(agentSecret)) {
 			t.Fatalf("the build secret is in layer %d", i)
 		}
@@ -295,6 +285,29 @@ func TestPackageStageCLI(t *testing.T) {
 	if out := regtest.Run(t, nil, rpm, "--root", rootfs, "--dbpath", "/var/lib/rpm", "-q", "agent"); strings.TrimSpace(out) != "agent-1.2-1.noarch" {
 		t.Errorf("rpm -q agent: %q", out)
 	}
+}
+
+// layerContents returns the uncompressed content of each layer of img.
+func layerContents(t *testing.T, img v1.Image) [][]byte {
+	t.Helper()
+	ls, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for _, l := range ls {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 func mustRepo(t *testing.T, s string) name.Repository {
