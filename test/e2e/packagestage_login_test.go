@@ -17,6 +17,7 @@ import (
 
 	"github.com/oslayer/oslayer/test/pkgbase"
 	"github.com/oslayer/oslayer/test/regtest"
+	"github.com/oslayer/oslayer/test/synth"
 )
 
 // TestPackageStageLogin runs oslayer build with a package stage whose base
@@ -148,7 +149,7 @@ func TestPackageStageLogin(t *testing.T) {
 		if l := leaks(append(raw, rawM...)); len(l) != 0 {
 			t.Errorf("%s: config or manifest has credentials %q", ref, l)
 		}
-		for i, b := range layerContents(t, img) {
+		for i, b := range synth.LayerContents(t, img) {
 			if l := leaks(b); len(l) != 0 {
 				t.Errorf("%s: layer %d has credentials %q", ref, i, l)
 			}

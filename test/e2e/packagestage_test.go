@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"github.com/oslayer/oslayer/builder"
 	"github.com/oslayer/oslayer/test/pkgbase"
 	"github.com/oslayer/oslayer/test/regtest"
+	"github.com/oslayer/oslayer/test/synth"
 )
 
 // agentMC is a worker MachineConfig with a file (its content is site) that
@@ -250,7 +250,7 @@ func TestPackageStageCLI(t *testing.T) {
 	if bytes.Contains(raw, []byte(agentSecret)) || bytes.Contains(rawM, []byte(agentSecret)) {
 		t.Fatal("the build secret is in the config (labels, history) or the manifest")
 	}
-	for i, b := range layerContents(t, img) {
+	for i, b := range synth.LayerContents(t, img) {
 		if bytes.Contains(b, []byte(agentSecret)) {
 			t.Fatalf("the build secret is in layer %d", i)
 		}
@@ -285,29 +285,6 @@ func TestPackageStageCLI(t *testing.T) {
 	if out := regtest.Run(t, nil, rpm, "--root", rootfs, "--dbpath", "/var/lib/rpm", "-q", "agent"); strings.TrimSpace(out) != "agent-1.2-1.noarch" {
 		t.Errorf("rpm -q agent: %q", out)
 	}
-}
-
-// layerContents returns the uncompressed content of each layer of img.
-func layerContents(t *testing.T, img v1.Image) [][]byte {
-	t.Helper()
-	ls, err := img.Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]byte
-	for _, l := range ls {
-		rc, err := l.Uncompressed()
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, b)
-	}
-	return out
 }
 
 func mustRepo(t *testing.T, s string) name.Repository {

@@ -69,3 +69,27 @@ func FileIndex(t testing.TB, name string, bodies map[string]string, arches ...st
 	}
 	return mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
 }
+
+// LayerContents returns the uncompressed content of each layer of img, in
+// order (for tests that look for what must be in no layer).
+func LayerContents(t testing.TB, img v1.Image) [][]byte {
+	t.Helper()
+	ls, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for _, l := range ls {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
