@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -572,35 +571,12 @@ func imageFiles(t *testing.T, ref string) (map[string]string, string) {
 		t.Fatal(err)
 	}
 	all.Write(cfg)
-	ls, err := img.Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
 	files := map[string]string{}
-	for _, l := range ls {
-		rc, err := l.Uncompressed()
-		if err != nil {
-			t.Fatal(err)
+	synth.WalkLayers(t, img, func(h *tar.Header, b []byte) {
+		all.Write(b)
+		if h.Typeflag == tar.TypeReg {
+			files[strings.TrimPrefix(h.Name, "./")] = string(b)
 		}
-		tr := tar.NewReader(rc)
-		for {
-			h, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			all.Write(b)
-			if h.Typeflag == tar.TypeReg {
-				files[strings.TrimPrefix(h.Name, "./")] = string(b)
-			}
-		}
-		rc.Close()
-	}
+	})
 	return files, all.String()
 }

@@ -3,7 +3,6 @@ package e2e
 import (
 	"archive/tar"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,34 +157,11 @@ func TestCLIMultiArchImageRef(t *testing.T) {
 // ends in suffix among img's layers.
 func fileInLayers(t *testing.T, img v1.Image, suffix string) string {
 	t.Helper()
-	ls, err := img.Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
 	found := ""
-	for _, l := range ls {
-		rc, err := l.Uncompressed()
-		if err != nil {
-			t.Fatal(err)
+	synth.WalkLayers(t, img, func(h *tar.Header, b []byte) {
+		if h.Typeflag == tar.TypeReg && strings.HasSuffix(h.Name, suffix) {
+			found = string(b)
 		}
-		tr := tar.NewReader(rc)
-		for {
-			h, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if h.Typeflag == tar.TypeReg && strings.HasSuffix(h.Name, suffix) {
-				b, err := io.ReadAll(tr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				found = string(b)
-			}
-		}
-		rc.Close()
-	}
+	})
 	return found
 }

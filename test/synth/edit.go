@@ -93,3 +93,37 @@ func LayerContents(t testing.TB, img v1.Image) [][]byte {
 	}
 	return out
 }
+
+// WalkLayers calls visit with the header and the content of every entry of
+// every layer of img, in order (lower layers first).
+func WalkLayers(t testing.TB, img v1.Image, visit func(h *tar.Header, content []byte)) {
+	t.Helper()
+	ls, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range ls {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				rc.Close()
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				rc.Close()
+				t.Fatal(err)
+			}
+			visit(h, b)
+		}
+		rc.Close()
+	}
+}
