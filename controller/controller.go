@@ -3,7 +3,7 @@
 // reads a pool's configuration from the cluster (the Gardener node-agent's
 // OSC Secret, an OpenShift MachineConfigPool's rendered MachineConfig, or
 // ConfigMaps/Secrets holding documents), builds it in the controller
-// process through builder.Build with preflight and signing, pushes it,
+// process through build.Build with preflight and signing, pushes it,
 // records the digest in the PoolImage's status and, with spec.publish,
 // hands it on (an osImageURL MachineConfig for the OpenShift pool, a
 // ConfigMap).
@@ -44,12 +44,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
-	"github.com/oslayer/oslayer/builder"
-	"github.com/oslayer/oslayer/layers"
+	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/preflight"
-	"github.com/oslayer/oslayer/registry"
-	"github.com/oslayer/oslayer/registry/push"
-	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/publish"
+	"github.com/oslayer/oslayer/render"
+	"github.com/oslayer/oslayer/sign"
 )
 
 // Options configure the reconciler.
@@ -292,7 +292,7 @@ func (r *Reconciler) fail(ctx context.Context, pi *v1alpha1.PoolImage, digest, s
 }
 
 // run builds the PoolImage's inputs; step names where a failure happened.
-func (r *Reconciler) run(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs, log *slog.Logger) (*builder.Result, string, error) {
+func (r *Reconciler) run(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs, log *slog.Logger) (*build.Result, string, error) {
 	if in.packageStage && !r.pod {
 		// The controller process never runs buildah (Reconcile refuses
 		// such a pool before it gets here).
@@ -320,14 +320,14 @@ func (r *Reconciler) run(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs
 		return nil, "config", err
 	}
 	// Small images: a blob goes in one PUT after its POST.
-	popts := append([]push.Option{push.WithLogger(log), push.WithSingleRequestUploads()}, shared...)
-	pub, err := push.New(pi.Spec.Target, &reg, popts...)
+	popts := append([]publish.Option{publish.WithLogger(log), publish.WithSingleRequestUploads()}, shared...)
+	pub, err := publish.New(pi.Spec.Target, &reg, popts...)
 	if err != nil {
 		return nil, "config", fmt.Errorf("spec.target: %w", err)
 	}
 	pool := poolName(pi)
-	req := builder.Request{
-		Render: layers.Request{
+	req := build.Request{
+		Render: render.Request{
 			OSCs: byKind["OSC"], MachineConfigs: byKind["MachineConfig"], MachineConfigPools: byKind["MachineConfigPool"],
 			Pool: pool, SecretsDir: secretsDir, BakeSecrets: pi.Spec.BakeSecrets,
 		},
@@ -335,18 +335,18 @@ func (r *Reconciler) run(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs
 		Registry: &reg,
 		Arch:     pi.Spec.Arch,
 		Version:  r.Options.Version,
-		Flags: builder.OutputFlags{Pool: pool, Base: pi.Spec.Base, BaseIndex: builder.BaseIndexAuto, Arch: pi.Spec.Arch,
+		Flags: build.OutputFlags{Pool: pool, Base: pi.Spec.Base, BaseIndex: build.BaseIndexAuto, Arch: pi.Spec.Arch,
 			BakeSecrets: pi.Spec.BakeSecrets}.Map(),
 		Logger:    log,
-		BaseIndex: builder.BaseIndexAuto,
-		Index:     builder.IndexOptions{CacheDir: r.Options.IndexCacheDir, Registry: &reg, Logger: log},
+		BaseIndex: build.BaseIndexAuto,
+		Index:     build.IndexOptions{CacheDir: r.Options.IndexCacheDir, Registry: &reg, Logger: log},
 	}
 	if r.pod {
 		if req.Packages, err = r.packageStage(pi, in, &reg); err != nil {
 			return nil, "config", err
 		}
 	}
-	res, err := builder.Build(ctx, req, pub, stages...)
+	res, err := build.Build(ctx, req, pub, stages...)
 	if err != nil {
 		r.pushed.forget()
 		step := "build"
@@ -394,7 +394,7 @@ func (r *Reconciler) keychain(ctx context.Context, pi *v1alpha1.PoolImage, dir s
 }
 
 // stages are the preflight and signing stages of the PoolImage.
-func (r *Reconciler) stages(ctx context.Context, pi *v1alpha1.PoolImage, reg *registry.Options, log *slog.Logger) ([]builder.Stage, error) {
+func (r *Reconciler) stages(ctx context.Context, pi *v1alpha1.PoolImage, reg *registry.Options, log *slog.Logger) ([]build.Stage, error) {
 	// The registry keeps a manifest under its digest only with exactly
 	// the bytes written: reading the written image back tells nothing new.
 	po := preflight.Options{Log: log, MaxAddedBytes: 2 << 30, NoReadBack: true}
@@ -471,7 +471,7 @@ func (r *Reconciler) event(pi *v1alpha1.PoolImage, typ, reason, action, format s
 }
 
 // phaseAttrs are the build's phase times (seconds) as a log group.
-func phaseAttrs(ps []builder.Phase) slog.Value {
+func phaseAttrs(ps []build.Phase) slog.Value {
 	as := make([]slog.Attr, len(ps))
 	for i, p := range ps {
 		as[i] = slog.Float64(p.Name, p.Seconds)

@@ -23,8 +23,8 @@ import (
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/controller"
-	"github.com/oslayer/oslayer/registry"
-	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/test/regtest"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/sigstore/sigstore/pkg/signature"
 
-	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/sign"
 )
 
 // maxKeys bounds the decrypted signing keys a keyCache holds.

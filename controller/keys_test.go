@@ -4,7 +4,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/sign"
 )
 
 // TestKeyCache: one key decrypts once however many builds ask at once; a

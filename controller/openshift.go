@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
-	"github.com/oslayer/oslayer/layers/machineconfig"
+	"github.com/oslayer/oslayer/sources/machineconfig"
 )
 
 // The OpenShift source: a MachineConfigPool whose rendered MachineConfig

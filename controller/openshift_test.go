@@ -29,7 +29,7 @@ import (
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/controller"
 	"github.com/oslayer/oslayer/packagestage/bud"
-	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/k8senv"
 	"github.com/oslayer/oslayer/test/regtest"

@@ -20,11 +20,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
-	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/packagestage/bud"
-	"github.com/oslayer/oslayer/registry"
-	"github.com/oslayer/oslayer/registry/push"
-	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/publish"
+	"github.com/oslayer/oslayer/sign"
 )
 
 // PodOptions configure a build in the build pod (oslayer build
@@ -156,7 +156,7 @@ func ParseObjectKey(s string) (ns, name string, err error) {
 // spec, the build secrets from their mounted volumes, the package base
 // pushed into the target's repository. A pool without package inputs
 // runs none (builder asks the stage, which finds nothing to do).
-func (r *Reconciler) packageStage(pi *v1alpha1.PoolImage, in *inputs, reg *registry.Options) (builder.PackageStage, error) {
+func (r *Reconciler) packageStage(pi *v1alpha1.PoolImage, in *inputs, reg *registry.Options) (build.PackageStage, error) {
 	c := bud.Config{Registry: reg, Log: r.buildLog}
 	for _, d := range in.docs {
 		switch d.Kind {
@@ -186,7 +186,7 @@ func (r *Reconciler) packageStage(pi *v1alpha1.PoolImage, in *inputs, reg *regis
 			c.Secrets[s.ID] = f
 		}
 	}
-	t, err := push.ParseTarget(pi.Spec.Target)
+	t, err := publish.ParseTarget(pi.Spec.Target)
 	if err != nil {
 		return nil, fmt.Errorf("spec.target: %w", err)
 	}

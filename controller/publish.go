@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
-	"github.com/oslayer/oslayer/layers/machineconfig"
+	"github.com/oslayer/oslayer/sources/machineconfig"
 )
 
 // spec.publish: the controller keeps an osImageURL MachineConfig for the

@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/oslayer/oslayer/registry"
-	"github.com/oslayer/oslayer/registry/push"
+	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/publish"
 )
 
 // sharedTTL is how long builds trust what earlier builds learnt about the
@@ -29,31 +29,31 @@ const maxSessions = 64
 type sharedPush struct {
 	mu       sync.Mutex
 	since    time.Time
-	known    *push.KnownBlobs
+	known    *publish.KnownBlobs
 	sessions map[[sha256.Size]byte]*connections
 }
 
 // connections are the shared connections of one set of credentials.
 type connections struct {
-	push push.Sessions
+	push publish.Sessions
 	reg  registry.Connections
 }
 
 // options are the push options of a build with the credentials cred (the
 // digest of the Secrets they come from), and the connections of its other
 // registry calls (registry.Options.Shared).
-func (s *sharedPush) options(cred [sha256.Size]byte) ([]push.Option, *registry.Connections) {
+func (s *sharedPush) options(cred [sha256.Size]byte) ([]publish.Option, *registry.Connections) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.known == nil || time.Since(s.since) > sharedTTL || len(s.sessions) >= maxSessions {
-		s.since, s.known, s.sessions = time.Now(), &push.KnownBlobs{}, map[[sha256.Size]byte]*connections{}
+		s.since, s.known, s.sessions = time.Now(), &publish.KnownBlobs{}, map[[sha256.Size]byte]*connections{}
 	}
 	c := s.sessions[cred]
 	if c == nil {
 		c = &connections{}
 		s.sessions[cred] = c
 	}
-	return []push.Option{push.WithKnownBlobs(s.known), push.WithSessions(&c.push)}, &c.reg
+	return []publish.Option{publish.WithKnownBlobs(s.known), publish.WithSessions(&c.push)}, &c.reg
 }
 
 // forget drops what the builds learnt.

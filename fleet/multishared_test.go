@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/oslayer/oslayer/fleet"
-	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
 )

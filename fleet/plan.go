@@ -1,6 +1,6 @@
 // Package fleet builds many pools' images in one process: a plan (YAML)
 // lists defaults and clusters, each with pools; every pool is one
-// builder.Build, and the pools share what they can share (the resolved base
+// build.Build, and the pools share what they can share (the resolved base
 // and its index, the registry credentials and connections, the imageRef
 // files read for rendering, the signing key).
 //
@@ -43,10 +43,10 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/preflight"
-	"github.com/oslayer/oslayer/registry"
-	"github.com/oslayer/oslayer/registry/push"
+	"github.com/oslayer/oslayer/publish"
 )
 
 // MaxPlanSize bounds the plan file.
@@ -317,7 +317,7 @@ func (p *Plan) resolve(dir string) ([]Pool, Errors) {
 			if pool.Target != "" {
 				key := pool.Target
 				if !registry.IsLayout(key) {
-					if t, err := push.ParseTarget(key); err == nil {
+					if t, err := publish.ParseTarget(key); err == nil {
 						key = t.Name()
 					}
 				}
@@ -374,11 +374,11 @@ func (s *Settings) check(path, dir string, add func(path, format string, args ..
 		}
 	}
 	if s.Arch != "" {
-		if arches, err := builder.ParseArches(s.Arch); err != nil {
+		if arches, err := build.ParseArches(s.Arch); err != nil {
 			add(path+".arch", "%v", strings.TrimPrefix(err.Error(), "--arch "))
 		} else {
 			for _, a := range arches {
-				if a != builder.ArchAll && !knownArch[a] {
+				if a != build.ArchAll && !knownArch[a] {
 					add(path+".arch", "%q: want one of amd64, arm64, ppc64le, s390x (or x86_64, aarch64), a list of them (amd64,arm64) or all", a)
 				}
 			}
@@ -502,7 +502,7 @@ func (p *Pool) validate(add func(path, format string, args ...any)) {
 			add(p.Path+".target", "%v", err)
 		}
 	default:
-		if _, err := push.ParseTarget(p.Target); err != nil {
+		if _, err := publish.ParseTarget(p.Target); err != nil {
 			add(p.Path+".target", "%v", err)
 		}
 	}

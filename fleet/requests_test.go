@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/oslayer/oslayer/fleet"
-	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/test/regtest"
 )
 

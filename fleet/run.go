@@ -19,14 +19,14 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/sigstore/pkg/signature"
 
-	"github.com/oslayer/oslayer/builder"
-	"github.com/oslayer/oslayer/layers"
-	"github.com/oslayer/oslayer/layers/imagefile"
-	"github.com/oslayer/oslayer/layers/model"
+	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/preflight"
-	"github.com/oslayer/oslayer/registry"
-	"github.com/oslayer/oslayer/registry/push"
-	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/publish"
+	"github.com/oslayer/oslayer/render"
+	"github.com/oslayer/oslayer/sign"
+	"github.com/oslayer/oslayer/sources/imageref"
+	"github.com/oslayer/oslayer/sources/model"
 )
 
 // Options configure a fleet run. Everything in it is shared by all pools.
@@ -85,7 +85,7 @@ type Shared struct {
 type run struct {
 	o      Options
 	log    *slog.Logger
-	images *imagefile.Reader
+	images *imageref.Reader
 
 	mu    sync.Mutex
 	bases map[string]*baseEntry
@@ -95,16 +95,16 @@ type run struct {
 	repoIdx   map[string]bool // repositories that get the base index artifact
 	// imageOpts configure every imageRef reader; platImages are the
 	// readers of multi-platform pools, by platform.
-	imageOpts  []imagefile.Option
-	platImages map[string]*imagefile.Reader
-	known      push.KnownBlobs // blobs seen in target repositories during the run
-	sessions   push.Sessions   // connections to target repositories
+	imageOpts  []imageref.Option
+	platImages map[string]*imageref.Reader
+	known      publish.KnownBlobs // blobs seen in target repositories during the run
+	sessions   publish.Sessions   // connections to target repositories
 	progress   *progress
 }
 
 type baseEntry struct {
 	once   sync.Once
-	base   *builder.Base
+	base   *build.Base
 	shared Shared
 	step   string
 	err    error
@@ -161,15 +161,15 @@ func Run(ctx context.Context, pools []Pool, o Options) (*Summary, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var iopts []imagefile.Option
+	var iopts []imageref.Option
 	if o.ImageBudget > 0 {
-		iopts = append(iopts, imagefile.WithBudget(o.ImageBudget))
+		iopts = append(iopts, imageref.WithBudget(o.ImageBudget))
 	}
 	if o.ImageTimeout > 0 {
-		iopts = append(iopts, imagefile.WithTimeout(o.ImageTimeout))
+		iopts = append(iopts, imageref.WithTimeout(o.ImageTimeout))
 	}
-	r := &run{o: o, log: log, images: imagefile.New(o.Registry, iopts...), imageOpts: iopts,
-		bases: map[string]*baseEntry{}, platLists: map[string]*platformsEntry{}, keys: map[string]*keyEntry{}, repoIdx: map[string]bool{}, platImages: map[string]*imagefile.Reader{}}
+	r := &run{o: o, log: log, images: imageref.New(o.Registry, iopts...), imageOpts: iopts,
+		bases: map[string]*baseEntry{}, platLists: map[string]*platformsEntry{}, keys: map[string]*keyEntry{}, repoIdx: map[string]bool{}, platImages: map[string]*imageref.Reader{}}
 	defer func() {
 		r.images.Close()
 		for _, ir := range r.platImages {
@@ -252,11 +252,11 @@ type prepared struct {
 	start  time.Time
 	mode   string
 	repo   string
-	base   *builder.Base
-	stages []builder.Stage
+	base   *build.Base
+	stages []build.Stage
 	// rendered is nil for a pool that takes its base from its
 	// MachineConfigs (builder renders it twice); renderSecs its time.
-	rendered   *layers.Result
+	rendered   *render.Result
 	renderSecs float64
 	// prepSecs is the time prepare took besides rendering (shared base
 	// resolution waits count).
@@ -267,22 +267,22 @@ type prepared struct {
 	arches []string
 	// platforms are a multi-platform pool's platforms, each with its
 	// shared base and its render (nil when the base comes from the
-	// MachineConfigs: builder.BuildMulti resolves and renders).
+	// MachineConfigs: build.BuildMulti resolves and renders).
 	platforms []platformRender
 	// same is the first pool of its group when this pool shares its
 	// image (nil for the first); image and multi are the first pool's
 	// build (of an image, of an index), kept while its group is built.
 	same  *prepared
-	image *builder.Result
-	multi *builder.MultiResult
+	image *build.Result
+	multi *build.MultiResult
 }
 
 // platformRender is one platform of a multi-platform pool, rendered onto
 // the run's shared base of that platform.
 type platformRender struct {
 	platform v1.Platform
-	base     *builder.Base
-	rendered *layers.Result
+	base     *build.Base
+	rendered *render.Result
 	secs     float64
 }
 
@@ -306,10 +306,10 @@ func (r *run) prepare(ctx context.Context, p *Pool) (pr *prepared) {
 	}
 	pr.mode = p.BaseIndex
 	if pr.mode == "" {
-		pr.mode = builder.BaseIndexAuto
+		pr.mode = build.BaseIndexAuto
 	}
 	if !registry.IsLayout(p.Target) {
-		t, err := push.ParseTarget(p.Target)
+		t, err := publish.ParseTarget(p.Target)
 		if err != nil {
 			return fail("push", KindInput, err)
 		}
@@ -322,7 +322,7 @@ func (r *run) prepare(ctx context.Context, p *Pool) (pr *prepared) {
 	if pr.stages, err = r.stages(p); err != nil {
 		return fail(sign.StageSign, KindInput, err)
 	}
-	if arches, _ := builder.ParseArches(p.Arch); len(arches) > 1 || arches[0] == builder.ArchAll {
+	if arches, _ := build.ParseArches(p.Arch); len(arches) > 1 || arches[0] == build.ArchAll {
 		pr.arches = arches
 	}
 	if p.Base == "" {
@@ -336,13 +336,13 @@ func (r *run) prepare(ctx context.Context, p *Pool) (pr *prepared) {
 		indexRepo = ""
 	}
 	renderFailed := func(what string, err error) *prepared {
-		pr.res.Phases = []builder.Phase{{Name: "render", Seconds: pr.renderSecs}}
+		pr.res.Phases = []build.Phase{{Name: "render", Seconds: pr.renderSecs}}
 		return fail("render", stepKind(ctx, "render"), fmt.Errorf("%srender: %w", what, err))
 	}
 	if pr.arches != nil {
 		// Each platform is rendered once, here, onto the run's shared
 		// base of that platform with that platform's imageRef content;
-		// builder.BuildMulti takes these renders (see buildMulti).
+		// build.BuildMulti takes these renders (see buildMulti).
 		platforms, err := r.platforms(ctx, p.Base, pr.arches)
 		if err != nil {
 			return fail("base", KindRun, err)
@@ -377,20 +377,20 @@ func (r *run) prepare(ctx context.Context, p *Pool) (pr *prepared) {
 
 // render renders pool p onto base (onto its index unless mode is off),
 // reading imageRef files through images; it returns the render's time.
-func (r *run) render(ctx context.Context, p *Pool, base *builder.Base, mode string, images model.ImageFiles) (*layers.Result, float64, error) {
+func (r *run) render(ctx context.Context, p *Pool, base *build.Base, mode string, images model.ImageFiles) (*render.Result, float64, error) {
 	rreq := r.renderRequest(p)
 	rreq.Images = images
-	if base.Index != nil && mode != builder.BaseIndexOff {
+	if base.Index != nil && mode != build.BaseIndexOff {
 		rreq.Base = base.Index.FS()
 	}
 	rreq.BaseName = fmt.Sprintf("base %s (%s)", base.Ref, base.Digest)
 	t0 := time.Now()
-	rd, err := layers.Render(ctx, rreq)
+	rd, err := render.Render(ctx, rreq)
 	return rd, time.Since(t0).Seconds(), err
 }
 
-func (r *run) renderRequest(p *Pool) layers.Request {
-	return layers.Request{
+func (r *run) renderRequest(p *Pool) render.Request {
+	return render.Request{
 		OSCs: p.OSC, MachineConfigs: p.MachineConfig, MachineConfigPools: p.MachineConfigPool,
 		Pool: p.Name, SecretsDir: p.Secrets, BakeSecrets: p.bake(), AllowTopLevel: p.AllowTopLevel,
 		Epoch: r.o.Epoch, Images: r.images,
@@ -427,7 +427,7 @@ func (pr *prepared) identity() string {
 }
 
 // writeRendered adds what a render puts into an image to h.
-func writeRendered(h io.Writer, rd *layers.Result) {
+func writeRendered(h io.Writer, rd *render.Result) {
 	b, _ := json.Marshal([]any{rd.KernelArgs, rd.Packages, rd.OSImageURL})
 	h.Write(b)
 	for _, l := range rd.Layers {
@@ -474,7 +474,7 @@ func (r *run) buildGroup(ctx context.Context, g []*prepared) []*prepared {
 		pr.res.SameImageAs = lead.pool.Path
 		if lead.res.Status != "built" {
 			// The same image: it would fail the same way.
-			pr.res.Phases = []builder.Phase{{Name: "render", Seconds: pr.renderSecs}}
+			pr.res.Phases = []build.Phase{{Name: "render", Seconds: pr.renderSecs}}
 			pr.res.fail(lead.res.Step, lead.res.Kind, fmt.Errorf("%s (the same image as %s, which failed)", lead.res.Error, lead.pool.Path))
 			pr.res.Seconds = pr.prepSecs + pr.renderSecs
 			continue
@@ -492,7 +492,7 @@ func (r *run) buildGroup(ctx context.Context, g []*prepared) []*prepared {
 // buildPool builds one prepared pool under the pool label name, from
 // rendered (nil: builder renders); a panic
 // fails only this pool.
-func (r *run) buildPool(ctx context.Context, pr *prepared, rendered *layers.Result, name string) {
+func (r *run) buildPool(ctx context.Context, pr *prepared, rendered *render.Result, name string) {
 	p := pr.pool
 	res := &pr.res
 	start := time.Now()
@@ -504,15 +504,15 @@ func (r *run) buildPool(ctx context.Context, pr *prepared, rendered *layers.Resu
 	}()
 	// Every tag belongs to one pool, and the first image of a repository
 	// is written alone: the publisher is the sole writer (see Run).
-	popts := []push.Option{push.WithLogger(r.log), push.WithKnownBlobs(&r.known),
-		push.WithSessions(&r.sessions), push.WithSoleWriter(), push.WithSingleRequestUploads()}
+	popts := []publish.Option{publish.WithLogger(r.log), publish.WithKnownBlobs(&r.known),
+		publish.WithSessions(&r.sessions), publish.WithSoleWriter(), publish.WithSingleRequestUploads()}
 	if pr.arches == nil {
 		// A single image: its manifest is put once, by tag, after every
 		// stage (no stage reads it back: see stages). An index's platform
 		// images must be there by digest before the index.
-		popts = append(popts, push.WithManifestByTag())
+		popts = append(popts, publish.WithManifestByTag())
 	}
-	pub, err := push.New(p.Target, r.o.Registry, popts...)
+	pub, err := publish.New(p.Target, r.o.Registry, popts...)
 	if err != nil {
 		res.fail("push", KindInput, err)
 		return
@@ -523,21 +523,21 @@ func (r *run) buildPool(ctx context.Context, pr *prepared, rendered *layers.Resu
 	}
 	rreq := r.renderRequest(p)
 	rreq.Pool = name
-	req := builder.Request{
+	req := build.Request{
 		Render:    rreq,
 		Base:      p.Base,
 		BaseImage: pr.base,
 		Registry:  r.o.Registry,
 		Arch:      p.Arch,
 		Version:   r.o.Version,
-		Flags: builder.OutputFlags{Pool: name, Base: p.Base, BaseIndex: pr.mode, Arch: p.Arch,
+		Flags: build.OutputFlags{Pool: name, Base: p.Base, BaseIndex: pr.mode, Arch: p.Arch,
 			BakeSecrets: p.bake(), AllowTopLevel: p.AllowTopLevel}.Map(),
 		Logger:    r.log,
 		BaseIndex: pr.mode,
-		Index:     builder.IndexOptions{CacheDir: r.o.IndexCacheDir, Registry: r.o.Registry, Logger: r.log},
+		Index:     build.IndexOptions{CacheDir: r.o.IndexCacheDir, Registry: r.o.Registry, Logger: r.log},
 	}
 	if rendered != nil {
-		req.Renderer = func(context.Context, layers.Request) (*layers.Result, error) { return rendered, nil }
+		req.Renderer = func(context.Context, render.Request) (*render.Result, error) { return rendered, nil }
 	}
 	if !registry.IsLayout(pr.repo) && (pr.arches != nil || r.firstInRepo(pr.repo, pr.base)) {
 		// The base index artifact goes once into every target repository.
@@ -547,29 +547,29 @@ func (r *run) buildPool(ctx context.Context, pr *prepared, rendered *layers.Resu
 		r.buildMulti(ctx, pr, req, pub)
 		return
 	}
-	br, err := builder.Build(ctx, req, pub, pr.stages...)
+	br, err := build.Build(ctx, req, pub, pr.stages...)
 	pr.image = br
 	r.record(ctx, pr, br, err)
 }
 
 // moveTag moves the tag of a single-image pool that shares the image of
-// its group's first pool (pr.same) to it with builder.TagImage: the image
+// its group's first pool (pr.same) to it with build.TagImage: the image
 // passed the checks, was pushed and signed (its signature is per digest)
 // when that pool built it, so nothing is assembled, checked, uploaded or
 // signed again. The registry sees a look at the tag and, unless it names
 // the image already, one PUT of the manifest by tag.
-func (r *run) moveTag(ctx context.Context, pr *prepared, pub *push.Publisher) {
-	br, err := builder.TagImage(ctx, pr.same.image, pub)
+func (r *run) moveTag(ctx context.Context, pr *prepared, pub *publish.Publisher) {
+	br, err := build.TagImage(ctx, pr.same.image, pub)
 	if br != nil {
 		// The pool's phases: its own render (prepare), then the tag.
-		br.Phases = append([]builder.Phase{{Name: "render"}}, br.Phases...)
+		br.Phases = append([]build.Phase{{Name: "render"}}, br.Phases...)
 	}
 	r.record(ctx, pr, br, err)
 }
 
 // record puts a single-image build's result (br, err) into the pool's
 // summary row, with the pool's own render time and inputs digest.
-func (r *run) record(ctx context.Context, pr *prepared, br *builder.Result, err error) {
+func (r *run) record(ctx context.Context, pr *prepared, br *build.Result, err error) {
 	res := &pr.res
 	res.fill(br)
 	if pr.rendered != nil {
@@ -590,20 +590,20 @@ func (r *run) record(ctx context.Context, pr *prepared, br *builder.Result, err 
 	}
 }
 
-// buildMulti builds a multi-platform pool through builder.BuildMulti: an
+// buildMulti builds a multi-platform pool through build.BuildMulti: an
 // image per platform (each on that platform's base manifest and imageRef
 // content, from the renders of prepare) and one OCI index the tag names.
 // A pool that shares the index of its group's first pool (pr.same) only
 // moves its tag to it: nothing is built, uploaded or signed again.
-func (r *run) buildMulti(ctx context.Context, pr *prepared, req builder.Request, pub *push.Publisher) {
+func (r *run) buildMulti(ctx context.Context, pr *prepared, req build.Request, pub *publish.Publisher) {
 	res := &pr.res
-	var mr *builder.MultiResult
+	var mr *build.MultiResult
 	var err error
 	if pr.same != nil {
-		mr, err = builder.TagIndex(ctx, pr.same.multi, pub)
+		mr, err = build.TagIndex(ctx, pr.same.multi, pub)
 	} else {
 		req.Arch = "" // BuildMulti records each platform's
-		mreq := builder.MultiRequest{Request: req, Arches: pr.arches,
+		mreq := build.MultiRequest{Request: req, Arches: pr.arches,
 			Images: func(p v1.Platform) model.ImageFiles { return r.platformImages(p) }}
 		if pr.platforms != nil {
 			// Each platform's base (and its index) was resolved once for
@@ -615,21 +615,21 @@ func (r *run) buildMulti(ctx context.Context, pr *prepared, req builder.Request,
 				mreq.Resolved = append(mreq.Resolved, pl.platform)
 				byPlatform[pl.platform.String()] = pl
 			}
-			mreq.Bases = func(_ context.Context, p v1.Platform) (*builder.Base, error) {
+			mreq.Bases = func(_ context.Context, p v1.Platform) (*build.Base, error) {
 				if pl := byPlatform[p.String()]; pl != nil {
 					return pl.base, nil
 				}
 				return nil, fmt.Errorf("platform %s was not resolved", p.String())
 			}
-			mreq.Renderers = func(p v1.Platform) builder.Renderer {
+			mreq.Renderers = func(p v1.Platform) build.Renderer {
 				pl := byPlatform[p.String()]
 				if pl == nil {
 					return nil
 				}
-				return func(context.Context, layers.Request) (*layers.Result, error) { return pl.rendered, nil }
+				return func(context.Context, render.Request) (*render.Result, error) { return pl.rendered, nil }
 			}
 		}
-		mr, err = builder.BuildMulti(ctx, mreq, pub, pr.stages...)
+		mr, err = build.BuildMulti(ctx, mreq, pub, pr.stages...)
 		pr.multi = mr
 	}
 	if mr != nil {
@@ -639,7 +639,7 @@ func (r *run) buildMulti(ctx context.Context, pr *prepared, req builder.Request,
 				break
 			}
 			if pr.same != nil {
-				p.Phases = []builder.Phase{{Name: "render"}}
+				p.Phases = []build.Phase{{Name: "render"}}
 			}
 			for j := range p.Phases {
 				if p.Phases[j].Name == "render" {
@@ -669,12 +669,12 @@ func (r *run) buildMulti(ctx context.Context, pr *prepared, req builder.Request,
 
 // platformImages returns the reader of imageRef files for platform p,
 // shared by every multi-platform pool of the run.
-func (r *run) platformImages(p v1.Platform) *imagefile.Reader {
+func (r *run) platformImages(p v1.Platform) *imageref.Reader {
 	key := p.String()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.platImages[key] == nil {
-		r.platImages[key] = imagefile.New(r.o.Registry, append(r.imageOpts, imagefile.WithPlatform(p))...)
+		r.platImages[key] = imageref.New(r.o.Registry, append(r.imageOpts, imageref.WithPlatform(p))...)
 	}
 	return r.platImages[key]
 }
@@ -694,7 +694,7 @@ func stepKind(ctx context.Context, step string) string {
 
 // firstInRepo reports whether this is the first pool on base pushing into
 // repo.
-func (r *run) firstInRepo(repo string, base *builder.Base) bool {
+func (r *run) firstInRepo(repo string, base *build.Base) bool {
 	key := repo
 	if base != nil {
 		key += "@" + base.Digest.String()
@@ -718,15 +718,15 @@ func (r *run) base(ctx context.Context, ref, arch, mode, repo string) *baseEntry
 	e.once.Do(func() {
 		start := time.Now()
 		defer func() { e.shared.Seconds = time.Since(start).Seconds() }()
-		b, err := builder.ResolveBase(ctx, ref, r.o.Registry, arch)
+		b, err := build.ResolveBase(ctx, ref, r.o.Registry, arch)
 		if err != nil {
 			e.step, e.err = "base", err
 			e.shared.Error = err.Error()
 			return
 		}
 		e.shared.Digest = b.Digest.String()
-		if mode != builder.BaseIndexOff {
-			info, err := builder.IndexBase(ctx, b, builder.IndexOptions{CacheDir: r.o.IndexCacheDir,
+		if mode != build.BaseIndexOff {
+			info, err := build.IndexBase(ctx, b, build.IndexOptions{CacheDir: r.o.IndexCacheDir,
 				Repository: repo, Registry: r.o.Registry, Logger: r.log})
 			if err != nil {
 				e.step, e.err = "base-index", fmt.Errorf("%w (baseIndex: off builds without reading the base)", err)
@@ -744,8 +744,8 @@ func (r *run) base(ctx context.Context, ref, arch, mode, repo string) *baseEntry
 // platforms: ArchAll reads the base's index once for every pool that
 // names it.
 func (r *run) platforms(ctx context.Context, ref string, arches []string) ([]v1.Platform, error) {
-	mreq := builder.MultiRequest{Request: builder.Request{Base: ref, Registry: r.o.Registry}, Arches: arches}
-	if len(arches) != 1 || arches[0] != builder.ArchAll {
+	mreq := build.MultiRequest{Request: build.Request{Base: ref, Registry: r.o.Registry}, Arches: arches}
+	if len(arches) != 1 || arches[0] != build.ArchAll {
 		return mreq.Platforms(ctx)
 	}
 	e := entry(&r.mu, r.platLists, ref, func(e *platformsEntry) {
@@ -764,7 +764,7 @@ func (r *run) platforms(ctx context.Context, ref string, arches []string) ([]v1.
 
 // stages returns the pool's preflight and signing stages; the signing key
 // is loaded once per file.
-func (r *run) stages(p *Pool) ([]builder.Stage, error) {
+func (r *run) stages(p *Pool) ([]build.Stage, error) {
 	po := preflight.Options{Log: r.log, MaxAddedBytes: 2 << 30, NoReadBack: true}
 	if pf := p.Preflight; pf != nil {
 		po.Skip, po.ExpectVersion, po.AllowSecrets = pf.Skip, pf.ExpectVersion, pf.AllowSecrets

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/build"
 	"github.com/oslayer/oslayer/fleet"
-	"github.com/oslayer/oslayer/layers"
-	"github.com/oslayer/oslayer/registry"
-	"github.com/oslayer/oslayer/registry/push"
+	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/publish"
+	"github.com/oslayer/oslayer/render"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
 )
@@ -151,14 +151,14 @@ func TestFleetBuild(t *testing.T) {
 
 	// One pool alone, the way oslayer build builds it: the same digest.
 	p := pools[4]
-	pub, err := push.New(e.host+"/single/check:latest", &registry.Options{})
+	pub, err := publish.New(e.host+"/single/check:latest", &registry.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := builder.Build(ctxT(t), builder.Request{
-		Render: layers.Request{OSCs: p.OSC, Pool: p.Name}, Base: p.Base, Version: "test",
-		Flags: builder.OutputFlags{Pool: p.Name, Base: p.Base}.Map(),
-		Index: builder.IndexOptions{CacheDir: filepath.Join(e.dir, "cache")},
+	res, err := build.Build(ctxT(t), build.Request{
+		Render: render.Request{OSCs: p.OSC, Pool: p.Name}, Base: p.Base, Version: "test",
+		Flags: build.OutputFlags{Pool: p.Name, Base: p.Base}.Map(),
+		Index: build.IndexOptions{CacheDir: filepath.Join(e.dir, "cache")},
 	}, pub)
 	if err != nil {
 		t.Fatal(err)

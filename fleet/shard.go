@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/oslayer/oslayer/builder"
-	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/internal/registry"
 )
 
 // ParseShard reads "I/N" (0 <= I < N): the I-th of N shards.
@@ -86,7 +86,7 @@ func shardKey(p *Pool) string {
 		repo = repo[:i]
 	}
 	// "x86_64,aarch64" and "amd64,arm64" are one image.
-	arches, _ := builder.ParseArches(p.Arch)
+	arches, _ := build.ParseArches(p.Arch)
 	h := sha256.New()
 	opts, _ := json.Marshal([]any{repo, p.Base, arches, p.BaseIndex, p.bake(),
 		p.AllowTopLevel, p.SignKey, p.SignKeyPasswordFile, p.Preflight})

@@ -12,8 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/oslayer/oslayer/builder"
-	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/sign"
 )
 
 // Summary is the result of a fleet run, written by --summary as JSON.
@@ -53,7 +53,7 @@ type PoolResult struct {
 	// Digest are the OCI index's).
 	Platforms     []PlatformResult `json:"platforms,omitempty"`
 	BytesUploaded int64            `json:"bytesUploaded"`
-	Phases        []builder.Phase  `json:"phases"`
+	Phases        []build.Phase    `json:"phases"`
 	Seconds       float64          `json:"seconds"`
 	Warnings      []string         `json:"warnings,omitempty"`
 	// Status is "built" or "failed".
@@ -65,7 +65,7 @@ type PoolResult struct {
 	Error string `json:"error,omitempty"`
 }
 
-func (r *PoolResult) fill(b *builder.Result) {
+func (r *PoolResult) fill(b *build.Result) {
 	r.Status = "built"
 	if b == nil {
 		return
@@ -96,7 +96,7 @@ type PlatformResult struct {
 
 // fillMulti records a multi-platform build: the index is the pool's
 // image; uploaded bytes and phases add up over the platforms.
-func (r *PoolResult) fillMulti(m *builder.MultiResult) {
+func (r *PoolResult) fillMulti(m *build.MultiResult) {
 	r.Status = "built"
 	if m == nil {
 		return

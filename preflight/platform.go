@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/internal/registry"
 )
 
 // platformCheck: the config's os/architecture must be linux, equal --arch

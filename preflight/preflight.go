@@ -16,7 +16,7 @@
 //	if err != nil { ... }        // the checks could not run
 //	if rep.Errors > 0 { ... }    // the image must not be published
 //
-// [Stage] wraps Run as a builder.Stage for `oslayer build`.
+// [Stage] wraps Run as a build.Stage for `oslayer build`.
 //
 // # Adding a check
 //
@@ -59,7 +59,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/build"
 )
 
 // Severity of a finding.
@@ -470,11 +470,11 @@ func addedStart(t *Target) (int, []Finding) {
 }
 
 // addedByHistory returns the index of the first of the trailing layers
-// whose history comment oslayer wrote (builder.HistoryCommentPrefix), when
+// whose history comment oslayer wrote (build.HistoryCommentPrefix), when
 // the image has the oslayer labels and one non-empty history entry per
 // layer; -1 otherwise.
 func addedByHistory(t *Target) int {
-	if t.Labels[builder.LabelBaseDigest] == "" {
+	if t.Labels[build.LabelBaseDigest] == "" {
 		return -1
 	}
 	var hist []v1.History
@@ -487,7 +487,7 @@ func addedByHistory(t *Target) int {
 		return -1
 	}
 	i := len(hist)
-	for i > 0 && strings.HasPrefix(hist[i-1].Comment, builder.HistoryCommentPrefix) {
+	for i > 0 && strings.HasPrefix(hist[i-1].Comment, build.HistoryCommentPrefix) {
 		i--
 	}
 	if i == len(hist) {

@@ -11,7 +11,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/build"
 )
 
 // Stage names in a build result.
@@ -28,7 +28,7 @@ const (
 //
 //   - StageName runs every check that needs only the assembled image
 //     (content, secrets, units, size, platform, ...) before anything is
-//     written (it implements builder.PreWrite): a build it stops uploads
+//     written (it implements build.PreWrite): a build it stops uploads
 //     no blob to a registry and writes none into a layout;
 //   - StageWritten runs the checks that are about what was written
 //     (NeedWritten: the base's layers are an ordered prefix of the layers
@@ -42,15 +42,15 @@ const (
 // Errors fail the build (nothing written, or the tag does not move);
 // warnings are logged and kept in the returned *Report, recorded under the
 // stage's name.
-func Stages(opts Options) []builder.Stage {
+func Stages(opts Options) []build.Stage {
 	sh := &shared{opts: opts}
-	return []builder.Stage{&stage{sh: sh}, &stage{sh: sh, written: true}}
+	return []build.Stage{&stage{sh: sh}, &stage{sh: sh, written: true}}
 }
 
 // Stage returns preflight as one stage that runs every check before the
 // image is written (the checks of what was written then see the assembled
 // image). Builds use Stages.
-func Stage(opts Options) builder.Stage { return &stage{sh: &shared{opts: opts}, all: true} }
+func Stage(opts Options) build.Stage { return &stage{sh: &shared{opts: opts}, all: true} }
 
 // shared is what the two halves share: the options and the required base,
 // opened once per platform.
@@ -99,7 +99,7 @@ func (s *stage) Name() string {
 	return StageName
 }
 
-// PreWrite implements builder.PreWrite: the content half runs before the
+// PreWrite implements build.PreWrite: the content half runs before the
 // write.
 func (s *stage) PreWrite() bool { return !s.written }
 
@@ -161,7 +161,7 @@ func (skipped) Needs() Needs { return notHere }
 // notHere marks a check that belongs to the other half of a build.
 const notHere Needs = 1 << 7
 
-func (s *stage) Run(ctx context.Context, b *builder.Built, p *builder.Published) (any, error) {
+func (s *stage) Run(ctx context.Context, b *build.Built, p *build.Published) (any, error) {
 	if b == nil || b.Image == nil {
 		return nil, errors.New("no built image")
 	}

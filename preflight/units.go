@@ -8,7 +8,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/oslayer/oslayer/layers/systemd"
+	"github.com/oslayer/oslayer/render/systemd"
 )
 
 // unitsCheck: every unit file and drop-in in the added layers parses as a

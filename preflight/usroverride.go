@@ -7,7 +7,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/oslayer/oslayer/layers"
+	"github.com/oslayer/oslayer/render"
 )
 
 // usrOverrideCheck: a file or link the added layers write under usr/ at a
@@ -51,7 +51,7 @@ func (c usrOverrideCheck) Run(ctx context.Context, t *Target) ([]Finding, error)
 			if err != nil || fi.IsDir() {
 				continue
 			}
-			out = append(out, l.Finding(c, sev, e.Path, fmt.Sprintf("replaces the base image's %s /%s: an OS update no longer changes it", layers.BaseFileKind(fi), path.Clean(e.Path))))
+			out = append(out, l.Finding(c, sev, e.Path, fmt.Sprintf("replaces the base image's %s /%s: an OS update no longer changes it", render.BaseFileKind(fi), path.Clean(e.Path))))
 		}
 	}
 	return out, nil

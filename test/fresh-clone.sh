@@ -5,7 +5,7 @@
 # repository through a relative path (a sibling folder, ../../...) fails there.
 #
 #   test/fresh-clone.sh                       # the whole suite: bash test/run.sh
-#   test/fresh-clone.sh go test ./layers/...  # any command, run in the clone
+#   test/fresh-clone.sh go test ./render/...  # any command, run in the clone
 #
 # Uncommitted changes are not in the clone; the script says so.
 set -euo pipefail

@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/oslayer/oslayer/baseindex"
-	"github.com/oslayer/oslayer/builder"
-	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/build/baseindex"
+	"github.com/oslayer/oslayer/internal/registry"
 )
 
 // baseIndexFlags choose whether and where the base is indexed.
@@ -19,17 +19,17 @@ type baseIndexFlags struct {
 }
 
 func (f *baseIndexFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.mode, "base-index", builder.BaseIndexAuto, "auto: read the base once per digest (cached on disk and next to the image) so units the OS ships are enabled as their [Install] says; off: never read the base and assume what the report says")
+	fs.StringVar(&f.mode, "base-index", build.BaseIndexAuto, "auto: read the base once per digest (cached on disk and next to the image) so units the OS ships are enabled as their [Install] says; off: never read the base and assume what the report says")
 	fs.StringVar(&f.cacheDir, "base-index-cache", "", "directory of cached base indexes (default $"+baseindex.CacheEnv+", else $XDG_CACHE_HOME/oslayer/baseindex)")
 }
 
 // options returns the index options with repository (may be "") as the
 // place of the shared artifact.
-func (f *baseIndexFlags) options(reg *registry.Options, repository string, log *slog.Logger) (builder.IndexOptions, error) {
-	if f.mode != builder.BaseIndexAuto && f.mode != builder.BaseIndexOff {
-		return builder.IndexOptions{}, fmt.Errorf("--base-index %q: want %s or %s", f.mode, builder.BaseIndexAuto, builder.BaseIndexOff)
+func (f *baseIndexFlags) options(reg *registry.Options, repository string, log *slog.Logger) (build.IndexOptions, error) {
+	if f.mode != build.BaseIndexAuto && f.mode != build.BaseIndexOff {
+		return build.IndexOptions{}, fmt.Errorf("--base-index %q: want %s or %s", f.mode, build.BaseIndexAuto, build.BaseIndexOff)
 	}
-	o := builder.IndexOptions{CacheDir: f.cacheDir, Repository: repository, Registry: reg, Logger: log}
+	o := build.IndexOptions{CacheDir: f.cacheDir, Repository: repository, Registry: reg, Logger: log}
 	if o.CacheDir == "" {
 		d, err := baseindex.DefaultCacheDir()
 		if err != nil {
@@ -42,16 +42,16 @@ func (f *baseIndexFlags) options(reg *registry.Options, repository string, log *
 
 // renderBase resolves --base for render and returns its index's tree (nil
 // with --base-index=off or without --base).
-func (f *baseIndexFlags) renderBase(ctx context.Context, ref, arch string, reg *registry.Options, log *slog.Logger) (*builder.IndexInfo, *builder.Base, error) {
+func (f *baseIndexFlags) renderBase(ctx context.Context, ref, arch string, reg *registry.Options, log *slog.Logger) (*build.IndexInfo, *build.Base, error) {
 	o, err := f.options(reg, "", log)
-	if err != nil || ref == "" || f.mode == builder.BaseIndexOff {
+	if err != nil || ref == "" || f.mode == build.BaseIndexOff {
 		return nil, nil, err
 	}
-	base, err := builder.ResolveBase(ctx, ref, reg, arch)
+	base, err := build.ResolveBase(ctx, ref, reg, arch)
 	if err != nil {
 		return nil, nil, err
 	}
-	info, err := builder.IndexBase(ctx, base, o)
+	info, err := build.IndexBase(ctx, base, o)
 	if err != nil {
 		return nil, nil, err
 	}

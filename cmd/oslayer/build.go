@@ -12,12 +12,12 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 
-	"github.com/oslayer/oslayer/builder"
-	"github.com/oslayer/oslayer/layers/model"
+	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/packagestage/bud"
-	"github.com/oslayer/oslayer/registry"
-	"github.com/oslayer/oslayer/registry/push"
-	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/publish"
+	"github.com/oslayer/oslayer/sign"
+	"github.com/oslayer/oslayer/sources/model"
 )
 
 // buildFlags are the options of oslayer build.
@@ -109,11 +109,11 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 	if target == "" {
 		return errors.New("give a target: --push REG/REPO[:TAG] or --push oci:DIR[:TAG]")
 	}
-	arches, err := builder.ParseArches(f.arch)
+	arches, err := build.ParseArches(f.arch)
 	if err != nil {
 		return err
 	}
-	multi := len(arches) > 1 || arches[0] == builder.ArchAll
+	multi := len(arches) > 1 || arches[0] == build.ArchAll
 	if multi && f.sign.key != "" && registry.IsLayout(f.push) {
 		return fmt.Errorf("--arch %s with --sign-key: signing a multi-platform image in an OCI layout is not supported; push it to a registry", f.arch)
 	}
@@ -127,7 +127,7 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 	if err != nil {
 		return err
 	}
-	pub, err := push.New(target, reg, push.WithProgress(stderr), push.WithLogger(g.log))
+	pub, err := publish.New(target, reg, publish.WithProgress(stderr), publish.WithLogger(g.log))
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 	stages = append(stages, ss...)
 	repo := ""
 	if !registry.IsLayout(f.push) {
-		t, err := push.ParseTarget(f.push)
+		t, err := publish.ParseTarget(f.push)
 		if err != nil {
 			return err
 		}
@@ -165,13 +165,13 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 	if err != nil {
 		return err
 	}
-	if len(arches) == 1 && arches[0] != builder.ArchAll && arches[0] != "" {
+	if len(arches) == 1 && arches[0] != build.ArchAll && arches[0] != "" {
 		// imageRef content of the platform built for.
 		rreq.Images = images(&v1.Platform{OS: "linux", Architecture: arches[0]})
 	}
 	if multi {
-		return runBuildMulti(cmd, g, f, builder.MultiRequest{
-			Request: builder.Request{
+		return runBuildMulti(cmd, g, f, build.MultiRequest{
+			Request: build.Request{
 				Render: rreq, Base: f.base, Registry: reg, Version: version,
 				Flags: provenanceFlags(f), Logger: g.log, BaseIndex: f.index.mode, Index: iopts,
 				Packages: packages,
@@ -181,7 +181,7 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 		}, pub, stages)
 	}
 
-	res, err := builder.Build(ctx, builder.Request{
+	res, err := build.Build(ctx, build.Request{
 		Render:    rreq,
 		Base:      f.base,
 		Registry:  reg,
@@ -193,14 +193,14 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 		Index:     iopts,
 		Packages:  packages,
 	}, pub, stages...)
-	return f.report(g, stdout, []*builder.Result{res}, res, err, func() { summary(stderr, res) })
+	return f.report(g, stdout, []*build.Result{res}, res, err, func() { summary(stderr, res) })
 }
 
 // report ends a build: in text mode the render's and the build's warnings
 // of every result go to stderr, even when the build failed (-o json has
 // them in out); then the --digest-file, and out as JSON or text() (the
 // summary on stderr) and the digested reference last on stdout.
-func (f *buildFlags) report(g *globals, stdout io.Writer, results []*builder.Result, out any, err error, text func()) error {
+func (f *buildFlags) report(g *globals, stdout io.Writer, results []*build.Result, out any, err error, text func()) error {
 	if !g.json() {
 		for _, res := range results {
 			if res == nil {
@@ -240,9 +240,9 @@ func (f *buildFlags) report(g *globals, stdout io.Writer, results []*builder.Res
 // digestedRef is the image a build result names.
 func digestedRef(out any) string {
 	switch r := out.(type) {
-	case *builder.Result:
+	case *build.Result:
 		return r.Image
-	case *builder.MultiResult:
+	case *build.MultiResult:
 		return r.Image
 	}
 	return ""
@@ -256,12 +256,12 @@ func printJSON(w io.Writer, v any) error {
 
 // provenanceFlags are the options that change the output.
 func provenanceFlags(f *buildFlags) map[string]string {
-	return builder.OutputFlags{Pool: f.in.pool, Base: f.base, BaseIndex: f.index.mode, Arch: f.arch,
+	return build.OutputFlags{Pool: f.in.pool, Base: f.base, BaseIndex: f.index.mode, Arch: f.arch,
 		BakeSecrets: f.in.bakeSecrets, AllowTopLevel: f.in.allowTopLevel}.Map()
 }
 
 // summary tells the user on stderr what was produced.
-func summary(w io.Writer, r *builder.Result) {
+func summary(w io.Writer, r *build.Result) {
 	fmt.Fprintf(w, "pool %s: %s\n", r.Pool, r.Image)
 	pin := ""
 	if !r.Base.Pinned && !registry.IsLayout(r.Base.Ref) {
@@ -362,9 +362,9 @@ func writeAtomic(path string, data []byte) (err error) {
 
 // runBuildMulti builds one image per platform and publishes their index
 // (--arch with several architectures, or all).
-func runBuildMulti(cmd *cobra.Command, g *globals, f *buildFlags, req builder.MultiRequest, pub *push.Publisher, stages []builder.Stage) error {
+func runBuildMulti(cmd *cobra.Command, g *globals, f *buildFlags, req build.MultiRequest, pub *publish.Publisher, stages []build.Stage) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	res, err := builder.BuildMulti(cmd.Context(), req, pub, stages...)
+	res, err := build.BuildMulti(cmd.Context(), req, pub, stages...)
 	return f.report(g, stdout, res.Platforms, res, err, func() {
 		for _, r := range res.Platforms {
 			summary(stderr, r)

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/oslayer/oslayer/baseindex"
+	"github.com/oslayer/oslayer/build/baseindex"
 	"github.com/oslayer/oslayer/controller"
 )
 

@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/oslayer/oslayer/baseindex"
+	"github.com/oslayer/oslayer/build/baseindex"
 	"github.com/oslayer/oslayer/fleet"
-	"github.com/oslayer/oslayer/registry/push"
+	"github.com/oslayer/oslayer/publish"
 )
 
 // fleetFlags are the options of oslayer fleet build.
@@ -146,7 +146,7 @@ func runFleetBuild(cmd *cobra.Command, g *globals, f *fleetFlags, planPath strin
 		Registry: reg, Jobs: f.jobs, Version: version, Epoch: epoch, IndexCacheDir: cache,
 		ImageBudget: budget, ImageTimeout: f.imageTimeout,
 		Password: []byte(os.Getenv("COSIGN_PASSWORD")),
-		Progress: stderr, Terminal: push.IsTerminal(stderr), Logger: g.log,
+		Progress: stderr, Terminal: publish.IsTerminal(stderr), Logger: g.log,
 	})
 	if err != nil {
 		return &exitError{code: 2, err: err}

@@ -11,9 +11,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/pflag"
 
-	"github.com/oslayer/oslayer/layers"
-	"github.com/oslayer/oslayer/layers/imagefile"
-	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/render"
+	"github.com/oslayer/oslayer/sources/imageref"
 )
 
 // inputFlags are the render inputs shared by render and build.
@@ -41,7 +41,7 @@ func (f *inputFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.strict, "strict", false, "refuse OperatingSystemConfig fields the OSC API does not have (default: ignore them with a warning, as gardener-node-agent does)")
 	fs.StringArrayVar(&f.allowTopLevel, "allow-toplevel", nil, "allow content under this extra top-level directory (survives only on composefs bases; repeatable)")
 	fs.StringVar(&f.imageBudget, "imageref-budget", "1GiB", "total size of all Gardener imageRef files read by one run (bytes, or with KiB, MiB, GiB)")
-	fs.DurationVar(&f.imageTimeout, "imageref-timeout", imagefile.DefaultTimeout, "time bound for reading all Gardener imageRef files of one run")
+	fs.DurationVar(&f.imageTimeout, "imageref-timeout", imageref.DefaultTimeout, "time bound for reading all Gardener imageRef files of one run")
 }
 
 // sourceDateEpoch reads SOURCE_DATE_EPOCH (seconds since 1970); zero time
@@ -58,11 +58,11 @@ func sourceDateEpoch() (time.Time, error) {
 	return time.Unix(n, 0).UTC(), nil
 }
 
-// request builds the layers.Request; reg reaches imageRef images. It fails
+// request builds the render.Request; reg reaches imageRef images. It fails
 // on an invalid SOURCE_DATE_EPOCH.
-func (f *inputFlags) request(reg *registry.Options) (layers.Request, error) {
+func (f *inputFlags) request(reg *registry.Options) (render.Request, error) {
 	epoch, err := sourceDateEpoch()
-	r := layers.Request{
+	r := render.Request{
 		OSCs:               f.oscs,
 		Stdin:              f.stdin,
 		MachineConfigs:     f.mcs,
@@ -89,7 +89,7 @@ func (f *inputFlags) request(reg *registry.Options) (layers.Request, error) {
 
 // images checks the imageRef flags and returns a constructor of readers
 // of imageRef files for a platform (nil: linux/amd64).
-func (f *inputFlags) images(reg *registry.Options) (func(*v1.Platform) *imagefile.Reader, error) {
+func (f *inputFlags) images(reg *registry.Options) (func(*v1.Platform) *imageref.Reader, error) {
 	budget, err := parseSize(f.imageBudget)
 	if err != nil {
 		return nil, fmt.Errorf("--imageref-budget: %w", err)
@@ -97,12 +97,12 @@ func (f *inputFlags) images(reg *registry.Options) (func(*v1.Platform) *imagefil
 	if f.imageTimeout <= 0 {
 		return nil, fmt.Errorf("--imageref-timeout %s: want a positive duration", f.imageTimeout)
 	}
-	return func(p *v1.Platform) *imagefile.Reader {
-		opts := []imagefile.Option{imagefile.WithBudget(budget), imagefile.WithTimeout(f.imageTimeout)}
+	return func(p *v1.Platform) *imageref.Reader {
+		opts := []imageref.Option{imageref.WithBudget(budget), imageref.WithTimeout(f.imageTimeout)}
 		if p != nil {
-			opts = append(opts, imagefile.WithPlatform(*p))
+			opts = append(opts, imageref.WithPlatform(*p))
 		}
-		return imagefile.New(reg, opts...)
+		return imageref.New(reg, opts...)
 	}, nil
 }
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/internal/registry"
 )
 
 // The naming convention (README, "Flag names"): -o/--output is the output

@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/packagestage"
 	"github.com/oslayer/oslayer/packagestage/bud"
-	"github.com/oslayer/oslayer/registry"
 )
 
 // packageFlags are the package stage's own inputs, shared by render (which

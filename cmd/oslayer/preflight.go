@@ -10,7 +10,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 
-	"github.com/oslayer/oslayer/baseindex"
+	"github.com/oslayer/oslayer/build/baseindex"
 	"github.com/oslayer/oslayer/preflight"
 )
 

@@ -8,9 +8,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/pflag"
 
-	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/preflight"
-	"github.com/oslayer/oslayer/registry"
 )
 
 // preflightFlags are the preflight options shared by preflight and build.
@@ -84,7 +84,7 @@ func (f *preflightFlags) options(g *globals) (preflight.Options, error) {
 // stages returns the two preflight stages of build: the content checks
 // before anything is written, the checks of the written image (read back
 // by digest) before the tag moves.
-func (f *preflightFlags) stages(g *globals, reg *registry.Options) ([]builder.Stage, error) {
+func (f *preflightFlags) stages(g *globals, reg *registry.Options) ([]build.Stage, error) {
 	o, err := f.options(g)
 	if err != nil {
 		return nil, err

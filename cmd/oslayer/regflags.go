@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/oslayer/oslayer/registry"
+	"github.com/oslayer/oslayer/internal/registry"
 )
 
 // registryFlags are mirrors, credentials and transfer settings, for every

@@ -8,10 +8,10 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/oslayer/oslayer/builder"
-	"github.com/oslayer/oslayer/layers"
+	"github.com/oslayer/oslayer/build"
 	"github.com/oslayer/oslayer/packagestage"
 	"github.com/oslayer/oslayer/packagestage/bud"
+	"github.com/oslayer/oslayer/render"
 )
 
 func newRenderCmd(g *globals) *cobra.Command {
@@ -78,7 +78,7 @@ existing DIR is replaced only when an earlier render wrote it (it holds the
 				req.BaseName = fmt.Sprintf("base %s (%s)", b.Ref, b.Digest)
 				fmt.Fprintf(cmd.ErrOrStderr(), "base %s @ %s: index %s from %s\n", b.Ref, b.Digest, info.Digest, info.Source)
 			}
-			res, err := layers.Render(cmd.Context(), req)
+			res, err := render.Render(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
@@ -121,7 +121,7 @@ existing DIR is replaced only when an earlier render wrote it (it holds the
 // renderOutput is render's JSON: the render result and the planned
 // package stage.
 type renderOutput struct {
-	*layers.Result
+	*render.Result
 	PackageStage *packagePlan `json:"packageStage,omitempty"`
 }
 
@@ -144,13 +144,13 @@ type packagePlan struct {
 // planPackages plans the package stage of a rendered pool (nil when it has
 // no package inputs): the Containerfile, and the key when the base is
 // known.
-func planPackages(in *inputFlags, f *packageFlags, res *layers.Result, base *builder.Base, arch string) (*packagePlan, error) {
+func planPackages(in *inputFlags, f *packageFlags, res *render.Result, base *build.Base, arch string) (*packagePlan, error) {
 	c, err := f.config(nil, "", nil)
 	if err != nil {
 		return nil, err
 	}
 	st := bud.New(c)
-	pin := st.Inputs(builder.PackageRequest{Pool: in.pool, Arch: arch, Extensions: res.Extensions, KernelType: res.KernelType})
+	pin := st.Inputs(build.PackageRequest{Pool: in.pool, Arch: arch, Extensions: res.Extensions, KernelType: res.KernelType})
 	if pin.Empty() {
 		return nil, nil
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/crane"
 
-	"github.com/oslayer/oslayer/baseindex"
-	"github.com/oslayer/oslayer/layers"
+	"github.com/oslayer/oslayer/build/baseindex"
+	"github.com/oslayer/oslayer/render"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
@@ -77,7 +77,7 @@ func TestRenderCLIMachineConfigs(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(out, "rootfs/usr/local")); err == nil {
 		t.Error("rootfs has a real usr/local")
 	}
-	var res layers.Result
+	var res render.Result
 	raw, err := os.ReadFile(filepath.Join(out, "report.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +96,7 @@ func TestRenderCLIMachineConfigs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, text)
 	}
-	var res2 layers.Result
+	var res2 render.Result
 	if err := json.Unmarshal([]byte(text), &res2); err != nil {
 		t.Fatalf("-o json: %v\n%s", err, text)
 	}
@@ -201,7 +201,7 @@ func TestRenderCLIImageRef(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "layers/01-payload.tar.gz")); err != nil {
 		t.Errorf("no payload layer: %v", err)
 	}
-	var res layers.Result
+	var res render.Result
 	raw, _ := os.ReadFile(filepath.Join(out, "report.json"))
 	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatal(err)
@@ -236,7 +236,7 @@ func TestRenderCLIBase(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v\n%s", tc.args, err, text)
 		}
-		var res layers.Result
+		var res render.Result
 		raw, err := os.ReadFile(filepath.Join(out, "report.json"))
 		if err != nil || json.Unmarshal(raw, &res) != nil {
 			t.Fatalf("report: %v", err)
@@ -269,7 +269,7 @@ func TestRenderCLIMachineConfigPool(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, text)
 	}
-	var res layers.Result
+	var res render.Result
 	if err := json.Unmarshal([]byte(text[:strings.LastIndex(text, "}")+1]), &res); err != nil {
 		t.Fatalf("%v\n%s", err, text)
 	}
@@ -344,7 +344,7 @@ func TestRenderCLIStrict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res layers.Result
+	var res render.Result
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatal(err)
 	}

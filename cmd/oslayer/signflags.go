@@ -9,9 +9,9 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/spf13/pflag"
 
-	"github.com/oslayer/oslayer/builder"
-	"github.com/oslayer/oslayer/registry"
-	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/sign"
 )
 
 // signFlags are build's signing options.
@@ -41,7 +41,7 @@ func passFunc(file string) sign.PassFunc {
 // stages returns the sign and attest stages, or none without --sign-key.
 // The key is loaded here, before anything is built or pushed, so a wrong
 // password fails fast; the error names the step like the stage's would.
-func (f *signFlags) stages(g *globals, reg *registry.Options, target string) ([]builder.Stage, error) {
+func (f *signFlags) stages(g *globals, reg *registry.Options, target string) ([]build.Stage, error) {
 	if f.key == "" {
 		if f.passwordFile != "" || f.referrers || f.identity != "" {
 			return nil, fmt.Errorf("%s: --sign-key-password-file, --sign-referrers and --sign-identity need --sign-key", sign.StageSign)

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/oslayer/oslayer/internal/inputfile"
-	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/sign"
 )
 
 func newTrustCmd(g *globals) *cobra.Command {

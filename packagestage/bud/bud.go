@@ -35,9 +35,9 @@ import (
 	"go.podman.io/image/v5/types"
 	"go.podman.io/storage"
 
-	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/packagestage"
-	"github.com/oslayer/oslayer/registry"
 )
 
 // InitReexec must be called first in main and TestMain; when it returns
@@ -97,10 +97,10 @@ type Result struct {
 	// Layers are the layers on top of the official base (Source: the
 	// history's created_by), AddedLayers their number and AddedBytes their
 	// compressed size.
-	Layers      []builder.AddedLayer `json:"layers"`
-	AddedLayers int                  `json:"addedLayers"`
-	AddedBytes  int64                `json:"addedBytes"`
-	Duration    time.Duration        `json:"duration"`
+	Layers      []build.AddedLayer `json:"layers"`
+	AddedLayers int                `json:"addedLayers"`
+	AddedBytes  int64              `json:"addedBytes"`
+	Duration    time.Duration      `json:"duration"`
 	// StorageDriver is the scratch storage's driver (empty for a hit).
 	StorageDriver string `json:"storageDriver,omitempty"`
 	// Phases are the stage's steps with their wall and CPU time: lookup,
@@ -108,7 +108,7 @@ type Result struct {
 	// into it), build (the steps and the commit), push (the package base,
 	// by its key's tag), describe (reading it back) and cleanup (removing
 	// the scratch storage).
-	Phases []builder.Phase `json:"phases"`
+	Phases []build.Phase `json:"phases"`
 }
 
 // Run looks the package base up by its key and builds and pushes it on a
@@ -132,7 +132,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res := &Result{Key: key.String()}
 
 	var hit v1.Image
-	if err := builder.TimePhase(&res.Phases, "lookup", func() (err error) {
+	if err := build.TimePhase(&res.Phases, "lookup", func() (err error) {
 		hit, err = lookup(ctx, reg, tagRef, key.String())
 		return err
 	}); err != nil {
@@ -156,11 +156,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			os.RemoveAll(scratch)
 		}
 	}()
-	if err := build(ctx, o, reg, scratch, log, res); err != nil {
+	if err := runBuild(ctx, o, reg, scratch, log, res); err != nil {
 		return nil, err
 	}
 	res.Commands = o.Plan.Containerfile.Commands()
-	if err := builder.TimePhase(&res.Phases, "describe", func() error {
+	if err := build.TimePhase(&res.Phases, "describe", func() error {
 		img, err := remote.Image(mustRef(tagRef), reg.RemoteOptions(ctx)...)
 		if err != nil {
 			return fmt.Errorf("package stage: reading the pushed package base %s: %w", tagRef, registry.ExplainRefused(err, mustRef(tagRef).Context()))
@@ -172,7 +172,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.RemoveScratch != nil {
 		removed = true
 		o.RemoveScratch(scratch)
-	} else if err := builder.TimePhase(&res.Phases, "cleanup", func() error { return os.RemoveAll(scratch) }); err != nil {
+	} else if err := build.TimePhase(&res.Phases, "cleanup", func() error { return os.RemoveAll(scratch) }); err != nil {
 		return nil, fmt.Errorf("package stage: removing the scratch storage: %w", err)
 	}
 	res.Duration = time.Since(start)
@@ -252,9 +252,9 @@ func describe(ctx context.Context, reg *registry.Options, res *Result, repo stri
 			created = append(created, h.CreatedBy)
 		}
 	}
-	res.Layers = []builder.AddedLayer{}
+	res.Layers = []build.AddedLayer{}
 	for i := len(bm.Layers); i < len(m.Layers); i++ {
-		l := builder.AddedLayer{Digest: m.Layers[i].Digest, DiffID: cf.RootFS.DiffIDs[i], Size: m.Layers[i].Size}
+		l := build.AddedLayer{Digest: m.Layers[i].Digest, DiffID: cf.RootFS.DiffIDs[i], Size: m.Layers[i].Size}
 		if len(created) == len(m.Layers) {
 			l.Source = created[i]
 		}
@@ -271,7 +271,7 @@ const policy = `{"default":[{"type":"insecureAcceptAnything"}]}`
 
 // build runs buildah and pushes the result by digest and under the key's
 // tag.
-func build(ctx context.Context, o Options, reg *registry.Options, scratch string, log io.Writer, res *Result) error {
+func runBuild(ctx context.Context, o Options, reg *registry.Options, scratch string, log io.Writer, res *Result) error {
 	plan := o.Plan
 	policyPath := filepath.Join(scratch, "policy.json")
 	cfPath := filepath.Join(scratch, "Containerfile")
@@ -302,7 +302,7 @@ func build(ctx context.Context, o Options, reg *registry.Options, scratch string
 		extra = map[string]*define.AdditionalBuildContext{packagestage.ReposContext: {Value: dir}}
 	}
 	var store storage.Store
-	if err := builder.TimePhase(&res.Phases, "storage", func() (err error) {
+	if err := build.TimePhase(&res.Phases, "storage", func() (err error) {
 		store, res.StorageDriver, err = openStore(scratch, o.StorageDriver)
 		return err
 	}); err != nil {
@@ -354,7 +354,7 @@ func build(ctx context.Context, o Options, reg *registry.Options, scratch string
 	outw := io.MultiWriter(log, tail)
 	// The base is pulled on its own first (the build finds it in the
 	// storage), so that the pull and the steps are timed apart.
-	if err := builder.TimePhase(&res.Phases, "pull", func() error {
+	if err := build.TimePhase(&res.Phases, "pull", func() error {
 		_, err := buildah.Pull(ctx, "docker://"+o.Base, buildah.PullOptions{
 			Store:               store,
 			SystemContext:       sys,
@@ -368,7 +368,7 @@ func build(ctx context.Context, o Options, reg *registry.Options, scratch string
 		return fmt.Errorf("package stage: pulling the base %s: %w", o.Base, refused(err, o.Base))
 	}
 	var id string
-	err = builder.TimePhase(&res.Phases, "build", func() (err error) {
+	err = build.TimePhase(&res.Phases, "build", func() (err error) {
 		id, _, err = imagebuildah.BuildDockerfiles(ctx, store, define.BuildOptions{
 			ContextDirectory:        contextDir,
 			PullPolicy:              define.PullIfMissing,
@@ -398,7 +398,7 @@ func build(ctx context.Context, o Options, reg *registry.Options, scratch string
 	if err != nil {
 		return fmt.Errorf("package stage: repository %s: %w", o.Repository, err)
 	}
-	if err := builder.TimePhase(&res.Phases, "push", func() error {
+	if err := build.TimePhase(&res.Phases, "push", func() error {
 		if err := copyBaseLayers(ctx, reg, o.Base, o.Repository); err != nil {
 			return err
 		}
@@ -592,7 +592,7 @@ func firstLine(s string) string {
 }
 
 // execute runs plan for req with buildah (Run) and reports it for builder.
-func execute(ctx context.Context, c Config, req builder.PackageRequest, plan *packagestage.Plan, removeScratch func(string)) (*builder.PackageResult, error) {
+func execute(ctx context.Context, c Config, req build.PackageRequest, plan *packagestage.Plan, removeScratch func(string)) (*build.PackageResult, error) {
 	reg := c.Registry
 	if reg == nil {
 		reg = &registry.Options{}
@@ -616,7 +616,7 @@ func execute(ctx context.Context, c Config, req builder.PackageRequest, plan *pa
 		// Build names the step ("package-stage: ...").
 		return nil, unprefixed(err)
 	}
-	return &builder.PackageResult{
+	return &build.PackageResult{
 		Hit:           res.Hit,
 		Key:           res.Key,
 		Tag:           c.Repository + ":" + plan.Key.Tag(),

@@ -8,7 +8,7 @@
 // Programs that use this package must call buildah's reexec init first in
 // main (and TestMain): if InitReexec() returns true, return at once.
 //
-// Stage is the package stage as builder runs it (builder.PackageStage):
+// Stage is the package stage as builder runs it (build.PackageStage):
 // it plans the stage for each pool (package packagestage) and runs it here.
 //
 // The executor builds only with the tags in Tags (no gpgme, btrfs or
@@ -27,9 +27,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/packagestage"
-	"github.com/oslayer/oslayer/registry"
 )
 
 // Tags are the build tags that include the buildah executor.
@@ -65,7 +65,7 @@ type Config struct {
 	Log io.Writer
 }
 
-// Stage is the package stage as builder runs it (builder.PackageStage).
+// Stage is the package stage as builder runs it (build.PackageStage).
 // After a build it removes its scratch storage in the background while
 // the build goes on (the config layers, the push, signing): call Wait
 // before the program exits.
@@ -74,7 +74,7 @@ type Stage struct {
 	removal sync.WaitGroup
 }
 
-var _ builder.PackageStage = (*Stage)(nil)
+var _ build.PackageStage = (*Stage)(nil)
 
 // New returns the package stage for c.
 func New(c Config) *Stage { return &Stage{c: c} }
@@ -97,7 +97,7 @@ func (s *Stage) removeLater(dir string) {
 func Enabled() bool { return enabled }
 
 // Inputs are the package inputs of req with the stage's own.
-func (s *Stage) Inputs(req builder.PackageRequest) packagestage.Inputs {
+func (s *Stage) Inputs(req build.PackageRequest) packagestage.Inputs {
 	arch := req.Arch
 	if arch == "" {
 		arch = "amd64"
@@ -116,7 +116,7 @@ func (s *Stage) Inputs(req builder.PackageRequest) packagestage.Inputs {
 // Run plans the stage for the pool and runs it: nothing (nil, nil) for a
 // pool without package inputs, else the package base from its tag when
 // the tag records the same key, else built with buildah and pushed.
-func (s *Stage) Run(ctx context.Context, req builder.PackageRequest) (*builder.PackageResult, error) {
+func (s *Stage) Run(ctx context.Context, req build.PackageRequest) (*build.PackageResult, error) {
 	in := s.Inputs(req)
 	if in.Empty() {
 		return nil, nil

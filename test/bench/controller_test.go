@@ -26,7 +26,7 @@ import (
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/controller"
-	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/test/k8senv"
 	"github.com/oslayer/oslayer/test/synth"
 )

@@ -18,8 +18,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
-	"github.com/oslayer/oslayer/baseindex"
-	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/build/baseindex"
 	"github.com/oslayer/oslayer/packagestage/bud"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/pkgbase"
@@ -116,14 +116,14 @@ RUN mkdir -p /etc/agent /etc/systemd/system/multi-user.target.wants && \
 	site := filepath.Join(dir, "site-osc.yaml")
 	cacheEnv := baseindex.CacheEnv + "=" + filepath.Join(dir, "baseindex")
 	target := e.proxy.Host + "/pools/agent:latest"
-	build := func(name string, extra ...string) (run, *builder.Result) {
+	runBuild := func(name string, extra ...string) (run, *build.Result) {
 		var out bytes.Buffer
 		args := append([]string{"build", "--base", e.base, "--pool", "worker", "--osc", osc, "--osc", site,
 			"--containerfile", cf, "--push", target, "-o", "json"}, extra...)
 		r := e.measure(name, func() (time.Duration, int64) {
 			return e.execOut(&out, e.oslayer, args, "SOURCE_DATE_EPOCH=1700000000", cacheEnv)
 		})
-		res := &builder.Result{}
+		res := &build.Result{}
 		if err := json.Unmarshal(out.Bytes(), res); err != nil || res.PackageStage == nil {
 			b.Fatalf("%s: %v\n%s", name, err, out.String())
 		}
@@ -165,11 +165,11 @@ RUN mkdir -p /etc/agent /etc/systemd/system/multi-user.target.wants && \
 	// alike. Each cold build has another package key (a build argument
 	// the Containerfile does not use): a miss every time.
 	var colds, peers []run
-	var coldResults []*builder.Result
-	var peerPhases [][]builder.Phase
+	var coldResults []*build.Result
+	var peerPhases [][]build.Phase
 	driver := ""
 	for i := range max(*coldReps, 1) {
-		c, res := build("cold", "--build-arg", fmt.Sprintf("BENCH_REP=%d", i))
+		c, res := runBuild("cold", "--build-arg", fmt.Sprintf("BENCH_REP=%d", i))
 		if res.PackageStage.Hit {
 			b.Fatalf("cold build %d: a hit", i)
 		}
@@ -185,7 +185,7 @@ RUN mkdir -p /etc/agent /etc/systemd/system/multi-user.target.wants && \
 		// pull, bud (the steps and the commit), push, and removing its
 		// storage (oslayer's stage removes its scratch storage too, and
 		// that is in its time).
-		var pp []builder.Phase
+		var pp []build.Phase
 		step := func(name string, f func() (time.Duration, int64)) (time.Duration, int64) {
 			e.mu.Lock()
 			c0 := e.cpu
@@ -194,7 +194,7 @@ RUN mkdir -p /etc/agent /etc/systemd/system/multi-user.target.wants && \
 			e.mu.Lock()
 			c1 := e.cpu
 			e.mu.Unlock()
-			pp = append(pp, builder.Phase{Name: name, Seconds: w.Seconds(), CPUSeconds: (c1 - c0).Seconds()})
+			pp = append(pp, build.Phase{Name: name, Seconds: w.Seconds(), CPUSeconds: (c1 - c0).Seconds()})
 			return w, r
 		}
 		bahStep := func(name string, args ...string) func() (time.Duration, int64) {
@@ -222,7 +222,7 @@ RUN mkdir -p /etc/agent /etc/systemd/system/multi-user.target.wants && \
 	runs = append(runs, cold)
 	var hitStage float64
 	runs = append(runs, e.median(fmt.Sprintf("oslayer build, same inputs: cached package base (median of %d)", *reps), func(i int) (time.Duration, int64) {
-		r, res := build("cached", "--build-arg", "BENCH_REP=0")
+		r, res := runBuild("cached", "--build-arg", "BENCH_REP=0")
 		if !res.PackageStage.Hit {
 			b.Fatalf("same inputs: the package stage ran again")
 		}
@@ -234,7 +234,7 @@ RUN mkdir -p /etc/agent /etc/systemd/system/multi-user.target.wants && \
 		if err := os.Rename(filepath.Join(dir, "pools", fmt.Sprintf("pool%03d.yaml", i+1)), site); err != nil {
 			b.Fatal(err)
 		}
-		r, res := build("config-only", "--build-arg", "BENCH_REP=0")
+		r, res := runBuild("config-only", "--build-arg", "BENCH_REP=0")
 		if !res.PackageStage.Hit {
 			b.Fatalf("config-only change: the package stage ran")
 		}

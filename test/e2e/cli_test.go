@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oslayer/oslayer/baseindex"
-	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/build/baseindex"
 	"github.com/oslayer/oslayer/packagestage/bud"
 	"github.com/oslayer/oslayer/test/regtest"
 )
@@ -149,7 +149,7 @@ func TestCLIExample(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	var res builder.Result
+	var res build.Result
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("-o json: %v\n%s", err, stdout)
 	}
@@ -189,7 +189,7 @@ func TestCLIJSONFailure(t *testing.T) {
 	if code == 0 {
 		t.Fatalf("a 10-byte budget passed:\n%s\n%s", stdout, stderr)
 	}
-	var res builder.Result
+	var res build.Result
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("-o json on failure: %v\n%s", err, stdout)
 	}

@@ -15,10 +15,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
-	"github.com/oslayer/oslayer/builder"
-	"github.com/oslayer/oslayer/layers"
-	"github.com/oslayer/oslayer/registry"
-	"github.com/oslayer/oslayer/registry/push"
+	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/publish"
+	"github.com/oslayer/oslayer/render"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
 )
@@ -177,20 +177,20 @@ func TestDisabledUnitsOnUnpackedImage(t *testing.T) {
 	}
 
 	for name, c := range map[string]struct {
-		rreq layers.Request
+		rreq render.Request
 		mask []string
 	}{
-		"machineconfig": {layers.Request{MachineConfigs: []string{mc}, Pool: "worker"}, masked},
-		"gardener":      {layers.Request{OSCs: []string{osc}, Pool: "worker"}, nil},
+		"machineconfig": {render.Request{MachineConfigs: []string{mc}, Pool: "worker"}, masked},
+		"gardener":      {render.Request{OSCs: []string{osc}, Pool: "worker"}, nil},
 	} {
 		t.Run(name, func(t *testing.T) {
 			rreq, want := c.rreq, oracle(t, c.mask)
 			out := filepath.Join(t.TempDir(), "out")
-			pub, err := push.New("oci:"+out, &registry.Options{})
+			pub, err := publish.New("oci:"+out, &registry.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := builder.Build(ctxT(t), builder.Request{Render: rreq, Base: "oci:" + baseDir + ":stable", Registry: &registry.Options{}, Version: "e2e"}, pub)
+			res, err := build.Build(ctxT(t), build.Request{Render: rreq, Base: "oci:" + baseDir + ":stable", Registry: &registry.Options{}, Version: "e2e"}, pub)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -23,11 +23,11 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/oslayer/oslayer/baseindex"
-	"github.com/oslayer/oslayer/builder"
-	"github.com/oslayer/oslayer/layers"
-	"github.com/oslayer/oslayer/registry"
-	"github.com/oslayer/oslayer/registry/push"
+	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/build/baseindex"
+	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/publish"
+	"github.com/oslayer/oslayer/render"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
@@ -106,7 +106,7 @@ func newEnv(t *testing.T) *env {
 	return &env{reg: reg, proxy: proxy, base: proxy.Host + "/fcos/base:stable"}
 }
 
-func build(t *testing.T, base, target string, stages ...builder.Stage) *builder.Result {
+func buildPool(t *testing.T, base, target string, stages ...build.Stage) *build.Result {
 	t.Helper()
 	res, err := tryBuild(t, base, target, stages...)
 	if err != nil {
@@ -115,7 +115,7 @@ func build(t *testing.T, base, target string, stages ...builder.Stage) *builder.
 	return res
 }
 
-func tryBuild(t *testing.T, base, target string, stages ...builder.Stage) (*builder.Result, error) {
+func tryBuild(t *testing.T, base, target string, stages ...build.Stage) (*build.Result, error) {
 	t.Helper()
 	return buildVersion(t, base, target, "e2e", stages...)
 }
@@ -123,25 +123,25 @@ func tryBuild(t *testing.T, base, target string, stages ...builder.Stage) (*buil
 // buildVersion builds the example OSC onto base as oslayer version
 // (recorded in a label: another version, another image digest) and pushes
 // it to target.
-func buildVersion(t *testing.T, base, target, version string, stages ...builder.Stage) (*builder.Result, error) {
+func buildVersion(t *testing.T, base, target, version string, stages ...build.Stage) (*build.Result, error) {
 	t.Helper()
 	reg := &registry.Options{}
-	pub, err := push.New(target, reg)
+	pub, err := publish.New(target, reg)
 	if err != nil {
 		return nil, err
 	}
 	// The index of a registry base is shared through the target
 	// repository's artifact (no disk cache here).
-	var iopts builder.IndexOptions
+	var iopts build.IndexOptions
 	if !registry.IsLayout(target) {
-		tag, err := push.ParseTarget(target)
+		tag, err := publish.ParseTarget(target)
 		if err != nil {
 			return nil, err
 		}
 		iopts.Repository = tag.Context().Name()
 	}
-	return builder.Build(ctxT(t), builder.Request{
-		Render:   layers.Request{OSCs: []string{exampleOSC(t)}, Pool: "worker"},
+	return build.Build(ctxT(t), build.Request{
+		Render:   render.Request{OSCs: []string{exampleOSC(t)}, Pool: "worker"},
 		Base:     base,
 		Registry: reg,
 		Version:  version,
@@ -151,14 +151,14 @@ func buildVersion(t *testing.T, base, target, version string, stages ...builder.
 
 // renderExample renders the example OSC the way build does onto the
 // synthetic base.
-func renderExample(t *testing.T) *layers.Result {
+func renderExample(t *testing.T) *render.Result {
 	t.Helper()
-	return renderFor(t, layers.Request{OSCs: []string{exampleOSC(t)}, Pool: "worker"}, synthBase(t))
+	return renderFor(t, render.Request{OSCs: []string{exampleOSC(t)}, Pool: "worker"}, synthBase(t))
 }
 
 // renderFor renders rreq the way build does: the base's index feeds the
 // renderer.
-func renderFor(t *testing.T, rreq layers.Request, base v1.Image) *layers.Result {
+func renderFor(t *testing.T, rreq render.Request, base v1.Image) *render.Result {
 	t.Helper()
 	if base != nil {
 		ix, _, err := baseindex.Build(ctxT(t), base, baseindex.Options{})
@@ -167,7 +167,7 @@ func renderFor(t *testing.T, rreq layers.Request, base v1.Image) *layers.Result 
 		}
 		rreq.Base = ix.FS()
 	}
-	r, err := layers.Render(ctxT(t), rreq)
+	r, err := render.Render(ctxT(t), rreq)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func inspect(t *testing.T, ref string) skopeoInspect {
 }
 
 // checkImage checks labels and layers of a built image with skopeo.
-func checkImage(t *testing.T, ref string, res *builder.Result, base v1.Image) {
+func checkImage(t *testing.T, ref string, res *build.Result, base v1.Image) {
 	t.Helper()
 	si := inspect(t, ref)
 	if si.Digest != res.Digest.String() {
@@ -247,8 +247,8 @@ func checkImage(t *testing.T, ref string, res *builder.Result, base v1.Image) {
 	}
 	bd, _ := base.Digest()
 	for k, v := range map[string]string{
-		builder.LabelPool: "worker", builder.LabelBaseDigest: bd.String(), builder.LabelVersion: "e2e",
-		builder.LabelInputsDigest: res.InputsDigest,
+		build.LabelPool: "worker", build.LabelBaseDigest: bd.String(), build.LabelVersion: "e2e",
+		build.LabelInputsDigest: res.InputsDigest,
 	} {
 		if si.Labels[k] != v {
 			t.Errorf("label %s = %q, want %q", k, si.Labels[k], v)
@@ -272,7 +272,7 @@ func checkImage(t *testing.T, ref string, res *builder.Result, base v1.Image) {
 
 // checkUnpacked unpacks an OCI layout image with umoci and checks that every
 // entry of every rendered layer is in the root file system as rendered.
-func checkUnpacked(t *testing.T, layoutDir, tag string, r *layers.Result) string {
+func checkUnpacked(t *testing.T, layoutDir, tag string, r *render.Result) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "bundle")
 	run(t, "umoci", "unpack", "--rootless", "--image", layoutDir+":"+tag, dst)
@@ -336,7 +336,7 @@ func TestBuildOntoRegistryBase(t *testing.T) {
 	target := e.proxy.Host + "/pools/worker:latest"
 
 	e.proxy.Reset()
-	res := build(t, e.base, target)
+	res := buildPool(t, e.base, target)
 	// The first build on the base reads each base layer once, for its index.
 	if n := baseLayerGets(t, e.proxy); n != len(bm.Layers) {
 		t.Errorf("%d base layers downloaded, want each of %d once:\n%s", n, len(bm.Layers), e.proxy.Dump())
@@ -362,7 +362,7 @@ func TestBuildOntoRegistryBase(t *testing.T) {
 	// Rebuild: same digest, nothing uploaded, no base blob read (the
 	// index comes from the artifact next to the image).
 	e.proxy.Reset()
-	again := build(t, e.base, target)
+	again := buildPool(t, e.base, target)
 	if again.BaseIndex == nil || again.BaseIndex.Source != "registry" {
 		t.Errorf("rebuild's base index %+v", again.BaseIndex)
 	}
@@ -398,7 +398,7 @@ func TestBuildToLayout(t *testing.T) {
 	regtest.Require(t, "umoci")
 	e := newEnv(t)
 	out := filepath.Join(t.TempDir(), "out")
-	res := build(t, e.base, "oci:"+out)
+	res := buildPool(t, e.base, "oci:"+out)
 	if res.Image != "oci:"+out+"@"+res.Digest.String() {
 		t.Errorf("image %q", res.Image)
 	}
@@ -406,7 +406,7 @@ func TestBuildToLayout(t *testing.T) {
 	checkUnpacked(t, out, "latest", renderExample(t))
 
 	// The same build into the registry gives the same digest.
-	reg := build(t, e.base, e.proxy.Host+"/pools/worker:latest")
+	reg := buildPool(t, e.base, e.proxy.Host+"/pools/worker:latest")
 	if reg.Digest != res.Digest {
 		t.Errorf("registry build %s, layout build %s", reg.Digest, res.Digest)
 	}
@@ -421,9 +421,9 @@ func TestBuildFromLayoutBase(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "out")
-	res := build(t, "oci:"+examples, "oci:"+out)
+	res := buildPool(t, "oci:"+examples, "oci:"+out)
 	checkImage(t, "oci:"+out+":latest", res, base)
-	rootfs := checkUnpacked(t, out, "latest", renderFor(t, layers.Request{OSCs: []string{exampleOSC(t)}, Pool: "worker"}, base))
+	rootfs := checkUnpacked(t, out, "latest", renderFor(t, render.Request{OSCs: []string{exampleOSC(t)}, Pool: "worker"}, base))
 	if _, err := os.Stat(filepath.Join(rootfs, "usr/lib/systemd/system/containerd.service")); err != nil {
 		t.Errorf("base unit missing: %v", err)
 	}
@@ -438,7 +438,7 @@ func TestBuildFromLayoutBase(t *testing.T) {
 	}
 	// And from the layout base into a registry.
 	reg := regtest.Start(t, regtest.Config{})
-	r2 := build(t, "oci:"+examples, reg.Host+"/pools/worker:latest")
+	r2 := buildPool(t, "oci:"+examples, reg.Host+"/pools/worker:latest")
 	if r2.Digest != res.Digest {
 		t.Errorf("registry target digest %s, layout target %s", r2.Digest, res.Digest)
 	}
@@ -458,9 +458,9 @@ func TestRegistryAndLayoutBaseSameDigest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromLayout := build(t, examples, "oci:"+filepath.Join(t.TempDir(), "out"))
-	fromReg := build(t, bd.String(), reg.Host+"/pools/worker:latest")
-	for _, r := range []*builder.Result{fromLayout, fromReg} {
+	fromLayout := buildPool(t, examples, "oci:"+filepath.Join(t.TempDir(), "out"))
+	fromReg := buildPool(t, bd.String(), reg.Host+"/pools/worker:latest")
+	for _, r := range []*build.Result{fromLayout, fromReg} {
 		if r.BaseIndex == nil || r.BaseIndex.Source != "built" {
 			t.Fatalf("base %s: index %+v", r.Base.Ref, r.BaseIndex)
 		}
@@ -483,7 +483,7 @@ func TestLayoutTargetWithTag(t *testing.T) {
 	regtest.Require(t, "skopeo")
 	examples := filepath.Join(repoRoot(t), "examples", "base")
 	out := filepath.Join(t.TempDir(), "out")
-	res := build(t, "oci:"+examples, "oci:"+out+":worker")
+	res := buildPool(t, "oci:"+examples, "oci:"+out+":worker")
 	if si := inspect(t, "oci:"+out+":worker"); si.Digest != res.Digest.String() {
 		t.Errorf("tag worker is %s, want %s", si.Digest, res.Digest)
 	}
@@ -529,7 +529,7 @@ func TestBuildOntoDockerBase(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.proxy.Reset()
-	res := build(t, e.proxy.Host+"/fcos/docker:stable", e.proxy.Host+"/pools/docker:latest")
+	res := buildPool(t, e.proxy.Host+"/fcos/docker:stable", e.proxy.Host+"/pools/docker:latest")
 	// Read once for the base index, never for the push.
 	sm, _ := synthBase(t).Manifest()
 	if n, dm := baseLayerGets(t, e.proxy), len(sm.Layers); n != dm {
@@ -568,18 +568,18 @@ func TestBuildOpenShiftExample(t *testing.T) {
 	regtest.Require(t, "umoci")
 	root := repoRoot(t)
 	examples := "oci:" + filepath.Join(root, "examples", "base")
-	rreq := layers.Request{MachineConfigs: []string{filepath.Join(root, "examples", "openshift")}, Pool: "worker"}
+	rreq := render.Request{MachineConfigs: []string{filepath.Join(root, "examples", "openshift")}, Pool: "worker"}
 	out := filepath.Join(t.TempDir(), "out")
-	pub, err := push.New("oci:"+out+":worker", nil)
+	pub, err := publish.New("oci:"+out+":worker", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := builder.Build(ctxT(t), builder.Request{Render: rreq, Base: examples, Version: "e2e"}, pub)
+	res, err := build.Build(ctxT(t), build.Request{Render: rreq, Base: examples, Version: "e2e"}, pub)
 	if err != nil {
 		t.Fatal(err)
 	}
 	si := inspect(t, "oci:"+out+":worker")
-	if got := si.Labels[builder.LabelKernelArgs]; got != `["systemd.unified_cgroup_hierarchy=1","mitigations=auto,nosmt"]` {
+	if got := si.Labels[build.LabelKernelArgs]; got != `["systemd.unified_cgroup_hierarchy=1","mitigations=auto,nosmt"]` {
 		t.Errorf("kernel arguments label %q", got)
 	}
 	if len(res.Inputs) != 2 {
@@ -596,7 +596,7 @@ func TestBuildOpenShiftExample(t *testing.T) {
 }
 
 // unitReport returns the report of unit name in r, or nil.
-func unitReport(r *builder.Result, name string) *layers.UnitReport {
+func unitReport(r *build.Result, name string) *render.UnitReport {
 	if r.Report == nil {
 		return nil
 	}

@@ -13,7 +13,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/build"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
 )
@@ -32,18 +32,18 @@ func TestCLIMultiArch(t *testing.T) {
 	if _, err := synth.PushIndex(ctxT(t), idx, base); err != nil {
 		t.Fatal(err)
 	}
-	build := func(target string, args ...string) (string, string, int) {
+	runCLI := func(target string, args ...string) (string, string, int) {
 		t.Helper()
 		return cli(t, append([]string{"build", "--base", base, "--pool", "worker",
 			"--osc", "examples/gardener/worker-osc.yaml", "--push", target}, args...)...)
 	}
 
-	stdout, stderr, code := build(reg.Host+"/pools/worker:v1", "--arch", "all", "-o", "json")
+	stdout, stderr, code := runCLI(reg.Host+"/pools/worker:v1", "--arch", "all", "-o", "json")
 	if code != 0 {
 		t.Fatalf("--arch all: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	t.Logf("--arch all (2 platforms, signed nothing): wall %v, peak RSS %d KiB", lastWall.Round(time.Millisecond), lastRSSKiB)
-	var res builder.MultiResult
+	var res build.MultiResult
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("-o json: %v\n%s", err, stdout)
 	}
@@ -66,13 +66,13 @@ func TestCLIMultiArch(t *testing.T) {
 	}
 
 	// The list gives the same index; text mode prints it last.
-	stdout, stderr, code = build(reg.Host+"/pools/worker:v2", "--arch", "x86_64,aarch64")
+	stdout, stderr, code = runCLI(reg.Host+"/pools/worker:v2", "--arch", "x86_64,aarch64")
 	if code != 0 || lastLine(stdout) != res.Image || !strings.Contains(stderr, "(2 platforms)") {
 		t.Fatalf("--arch x86_64,aarch64: exit %d, %q, want %s\n%s", code, lastLine(stdout), res.Image, stderr)
 	}
 
 	// One --arch: one manifest, the index's arm64 image.
-	stdout, stderr, code = build(reg.Host+"/pools/worker-arm:v1", "--arch", "arm64")
+	stdout, stderr, code = runCLI(reg.Host+"/pools/worker-arm:v1", "--arch", "arm64")
 	if want := reg.Host + "/pools/worker-arm@" + im.Manifests[1].Digest.String(); code != 0 || lastLine(stdout) != want {
 		t.Fatalf("--arch arm64: exit %d, %q, want %s\n%s", code, lastLine(stdout), want, stderr)
 	}
@@ -90,7 +90,7 @@ func TestCLIMultiArch(t *testing.T) {
 		{reg.Host + "/pools/bad:v1", []string{"--arch", "amd64,s390x"}, "platform linux/s390x"},
 		{"oci:" + layout, []string{"--arch", "all", "--sign-key", "no-such.key", "--sign-identity", reg.Host + "/pools/worker"}, "not supported"},
 	} {
-		stdout, stderr, code := build(c.target, c.args...)
+		stdout, stderr, code := runCLI(c.target, c.args...)
 		if code == 0 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, want an error with %q\n%s\n%s", c.args, code, c.want, stdout, stderr)
 		}

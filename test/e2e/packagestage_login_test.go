@@ -101,7 +101,7 @@ func TestPackageStageLogin(t *testing.T) {
 
 	repo := targetReg.Host + "/os/worker"
 	target := repo + ":latest"
-	build := func(t *testing.T, authfile string) (packageBuild, string, string, int) {
+	buildLogin := func(t *testing.T, authfile string) (packageBuild, string, string, int) {
 		t.Helper()
 		stdout, stderr, code := cliBin(t, bin, "build", "--base", base, "--pool", "worker", "--machineconfig", mc,
 			"--push", target, "--containerfile", cf, "--authfile", authfile, "--log-level", "debug", "-o", "json")
@@ -120,7 +120,7 @@ func TestPackageStageLogin(t *testing.T) {
 
 	// 1. Cold: buildah pulls the base from one registry and pushes the
 	// package base to the other, each with its login.
-	first, stdout, stderr, code := build(t, good)
+	first, stdout, stderr, code := buildLogin(t, good)
 	if code != 0 || !first.Tagged || first.PackageStage == nil || first.PackageStage.Hit || !strings.Contains(stderr, "STEP ") {
 		t.Fatalf("first build: exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -130,7 +130,7 @@ func TestPackageStageLogin(t *testing.T) {
 	}
 
 	// 2. The same inputs: the tagged package base is used, no buildah.
-	second, stdout, stderr, code := build(t, good)
+	second, stdout, stderr, code := buildLogin(t, good)
 	if code != 0 || second.PackageStage == nil || !second.PackageStage.Hit || second.PackageStage.Ref != ps.Ref || second.Digest != first.Digest || strings.Contains(stderr, "STEP ") {
 		t.Fatalf("second build: exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -182,7 +182,7 @@ func TestPackageStageLogin(t *testing.T) {
 			if err := os.WriteFile(cf, []byte("FROM packages\nRUN "+tc.step+"\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, stdout, stderr, code := build(t, tc.authfile)
+			_, stdout, stderr, code := buildLogin(t, tc.authfile)
 			if code == 0 {
 				t.Fatalf("exit 0\n%s\n%s", stdout, stderr)
 			}

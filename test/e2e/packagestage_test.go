@@ -14,7 +14,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/oslayer/oslayer/builder"
+	"github.com/oslayer/oslayer/build"
 	"github.com/oslayer/oslayer/test/pkgbase"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
@@ -64,12 +64,12 @@ const agentSecret = "s3cr3t-token-value-7f3a"
 
 // packageBuild is what -o json of a build says.
 type packageBuild struct {
-	Image        string                 `json:"image"`
-	Digest       v1.Hash                `json:"digest"`
-	Tagged       bool                   `json:"tagged"`
-	Base         builder.Base           `json:"base"`
-	PackageStage *builder.PackageResult `json:"packageStage"`
-	BaseIndex    *builder.IndexInfo     `json:"baseIndex"`
+	Image        string               `json:"image"`
+	Digest       v1.Hash              `json:"digest"`
+	Tagged       bool                 `json:"tagged"`
+	Base         build.Base           `json:"base"`
+	PackageStage *build.PackageResult `json:"packageStage"`
+	BaseIndex    *build.IndexInfo     `json:"baseIndex"`
 }
 
 // layerGets counts GETs of the blobs in layers among reqs.

@@ -22,7 +22,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
-	"github.com/oslayer/oslayer/layers/varmech"
+	"github.com/oslayer/oslayer/render/varmech"
 	"github.com/oslayer/oslayer/test/fcosroot"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/regtest"

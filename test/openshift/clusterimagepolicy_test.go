@@ -18,7 +18,7 @@ import (
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"sigs.k8s.io/yaml"
 
-	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/sign"
 )
 
 // crdFile is the ClusterImagePolicy CRD of the feature set that serves

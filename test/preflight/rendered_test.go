@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oslayer/oslayer/builder"
-	"github.com/oslayer/oslayer/layers"
+	"github.com/oslayer/oslayer/build"
 	"github.com/oslayer/oslayer/preflight"
+	"github.com/oslayer/oslayer/render"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/synth"
 )
@@ -32,33 +32,33 @@ func TestRenderedPools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assemble := func(req layers.Request) *builder.Built {
+	assemble := func(req render.Request) *build.Built {
 		t.Helper()
-		r, err := layers.Render(context.Background(), req)
+		r, err := render.Render(context.Background(), req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := builder.Assemble(context.Background(), builder.AssembleRequest{BaseImage: &builder.Base{Ref: "synth", Digest: d, Image: base}, Pool: "worker", Rendered: r})
+		b, err := build.Assemble(context.Background(), build.AssembleRequest{BaseImage: &build.Base{Ref: "synth", Digest: d, Image: base}, Pool: "worker", Rendered: r})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return b
 	}
-	stage := func(b *builder.Built, o preflight.Options) (*preflight.Report, error) {
+	stage := func(b *build.Built, o preflight.Options) (*preflight.Report, error) {
 		out, err := preflight.Stage(o).Run(context.Background(), b, nil)
 		rep, _ := out.(*preflight.Report)
 		return rep, err
 	}
 
 	t.Run("gardener", func(t *testing.T) {
-		b := assemble(layers.Request{OSCs: []string{fixtures.Path(t, "gardener", "generated", "osc-worker-a-reconcile-full.yaml")}, Images: stubImages{}})
+		b := assemble(render.Request{OSCs: []string{fixtures.Path(t, "gardener", "generated", "osc-worker-a-reconcile-full.yaml")}, Images: stubImages{}})
 		rep, err := stage(b, preflight.Options{})
 		if err != nil || rep.Errors != 0 || rep.Warnings != 0 || len(rep.Findings) != 0 || len(rep.AddedLayers) != len(b.Added) {
 			t.Fatalf("err %v, report %+v", err, rep)
 		}
 	})
 	t.Run("openshift", func(t *testing.T) {
-		b := assemble(layers.Request{MachineConfigs: []string{fixtures.Path(t, "mco", "aws", "worker")}, Pool: "worker"})
+		b := assemble(render.Request{MachineConfigs: []string{fixtures.Path(t, "mco", "aws", "worker")}, Pool: "worker"})
 		rep, err := stage(b, preflight.Options{})
 		if err == nil || rep == nil || rep.Errors != 1 || len(rep.Findings) != 1 {
 			t.Fatalf("err %v, report %+v", err, rep)

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/test/regtest"
 )
 

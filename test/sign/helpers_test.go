@@ -28,10 +28,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/oslayer/oslayer/builder"
-	"github.com/oslayer/oslayer/layers/model"
-	"github.com/oslayer/oslayer/registry"
-	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/sign"
+	"github.com/oslayer/oslayer/sources/model"
 	"github.com/oslayer/oslayer/test/regtest"
 )
 
@@ -155,7 +155,7 @@ func signable(t *testing.T) (keyFiles, name.Digest) {
 	return sharedKey(t, 0), pushRandom(t, r.Host, "pool")
 }
 
-func fakeBuild(t *testing.T, d name.Digest) *builder.Built {
+func fakeBuild(t *testing.T, d name.Digest) *build.Built {
 	t.Helper()
 	base, _ := v1.NewHash("sha256:" + strings.Repeat("ab", 32))
 	l1, _ := v1.NewHash("sha256:" + strings.Repeat("01", 32))
@@ -164,10 +164,10 @@ func fakeBuild(t *testing.T, d name.Digest) *builder.Built {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &builder.Built{
+	return &build.Built{
 		Digest: h,
-		Base:   builder.Base{Ref: "quay.io/fedora/fedora-coreos:stable", Digest: base},
-		Added:  []builder.AddedLayer{{Digest: l1, DiffID: l1d, Size: 1234, Source: "files"}},
+		Base:   build.Base{Ref: "quay.io/fedora/fedora-coreos:stable", Digest: base},
+		Added:  []build.AddedLayer{{Digest: l1, DiffID: l1d, Size: 1234, Source: "files"}},
 		Pool:   "worker-a",
 		Inputs: []model.Input{
 			{Path: "osc-worker-a-reconcile.yaml", Kind: "OperatingSystemConfig", Name: "osc-worker-a", SHA256: strings.Repeat("cd", 32)},
@@ -183,7 +183,7 @@ func signBoth(t *testing.T, ctx context.Context, k keyFiles, d name.Digest, opts
 	t.Helper()
 	stages := sign.Stages(keyFile(k.priv), opts...)
 	b := fakeBuild(t, d)
-	p := &builder.Published{Ref: d.String(), Digest: &d}
+	p := &build.Published{Ref: d.String(), Digest: &d}
 	for _, s := range stages {
 		if _, err := s.Run(ctx, b, p); err != nil {
 			t.Fatalf("stage %s on %s: %v", s.Name(), d, err)

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oslayer/oslayer/layers/gardener"
-	"github.com/oslayer/oslayer/layers/machineconfig"
-	"github.com/oslayer/oslayer/layers/model"
-	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/sign"
+	"github.com/oslayer/oslayer/sources/gardener"
+	"github.com/oslayer/oslayer/sources/machineconfig"
+	"github.com/oslayer/oslayer/sources/model"
 	"github.com/oslayer/oslayer/test/regtest"
 	"sigs.k8s.io/yaml"
 )

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/test/regtest"
 )
 

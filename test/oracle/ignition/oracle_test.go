@@ -28,7 +28,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/oslayer/oslayer/layers/varmech"
+	"github.com/oslayer/oslayer/render/varmech"
 	"github.com/oslayer/oslayer/test/fcosroot"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/regtest"

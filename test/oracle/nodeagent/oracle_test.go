@@ -28,10 +28,10 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"github.com/gardener/gardener/pkg/nodeagent"
 
-	"github.com/oslayer/oslayer/builder"
-	"github.com/oslayer/oslayer/layers"
-	"github.com/oslayer/oslayer/layers/gardener"
-	"github.com/oslayer/oslayer/registry/push"
+	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/publish"
+	"github.com/oslayer/oslayer/render"
+	"github.com/oslayer/oslayer/sources/gardener"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/regtest"
 )
@@ -288,16 +288,16 @@ func deliberate(osc *extensionsv1alpha1.OperatingSystemConfig) ignored {
 
 // buildImage builds oslayer's image for the case onto the oracle base
 // into an OCI layout, and returns its unpacked, booted root.
-func buildImage(t *testing.T, input string, c oscCase, baseLayout string) (string, *layers.Report, error) {
+func buildImage(t *testing.T, input string, c oscCase, baseLayout string) (string, *render.Report, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out := filepath.Join(t.TempDir(), "image")
-	pub, err := push.New("oci:"+out+":oracle", nil)
+	pub, err := publish.New("oci:"+out+":oracle", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := builder.Build(ctx, builder.Request{
-		Render: layers.Request{OSCs: []string{input}, Pool: poolOf(t, input), Images: images{}, AllowTopLevel: c.allowTop},
+	res, err := build.Build(ctx, build.Request{
+		Render: render.Request{OSCs: []string{input}, Pool: poolOf(t, input), Images: images{}, AllowTopLevel: c.allowTop},
 		Base:   "oci:" + baseLayout + ":" + baseTag,
 	}, pub)
 	if err != nil {
@@ -310,7 +310,7 @@ func buildImage(t *testing.T, input string, c oscCase, baseLayout string) (strin
 // (secretRef and hostName files, spec.criConfig) but oslayer's report does
 // not name as runtime-delivered: leaving it out is only honest when the
 // user is told.
-func unreported(osc *extensionsv1alpha1.OperatingSystemConfig, rep *layers.Report) []string {
+func unreported(osc *extensionsv1alpha1.OperatingSystemConfig, rep *render.Report) []string {
 	said := map[string]bool{}
 	if rep != nil {
 		for _, r := range rep.Runtime {
@@ -339,7 +339,7 @@ func unreported(osc *extensionsv1alpha1.OperatingSystemConfig, rep *layers.Repor
 // (which the node agent's decoder drops), that oslayer's report warns about
 // it. The field is found independently of oslayer: by a strict decode with
 // sigs.k8s.io/yaml, which names the first unknown field.
-func unwarned(secret *corev1.Secret, rep *layers.Report) []string {
+func unwarned(secret *corev1.Secret, rep *render.Report) []string {
 	err := yaml.UnmarshalStrict(secret.Data[nodeagentconfigv1alpha1.DataKeyOperatingSystemConfig], &extensionsv1alpha1.OperatingSystemConfig{})
 	if err == nil {
 		return nil

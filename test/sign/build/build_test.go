@@ -1,4 +1,4 @@
-// Package build_test signs and attests images built by builder.Build (the
+// Package build_test signs and attests images built by build.Build (the
 // library behind `oslayer build --sign-key`) and checks them with the
 // cosign CLI, upstream skopeo enforcing the `oslayer trust` files, and
 // sign.Verify; and that a failing sign stage leaves the tag unmoved.
@@ -20,11 +20,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
-	"github.com/oslayer/oslayer/builder"
-	"github.com/oslayer/oslayer/layers"
-	"github.com/oslayer/oslayer/registry"
-	"github.com/oslayer/oslayer/registry/push"
-	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/publish"
+	"github.com/oslayer/oslayer/render"
+	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
@@ -49,19 +49,19 @@ func tool(t *testing.T, env []string, bin string, args ...string) (string, bool)
 	return out.String(), ok
 }
 
-func build(t *testing.T, base, target string, stages ...builder.Stage) (*builder.Result, error) {
+func buildPool(t *testing.T, base, target string, stages ...build.Stage) (*build.Result, error) {
 	t.Helper()
 	root, err := fixtures.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := &registry.Options{}
-	pub, err := push.New(target, reg)
+	pub, err := publish.New(target, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return builder.Build(ctxT(t), builder.Request{
-		Render:   layers.Request{OSCs: []string{filepath.Join(root, "examples", "gardener", "worker-osc.yaml")}, Pool: "worker"},
+	return build.Build(ctxT(t), build.Request{
+		Render:   render.Request{OSCs: []string{filepath.Join(root, "examples", "gardener", "worker-osc.yaml")}, Pool: "worker"},
 		Base:     base,
 		Registry: reg,
 		Version:  "test",
@@ -88,7 +88,7 @@ func TestBuildSignedImage(t *testing.T) {
 
 	// A wrong password: the build fails at "sign" and the tag never appears.
 	bad := sign.Stages(sign.KeyFile(priv, sign.Password([]byte("wrong"))), sign.WithVersion("test"))
-	res, err := build(t, r.Host+"/fcos/base:stable", target, bad...)
+	res, err := buildPool(t, r.Host+"/fcos/base:stable", target, bad...)
 	if err == nil || !strings.HasPrefix(err.Error(), "sign: ") || !strings.Contains(err.Error(), "wrong or missing password") {
 		t.Fatalf("build with a wrong key password: err %v", err)
 	}
@@ -107,7 +107,7 @@ func TestBuildSignedImage(t *testing.T) {
 	}
 
 	good := sign.Stages(sign.KeyFile(priv, sign.Password([]byte(password))), sign.WithVersion("test"))
-	res, err = build(t, r.Host+"/fcos/base:stable", target, good...)
+	res, err = buildPool(t, r.Host+"/fcos/base:stable", target, good...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestBuildSignedImage(t *testing.T) {
 	// Rebuilding with unchanged inputs gives the same digest and signs and
 	// attests nothing new.
 	proxy.Reset()
-	res2, err := build(t, r.Host+"/fcos/base:stable", target, good...)
+	res2, err := buildPool(t, r.Host+"/fcos/base:stable", target, good...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,27 +15,27 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/oslayer/oslayer/builder"
-	"github.com/oslayer/oslayer/layers"
+	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/preflight"
-	"github.com/oslayer/oslayer/registry"
-	"github.com/oslayer/oslayer/registry/push"
-	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/publish"
+	"github.com/oslayer/oslayer/render"
+	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
 )
 
 // multiRequest is the worker pool of the examples onto base for arches.
-func multiRequest(t *testing.T, base string, arches ...string) builder.MultiRequest {
+func multiRequest(t *testing.T, base string, arches ...string) build.MultiRequest {
 	t.Helper()
 	root, err := fixtures.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return builder.MultiRequest{
-		Request: builder.Request{
-			Render:   layers.Request{OSCs: []string{filepath.Join(root, "examples", "gardener", "worker-osc.yaml")}, Pool: "worker"},
+	return build.MultiRequest{
+		Request: build.Request{
+			Render:   render.Request{OSCs: []string{filepath.Join(root, "examples", "gardener", "worker-osc.yaml")}, Pool: "worker"},
 			Base:     base,
 			Registry: &registry.Options{},
 			Version:  "test",
@@ -47,7 +47,7 @@ func multiRequest(t *testing.T, base string, arches ...string) builder.MultiRequ
 
 // multiStages are the stages of `oslayer build --sign-key`: preflight
 // (content and written image, read back) and signature and attestation.
-func multiStages(priv string) []builder.Stage {
+func multiStages(priv string) []build.Stage {
 	reg := &registry.Options{}
 	pf := preflight.Stages(preflight.Options{Open: func(ctx context.Context, ref string, p *v1.Platform) (v1.Image, error) {
 		img, _, err := reg.Image(ctx, ref, p)
@@ -72,7 +72,7 @@ func TestBuildMultiArch(t *testing.T) {
 	kp, dir, priv, pubPath := keyPair(t)
 
 	// --arch all is every platform of the base's index, in its order.
-	all := multiRequest(t, baseRef, builder.ArchAll)
+	all := multiRequest(t, baseRef, build.ArchAll)
 	ps, err := all.Platforms(ctx)
 	if err != nil || len(ps) != 2 || ps[0].Architecture != "amd64" || ps[1].Architecture != "arm64" {
 		t.Fatalf("platforms of %s: %v %v", baseRef, ps, err)
@@ -80,11 +80,11 @@ func TestBuildMultiArch(t *testing.T) {
 
 	// A platform the base lacks: the build fails and the tag never appears.
 	failTarget := r.Host + "/pools/failed:latest"
-	fpub, err := push.New(failTarget, &registry.Options{})
+	fpub, err := publish.New(failTarget, &registry.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fres, err := builder.BuildMulti(ctx, multiRequest(t, baseRef, "amd64", "s390x"), fpub, multiStages(priv)...)
+	fres, err := build.BuildMulti(ctx, multiRequest(t, baseRef, "amd64", "s390x"), fpub, multiStages(priv)...)
 	if err == nil || !strings.Contains(err.Error(), "platform linux/s390x") || fres.Tagged {
 		t.Fatalf("build for a platform the base lacks: err %v, tagged %v", err, fres.Tagged)
 	}
@@ -95,11 +95,11 @@ func TestBuildMultiArch(t *testing.T) {
 	}
 
 	target := r.Host + "/pools/worker:latest"
-	pub, err := push.New(target, &registry.Options{})
+	pub, err := publish.New(target, &registry.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := builder.BuildMulti(ctx, multiRequest(t, baseRef, "amd64", "arm64"), pub, multiStages(priv)...)
+	res, err := build.BuildMulti(ctx, multiRequest(t, baseRef, "amd64", "arm64"), pub, multiStages(priv)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,9 +157,9 @@ func TestBuildMultiArch(t *testing.T) {
 			t.Fatal(err)
 		}
 		if cf.Architecture != want || res.Platforms[i].Base.Digest != baseIM.Manifests[i].Digest ||
-			cf.Config.Labels[builder.LabelBaseDigest] != baseIM.Manifests[i].Digest.String() {
+			cf.Config.Labels[build.LabelBaseDigest] != baseIM.Manifests[i].Digest.String() {
 			t.Fatalf("platform %s: config arch %q, base %s label %q, want base %s", want, cf.Architecture,
-				res.Platforms[i].Base.Digest, cf.Config.Labels[builder.LabelBaseDigest], baseIM.Manifests[i].Digest)
+				res.Platforms[i].Base.Digest, cf.Config.Labels[build.LabelBaseDigest], baseIM.Manifests[i].Digest)
 		}
 		added := len(res.Platforms[i].Layers)
 		if added == 0 || len(m.Layers) != len(bm.Layers)+added {
@@ -249,7 +249,7 @@ func TestBuildMultiArch(t *testing.T) {
 	}
 
 	// Reproducible: the same inputs give the same index.
-	res2, err := builder.BuildMulti(ctx, multiRequest(t, baseRef, "amd64", "arm64"), pub, multiStages(priv)...)
+	res2, err := build.BuildMulti(ctx, multiRequest(t, baseRef, "amd64", "arm64"), pub, multiStages(priv)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,11 +263,11 @@ func TestBuildMultiArch(t *testing.T) {
 	// A single --arch arm64 build is one manifest, the index's arm64 image.
 	single := multiRequest(t, baseRef, "arm64")
 	single.Arch = "arm64"
-	spub, err := push.New(r.Host+"/pools/single:latest", &registry.Options{})
+	spub, err := publish.New(r.Host+"/pools/single:latest", &registry.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sres, err := builder.Build(ctx, single.Request, spub)
+	sres, err := build.Build(ctx, single.Request, spub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,11 +288,11 @@ func TestBuildMultiArchLayout(t *testing.T) {
 	_, _, baseRef := multiBase(t)
 	ctx := ctxT(t)
 	dir := filepath.Join(t.TempDir(), "out")
-	pub, err := push.New("oci:"+dir+":worker", &registry.Options{})
+	pub, err := publish.New("oci:"+dir+":worker", &registry.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := builder.BuildMulti(ctx, multiRequest(t, baseRef, builder.ArchAll), pub)
+	res, err := build.BuildMulti(ctx, multiRequest(t, baseRef, build.ArchAll), pub)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,10 +7,10 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/oslayer/oslayer/builder"
-	"github.com/oslayer/oslayer/registry"
-	"github.com/oslayer/oslayer/registry/push"
-	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/publish"
+	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
 )
@@ -34,7 +34,7 @@ func TestTagImage(t *testing.T) {
 	}
 	_, _, priv, pubPath := keyPair(t)
 	stages := sign.Stages(sign.KeyFile(priv, sign.Password([]byte(password))), sign.WithVersion("test"))
-	built, err := build(t, r.Host+"/fcos/base:stable", proxy.Host+"/pools/worker:first", stages...)
+	built, err := buildPool(t, r.Host+"/fcos/base:stable", proxy.Host+"/pools/worker:first", stages...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,14 +47,14 @@ func TestTagImage(t *testing.T) {
 		}
 		return reqs
 	}
-	tagImage := func(target string, from *builder.Result) (*builder.Result, []string, error) {
+	tagImage := func(target string, from *build.Result) (*build.Result, []string, error) {
 		t.Helper()
-		pub, err := push.New(target, &registry.Options{})
+		pub, err := publish.New(target, &registry.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		proxy.Reset()
-		res, err := builder.TagImage(ctxT(t), from, pub)
+		res, err := build.TagImage(ctxT(t), from, pub)
 		return res, requests(), err
 	}
 
@@ -94,7 +94,7 @@ func TestTagImage(t *testing.T) {
 
 	// A build that failed has no image to move a tag to.
 	bad := sign.Stages(sign.KeyFile(priv, sign.Password([]byte("wrong"))), sign.WithVersion("test"))
-	failed, err := build(t, r.Host+"/fcos/base:stable", proxy.Host+"/pools/worker:failed", bad...)
+	failed, err := buildPool(t, r.Host+"/fcos/base:stable", proxy.Host+"/pools/worker:failed", bad...)
 	if err == nil {
 		t.Fatal("a build with a wrong key password succeeded")
 	}

@@ -12,10 +12,10 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/oslayer/oslayer/builder"
-	"github.com/oslayer/oslayer/layers"
-	"github.com/oslayer/oslayer/registry"
-	"github.com/oslayer/oslayer/registry/push"
+	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/publish"
+	"github.com/oslayer/oslayer/render"
 	"github.com/oslayer/oslayer/test/regtest"
 )
 
@@ -32,36 +32,36 @@ func TestBuildMultiResolvedAndTagIndex(t *testing.T) {
 	baseRef = proxy.Host + strings.TrimPrefix(baseRef, r.Host)
 
 	plain := multiRequest(t, baseRef, "arm64", "amd64")
-	pub, err := push.New(proxy.Host+"/pools/worker:plain", &registry.Options{})
+	pub, err := publish.New(proxy.Host+"/pools/worker:plain", &registry.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := builder.BuildMulti(ctx, plain, pub)
+	want, err := build.BuildMulti(ctx, plain, pub)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	// The caller's platforms (arm64 first, as the plain build) override
 	// ArchAll, which would read the base's index: its order is amd64 first.
-	all := multiRequest(t, baseRef, builder.ArchAll)
+	all := multiRequest(t, baseRef, build.ArchAll)
 	all.Flags = plain.Flags
 	all.Resolved = []v1.Platform{{OS: "linux", Architecture: "arm64"}, {OS: "linux", Architecture: "amd64"}}
 	var mu sync.Mutex
 	rendered := map[string]int{}
-	all.Renderers = func(p v1.Platform) builder.Renderer {
-		return func(ctx context.Context, req layers.Request) (*layers.Result, error) {
+	all.Renderers = func(p v1.Platform) build.Renderer {
+		return func(ctx context.Context, req render.Request) (*render.Result, error) {
 			mu.Lock()
 			rendered[p.Architecture]++
 			mu.Unlock()
-			return layers.Render(ctx, req)
+			return render.Render(ctx, req)
 		}
 	}
-	pub, err = push.New(proxy.Host+"/pools/worker:resolved", &registry.Options{})
+	pub, err = publish.New(proxy.Host+"/pools/worker:resolved", &registry.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	proxy.Reset()
-	got, err := builder.BuildMulti(ctx, all, pub)
+	got, err := build.BuildMulti(ctx, all, pub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,12 +83,12 @@ func TestBuildMultiResolvedAndTagIndex(t *testing.T) {
 	}
 
 	// Another tag of the repository moves to the index: nothing else.
-	other, err := push.New(proxy.Host+"/pools/worker:other", &registry.Options{})
+	other, err := publish.New(proxy.Host+"/pools/worker:other", &registry.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	proxy.Reset()
-	moved, err := builder.TagIndex(ctx, got, other)
+	moved, err := build.TagIndex(ctx, got, other)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,12 +111,12 @@ func TestBuildMultiResolvedAndTagIndex(t *testing.T) {
 	}
 
 	// A build that failed has no index to move a tag to.
-	failed, err := builder.BuildMulti(ctx, multiRequest(t, baseRef, "amd64", "s390x"), pub)
+	failed, err := build.BuildMulti(ctx, multiRequest(t, baseRef, "amd64", "s390x"), pub)
 	if err == nil {
 		t.Fatal("a build for a platform the base lacks succeeded")
 	}
 	proxy.Reset()
-	if _, err := builder.TagIndex(ctx, failed, other); err == nil {
+	if _, err := build.TagIndex(ctx, failed, other); err == nil {
 		t.Error("TagIndex of a failed build moved the tag")
 	}
 	if n := len(proxy.Requests()); n != 0 {

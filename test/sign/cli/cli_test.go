@@ -17,8 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/oslayer/oslayer/builder"
-	"github.com/oslayer/oslayer/registry/sign"
+	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/regtest"
 )
@@ -96,7 +96,7 @@ func TestKeygenTrustVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range sign.Stages(sign.KeyFile(filepath.Join(keys, "cosign.key"), sign.Password([]byte("pw")))) {
-		if _, err := s.Run(ctx, &builder.Built{Pool: "worker"}, &builder.Published{Ref: d.String(), Digest: &d}); err != nil {
+		if _, err := s.Run(ctx, &build.Built{Pool: "worker"}, &build.Published{Ref: d.String(), Digest: &d}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
-	"github.com/oslayer/oslayer/registry/push"
+	"github.com/oslayer/oslayer/publish"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
 )
@@ -46,7 +46,7 @@ func TestSignedLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lp.AppendImage(base, layout.WithAnnotations(map[string]string{push.RefNameAnnotation: "stable"})); err != nil {
+	if err := lp.AppendImage(base, layout.WithAnnotations(map[string]string{publish.RefNameAnnotation: "stable"})); err != nil {
 		t.Fatal(err)
 	}
 	osc := filepath.Join(dir, "osc.yaml")
@@ -89,9 +89,9 @@ func TestSignedLayout(t *testing.T) {
 	}
 	kinds := map[string]string{}
 	for _, m := range idx.Manifests {
-		kinds[m.Annotations[push.KindAnnotation]] = m.Digest
+		kinds[m.Annotations[publish.KindAnnotation]] = m.Digest
 	}
-	if kinds[push.KindImage] != res.Digest || kinds[push.KindSignatures] == "" || kinds[push.KindAttestations] == "" || len(idx.Manifests) != 3 {
+	if kinds[publish.KindImage] != res.Digest || kinds[publish.KindSignatures] == "" || kinds[publish.KindAttestations] == "" || len(idx.Manifests) != 3 {
 		t.Fatalf("index.json of the signed layout:\n%s", raw)
 	}
 

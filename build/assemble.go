@@ -1,0 +1,387 @@
+package build
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/render"
+)
+
+// AnnotationBaseDigest is recorded on the manifest of an assembled image.
+// The base is recorded by digest only (no base name annotation or label): the
+// same base read from a registry, a mirror or an OCI layout gives one image
+// digest. The reference the user gave is in the build's provenance.
+const AnnotationBaseDigest = "org.opencontainers.image.base.digest"
+
+// AssembleRequest says what to assemble.
+type AssembleRequest struct {
+	// Base is the base image: a registry reference or "oci:DIR[:TAG]".
+	// Ignored when BaseImage is set.
+	Base string
+	// BaseImage is an already resolved base (ResolveBase); a caller that
+	// builds many pools on one base resolves it once.
+	BaseImage *Base
+	// Registry reaches the base; nil means the zero Options.
+	Registry *registry.Options
+	// Arch selects the platform of a multi-platform base ("" means amd64)
+	// and, when set, must match the architecture of a single-platform base.
+	Arch string
+	// Pool names the pool (label LabelPool). Required.
+	Pool string
+	// Rendered is the renderer's output: the layers to append.
+	Rendered *render.Result
+	// Epoch is the "created" time of the config and of every new history
+	// entry. Zero means render.DefaultEpoch. Use the render request's epoch.
+	Epoch time.Time
+	// Version is the oslayer version recorded in LabelVersion ("" means "dev").
+	Version string
+	// Flags are the options that change the output, for provenance.
+	Flags map[string]string
+	// Logger receives warnings; nil discards them.
+	Logger *slog.Logger
+	// Official is the official base when BaseImage is the package base
+	// built from it (Build's package stage); nil otherwise. A pool that
+	// needs packages is refused without one.
+	Official *Base
+}
+
+// ResolveBase opens ref (a registry reference or "oci:DIR[:TAG]") for
+// linux/arch (arch "" means amd64 for a multi-platform base). Only the
+// manifest (and index) and the config are read; a tag is resolved to a digest
+// once and that digest is what the build uses.
+func ResolveBase(ctx context.Context, ref string, reg *registry.Options, arch string) (*Base, error) {
+	if ref == "" {
+		return nil, fmt.Errorf("no base image: give --base, or a MachineConfig with osImageURL")
+	}
+	if reg == nil {
+		reg = &registry.Options{}
+	}
+	plat := registry.DefaultPlatform
+	if arch != "" {
+		plat.Architecture = registry.NormalizeArch(arch)
+	}
+	img, res, err := reg.Image(ctx, ref, &plat)
+	if err != nil {
+		return nil, fmt.Errorf("base %s: %w", ref, trimRef(err, ref))
+	}
+	// Every build on this Base reads the parsed manifest and config.
+	img = cacheBase(img)
+	mt, err := img.MediaType()
+	if err != nil {
+		return nil, fmt.Errorf("base %s: %w", ref, err)
+	}
+	switch mt {
+	case types.DockerManifestSchema2, types.OCIManifestSchema1:
+	case types.DockerManifestSchema1, types.DockerManifestSchema1Signed:
+		return nil, fmt.Errorf("base %s: Docker schema 1 manifests are not supported (nodes refuse them)", ref)
+	default:
+		return nil, fmt.Errorf("base %s: unsupported manifest media type %q", ref, mt)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("base %s: config: %w", ref, err)
+	}
+	// A single-architecture base must be for the architecture built for,
+	// amd64 unless --arch says otherwise.
+	if have := registry.NormalizeArch(cf.Architecture); res.IndexDigest == nil && have != "" && have != plat.Architecture {
+		if arch == "" {
+			return nil, fmt.Errorf("base %s: image is for architecture %q, and --arch defaults to amd64: give --arch %s to build for it", ref, cf.Architecture, have)
+		}
+		return nil, fmt.Errorf("base %s: image is for architecture %q, --arch is %q", ref, cf.Architecture, arch)
+	}
+	return &Base{Ref: ref, Digest: res.Digest, Pinned: res.Pinned, Image: img}, nil
+}
+
+// trimRef keeps an error from repeating "image REF: " under our own
+// "base REF: " prefix. The wrapped error stays reachable with errors.Is.
+func trimRef(err error, ref string) error {
+	if p := "image " + ref + ": "; strings.HasPrefix(err.Error(), p) {
+		return &trimmed{msg: strings.TrimPrefix(err.Error(), p), err: err}
+	}
+	return err
+}
+
+type trimmed struct {
+	msg string
+	err error
+}
+
+func (t *trimmed) Error() string { return t.msg }
+func (t *trimmed) Unwrap() error { return t.err }
+
+// Assemble appends the rendered layers onto the base and returns the image.
+// It reads only the base's manifest and config: no base layer blob is
+// downloaded. The same request always gives the same image digest.
+//
+// Media types: a Docker schema 2 base whose layers are all plain (gzip or
+// uncompressed) Docker layers is re-described with OCI media types. That
+// changes only descriptors in the new manifest and the config media type;
+// every base layer blob stays byte for byte the same (the Docker and OCI
+// gzip layer formats are identical). A base with any other layer type (e.g.
+// foreign layers) keeps its Docker media types, with a warning.
+func Assemble(ctx context.Context, req AssembleRequest) (*Built, error) {
+	log := req.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if req.Pool == "" {
+		return nil, fmt.Errorf("assemble: no pool name (--pool)")
+	}
+	if req.Rendered == nil {
+		return nil, fmt.Errorf("assemble: nothing rendered")
+	}
+	if req.Official == nil {
+		if err := needsPackages(req.Rendered.Packages); err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	base := req.BaseImage
+	if base == nil {
+		var err error
+		if base, err = ResolveBase(ctx, req.Base, req.Registry, req.Arch); err != nil {
+			return nil, err
+		}
+	}
+	var warnings []string
+	warn := func(msg string, args ...any) {
+		warnings = append(warnings, msg)
+		log.Warn(msg, args...)
+	}
+	if !base.Pinned && !registry.IsLayout(base.Ref) {
+		warn(fmt.Sprintf("base %s is not pinned by digest; it resolved to %s: pin it for reproducible builds", base.Ref, base.Digest), "base", base.Ref, "digest", base.Digest.String())
+	}
+
+	bp, err := partsOf(base.Image)
+	if err != nil {
+		return nil, fmt.Errorf("base %s: %w", base.Ref, err)
+	}
+	bm, bcf := bp.manifest, bp.config
+	if len(bcf.RootFS.DiffIDs) != len(bm.Layers) {
+		return nil, fmt.Errorf("base %s: manifest has %d layers but config rootfs.diff_ids has %d", base.Ref, len(bm.Layers), len(bcf.RootFS.DiffIDs))
+	}
+	if _, ok := bcf.Config.Labels["ostree.bootable"]; !ok {
+		if _, ok := bcf.Config.Labels["containers.bootc"]; !ok {
+			warn(fmt.Sprintf("base %s has neither label ostree.bootable nor containers.bootc: nodes will not boot it", base.Ref), "base", base.Ref)
+		}
+	}
+
+	// Decide the media types.
+	manifestMT, configMT, layerMT := bm.MediaType, bm.Config.MediaType, types.OCILayer
+	baseDescs := append([]v1.Descriptor(nil), bm.Layers...)
+	if manifestMT == "" {
+		manifestMT = types.OCIManifestSchema1
+	}
+	if manifestMT == types.DockerManifestSchema2 {
+		convertible := true
+		for _, d := range bm.Layers {
+			if d.MediaType != types.DockerLayer && d.MediaType != types.DockerUncompressedLayer {
+				convertible = false
+			}
+		}
+		if convertible {
+			manifestMT, configMT = types.OCIManifestSchema1, types.OCIConfigJSON
+			for i := range baseDescs {
+				if baseDescs[i].MediaType == types.DockerLayer {
+					baseDescs[i].MediaType = types.OCILayer
+				} else {
+					baseDescs[i].MediaType = types.OCIUncompressedLayer
+				}
+			}
+		} else {
+			layerMT = types.DockerLayer
+			warn(fmt.Sprintf("base %s has Docker layers that have no OCI equivalent; the image keeps Docker media types", base.Ref), "base", base.Ref)
+		}
+	}
+	if configMT == "" {
+		configMT = types.OCIConfigJSON
+	}
+
+	// Layers: the base's (lazy, never read here) then ours.
+	baseLayers := bp.layers
+	if len(baseLayers) != len(bm.Layers) {
+		return nil, fmt.Errorf("base %s: %d layers, manifest lists %d", base.Ref, len(baseLayers), len(bm.Layers))
+	}
+	img := &image{byDigest: map[v1.Hash]v1.Layer{}, byDiffID: map[v1.Hash]v1.Layer{}}
+	for i, l := range baseLayers {
+		if baseDescs[i].MediaType != bm.Layers[i].MediaType {
+			l = retype(l, baseDescs[i])
+		}
+		img.add(l, baseDescs[i].Digest, bcf.RootFS.DiffIDs[i])
+	}
+	epoch := req.Epoch
+	if epoch.IsZero() {
+		epoch = render.DefaultEpoch
+	}
+	epoch = epoch.UTC()
+	diffIDs := append([]v1.Hash(nil), bcf.RootFS.DiffIDs...)
+	var history []json.RawMessage
+	var added []AddedLayer
+	descs := baseDescs
+	for _, rl := range req.Rendered.Layers {
+		l, err := newBytesLayer(rl, layerMT)
+		if err != nil {
+			return nil, fmt.Errorf("assemble: %w", err)
+		}
+		img.add(l, l.digest, l.diffID)
+		diffIDs = append(diffIDs, l.diffID)
+		descs = append(descs, v1.Descriptor{MediaType: layerMT, Size: int64(len(l.gz)), Digest: l.digest})
+		createdBy := rl.CreatedBy
+		if createdBy == "" {
+			createdBy = "oslayer " + rl.Name
+		}
+		h, _ := json.Marshal(v1.History{Created: v1.Time{Time: epoch}, CreatedBy: createdBy, Comment: HistoryCommentPrefix + rl.Name})
+		history = append(history, h)
+		added = append(added, AddedLayer{Digest: l.digest, DiffID: l.diffID, Size: int64(len(l.gz)), Source: createdBy})
+	}
+	if len(req.Rendered.Layers) == 0 {
+		warn(fmt.Sprintf("pool %s: nothing rendered; the image only relabels the base", req.Pool))
+	}
+
+	// Config: the base config as raw JSON (unknown fields survive), with
+	// our labels, history, diff_ids and created time.
+	kargs := req.Rendered.KernelArgs
+	if kargs == nil {
+		kargs = []string{}
+	}
+	kj, _ := json.Marshal(kargs)
+	version := req.Version
+	if version == "" {
+		version = "dev"
+	}
+	labels := map[string]string{
+		LabelPool:         req.Pool,
+		LabelInputsDigest: req.Rendered.InputsDigest,
+		LabelKernelArgs:   string(kj),
+		LabelVersion:      version,
+		LabelBaseDigest:   base.Digest.String(),
+	}
+	if bp.editErr != nil {
+		return nil, fmt.Errorf("base %s: config: %w", base.Ref, bp.editErr)
+	}
+	rawOut, err := bp.edit.edit(labels, history, diffIDs, epoch)
+	if err != nil {
+		return nil, fmt.Errorf("base %s: config: %w", base.Ref, err)
+	}
+	cf, err := editedConfig(bcf, labels, history, diffIDs, epoch)
+	if err != nil {
+		return nil, fmt.Errorf("assemble: config: %w", err)
+	}
+	m := &v1.Manifest{
+		SchemaVersion: 2,
+		MediaType:     manifestMT,
+		Config:        v1.Descriptor{MediaType: configMT, Size: int64(len(rawOut)), Digest: sha256Hash(rawOut)},
+		Layers:        descs,
+	}
+	if manifestMT == types.OCIManifestSchema1 {
+		m.Annotations = map[string]string{AnnotationBaseDigest: base.Digest.String()}
+	}
+	rawM, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("assemble: manifest: %w", err)
+	}
+	img.rawConfig, img.config = rawOut, cf
+	img.rawManifest, img.manifest = rawM, m
+	img.digest = sha256Hash(rawM)
+	var files []render.Baked
+	if req.Rendered.Report != nil {
+		files = req.Rendered.Report.Baked
+	}
+	return &Built{
+		Files:        files,
+		Image:        img,
+		Digest:       img.digest,
+		Base:         *base,
+		Added:        added,
+		Pool:         req.Pool,
+		Inputs:       req.Rendered.Inputs,
+		InputsDigest: req.Rendered.InputsDigest,
+		KernelArgs:   req.Rendered.KernelArgs,
+		Flags:        req.Flags,
+		Warnings:     warnings,
+		Official:     req.Official,
+	}, nil
+}
+
+func sha256Hash(b []byte) v1.Hash {
+	s := sha256.Sum256(b)
+	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(s[:])}
+}
+
+// image is an assembled image: fixed manifest and config bytes, base layers
+// that stay lazy, and the appended layers in memory.
+type image struct {
+	rawManifest, rawConfig []byte
+	manifest               *v1.Manifest
+	config                 *v1.ConfigFile
+	digest                 v1.Hash
+	layers                 []v1.Layer
+	byDigest               map[v1.Hash]v1.Layer
+	byDiffID               map[v1.Hash]v1.Layer
+}
+
+var _ v1.Image = (*image)(nil)
+
+func (i *image) add(l v1.Layer, digest, diffID v1.Hash) {
+	i.layers = append(i.layers, l)
+	if _, ok := i.byDigest[digest]; !ok {
+		i.byDigest[digest] = l
+	}
+	if _, ok := i.byDiffID[diffID]; !ok {
+		i.byDiffID[diffID] = l
+	}
+}
+
+func (i *image) Layers() ([]v1.Layer, error)         { return append([]v1.Layer(nil), i.layers...), nil }
+func (i *image) MediaType() (types.MediaType, error) { return i.manifest.MediaType, nil }
+func (i *image) Size() (int64, error)                { return int64(len(i.rawManifest)), nil }
+func (i *image) ConfigName() (v1.Hash, error)        { return i.manifest.Config.Digest, nil }
+func (i *image) ConfigFile() (*v1.ConfigFile, error) { return i.config.DeepCopy(), nil }
+func (i *image) RawConfigFile() ([]byte, error)      { return i.rawConfig, nil }
+func (i *image) Digest() (v1.Hash, error)            { return i.digest, nil }
+func (i *image) Manifest() (*v1.Manifest, error)     { return i.manifest.DeepCopy(), nil }
+func (i *image) RawManifest() ([]byte, error)        { return i.rawManifest, nil }
+func (i *image) LayerByDigest(h v1.Hash) (v1.Layer, error) {
+	if l, ok := i.byDigest[h]; ok {
+		return l, nil
+	}
+	if h == i.manifest.Config.Digest {
+		return &configLayer{raw: i.rawConfig, digest: h, mt: i.manifest.Config.MediaType}, nil
+	}
+	return nil, fmt.Errorf("image %s: no layer %s", i.digest, h)
+}
+func (i *image) LayerByDiffID(h v1.Hash) (v1.Layer, error) {
+	if l, ok := i.byDiffID[h]; ok {
+		return l, nil
+	}
+	return nil, fmt.Errorf("image %s: no layer with diffID %s", i.digest, h)
+}
+
+// configLayer presents the config blob as a layer (for LayerByDigest).
+type configLayer struct {
+	raw    []byte
+	digest v1.Hash
+	mt     types.MediaType
+}
+
+func (c *configLayer) Digest() (v1.Hash, error)            { return c.digest, nil }
+func (c *configLayer) DiffID() (v1.Hash, error)            { return c.digest, nil }
+func (c *configLayer) Size() (int64, error)                { return int64(len(c.raw)), nil }
+func (c *configLayer) MediaType() (types.MediaType, error) { return c.mt, nil }
+func (c *configLayer) Compressed() (io.ReadCloser, error) {
+	return io.NopCloser(strings.NewReader(string(c.raw))), nil
+}
+func (c *configLayer) Uncompressed() (io.ReadCloser, error) { return c.Compressed() }

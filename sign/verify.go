@@ -1,0 +1,308 @@
+package sign
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/sigstore/cosign/v2/pkg/cosign"
+	"github.com/sigstore/cosign/v2/pkg/oci"
+	colayout "github.com/sigstore/cosign/v2/pkg/oci/layout"
+	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
+	"github.com/sigstore/sigstore/pkg/signature"
+	"github.com/sigstore/sigstore/pkg/signature/payload"
+
+	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/publish"
+)
+
+// Verification is what Verify found. Err fields are empty on success.
+type Verification struct {
+	// Ref is the verified digested reference.
+	Ref string `json:"ref"`
+	// Digest is the single-arch manifest digest that was verified.
+	Digest string `json:"digest"`
+	// Index is the digest of the multi-platform index the reference
+	// named (a multi-arch pool image), whose signature is checked too: a
+	// node that resolves the tag to the index verifies that signature.
+	Index string `json:"index,omitempty"`
+	// IndexSignatures counts valid signatures of Index by the key.
+	IndexSignatures int `json:"indexSignatures,omitempty"`
+	// IndexSignatureError says why the index's signature check failed.
+	IndexSignatureError string `json:"indexSignatureError,omitempty"`
+	// Signatures counts valid signatures by the key.
+	Signatures int `json:"signatures"`
+	// SignedIdentity is the docker-reference the signature names.
+	SignedIdentity string `json:"signedIdentity,omitempty"`
+	// SignatureError says why the signature check failed.
+	SignatureError string `json:"signatureError,omitempty"`
+	// Attestations counts valid SLSA provenance attestations by the key.
+	Attestations int `json:"attestations"`
+	// AttestationError says why the attestation check failed.
+	AttestationError string `json:"attestationError,omitempty"`
+	// Provenance is the statement of the first valid attestation.
+	Provenance *Statement `json:"provenance,omitempty"`
+	// Inputs are the input documents the provenance names.
+	Inputs []ResourceDescriptor `json:"inputs,omitempty"`
+	// Base is the base image the provenance names.
+	Base *ResourceDescriptor `json:"base,omitempty"`
+	// SBOM is the SPDX document of the first SBOM attestation by the key
+	// (nil: none); SBOMError says what is wrong with it.
+	SBOM      *SPDX  `json:"sbom,omitempty"`
+	SBOMError string `json:"sbomError,omitempty"`
+}
+
+// OK reports whether both checks passed.
+func (v *Verification) OK() bool {
+	return v.SignatureError == "" && v.AttestationError == "" && v.IndexSignatureError == "" && v.Signatures > 0 && v.Attestations > 0
+}
+
+// ErrVerify is wrapped by every verification failure (not by errors reaching
+// the registry).
+var ErrVerify = errors.New("verification failed")
+
+// Verify checks ref (a tag or digest reference; tags are resolved, index
+// references select linux/amd64, and the index's own signature is
+// checked too) with the public key pub:
+//
+//   - the manifest the registry serves must hash to the digest;
+//   - a cosign signature by pub whose payload names that exact digest and
+//     the image's repository (what a node's sigstoreSigned policy with
+//     matchRepository accepts);
+//   - a DSSE attestation by pub of a SLSA provenance v1 statement whose
+//     subject is that digest.
+//
+// No transparency log or certificate is consulted. The Verification is
+// returned with an error wrapping ErrVerify when a check fails.
+func Verify(ctx context.Context, ref string, pub signature.Verifier, opts ...Option) (*Verification, error) {
+	return verify(ctx, ref, pub, makeOptions(opts))
+}
+
+func verify(ctx context.Context, ref string, pub signature.Verifier, o *options) (*Verification, error) {
+	// The registry verifies nothing: reading the manifest through
+	// go-containerregistry checks its bytes against a requested digest.
+	_, res, err := o.reg.Image(ctx, ref, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrVerify, err)
+	}
+	var v *Verification
+	co := &cosign.CheckOpts{
+		RegistryClientOpts: []ociremote.Option{ociremote.WithRemoteOptions(o.remoteOpts(ctx)...)},
+		SigVerifier:        pub,
+		IgnoreTlog:         true,
+		IgnoreSCT:          true,
+	}
+	var sigs, atts []oci.Signature
+	var sigErr, attErr error
+	if res.Ref == nil {
+		// An OCI layout as `cosign save` writes it: the signatures and
+		// attestations of the image whose entry has the kind annotation.
+		l, err := registry.ParseLayout(ref)
+		if err != nil {
+			return nil, err
+		}
+		v = &Verification{Ref: registry.LayoutPrefix + l.Dir + "@" + res.Digest.String(), Digest: res.Digest.String()}
+		if err := layoutSignedImage(l.Dir, res.Digest); err != nil {
+			return v, fmt.Errorf("%w for %s: %v", ErrVerify, v.Ref, err)
+		}
+		co.ClaimVerifier = cosign.SimpleClaimVerifier
+		sigs, _, sigErr = cosign.VerifyLocalImageSignatures(ctx, l.Dir, co)
+		co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
+		atts, _, attErr = cosign.VerifyLocalImageAttestations(ctx, l.Dir, co)
+	} else {
+		d := res.Ref.Context().Digest(res.Digest.String())
+		v = &Verification{Ref: d.String(), Digest: res.Digest.String()}
+		// The identity a node checks is the repository it pulls, before any
+		// mirror rewriting.
+		want := d.Context().Name()
+		if given, err := name.ParseReference(ref); err == nil {
+			want = given.Context().Name()
+		}
+		co.ClaimVerifier = func(sig oci.Signature, h v1.Hash, ann map[string]interface{}) error {
+			if err := cosign.SimpleClaimVerifier(sig, h, ann); err != nil {
+				return err
+			}
+			id, err := signedIdentity(sig)
+			if err != nil {
+				return err
+			}
+			if !sameRepository(id, want) {
+				return fmt.Errorf("signature names %q, not repository %q", id, want)
+			}
+			return nil
+		}
+		sigs, _, sigErr = cosign.VerifyImageSignatures(ctx, d, co)
+		if res.IndexDigest != nil {
+			v.Index = res.IndexDigest.String()
+			isigs, _, err := cosign.VerifyImageSignatures(ctx, res.Ref.Context().Digest(v.Index), co)
+			if err != nil {
+				v.IndexSignatureError = err.Error()
+			} else if v.IndexSignatures = len(isigs); len(isigs) == 0 {
+				v.IndexSignatureError = "no signature by this key"
+			}
+		}
+		co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
+		atts, _, attErr = cosign.VerifyImageAttestations(ctx, d, co)
+	}
+	if sigErr != nil {
+		v.SignatureError = sigErr.Error()
+	} else {
+		v.Signatures = len(sigs)
+		if len(sigs) > 0 {
+			v.SignedIdentity, _ = signedIdentity(sigs[0])
+		}
+	}
+	err = attErr
+	if err != nil {
+		v.AttestationError = err.Error()
+	} else {
+		for _, a := range atts {
+			st, err := decodeStatement(a)
+			if err == nil && st.PredicateType == SBOMPredicateType && v.SBOM == nil {
+				v.SBOM, v.SBOMError = checkSBOM(a, v.Digest)
+			}
+			if err != nil || st.PredicateType != PredicateType {
+				continue
+			}
+			v.Attestations++
+			if v.Provenance == nil {
+				v.Provenance = st
+			}
+		}
+		if v.Attestations == 0 {
+			v.AttestationError = fmt.Sprintf("no attestation of type %s by this key", PredicateType)
+		}
+	}
+	if v.Provenance != nil {
+		for i, rd := range v.Provenance.Predicate.BuildDefinition.ResolvedDependencies {
+			switch rd.Annotations[AnnotationRole] {
+			case "base":
+				v.Base = &v.Provenance.Predicate.BuildDefinition.ResolvedDependencies[i]
+			case "input":
+				v.Inputs = append(v.Inputs, rd)
+			}
+		}
+	}
+	var errs []string
+	if v.SignatureError != "" {
+		errs = append(errs, "signature: "+v.SignatureError)
+	}
+	if v.AttestationError != "" {
+		errs = append(errs, "attestation: "+v.AttestationError)
+	}
+	if v.IndexSignatureError != "" {
+		errs = append(errs, "index "+v.Index+" signature: "+v.IndexSignatureError)
+	}
+	if v.SBOMError != "" {
+		errs = append(errs, "sbom: "+v.SBOMError)
+	}
+	if len(errs) > 0 {
+		return v, fmt.Errorf("%w for %s: %s", ErrVerify, v.Ref, strings.Join(errs, "; "))
+	}
+	return v, nil
+}
+
+func signedIdentity(sig oci.Signature) (string, error) {
+	p, err := sig.Payload()
+	if err != nil {
+		return "", err
+	}
+	var ss payload.SimpleContainerImage
+	if err := json.Unmarshal(p, &ss); err != nil {
+		return "", fmt.Errorf("signature payload: %v", err)
+	}
+	return ss.Critical.Identity.DockerReference, nil
+}
+
+// sameRepository compares a signed docker-reference with a repository,
+// ignoring tags and digests and docker.io spellings.
+func sameRepository(signed, repo string) bool {
+	a, err := name.ParseReference(signed)
+	if err != nil {
+		r, err2 := name.NewRepository(signed)
+		if err2 != nil {
+			return false
+		}
+		return r.Name() == repoName(repo)
+	}
+	return a.Context().Name() == repoName(repo)
+}
+
+func repoName(s string) string {
+	r, err := name.NewRepository(s)
+	if err != nil {
+		return s
+	}
+	return r.Name()
+}
+
+// layoutSignedImage checks that the image the OCI layout dir holds
+// signatures for (cosign's kind annotation) is d.
+func layoutSignedImage(dir string, d v1.Hash) error {
+	idx, err := colayout.SignedImageIndex(dir)
+	if err != nil {
+		return err
+	}
+	si, err := idx.SignedImage(v1.Hash{})
+	if err != nil {
+		return err
+	}
+	if si == nil {
+		return fmt.Errorf("the layout %s holds no signed image (no index.json entry with annotation kind=%s; build with --sign-key or cosign save)", dir, publish.KindImage)
+	}
+	h, err := si.Digest()
+	if err != nil {
+		return err
+	}
+	if h != d {
+		return fmt.Errorf("the layout %s holds signatures for %s, not for %s", dir, h, d)
+	}
+	return nil
+}
+
+// checkSBOM decodes the SPDX SBOM attestation a (its signature and
+// subject were verified) and checks it describes digest: its subject and
+// name, every file with a SHA256 and a SHA1 checksum and the source it came
+// from.
+func checkSBOM(a oci.Signature, digest string) (*SPDX, string) {
+	p, err := a.Payload()
+	if err != nil {
+		return nil, err.Error()
+	}
+	var env struct {
+		Payload string `json:"payload"`
+	}
+	if err := json.Unmarshal(p, &env); err != nil {
+		return nil, "not a DSSE envelope: " + err.Error()
+	}
+	b, err := base64.StdEncoding.DecodeString(env.Payload)
+	if err != nil {
+		return nil, "payload: " + err.Error()
+	}
+	var st SBOMStatement
+	if err := json.Unmarshal(b, &st); err != nil || st.Predicate == nil {
+		return nil, fmt.Sprintf("not an SPDX statement: %v", err)
+	}
+	doc := st.Predicate
+	if len(st.Subject) != 1 || "sha256:"+st.Subject[0].Digest["sha256"] != digest || !strings.HasSuffix(doc.Name, digest) {
+		return doc, "the SBOM describes another image than " + digest
+	}
+	if doc.SPDXVersion != "SPDX-2.3" {
+		return doc, "spdxVersion " + doc.SPDXVersion + ", want SPDX-2.3"
+	}
+	for _, f := range doc.Files {
+		algs := map[string]bool{}
+		for _, c := range f.Checksums {
+			algs[c.Algorithm] = c.ChecksumValue != ""
+		}
+		if !algs["SHA1"] || !algs["SHA256"] || !strings.HasPrefix(f.Comment, "source: ") {
+			return doc, "file " + f.FileName + " lacks a SHA1 or SHA256 checksum or its source"
+		}
+	}
+	return doc, ""
+}
