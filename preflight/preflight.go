@@ -48,12 +48,10 @@ package preflight
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"path"
-	"slices"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -253,165 +251,6 @@ type LayerSummary struct {
 
 // Passed reports whether no error was found.
 func (r *Report) Passed() bool { return r.Errors == 0 }
-
-// Run runs the checks on t. An error means the checks could not run (an
-// image or a layer could not be read); problems with the image are findings.
-func Run(ctx context.Context, t Target, opts Options) (*Report, error) {
-	if t.Image == nil {
-		return nil, errors.New("preflight: no candidate image")
-	}
-	log := opts.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	checks := opts.Checks
-	if checks == nil {
-		checks = Default()
-	}
-	known := map[string]bool{}
-	for _, c := range checks {
-		known[c.Name()] = true
-	}
-	for _, s := range opts.Skip {
-		if !known[s] {
-			return nil, fmt.Errorf("preflight: --skip %q: no such check (have %s)", s, strings.Join(names(checks), ", "))
-		}
-	}
-	tt := &t
-	tt.Options = &opts
-	ref := t.Ref
-	if ref == "" {
-		ref = "candidate image"
-	}
-	var err error
-	if tt.Manifest, err = t.Image.Manifest(); err != nil {
-		return nil, fmt.Errorf("preflight: %s: manifest: %w", ref, err)
-	}
-	if tt.MediaType, err = t.Image.MediaType(); err != nil {
-		return nil, fmt.Errorf("preflight: %s: manifest media type: %w", ref, err)
-	}
-	if tt.Config, err = t.Image.ConfigFile(); err != nil {
-		return nil, fmt.Errorf("preflight: %s: config: %w", ref, err)
-	}
-	tt.Labels = tt.Config.Config.Labels
-	if tt.Labels == nil {
-		tt.Labels = map[string]string{}
-	}
-	if t.Base != nil {
-		if tt.BaseManifest, tt.BaseConfig, err = manifestConfig(t.Base, orDefault(t.BaseRef, "base image")); err != nil {
-			return nil, err
-		}
-	}
-	if t.Require != nil {
-		if tt.ReqManifest, tt.ReqConfig, err = manifestConfig(t.Require, orDefault(t.RequireRef, "required base image")); err != nil {
-			return nil, err
-		}
-	}
-	rep := &Report{Image: t.Ref, Base: t.BaseRef, RequireBase: t.RequireRef, AddedLayers: []LayerSummary{}, Findings: []Finding{}}
-	if d, err := t.Image.Digest(); err == nil {
-		rep.Digest = d.String()
-	}
-
-	rep.Layers = countLayers(tt)
-	var runnerFindings []Finding
-	tt.FirstAdded, runnerFindings = addedStart(tt)
-	needAdded := false
-	for _, c := range checks {
-		if !slices.Contains(opts.Skip, c.Name()) && c.Needs()&NeedAdded != 0 {
-			needAdded = true
-		}
-	}
-	if opts.onlyWritten {
-		// The content half of the build reported on the added layers.
-		runnerFindings = nil
-	}
-	if tt.FirstAdded >= 0 && needAdded {
-		if tt.Added, err = Scan(ctx, tt, opts.Scan); err != nil {
-			return nil, err
-		}
-	}
-	for _, l := range tt.Added {
-		rep.AddedLayers = append(rep.AddedLayers, LayerSummary{Index: l.Index, Digest: l.Digest.String(), DiffID: l.DiffID.String(), Size: l.Size, MediaType: string(l.MediaType), Entries: len(l.Entries)})
-		log.Debug("preflight: scanned added layer", "image", ref, "index", l.Index, "digest", l.Digest.String(), "entries", len(l.Entries), "keptFiles", len(l.Files), "truncated", l.Truncated)
-		if l.Truncated {
-			runnerFindings = append(runnerFindings, Finding{Check: "preflight", Severity: Warning, Rule: "scan-limits", Layer: l.Digest.String(),
-				Message: "the layer has more entries or secret-like content than the scan keeps: some content checks saw only part of it"})
-		}
-	}
-	for i := range runnerFindings {
-		if opts.FatalWarnings && runnerFindings[i].Severity == Warning {
-			runnerFindings[i].Severity = Error
-		}
-	}
-	rep.Findings = append(rep.Findings, runnerFindings...)
-
-	for _, c := range checks {
-		if c.Needs()&notHere != 0 {
-			continue // the other half of a build runs it (see Stages)
-		}
-		cr := CheckResult{Name: c.Name()}
-		switch {
-		case slices.Contains(opts.Skip, c.Name()):
-			cr.Status, cr.Reason = "skipped", "--skip"
-		case c.Needs()&NeedBase != 0 && t.Base == nil && t.Require == nil:
-			cr.Status, cr.Reason = "skipped", "no base image given (--base / --require-base)"
-		case c.Needs()&NeedBaseTree != 0 && t.BaseTree == nil:
-			cr.Status, cr.Reason = "skipped", "the base's tree is not known (no base index: build indexes the base; preflight --base uses the index a build cached)"
-		case c.Needs()&NeedAdded != 0 && tt.FirstAdded < 0:
-			cr.Status, cr.Reason = "skipped", "added layers unknown: no base, no ostree.final-diffid label, no oslayer history"
-		}
-		if cr.Status != "" {
-			rep.Checks = append(rep.Checks, cr)
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		fs, err := c.Run(ctx, tt)
-		if err != nil {
-			return nil, fmt.Errorf("preflight: check %s on %s: %w", c.Name(), ref, err)
-		}
-		cr.Status = "passed"
-		for i := range fs {
-			if fs[i].Check == "" {
-				fs[i].Check = c.Name()
-			}
-			if fs[i].Severity == "" {
-				fs[i].Severity = c.Severity()
-			}
-			if opts.FatalWarnings && fs[i].Severity == Warning {
-				fs[i].Severity = Error
-			}
-			switch fs[i].Severity {
-			case Error:
-				cr.Status = "failed"
-			case Warning:
-				if cr.Status == "passed" {
-					cr.Status = "warned"
-				}
-			}
-		}
-		cr.Findings = len(fs)
-		log.Debug("preflight: check done", "image", ref, "check", c.Name(), "status", cr.Status, "findings", len(fs))
-		rep.Findings = append(rep.Findings, fs...)
-		rep.Checks = append(rep.Checks, cr)
-	}
-	for _, f := range rep.Findings {
-		switch f.Severity {
-		case Error:
-			rep.Errors++
-		case Warning:
-			rep.Warnings++
-		default:
-			rep.Infos++
-		}
-	}
-	rep.Result = "passed"
-	if rep.Errors > 0 {
-		rep.Result = "failed"
-	}
-	return rep, nil
-}
 
 func names(cs []Check) []string {
 	var out []string
