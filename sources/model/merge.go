@@ -18,119 +18,156 @@ import (
 //
 // Merge never modifies its arguments; nil configs are skipped.
 func Merge(cfgs ...*Config) (*Config, error) {
-	out := &Config{}
-	type claim struct {
-		kind   string // "file", "dir", "link", "runtime"
-		idx    int
-		origin Origin
-	}
-	paths := map[string]claim{}
-	units := map[string]int{}
-	var errs []error
-	conflict := func(what string, a, b Origin, detail string) {
-		errs = append(errs, fmt.Errorf("conflicting definitions of %s: %s and %s (%s)", what, a, b, detail))
-	}
-	var kernelTypeFrom, osImageFrom Origin
+	m := &merger{out: &Config{}, paths: map[string]claim{}, units: map[string]int{}}
 	for _, c := range cfgs {
 		if c == nil {
 			continue
 		}
-		for _, f := range c.Files {
-			if prev, ok := paths[f.Path]; ok {
-				if prev.kind != "file" {
-					conflict(f.Path, prev.origin, f.Origin, "a "+prev.kind+" and a file")
-					continue
-				}
-				p := out.Files[prev.idx]
-				if d := fileDiff(p, f); d != "" {
-					conflict(f.Path, p.Origin, f.Origin, d)
-				}
-				continue
-			}
-			paths[f.Path] = claim{"file", len(out.Files), f.Origin}
-			out.Files = append(out.Files, f)
-		}
-		for _, d := range c.Dirs {
-			if prev, ok := paths[d.Path]; ok {
-				if prev.kind != "dir" {
-					conflict(d.Path, prev.origin, d.Origin, "a "+prev.kind+" and a directory")
-					continue
-				}
-				p := out.Dirs[prev.idx]
-				if p.Mode != d.Mode || p.UID != d.UID || p.GID != d.GID {
-					conflict(d.Path, p.Origin, d.Origin, fmt.Sprintf("mode/owner %04o %d:%d vs %04o %d:%d", p.Mode, p.UID, p.GID, d.Mode, d.UID, d.GID))
-				}
-				continue
-			}
-			paths[d.Path] = claim{"dir", len(out.Dirs), d.Origin}
-			out.Dirs = append(out.Dirs, d)
-		}
-		for _, l := range c.Links {
-			if prev, ok := paths[l.Path]; ok {
-				if prev.kind != "link" {
-					conflict(l.Path, prev.origin, l.Origin, "a "+prev.kind+" and a link")
-					continue
-				}
-				p := out.Links[prev.idx]
-				if p.Target != l.Target || p.Hard != l.Hard || p.UID != l.UID || p.GID != l.GID {
-					conflict(l.Path, p.Origin, l.Origin, fmt.Sprintf("link to %q vs %q", p.Target, l.Target))
-				}
-				continue
-			}
-			paths[l.Path] = claim{"link", len(out.Links), l.Origin}
-			out.Links = append(out.Links, l)
-		}
-		for _, u := range c.Units {
-			if i, ok := units[u.Name]; ok {
-				if d := unitDiff(out.Units[i], u); d != "" {
-					conflict("unit "+u.Name, out.Units[i].Origin, u.Origin, d)
-				}
-				continue
-			}
-			units[u.Name] = len(out.Units)
-			u.DropIns = append([]DropIn(nil), u.DropIns...)
-			out.Units = append(out.Units, u)
-		}
-		for _, r := range c.Runtime {
-			if strings.HasPrefix(r.Item, "/") {
-				if prev, ok := paths[r.Item]; ok {
-					if prev.kind != "runtime" {
-						conflict(r.Item, prev.origin, r.Origin, "a baked "+prev.kind+" and a runtime-delivered item")
-					}
-					// The same path delivered at runtime twice: report both.
-				} else {
-					paths[r.Item] = claim{"runtime", len(out.Runtime), r.Origin}
-				}
-			}
-			out.Runtime = append(out.Runtime, r)
-		}
-		out.KernelArgs = append(out.KernelArgs, c.KernelArgs...)
-		out.Extensions = append(out.Extensions, c.Extensions...)
-		if c.KernelType != "" {
-			if out.KernelType != "" && out.KernelType != c.KernelType {
-				errs = append(errs, fmt.Errorf("conflicting kernelType %q (%s) and %q", out.KernelType, kernelTypeFrom.Document, c.KernelType))
-			}
-			out.KernelType = c.KernelType
-			if len(c.Inputs) > 0 {
-				kernelTypeFrom = Origin{Document: c.Inputs[0].Path}
-			}
-		}
-		if c.OSImageURL != "" {
-			if out.OSImageURL != "" && out.OSImageURL != c.OSImageURL {
-				errs = append(errs, fmt.Errorf("conflicting osImageURL %q (%s) and %q", out.OSImageURL, osImageFrom.Document, c.OSImageURL))
-			}
-			out.OSImageURL = c.OSImageURL
-			if len(c.Inputs) > 0 {
-				osImageFrom = Origin{Document: c.Inputs[0].Path}
-			}
-		}
-		out.Warnings = append(out.Warnings, c.Warnings...)
-		out.Inputs = append(out.Inputs, c.Inputs...)
+		m.files(c.Files)
+		m.dirs(c.Dirs)
+		m.links(c.Links)
+		m.addUnits(c.Units)
+		m.runtime(c.Runtime)
+		m.scalars(c)
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if len(m.errs) > 0 {
+		return nil, errors.Join(m.errs...)
 	}
-	return out, nil
+	return m.out, nil
+}
+
+// claim is the first claim of a node path.
+type claim struct {
+	kind   string // "file", "dir", "link", "runtime"
+	idx    int
+	origin Origin
+}
+
+// merger is the state of one Merge: the merged config, who claimed each
+// path and unit first, and the conflicts found.
+type merger struct {
+	out                         *Config
+	paths                       map[string]claim
+	units                       map[string]int
+	errs                        []error
+	kernelTypeFrom, osImageFrom Origin
+}
+
+func (m *merger) conflict(what string, a, b Origin, detail string) {
+	m.errs = append(m.errs, fmt.Errorf("conflicting definitions of %s: %s and %s (%s)", what, a, b, detail))
+}
+
+// claimed reports whether path was claimed before (ok) and, when the
+// earlier claim is of the same kind, its index (same); a claim of another
+// kind is a conflict.
+func (m *merger) claimed(path, kind, noun string, o Origin) (idx int, same, ok bool) {
+	prev, ok := m.paths[path]
+	if ok && prev.kind != kind {
+		m.conflict(path, prev.origin, o, "a "+prev.kind+" and a "+noun)
+		return 0, false, true
+	}
+	return prev.idx, ok, ok
+}
+
+func (m *merger) files(fs []File) {
+	for _, f := range fs {
+		if i, same, ok := m.claimed(f.Path, "file", "file", f.Origin); ok {
+			if p := m.out.Files; same {
+				if d := fileDiff(p[i], f); d != "" {
+					m.conflict(f.Path, p[i].Origin, f.Origin, d)
+				}
+			}
+			continue
+		}
+		m.paths[f.Path] = claim{"file", len(m.out.Files), f.Origin}
+		m.out.Files = append(m.out.Files, f)
+	}
+}
+
+func (m *merger) dirs(ds []Dir) {
+	for _, d := range ds {
+		if i, same, ok := m.claimed(d.Path, "dir", "directory", d.Origin); ok {
+			if p := m.out.Dirs; same && (p[i].Mode != d.Mode || p[i].UID != d.UID || p[i].GID != d.GID) {
+				m.conflict(d.Path, p[i].Origin, d.Origin, fmt.Sprintf("mode/owner %04o %d:%d vs %04o %d:%d", p[i].Mode, p[i].UID, p[i].GID, d.Mode, d.UID, d.GID))
+			}
+			continue
+		}
+		m.paths[d.Path] = claim{"dir", len(m.out.Dirs), d.Origin}
+		m.out.Dirs = append(m.out.Dirs, d)
+	}
+}
+
+func (m *merger) links(ls []Link) {
+	for _, l := range ls {
+		if i, same, ok := m.claimed(l.Path, "link", "link", l.Origin); ok {
+			if p := m.out.Links; same && (p[i].Target != l.Target || p[i].Hard != l.Hard || p[i].UID != l.UID || p[i].GID != l.GID) {
+				m.conflict(l.Path, p[i].Origin, l.Origin, fmt.Sprintf("link to %q vs %q", p[i].Target, l.Target))
+			}
+			continue
+		}
+		m.paths[l.Path] = claim{"link", len(m.out.Links), l.Origin}
+		m.out.Links = append(m.out.Links, l)
+	}
+}
+
+func (m *merger) addUnits(us []Unit) {
+	for _, u := range us {
+		if i, ok := m.units[u.Name]; ok {
+			if d := unitDiff(m.out.Units[i], u); d != "" {
+				m.conflict("unit "+u.Name, m.out.Units[i].Origin, u.Origin, d)
+			}
+			continue
+		}
+		m.units[u.Name] = len(m.out.Units)
+		u.DropIns = append([]DropIn(nil), u.DropIns...)
+		m.out.Units = append(m.out.Units, u)
+	}
+}
+
+// runtime keeps every runtime-delivered item; a node path delivered at
+// runtime must not also be baked (the same path delivered twice is
+// reported twice).
+func (m *merger) runtime(rs []Runtime) {
+	for _, r := range rs {
+		if strings.HasPrefix(r.Item, "/") {
+			if prev, ok := m.paths[r.Item]; ok {
+				if prev.kind != "runtime" {
+					m.conflict(r.Item, prev.origin, r.Origin, "a baked "+prev.kind+" and a runtime-delivered item")
+				}
+			} else {
+				m.paths[r.Item] = claim{"runtime", len(m.out.Runtime), r.Origin}
+			}
+		}
+		m.out.Runtime = append(m.out.Runtime, r)
+	}
+}
+
+// scalars concatenates the lists and checks that kernelType and
+// osImageURL agree.
+func (m *merger) scalars(c *Config) {
+	out := m.out
+	out.KernelArgs = append(out.KernelArgs, c.KernelArgs...)
+	out.Extensions = append(out.Extensions, c.Extensions...)
+	if c.KernelType != "" {
+		if out.KernelType != "" && out.KernelType != c.KernelType {
+			m.errs = append(m.errs, fmt.Errorf("conflicting kernelType %q (%s) and %q", out.KernelType, m.kernelTypeFrom.Document, c.KernelType))
+		}
+		out.KernelType = c.KernelType
+		if len(c.Inputs) > 0 {
+			m.kernelTypeFrom = Origin{Document: c.Inputs[0].Path}
+		}
+	}
+	if c.OSImageURL != "" {
+		if out.OSImageURL != "" && out.OSImageURL != c.OSImageURL {
+			m.errs = append(m.errs, fmt.Errorf("conflicting osImageURL %q (%s) and %q", out.OSImageURL, m.osImageFrom.Document, c.OSImageURL))
+		}
+		out.OSImageURL = c.OSImageURL
+		if len(c.Inputs) > 0 {
+			m.osImageFrom = Origin{Document: c.Inputs[0].Path}
+		}
+	}
+	out.Warnings = append(out.Warnings, c.Warnings...)
+	out.Inputs = append(out.Inputs, c.Inputs...)
 }
 
 func fileDiff(a, b File) string {
