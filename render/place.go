@@ -637,7 +637,28 @@ func (p *placer) disableUnits(units []model.Unit, reports []*UnitReport, bad []b
 		p.errorf(u.Origin, path.Join(UnitDir, u.Name), "%s", strings.ReplaceAll(err.Error(), "\n", "; "))
 		return
 	}
-	// Each unit's report names what its own disable removes.
+	origin := p.reportDisabled(fsys, units, reports, idx)
+	gone := p.removeDisabled(all, origin)
+	// Links another unit's Also= created and a disable removed again are
+	// not in the image.
+	for _, ur := range reports {
+		if ur == nil {
+			continue
+		}
+		kept := ur.Links[:0]
+		for _, l := range ur.Links {
+			if lp, _, _ := strings.Cut(l, " -> "); !gone[lp] {
+				kept = append(kept, l)
+			}
+		}
+		ur.Links = kept
+	}
+}
+
+// reportDisabled names in each disabled unit's report what its own
+// disable removes, and returns the origin of each removed path (the first
+// unit that removes it).
+func (p *placer) reportDisabled(fsys fs.FS, units []model.Unit, reports []*UnitReport, idx []int) map[string]model.Origin {
 	for _, i := range idx {
 		u, ur := units[i], reports[i]
 		if r, err := systemd.DisableLinks(fsys, u.Name); err == nil {
@@ -655,12 +676,17 @@ func (p *placer) disableUnits(units []model.Unit, reports []*UnitReport, bad []b
 			}
 		}
 	}
+	return origin
+}
+
+// removeDisabled takes the links and directories a disable removes out of
+// the layer, and whites out those the base has (a path below a removed
+// directory goes with it). It returns every removed path.
+func (p *placer) removeDisabled(all systemd.Removal, origin map[string]model.Origin) map[string]bool {
 	gone := map[string]bool{}
 	for _, d := range all.Dirs {
 		gone[d] = true
 	}
-	// below reports whether p lies in a removed directory: the whiteout of
-	// that directory removes it.
 	below := func(q string) bool {
 		for d := path.Dir(q); d != "/"; d = path.Dir(d) {
 			if gone[d] {
@@ -694,20 +720,7 @@ func (p *placer) disableUnits(units []model.Unit, reports []*UnitReport, bad []b
 		p.add(tree.Entry{Path: q, Kind: tree.Whiteout, Layer: LayerConfig},
 			Baked{Path: q, Source: origin[q], Generated: true})
 	}
-	// Links another unit's Also= created and a disable removed again are
-	// not in the image.
-	for _, ur := range reports {
-		if ur == nil {
-			continue
-		}
-		kept := ur.Links[:0]
-		for _, l := range ur.Links {
-			if lp, _, _ := strings.Cut(l, " -> "); !gone[lp] {
-				kept = append(kept, l)
-			}
-		}
-		ur.Links = kept
-	}
+	return gone
 }
 
 // placeKargs writes the bootc kargs.d file.

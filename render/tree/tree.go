@@ -24,6 +24,7 @@ package tree
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"path"
 	"sort"
@@ -157,69 +158,12 @@ func origin(o string) string {
 // and hard links that do not point to an earlier regular file of the same
 // layer. Errors name the path and the origins involved.
 func (t *Tree) Add(e Entry) error {
-	if err := CheckPath(e.Path); err != nil {
-		return fmt.Errorf("%s: %w", origin(e.Origin), err)
-	}
-	if e.Mode&^MaxModeBits != 0 {
-		return fmt.Errorf("%s: %s: mode %#o has bits outside 07777", origin(e.Origin), e.Path, e.Mode)
-	}
-	if e.UID < 0 || e.GID < 0 {
-		return fmt.Errorf("%s: %s: negative uid/gid %d:%d", origin(e.Origin), e.Path, e.UID, e.GID)
-	}
-	switch e.Kind {
-	case File:
-		if e.Target != "" {
-			return fmt.Errorf("%s: %s: a regular file has no target", origin(e.Origin), e.Path)
-		}
-	case Dir:
-		if e.Target != "" || len(e.Data) != 0 {
-			return fmt.Errorf("%s: %s: a directory has no data or target", origin(e.Origin), e.Path)
-		}
-	case Symlink:
-		if err := checkTarget(e.Target); err != nil {
-			return fmt.Errorf("%s: %s: %w", origin(e.Origin), e.Path, err)
-		}
-		if len(e.Data) != 0 {
-			return fmt.Errorf("%s: %s: a symlink has no data", origin(e.Origin), e.Path)
-		}
-	case Hardlink:
-		if err := CheckPath(e.Target); err != nil {
-			return fmt.Errorf("%s: %s: hard link target: %w", origin(e.Origin), e.Path, err)
-		}
-		tg, ok := t.m[e.Target]
-		switch {
-		case !ok:
-			return fmt.Errorf("%s: %s: hard link target %s is not an earlier entry of the layer", origin(e.Origin), e.Path, e.Target)
-		case tg.Kind != File:
-			return fmt.Errorf("%s: %s: hard link target %s is a %s (from %s), not a regular file", origin(e.Origin), e.Path, e.Target, tg.Kind, origin(tg.Origin))
-		case tg.Layer != e.Layer:
-			return fmt.Errorf("%s: %s: hard link target %s is in layer %q, not %q", origin(e.Origin), e.Path, e.Target, tg.Layer, e.Layer)
-		}
-		if len(e.Data) != 0 {
-			return fmt.Errorf("%s: %s: a hard link has no data", origin(e.Origin), e.Path)
-		}
-	case Whiteout:
-		if e.Target != "" || len(e.Data) != 0 || e.Mode != 0 || e.UID != 0 || e.GID != 0 {
-			return fmt.Errorf("%s: %s: a whiteout has no data, target, mode or owner", origin(e.Origin), e.Path)
-		}
-	default:
-		return fmt.Errorf("%s: %s: unsupported entry type %v", origin(e.Origin), e.Path, e.Kind)
+	if err := t.check(&e); err != nil {
+		return err
 	}
 	e.Implicit = false
-
 	if old, ok := t.m[e.Path]; ok {
-		if old.Implicit && e.Kind == Dir {
-			ne := e
-			t.m[e.Path] = &ne
-			return nil
-		}
-		if old.Implicit {
-			return fmt.Errorf("%s: %s: conflict: %s adds a %s where %s needs a directory", origin(e.Origin), e.Path, origin(e.Origin), e.Kind, origin(old.Origin))
-		}
-		if same(old, &e) {
-			return nil
-		}
-		return fmt.Errorf("%s: conflict: %s and %s both add it, differently (%s)", e.Path, origin(old.Origin), origin(e.Origin), diff(old, &e))
+		return t.again(old, e)
 	}
 	// Check parents before changing anything.
 	var missing []string
@@ -238,6 +182,94 @@ func (t *Tree) Add(e Entry) error {
 	}
 	ne := e
 	t.m[e.Path] = &ne
+	return nil
+}
+
+// again adds e where old is already: an implicit parent directory becomes
+// e when e is a directory; the same entry again is a no-op; anything else
+// is a conflict.
+func (t *Tree) again(old *Entry, e Entry) error {
+	switch {
+	case old.Implicit && e.Kind == Dir:
+		t.m[e.Path] = &e
+		return nil
+	case old.Implicit:
+		return fmt.Errorf("%s: %s: conflict: %s adds a %s where %s needs a directory", origin(e.Origin), e.Path, origin(e.Origin), e.Kind, origin(old.Origin))
+	case same(old, &e):
+		return nil
+	}
+	return fmt.Errorf("%s: conflict: %s and %s both add it, differently (%s)", e.Path, origin(old.Origin), origin(e.Origin), diff(old, &e))
+}
+
+// check validates e on its own: its path, mode and owner, and what its
+// kind allows (checkKind).
+func (t *Tree) check(e *Entry) error {
+	if err := CheckPath(e.Path); err != nil {
+		return fmt.Errorf("%s: %w", origin(e.Origin), err)
+	}
+	if e.Mode&^MaxModeBits != 0 {
+		return fmt.Errorf("%s: %s: mode %#o has bits outside 07777", origin(e.Origin), e.Path, e.Mode)
+	}
+	if e.UID < 0 || e.GID < 0 {
+		return fmt.Errorf("%s: %s: negative uid/gid %d:%d", origin(e.Origin), e.Path, e.UID, e.GID)
+	}
+	if err := t.checkKind(e); err != nil {
+		return fmt.Errorf("%s: %s: %w", origin(e.Origin), e.Path, err)
+	}
+	return nil
+}
+
+// checkKind says what is wrong with e for its kind (nil when nothing): only
+// a file has data, only links a target, a hard link points to an earlier
+// regular file of the same layer, a whiteout has nothing but its path.
+func (t *Tree) checkKind(e *Entry) error {
+	switch e.Kind {
+	case File:
+		if e.Target != "" {
+			return errors.New("a regular file has no target")
+		}
+	case Dir:
+		if e.Target != "" || len(e.Data) != 0 {
+			return errors.New("a directory has no data or target")
+		}
+	case Symlink:
+		if err := checkTarget(e.Target); err != nil {
+			return err
+		}
+		if len(e.Data) != 0 {
+			return errors.New("a symlink has no data")
+		}
+	case Hardlink:
+		if err := t.checkHardlink(e); err != nil {
+			return err
+		}
+		if len(e.Data) != 0 {
+			return errors.New("a hard link has no data")
+		}
+	case Whiteout:
+		if e.Target != "" || len(e.Data) != 0 || e.Mode != 0 || e.UID != 0 || e.GID != 0 {
+			return errors.New("a whiteout has no data, target, mode or owner")
+		}
+	default:
+		return fmt.Errorf("unsupported entry type %v", e.Kind)
+	}
+	return nil
+}
+
+// checkHardlink checks a hard link's target.
+func (t *Tree) checkHardlink(e *Entry) error {
+	if err := CheckPath(e.Target); err != nil {
+		return fmt.Errorf("hard link target: %w", err)
+	}
+	tg, ok := t.m[e.Target]
+	switch {
+	case !ok:
+		return fmt.Errorf("hard link target %s is not an earlier entry of the layer", e.Target)
+	case tg.Kind != File:
+		return fmt.Errorf("hard link target %s is a %s (from %s), not a regular file", e.Target, tg.Kind, origin(tg.Origin))
+	case tg.Layer != e.Layer:
+		return fmt.Errorf("hard link target %s is in layer %q, not %q", e.Target, tg.Layer, e.Layer)
+	}
 	return nil
 }
 
