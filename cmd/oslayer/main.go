@@ -84,6 +84,7 @@ signs it, so nodes rebase onto one verified, reproducible image.`,
 	} {
 		root.AddCommand(c(g))
 	}
+	root.AddCommand(newDocsCmd())
 	return root
 }
 
