@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // TestReferenceUpToDate fails when the committed CLI reference in
@@ -74,4 +76,119 @@ func mdFiles(t *testing.T, dir string) map[string][]byte {
 		m[filepath.Base(f)] = b
 	}
 	return m
+}
+
+// TestDocsCommandsUseRealFlags: every oslayer command line in the README
+// and the guides (code blocks, and inline code that starts with
+// "oslayer ") names a command that exists and only flags it has, so a
+// renamed or removed flag cannot linger in the documentation.
+func TestDocsCommandsUseRealFlags(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, filepath.Join("..", "..", "README.md"), filepath.Join("..", "..", "examples", "README.md"))
+	root := newRootCmd()
+	seen := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range commandLines(string(b)) {
+			args := oslayerArgs(line)
+			if args == nil {
+				continue
+			}
+			seen++
+			for _, p := range badFlags(root, args) {
+				t.Errorf("%s: %s: %s", filepath.Base(f), line, p)
+			}
+		}
+	}
+	if seen < 20 {
+		t.Errorf("found only %d oslayer command lines in %v", seen, files)
+	}
+}
+
+// commandLines returns the lines of the fenced code blocks of a markdown
+// text (continuation lines joined) and its inline code spans.
+func commandLines(md string) []string {
+	var out []string
+	inBlock := false
+	cont := ""
+	for _, l := range strings.Split(md, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			inBlock = !inBlock
+			cont = ""
+			continue
+		}
+		if inBlock {
+			l = cont + strings.TrimSpace(l)
+			if strings.HasSuffix(l, `\`) {
+				cont = strings.TrimSuffix(l, `\`) + " "
+				continue
+			}
+			cont = ""
+			out = append(out, l)
+			continue
+		}
+		for _, span := range strings.Split(l, "`")[1:] {
+			out = append(out, span)
+		}
+	}
+	return out
+}
+
+// oslayerArgs returns the arguments of an oslayer command line (after
+// "oslayer" or "go run ./cmd/oslayer", environment assignments allowed
+// before it), up to a comment or the end of the command; nil for any other
+// line.
+func oslayerArgs(line string) []string {
+	f := strings.Fields(line)
+	for len(f) > 0 && strings.Contains(f[0], "=") && !strings.HasPrefix(f[0], "-") {
+		f = f[1:]
+	}
+	switch {
+	case len(f) > 0 && f[0] == "oslayer":
+		f = f[1:]
+	case len(f) > 2 && f[0] == "go" && f[1] == "run" && f[2] == "./cmd/oslayer":
+		f = f[3:]
+	default:
+		return nil
+	}
+	var args []string
+	for _, a := range f {
+		if a == "#" || a == "|" || a == "&&" || a == ";" || strings.HasPrefix(a, "#") {
+			break
+		}
+		args = append(args, a)
+	}
+	return args
+}
+
+// badFlags returns what is wrong with args for root: an unknown command
+// or a flag the command does not have.
+func badFlags(root *cobra.Command, args []string) []string {
+	cmd, _, err := root.Find(args)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var bad []string
+	for _, a := range args {
+		if a == "--" || !strings.HasPrefix(a, "-") || strings.HasPrefix(a, "-...") {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		var ok bool
+		if strings.HasPrefix(a, "--") {
+			ok = cmd.Flags().Lookup(name) != nil || cmd.InheritedFlags().Lookup(name) != nil || name == "help" || name == "version"
+		} else {
+			ok = len(name) == 1 && (cmd.Flags().ShorthandLookup(name) != nil || cmd.InheritedFlags().ShorthandLookup(name) != nil || name == "h" || name == "v")
+		}
+		if !ok {
+			bad = append(bad, "no flag "+a+" for "+cmd.CommandPath())
+		}
+	}
+	return bad
 }
