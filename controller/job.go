@@ -453,7 +453,7 @@ func (r *Reconciler) newJob(pi *v1alpha1.PoolImage, in *inputs, name string, att
 // bounding set; SYS_ADMIN is for the mounts of chroot isolation (the
 // step's /proc, /sys, /dev and the build context's overlay). Measured by
 // running the package stage's tests as root with exactly this bounding set
-// and no_new_privs (README: the build pod).
+// and no_new_privs (docs/controller.md: the build pod).
 var buildahCapabilities = []corev1.Capability{"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL",
 	"NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT", "SYS_ADMIN"}
 

@@ -90,7 +90,7 @@ set, is the time stamped on every file and on the image.`,
 	fs.StringVar(&f.arch, "arch", "", "architecture to build for (amd64, arm64, x86_64, aarch64, ...): selects the platform of a multi-arch base and must match a single-arch one (default amd64); several (amd64,arm64) or all (every platform of the base's index) build one image per platform and push an OCI index of them")
 	fs.StringVar(&f.digestFile, "digest-file", "", "also write the digested reference to this file")
 	f.pod.register(fs)
-	return withLegacyOutput(cmd, "push")
+	return cmd
 }
 
 func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {

@@ -45,7 +45,7 @@ func newFleetBuildCmd(g *globals) *cobra.Command {
 		Use:   "build PLAN",
 		Short: "Build, check, push and sign every pool of a fleet plan",
 		Long: `fleet build builds every pool a plan lists (YAML: defaults, clusters, pools;
-see the README) in one process, --jobs pools at a time. Each pool is what
+see docs/fleet.md) in one process, --jobs pools at a time. Each pool is what
 oslayer build with the same options builds (same image digest); the pools
 share the resolved base and its index, registry credentials and
 connections, the imageRef files read for rendering and the signing key.

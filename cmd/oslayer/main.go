@@ -63,9 +63,6 @@ signs it, so nodes rebase onto one verified, reproducible image.`,
 		SilenceErrors: true,
 		Version:       version,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			if err := applyLegacyOutput(cmd, &g.output, cmd.ErrOrStderr()); err != nil {
-				return err
-			}
 			var err error
 			g.log, g.human, err = newLogger(cmd.ErrOrStderr(), g.logFormat, g.logLevel)
 			return err
@@ -73,8 +70,6 @@ signs it, so nodes rebase onto one verified, reproducible image.`,
 	}
 	pf := root.PersistentFlags()
 	pf.VarP(&g.output, "output", "o", "output format: text or json")
-	pf.Var(&g.output, "output-format", "output format: text or json")
-	_ = pf.MarkDeprecated("output-format", "use -o/--output")
 	pf.StringVar(&g.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn, error")
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text (one line per message: \"warning: ...\") or json (slog records)")
 	for _, c := range []func(*globals) *cobra.Command{
@@ -89,6 +84,7 @@ signs it, so nodes rebase onto one verified, reproducible image.`,
 	} {
 		root.AddCommand(c(g))
 	}
+	root.AddCommand(newDocsCmd())
 	return root
 }
 

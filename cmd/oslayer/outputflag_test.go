@@ -11,9 +11,8 @@ import (
 )
 
 // -o/--output is the output format on every command; destinations are
-// --output-dir and --push. A destination given with --output still works
-// for one release, with a warning; anything else is an error, never a
-// directory named "json".
+// --output-dir and --push. Any other value of --output is an error, never a
+// directory named "json", and --output-format does not exist.
 func TestOutputFlagNames(t *testing.T) {
 	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
 	mcs := fixtures.Path(t, "mco", "aws", "worker")
@@ -29,7 +28,6 @@ func TestOutputFlagNames(t *testing.T) {
 		t.Errorf("render --output json wrote %v", ents)
 	}
 
-	// The new names.
 	text, err = runCLI(t, append(render, "--output-dir", "new", "--output", "json")...)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, text)
@@ -42,39 +40,23 @@ func TestOutputFlagNames(t *testing.T) {
 		t.Error(err)
 	}
 
-	// The old names, one release long: --output DIR and --output-format.
-	text, err = runCLI(t, append(render, "--output", "old", "--output-format", "json")...)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, text)
-	}
-	for _, want := range []string{
-		"warning: --output old is deprecated for a destination and will be removed in the next release: use --output-dir old",
-		"Flag --output-format has been deprecated, use -o/--output",
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("no deprecation warning %q:\n%.500s", want, text)
-		}
-	}
-	a, _ := os.ReadFile(filepath.Join("new", "report.json"))
-	b, _ := os.ReadFile(filepath.Join("old", "report.json"))
-	if len(a) == 0 || string(a) != string(b) {
-		t.Error("--output DIR and --output-dir DIR wrote different reports")
-	}
-
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
-		{append(render, "--output-dir", "x", "--output", "y"), `-o/--output "y": want text or json`},
-		{append(render, "--output-dir", "x", "-o", "yaml"), `-o/--output "yaml": want text or json`},
-		{[]string{"keygen", "--output", "keys"}, `-o/--output "keys": want text or json`},
+		{append(render, "--output", "old"), `"old" for "-o, --output" flag: want text or json`},
+		{append(render, "--output-dir", "x", "--output", "y"), `"y" for "-o, --output" flag: want text or json`},
+		{append(render, "--output-dir", "x", "-o", "yaml"), `"yaml" for "-o, --output" flag: want text or json`},
+		{append(render, "--output-dir", "x", "--output-format", "json"), `unknown flag: --output-format`},
+		{[]string{"keygen", "--output", "keys"}, `want text or json`},
+		{[]string{"trust", "--output", "trust"}, `want text or json`},
 		{[]string{"verify", "-o", "wide", "r/x"}, `want text or json`},
 	} {
 		if text, err := runCLI(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q\n%s", c.args, err, c.want, text)
 		}
 	}
-	for _, d := range []string{"x", "y", "keys"} {
+	for _, d := range []string{"old", "x", "y", "keys", "trust"} {
 		if _, err := os.Stat(d); err == nil {
 			t.Errorf("a failed command created %s", d)
 		}

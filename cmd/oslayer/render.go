@@ -115,7 +115,7 @@ existing DIR is replaced only when an earlier render wrote it (it holds the
 	cmd.Flags().StringVar(&base, "base", "", "base image (registry reference or oci:DIR[:TAG]) whose units, enablement links and users rendering follows (read once per digest through the base index); without it the report says what was assumed")
 	cmd.Flags().StringVar(&arch, "arch", "", "architecture of --base (amd64, arm64, x86_64, aarch64, ...): selects the platform of a multi-arch base and must match a single-arch one (default amd64)")
 	cmd.Flags().StringVar(&outDir, "output-dir", "", "output directory (rootfs/, layers/, report.json); replaced only if an earlier render wrote it (or it is empty)")
-	return withLegacyOutput(cmd, "output-dir")
+	return cmd
 }
 
 // renderOutput is render's JSON: the render result and the planned

@@ -25,7 +25,7 @@ type signFlags struct {
 func (f *signFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.key, "sign-key", "", "cosign private key (cosign.key) or Kubernetes Secret manifest with cosign.key and cosign.password; signs and attests the pushed image")
 	fs.StringVar(&f.passwordFile, "sign-key-password-file", "", "file holding the --sign-key password (default: $COSIGN_PASSWORD, else empty)")
-	fs.StringVar(&f.identity, "sign-identity", "", "with an OCI layout target: the repository (REG/REPO) nodes will pull the image from, named by its signature and provenance; the layout then holds them as `cosign save` writes them")
+	fs.StringVar(&f.identity, "sign-identity", "", "with an OCI layout target: the repository (REG/REPO) nodes will pull the image from, named by its signature and provenance; the layout then holds them as cosign save writes them")
 	fs.BoolVar(&f.referrers, "sign-referrers", false, "also attach the signature as an OCI 1.1 referrer (the .sig tag nodes read is always written)")
 }
 

@@ -99,5 +99,5 @@ policy.json into the pool image.`,
 	fs.StringVar(&basePolicy, "base-policy", "", "the nodes' current policy.json to add REG/REPO to (default: the stock Fedora CoreOS policy, accept anything else)")
 	fs.BoolVar(&o.ClusterImagePolicy, "cluster-image-policy", false, "also write clusterimagepolicy.yaml, an OpenShift ClusterImagePolicy (config.openshift.io/v1) for REG/REPO and the key")
 	fs.StringVar(&o.OSCType, "osc-type", "coreos", "OperatingSystemConfig spec.type")
-	return withLegacyOutput(cmd, "output-dir")
+	return cmd
 }

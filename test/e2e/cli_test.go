@@ -124,6 +124,17 @@ func lastLine(s string) string {
 // The README's main command (into a temporary layout), then the same with
 // -o json and --digest-file.
 func TestCLIExample(t *testing.T) {
+	// The command is the one the README (and docs/cli.md) gives.
+	for _, doc := range []string{"README.md", filepath.Join("docs", "cli.md")} {
+		b, err := os.ReadFile(filepath.Join(repoRoot(t), doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Join(strings.Fields(strings.ReplaceAll(string(b), "\\\n", " ")), " ")
+		if want := "go run ./cmd/oslayer build --base oci:examples/base --pool worker --osc examples/gardener/worker-osc.yaml --push oci:out/worker:latest"; !strings.Contains(text, want) {
+			t.Errorf("%s does not give the main command %q", doc, want)
+		}
+	}
 	regtest.Require(t, "skopeo")
 	t.Setenv("SOURCE_DATE_EPOCH", "") // empty means unset
 	out := filepath.Join(t.TempDir(), "out", "worker")

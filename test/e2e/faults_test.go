@@ -102,7 +102,7 @@ spec:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, stderr, code := cli(t, "render", "--osc", osc, "--output", filepath.Join(t.TempDir(), "out"), "--timeout", "2s")
+	_, stderr, code := cli(t, "render", "--osc", osc, "--output-dir", filepath.Join(t.TempDir(), "out"), "--timeout", "2s")
 	if code == 0 {
 		t.Fatalf("render with an imageRef on a silent registry succeeded\n%s", stderr)
 	}

@@ -58,7 +58,7 @@ func blobInFlight(t *testing.T, dir string) bool {
 	return false
 }
 
-// TestKilledLayoutWriteThenRebuild: `oslayer build --output oci:DIR` is
+// TestKilledLayoutWriteThenRebuild: `oslayer build --push oci:DIR` is
 // killed with SIGKILL while it writes blobs; the same build run again
 // succeeds, removes what the killed run left, and the layout holds exactly
 // the image's blobs, each with its digest (umoci unpacks it). Before, the
@@ -75,7 +75,7 @@ func TestKilledLayoutWriteThenRebuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "out")
-	args := []string{"build", "--base", baseRef, "--pool", "worker", "--osc", exampleOSC(t), "--output", "oci:" + dir + ":latest"}
+	args := []string{"build", "--base", baseRef, "--pool", "worker", "--osc", exampleOSC(t), "--push", "oci:" + dir + ":latest"}
 
 	cmd := exec.CommandContext(ctxT(t), oslayer(t), args...)
 	cmd.Dir = repoRoot(t)

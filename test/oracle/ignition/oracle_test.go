@@ -257,8 +257,8 @@ func refusal(stderr string) string {
 	return l
 }
 
-// Paths that are oslayer's mechanism, not configuration (see README,
-// "Ignition oracle"): its /var store, tmpfiles rules, prune unit and script,
+// Paths that are oslayer's mechanism, not configuration (see docs/design.md,
+// "Fidelity: the Ignition oracle"): its /var store, tmpfiles rules, prune unit and script,
 // ownership manifest and kernel-argument file (the MCO applies kernel
 // arguments at runtime).
 var oslayerOnly = []string{
