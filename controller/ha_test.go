@@ -207,12 +207,21 @@ type process struct {
 // metrics and probes on free loopback ports.
 func (e *env) startController(t *testing.T, bin, kubeconfig, name string) *process {
 	t.Helper()
+	return e.startProcess(t, bin, kubeconfig, name, append([]string{"controller", "--log-format", "json", "--log-level", "info",
+		"--namespace", e.ns, "--leader-election-namespace", e.ns}, haLease...)...)
+}
+
+// startProcess starts oslayer with args (a controller command) and its
+// metrics, probes and base index cache on free loopback ports and a
+// temporary directory, with the kubeconfig and a HOME of its own (no
+// ~/.kube/config of the machine); SIGTERM stops it when the test ends.
+func (e *env) startProcess(t *testing.T, bin, kubeconfig, name string, args ...string) *process {
+	t.Helper()
 	p := &process{name: name, done: make(chan struct{}), metrics: freeAddr(t), probe: freeAddr(t)}
-	args := append([]string{"controller", "--log-format", "json", "--log-level", "info",
-		"--metrics-bind-address", p.metrics, "--health-probe-bind-address", p.probe,
-		"--base-index-cache", t.TempDir(), "--namespace", e.ns, "--leader-election-namespace", e.ns}, haLease...)
+	args = append(args, "--metrics-bind-address", p.metrics, "--health-probe-bind-address", p.probe,
+		"--base-index-cache", t.TempDir())
 	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "HOME="+t.TempDir())
 	p.cmd.Stderr = &p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

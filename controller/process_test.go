@@ -1,0 +1,74 @@
+package controller_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oslayer/oslayer/api/v1alpha1"
+	"github.com/oslayer/oslayer/controller"
+)
+
+// kubeconfigIn is e.kubeconfig with its context's namespace set to ns, as
+// kubectl config set-context --current --namespace NS leaves it.
+func (e *env) kubeconfigIn(t *testing.T, ns string) string {
+	t.Helper()
+	p := e.kubeconfig(t)
+	kc, err := clientcmd.LoadFromFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := kc.Contexts[kc.CurrentContext]
+	if c == nil {
+		t.Fatalf("kubeconfig %s has no current context", p)
+	}
+	c.Namespace = ns
+	if err := clientcmd.WriteToFile(*kc, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// lease is the controller's leader election lease in ns (nil if none).
+func (e *env) lease(t *testing.T, ns string) *coordinationv1.Lease {
+	t.Helper()
+	var l coordinationv1.Lease
+	err := e.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: controller.LeaderElectionID}, &l)
+	if client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	if err != nil {
+		return nil
+	}
+	return &l
+}
+
+// TestControllerOutsideCluster runs the real binary as the command's first
+// example does (oslayer controller --leader-elect --log-level info
+// --log-format json) outside a cluster: a process with a kubeconfig file,
+// no service account. The lease goes to the namespace of the kubeconfig's
+// context; the controller leads and builds.
+func TestControllerOutsideCluster(t *testing.T) {
+	e := newEnv(t)
+	bin := buildOslayer(t)
+	p := e.startProcess(t, bin, e.kubeconfigIn(t, e.ns), "example",
+		"controller", "--leader-elect", "--log-level", "info", "--log-format", "json", "--namespace", e.ns)
+	p.checkProbes(t)
+
+	deadline := time.Now().Add(time.Minute)
+	for l := e.lease(t, e.ns); l == nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == ""; l = e.lease(t, e.ns) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no lease %s held in the kubeconfig context's namespace %s within a minute", controller.LeaderElectionID, e.ns)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "osc-worker", Namespace: e.ns}, Data: oscSecret("one")})
+	e.create(t, e.poolImage("worker", v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{SecretName: "osc-worker"}}))
+	e.wait(t, "worker", "Ready", ready)
+}
