@@ -2,6 +2,9 @@ package controller_test
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,7 +56,9 @@ func (e *env) lease(t *testing.T, ns string) *coordinationv1.Lease {
 // example does (oslayer controller --leader-elect --log-level info
 // --log-format json) outside a cluster: a process with a kubeconfig file,
 // no service account. The lease goes to the namespace of the kubeconfig's
-// context; the controller leads and builds.
+// context. The controller leads and builds; then SIGTERM, as a rollout
+// sends it, stops it: exit status 0, no ERROR record in its log, the lease
+// released for the next replica.
 func TestControllerOutsideCluster(t *testing.T) {
 	e := newEnv(t)
 	bin := buildOslayer(t)
@@ -71,4 +76,25 @@ func TestControllerOutsideCluster(t *testing.T) {
 	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "osc-worker", Namespace: e.ns}, Data: oscSecret("one")})
 	e.create(t, e.poolImage("worker", v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{SecretName: "osc-worker"}}))
 	e.wait(t, "worker", "Ready", ready)
+
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(time.Minute):
+		t.Fatal("no exit within a minute of SIGTERM")
+	}
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit status %d after SIGTERM, want 0", code)
+	}
+	for _, line := range strings.Split(p.log.String(), "\n") {
+		var rec struct{ Level string }
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Level == "ERROR" {
+			t.Errorf("logged an error on a clean stop: %s", line)
+		}
+	}
+	if l := e.lease(t, e.ns); l == nil || (l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "") {
+		t.Errorf("lease after the stop: %+v, want it released", l)
+	}
 }

@@ -33,7 +33,9 @@ The cluster comes from the
 in-cluster service account or $KUBECONFIG. With --leader-elect the lease is
 in --leader-election-namespace; without it, in the pod's namespace, or,
 outside a cluster, in the namespace of the kubeconfig's current context
-("default" when the context names none), as kubectl picks it. Manifests to
+("default" when the context names none), as kubectl picks it. SIGTERM or
+SIGINT stop it gracefully: running reconciles get up to 30 s, the lease is
+released (another replica takes over at once), and it exits 0. Manifests to
 deploy it are in config/ (kubectl apply -k config).`,
 		Example: `  oslayer controller --leader-elect --log-level info --log-format json
   KUBECONFIG=~/.kube/config oslayer controller --namespace pools --metrics-bind-address 127.0.0.1:8080`,
@@ -67,6 +69,9 @@ deploy it are in config/ (kubectl apply -k config).`,
 						"namespace", o.LeaderElectionNamespace, "lease", controller.LeaderElectionID)
 				}
 			}
+			// A signal is the controller's normal end: it winds down
+			// (running reconciles, the lease) and exits 0.
+			stopGracefully(cmd.Context(), controller.ShutdownTimeout+5*time.Second)
 			return controller.Run(cmd.Context(), cfg, o)
 		},
 	}
