@@ -56,7 +56,9 @@ func (e *env) lease(t *testing.T, ns string) *coordinationv1.Lease {
 // example does (oslayer controller --leader-elect --log-level info
 // --log-format json) outside a cluster: a process with a kubeconfig file,
 // no service account. The lease goes to the namespace of the kubeconfig's
-// context. The controller leads and builds; then SIGTERM, as a rollout
+// context. Before any build the metrics endpoint already has
+// oslayer_builds_total and oslayer_build_duration_seconds for both results
+// at zero. The controller leads and builds; then SIGTERM, as a rollout
 // sends it, stops it: exit status 0, no ERROR record in its log, the lease
 // released for the next replica.
 func TestControllerOutsideCluster(t *testing.T) {
@@ -65,6 +67,21 @@ func TestControllerOutsideCluster(t *testing.T) {
 	p := e.startProcess(t, bin, e.kubeconfigIn(t, e.ns), "example",
 		"controller", "--leader-elect", "--log-level", "info", "--log-format", "json", "--namespace", e.ns)
 	p.checkProbes(t)
+
+	before := scrape(t, p.metrics)
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+	}{
+		{"oslayer_builds_total", map[string]string{"result": "succeeded"}},
+		{"oslayer_builds_total", map[string]string{"result": "failed"}},
+		{"oslayer_build_duration_seconds_count", map[string]string{"result": "succeeded"}},
+		{"oslayer_build_duration_seconds_count", map[string]string{"result": "failed"}},
+	} {
+		if v, ok := metric(before, c.name, c.labels); !ok || v != 0 {
+			t.Errorf("before any build: %s%v is %v (exported: %v), want 0", c.name, c.labels, v, ok)
+		}
+	}
 
 	deadline := time.Now().Add(time.Minute)
 	for l := e.lease(t, e.ns); l == nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == ""; l = e.lease(t, e.ns) {
