@@ -61,8 +61,8 @@ var kube struct {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if oslayerOnce.path != "" {
-		os.RemoveAll(filepath.Dir(oslayerOnce.path))
+	if binDir != "" {
+		os.RemoveAll(binDir)
 	}
 	if kube.env != nil {
 		if err := kube.env.Stop(); err != nil {

@@ -125,6 +125,13 @@ func (e *env) playPod(t *testing.T, job *batchv1.Job) (string, error) {
 // playPodAs is playPod with the kubeconfig given (another user).
 func (e *env) playPodAs(t *testing.T, job *batchv1.Job, kubeconfig string) (string, error) {
 	t.Helper()
+	return e.runPod(t, job, oslayerCmd(t), kubeconfig)
+}
+
+// runPod is playPod with the binary given: imageBin for a package stage,
+// whose buildah RUN steps need the binary as the image has it.
+func (e *env) runPod(t *testing.T, job *batchv1.Job, bin, kubeconfig string) (string, error) {
+	t.Helper()
 	c := job.Spec.Template.Spec.Containers[0]
 	args := slices.Clone(c.Args)
 	i := slices.Index(args, "--secrets-dir")
@@ -132,9 +139,6 @@ func (e *env) playPodAs(t *testing.T, job *batchv1.Job, kubeconfig string) (stri
 		t.Fatalf("the Job's arguments have no --secrets-dir %s: %q", controller.SecretsMount, args)
 	}
 	args[i+1] = e.mountSecrets(t, job)
-	// Build the binary first: on a cold build cache that alone takes
-	// minutes and must not eat the pod's deadline.
-	bin := oslayerBin(t)
 	ctx, cancel := context.WithTimeout(e.ctx, 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -522,7 +526,7 @@ spec:
 
 	job := e.waitJobs(t, "worker", 1)[0]
 	checkJob(t, &job, e.get(t, "worker"), true)
-	if out, err := e.playPod(t, &job); err != nil {
+	if out, err := e.runPod(t, &job, imageBin(t), e.kubeconfig(t)); err != nil {
 		t.Fatalf("the build pod failed: %v\n%s", err, out)
 	}
 	var cm corev1.ConfigMap

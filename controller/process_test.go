@@ -63,7 +63,7 @@ func (e *env) lease(t *testing.T, ns string) *coordinationv1.Lease {
 // released for the next replica.
 func TestControllerOutsideCluster(t *testing.T) {
 	e := newEnv(t)
-	bin := buildOslayer(t)
+	bin := oslayerCmd(t)
 	p := e.startProcess(t, bin, e.kubeconfigIn(t, e.ns), "example",
 		"controller", "--leader-elect", "--log-level", "info", "--log-format", "json", "--namespace", e.ns)
 	p.checkProbes(t)
