@@ -122,7 +122,15 @@ func newEnv(t *testing.T) *env {
 // newEnvOn is newEnv on the API server of cfg.
 func newEnvOn(t *testing.T, cfg *rest.Config) *env {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// e.ctx (the managers, the played pods) lasts as long as the test,
+	// however slow a loaded machine makes it, until shortly before go
+	// test's timeout: a fixed bound here stopped the manager of a test
+	// still running, which then waited for Jobs nobody would create.
+	deadline := time.Now().Add(time.Hour)
+	if d, ok := t.Deadline(); ok {
+		deadline = d.Add(-30 * time.Second)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	t.Cleanup(cancel)
 	reg, proxy := baseRegistry(ctx, t, regtest.Config{Filesystem: true})
 	c := newClient(t, cfg)
