@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,22 +50,21 @@ func (e *env) jobs(t *testing.T, pool string) []batchv1.Job {
 	return l.Items
 }
 
-// waitJobs waits until the PoolImage has n build Jobs and returns them,
-// newest last.
+// waitJobs waits until the PoolImage has n build Jobs (at most
+// waitBound; more fail at once) and returns them, newest last.
 func (e *env) waitJobs(t *testing.T, pool string, n int) []batchv1.Job {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		js := e.jobs(t, pool)
-		if len(js) == n {
-			slices.SortFunc(js, func(a, b batchv1.Job) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
-			return js
-		}
-		if len(js) > n || time.Now().After(deadline) {
-			t.Fatalf("PoolImage %s: %d build Jobs, want %d", pool, len(js), n)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var js []batchv1.Job
+	e.until(t, &batchv1.JobList{}, []client.ListOption{client.InNamespace(e.ns), client.MatchingLabels{controller.LabelPoolImage: pool}},
+		func() bool {
+			if js = e.jobs(t, pool); len(js) > n {
+				t.Fatalf("PoolImage %s: %d build Jobs, want %d", pool, len(js), n)
+			}
+			return len(js) == n
+		},
+		func() string { return fmt.Sprintf("PoolImage %s: %d build Jobs, want %d", pool, len(js), n) })
+	slices.SortFunc(js, func(a, b batchv1.Job) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+	return js
 }
 
 // mountSecrets lays the Job's Secret volumes out as the kubelet would
