@@ -3,7 +3,9 @@ package controller_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/controller"
+	"github.com/oslayer/oslayer/test/regtest"
 )
 
 // kubeconfigIn is e.kubeconfig with its context's namespace set to ns, as
@@ -59,8 +62,9 @@ func (e *env) lease(t *testing.T, ns string) *coordinationv1.Lease {
 // context. Before any build the metrics endpoint already has
 // oslayer_builds_total and oslayer_build_duration_seconds for both results
 // at zero. The controller leads and builds; then SIGTERM, as a rollout
-// sends it, stops it: exit status 0, no ERROR record in its log, the lease
-// released for the next replica.
+// sends it, stops it in the middle of the next build: exit status 0, no
+// ERROR record in its log, the lease released for the next replica, and
+// the stopped build recorded nowhere as a failure.
 func TestControllerOutsideCluster(t *testing.T) {
 	e := newEnv(t)
 	bin := oslayerCmd(t)
@@ -90,10 +94,32 @@ func TestControllerOutsideCluster(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// The registry behind a proxy that stalls the first layer upload
+	// once armed: the rollout's SIGTERM comes in the middle of a build.
+	faults := regtest.NewFaultProxy(t, e.proxy.Host)
+	stalled := make(chan string, 1)
+	var armed atomic.Bool
+	faults.SetFault(func(r *http.Request) regtest.Fault {
+		if (r.Method == http.MethodPatch || r.Method == http.MethodPut) && strings.Contains(r.URL.Path, "/blobs/uploads/") && armed.CompareAndSwap(true, false) {
+			stalled <- r.Method + " " + r.URL.Path
+			return regtest.Fault{Stall: true}
+		}
+		return regtest.Fault{}
+	})
 	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "osc-worker", Namespace: e.ns}, Data: oscSecret("one")})
-	e.create(t, e.poolImage("worker", v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{SecretName: "osc-worker"}}))
-	e.wait(t, "worker", "Ready", ready)
+	pi := e.poolImage("worker", v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{SecretName: "osc-worker"}})
+	pi.Spec.Base, pi.Spec.Target = faults.Host+"/fcos/base:stable", faults.Host+"/os/worker:latest"
+	e.create(t, pi)
+	first := e.wait(t, "worker", "Ready", ready)
 
+	armed.Store(true)
+	e.updateSecret(t, "osc-worker", func(s *corev1.Secret) { s.Data = oscSecret("two") })
+	select {
+	case req := <-stalled:
+		t.Logf("SIGTERM while the build uploads a layer (%s)", req)
+	case <-time.After(waitBound):
+		t.Fatalf("no build of the change within %s", waitBound)
+	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -113,5 +139,9 @@ func TestControllerOutsideCluster(t *testing.T) {
 	}
 	if l := e.lease(t, e.ns); l == nil || (l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "") {
 		t.Errorf("lease after the stop: %+v, want it released", l)
+	}
+	// The stopped build is no failed build: no record, no Degraded.
+	if pi := e.get(t, "worker"); degraded(pi) || len(pi.Status.Builds) != 1 || pi.Status.Image != first.Status.Image {
+		t.Errorf("after a stop mid-build: %+v, want the first build's status", pi.Status)
 	}
 }
