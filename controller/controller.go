@@ -203,6 +203,12 @@ func (r *Reconciler) build(ctx context.Context, pi *v1alpha1.PoolImage, in *inpu
 	start := time.Now()
 	res, step, err := r.run(ctx, pi, in, log)
 	elapsed := time.Since(start)
+	if err != nil && ctx.Err() != nil {
+		// Stopped, not failed: the controller is stopping (a rollout);
+		// the next leader builds these inputs again.
+		log.Info("build stopped: the controller is stopping", "seconds", elapsed.Seconds())
+		return ctrl.Result{}, nil
+	}
 	if err != nil {
 		if in.from != "" {
 			err = fmt.Errorf("%w (read from %s)", err, in.from)

@@ -61,8 +61,8 @@ var kube struct {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if oslayerOnce.path != "" {
-		os.RemoveAll(filepath.Dir(oslayerOnce.path))
+	if binDir != "" {
+		os.RemoveAll(binDir)
 	}
 	if kube.env != nil {
 		if err := kube.env.Stop(); err != nil {
@@ -122,7 +122,15 @@ func newEnv(t *testing.T) *env {
 // newEnvOn is newEnv on the API server of cfg.
 func newEnvOn(t *testing.T, cfg *rest.Config) *env {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// e.ctx (the managers, the played pods) lasts as long as the test,
+	// however slow a loaded machine makes it, until shortly before go
+	// test's timeout: a fixed bound here stopped the manager of a test
+	// still running, which then waited for Jobs nobody would create.
+	deadline := time.Now().Add(time.Hour)
+	if d, ok := t.Deadline(); ok {
+		deadline = d.Add(-30 * time.Second)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	t.Cleanup(cancel)
 	reg, proxy := baseRegistry(ctx, t, regtest.Config{Filesystem: true})
 	c := newClient(t, cfg)
@@ -291,20 +299,68 @@ func (e *env) get(t *testing.T, name string) *v1alpha1.PoolImage {
 	return &pi
 }
 
-// wait polls the PoolImage until ok says so (at most a minute).
+// waitBound bounds every wait for the controller (a build, a Job): long
+// enough for a build on a loaded machine, short enough to fail a stuck
+// test well before go test's timeout.
+const waitBound = 3 * time.Minute
+
+// until waits until ok holds: it checks now and again after every change
+// the API server's watch of list (with opts) reports, for at most
+// waitBound; then it fails the test with what state says.
+func (e *env) until(t *testing.T, list client.ObjectList, opts []client.ListOption, ok func() bool, state func() string) {
+	t.Helper()
+	s, err := controller.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc, err := client.NewWithWatch(e.cfg, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, waitBound)
+	defer cancel()
+	for {
+		// The watch starts before the check: a change after the check
+		// is an event of the watch.
+		w, err := wc.Watch(ctx, list, opts...)
+		if err != nil {
+			if ctx.Err() != nil {
+				t.Fatalf("not within %s: %s", waitBound, state())
+			}
+			t.Fatalf("watch: %v", err)
+		}
+		if ok() {
+			w.Stop()
+			return
+		}
+		for open := true; open; {
+			select {
+			case _, open = <-w.ResultChan(): // closed: the API server ended the watch, start another
+				if open && ok() {
+					w.Stop()
+					return
+				}
+			case <-ctx.Done():
+				w.Stop()
+				t.Fatalf("not within %s: %s", waitBound, state())
+			}
+		}
+	}
+}
+
+// wait waits until ok says so of the PoolImage (at most waitBound).
 func (e *env) wait(t *testing.T, name, what string, ok func(*v1alpha1.PoolImage) bool) *v1alpha1.PoolImage {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		pi := e.get(t, name)
-		if ok(pi) {
-			return pi
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("PoolImage %s: no %s within a minute; status %+v", name, what, pi.Status)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var pi *v1alpha1.PoolImage
+	e.until(t, &v1alpha1.PoolImageList{}, []client.ListOption{client.InNamespace(e.ns), client.MatchingFields{"metadata.name": name}},
+		func() bool { pi = e.get(t, name); return ok(pi) },
+		func() string {
+			if pi == nil {
+				return "PoolImage " + name + ": never read"
+			}
+			return fmt.Sprintf("PoolImage %s: no %s; status %+v", name, what, pi.Status)
+		})
+	return pi
 }
 
 func (e *env) updateSecret(t *testing.T, name string, f func(*corev1.Secret)) {

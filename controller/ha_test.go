@@ -45,7 +45,7 @@ var haLease = []string{"--leader-elect", "--leader-elect-lease-duration", "6s", 
 // valid signature and attestation by the PoolImage's key.
 func TestLeaderKilledMidBuild(t *testing.T) {
 	e := newEnv(t)
-	bin := buildOslayer(t)
+	bin := oslayerCmd(t)
 	kubeconfig := e.kubeconfig(t)
 	// Faults in front of the harness's counting proxy stall the request
 	// the leader is killed in.
@@ -182,17 +182,6 @@ func (e *env) kubeconfig(t *testing.T) string {
 	return p
 }
 
-// buildOslayer builds cmd/oslayer into a temporary directory.
-func buildOslayer(t testing.TB) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "oslayer")
-	cmd := exec.Command("go", "build", "-o", bin, "../cmd/oslayer")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // process is one oslayer controller process.
 type process struct {
 	name           string
@@ -207,12 +196,21 @@ type process struct {
 // metrics and probes on free loopback ports.
 func (e *env) startController(t *testing.T, bin, kubeconfig, name string) *process {
 	t.Helper()
+	return e.startProcess(t, bin, kubeconfig, name, append([]string{"controller", "--log-format", "json", "--log-level", "info",
+		"--namespace", e.ns, "--leader-election-namespace", e.ns}, haLease...)...)
+}
+
+// startProcess starts oslayer with args (a controller command) and its
+// metrics, probes and base index cache on free loopback ports and a
+// temporary directory, with the kubeconfig and a HOME of its own (no
+// ~/.kube/config of the machine); SIGTERM stops it when the test ends.
+func (e *env) startProcess(t *testing.T, bin, kubeconfig, name string, args ...string) *process {
+	t.Helper()
 	p := &process{name: name, done: make(chan struct{}), metrics: freeAddr(t), probe: freeAddr(t)}
-	args := append([]string{"controller", "--log-format", "json", "--log-level", "info",
-		"--metrics-bind-address", p.metrics, "--health-probe-bind-address", p.probe,
-		"--base-index-cache", t.TempDir(), "--namespace", e.ns, "--leader-election-namespace", e.ns}, haLease...)
+	args = append(args, "--metrics-bind-address", p.metrics, "--health-probe-bind-address", p.probe,
+		"--base-index-cache", t.TempDir())
 	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "HOME="+t.TempDir())
 	p.cmd.Stderr = &p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

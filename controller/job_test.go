@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,22 +50,21 @@ func (e *env) jobs(t *testing.T, pool string) []batchv1.Job {
 	return l.Items
 }
 
-// waitJobs waits until the PoolImage has n build Jobs and returns them,
-// newest last.
+// waitJobs waits until the PoolImage has n build Jobs (at most
+// waitBound; more fail at once) and returns them, newest last.
 func (e *env) waitJobs(t *testing.T, pool string, n int) []batchv1.Job {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		js := e.jobs(t, pool)
-		if len(js) == n {
-			slices.SortFunc(js, func(a, b batchv1.Job) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
-			return js
-		}
-		if len(js) > n || time.Now().After(deadline) {
-			t.Fatalf("PoolImage %s: %d build Jobs, want %d", pool, len(js), n)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var js []batchv1.Job
+	e.until(t, &batchv1.JobList{}, []client.ListOption{client.InNamespace(e.ns), client.MatchingLabels{controller.LabelPoolImage: pool}},
+		func() bool {
+			if js = e.jobs(t, pool); len(js) > n {
+				t.Fatalf("PoolImage %s: %d build Jobs, want %d", pool, len(js), n)
+			}
+			return len(js) == n
+		},
+		func() string { return fmt.Sprintf("PoolImage %s: %d build Jobs, want %d", pool, len(js), n) })
+	slices.SortFunc(js, func(a, b batchv1.Job) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+	return js
 }
 
 // mountSecrets lays the Job's Secret volumes out as the kubelet would
@@ -125,6 +125,13 @@ func (e *env) playPod(t *testing.T, job *batchv1.Job) (string, error) {
 // playPodAs is playPod with the kubeconfig given (another user).
 func (e *env) playPodAs(t *testing.T, job *batchv1.Job, kubeconfig string) (string, error) {
 	t.Helper()
+	return e.runPod(t, job, oslayerCmd(t), kubeconfig)
+}
+
+// runPod is playPod with the binary given: imageBin for a package stage,
+// whose buildah RUN steps need the binary as the image has it.
+func (e *env) runPod(t *testing.T, job *batchv1.Job, bin, kubeconfig string) (string, error) {
+	t.Helper()
 	c := job.Spec.Template.Spec.Containers[0]
 	args := slices.Clone(c.Args)
 	i := slices.Index(args, "--secrets-dir")
@@ -132,9 +139,6 @@ func (e *env) playPodAs(t *testing.T, job *batchv1.Job, kubeconfig string) (stri
 		t.Fatalf("the Job's arguments have no --secrets-dir %s: %q", controller.SecretsMount, args)
 	}
 	args[i+1] = e.mountSecrets(t, job)
-	// Build the binary first: on a cold build cache that alone takes
-	// minutes and must not eat the pod's deadline.
-	bin := oslayerBin(t)
 	ctx, cancel := context.WithTimeout(e.ctx, 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -522,7 +526,7 @@ spec:
 
 	job := e.waitJobs(t, "worker", 1)[0]
 	checkJob(t, &job, e.get(t, "worker"), true)
-	if out, err := e.playPod(t, &job); err != nil {
+	if out, err := e.runPod(t, &job, imageBin(t), e.kubeconfig(t)); err != nil {
 		t.Fatalf("the build pod failed: %v\n%s", err, out)
 	}
 	var cm corev1.ConfigMap

@@ -49,6 +49,10 @@ type ManagerOptions struct {
 // LeaderElectionID names the lease of the controller's leader election.
 const LeaderElectionID = "oslayer-controller.oslayer.dev"
 
+// ShutdownTimeout is how long running reconciles get to end once the
+// controller is asked to stop; the lease is released after them.
+const ShutdownTimeout = 30 * time.Second
+
 // Scheme is the scheme of the controller's client: the core types,
 // oslayer.dev/v1alpha1 and OpenShift's machineconfiguration.openshift.io/v1.
 func Scheme() (*runtime.Scheme, error) {
@@ -83,9 +87,10 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 	// API server rejects): both go to the same structured log.
 	ctrl.SetLogger(lg)
 	klog.SetLogger(lg)
+	shutdown := ShutdownTimeout
 	mo := ctrl.Options{
 		Scheme:                  s,
-		Logger:                  lg,
+		Logger:                  withoutStopNoise(lg),
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
 		PprofBindAddress:        o.PprofAddr,
@@ -94,6 +99,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		// A new leader takes over at once when the old one stops cleanly.
 		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &shutdown,
 	}
 	if o.SkipNameValidation {
 		mo.Controller.SkipNameValidation = &o.SkipNameValidation
@@ -136,4 +142,35 @@ func Run(ctx context.Context, cfg *rest.Config, o ManagerOptions) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// stopNoise is what controller-runtime (v0.25) logs as an error on every
+// clean stop of a leader: the stop cancels the election, whose
+// OnStoppedLeading reports "leader election lost" while the manager is
+// already stopping. A lease lost while running is not concerned: Start
+// returns that error and the command fails.
+const stopNoise = "error received after stop sequence was engaged"
+
+// withoutStopNoise is lg with stopNoise about the lease turned into an
+// info record (the manager stopped leading as asked).
+func withoutStopNoise(lg logr.Logger) logr.Logger {
+	return logr.New(stopNoiseSink{lg.GetSink()})
+}
+
+type stopNoiseSink struct{ logr.LogSink }
+
+func (s stopNoiseSink) Error(err error, msg string, kv ...any) {
+	if msg == stopNoise && err != nil && err.Error() == "leader election lost" {
+		s.LogSink.Info(0, "stopped leading: the manager is stopping", kv...)
+		return
+	}
+	s.LogSink.Error(err, msg, kv...)
+}
+
+func (s stopNoiseSink) WithValues(kv ...any) logr.LogSink {
+	return stopNoiseSink{s.LogSink.WithValues(kv...)}
+}
+
+func (s stopNoiseSink) WithName(name string) logr.LogSink {
+	return stopNoiseSink{s.LogSink.WithName(name)}
 }

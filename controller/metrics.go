@@ -26,4 +26,11 @@ var (
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(buildDuration, buildsTotal, lastSuccess)
+	// Every result's series exists from the start, at zero: an alert on
+	// increase(oslayer_builds_total{result="failed"}[1h]) > 0 then sees
+	// the first failure (a series born at 1 has no increase to show).
+	for _, r := range []string{"succeeded", "failed"} {
+		buildsTotal.WithLabelValues(r)
+		buildDuration.WithLabelValues(r)
+	}
 }

@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,7 +26,6 @@ import (
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/controller"
-	"github.com/oslayer/oslayer/packagestage/bud"
 	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/k8senv"
@@ -373,7 +370,7 @@ func (e *env) nodeAccepts(t *testing.T, skopeoBin, image string) {
 	if err := os.WriteFile(pubPath, e.pub, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	regtest.Run(t, nil, oslayerBin(t), "verify", image, "--key", pubPath)
+	regtest.Run(t, nil, oslayerCmd(t), "verify", image, "--key", pubPath)
 	repo := image[:strings.LastIndex(image, "@")]
 	tb, err := sign.Trust(repo, e.pub, sign.TrustOptions{NodeKeyPath: pubPath})
 	if err != nil {
@@ -392,36 +389,6 @@ func (e *env) nodeAccepts(t *testing.T, skopeoBin, image string) {
 	regtest.Run(t, []string{"HOME=" + home, "XDG_RUNTIME_DIR=" + home}, skopeoBin, "copy", "--remove-signatures",
 		"--policy", filepath.Join(dir, sign.TrustPolicyFile), "--registries.d", filepath.Join(dir, "registries.d"),
 		"--src-tls-verify=false", "docker://"+image, "oci:"+filepath.Join(dir, "oci"))
-}
-
-var oslayerOnce struct {
-	sync.Once
-	path string
-	err  error
-	out  []byte
-}
-
-// oslayerBin builds the oslayer command once per test binary, as the
-// project's image has it (Containerfile: static with cgo, with the package
-// stage's buildah executor).
-func oslayerBin(t *testing.T) string {
-	t.Helper()
-	oslayerOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "oslayer-controller-test-")
-		if err != nil {
-			oslayerOnce.err = err
-			return
-		}
-		oslayerOnce.path = filepath.Join(dir, "oslayer")
-		cmd := exec.Command("go", "build", "-trimpath", "-tags", bud.Tags+",netgo,osusergo",
-			"-ldflags", "-s -w -linkmode external -extldflags -static", "-o", oslayerOnce.path, "../cmd/oslayer")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-		oslayerOnce.out, oslayerOnce.err = cmd.CombinedOutput()
-	})
-	if oslayerOnce.err != nil {
-		t.Fatalf("go build ./cmd/oslayer: %v\n%s", oslayerOnce.err, oslayerOnce.out)
-	}
-	return oslayerOnce.path
 }
 
 // TestWithoutOpenShiftAPI runs the controller against an API server of its

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -109,8 +110,13 @@ func main() {
 // appears under its final name only when complete, so an exit at any point
 // leaves nothing half-written; temporary files of a run stopped this way are
 // removed by the next run.
+//
+// A command that serves until it is stopped (oslayer controller) calls
+// stopGracefully: a signal is then its normal end, it gets that long to wind
+// down, and its own result is the exit code (0 when it stopped cleanly).
 func run(root *cobra.Command, stderr io.Writer) int {
-	ctx, cancel := context.WithCancel(context.Background())
+	var grace atomic.Int64
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), graceKey{}, &grace))
 	defer cancel()
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -123,13 +129,32 @@ func run(root *cobra.Command, stderr io.Writer) int {
 	case sig := <-sigs:
 		cancel()
 		code := 128 + int(sig.(syscall.Signal))
+		wait := stopGrace
+		if g := time.Duration(grace.Load()); g > 0 {
+			wait = g
+		}
 		select {
-		case <-done:
+		case err := <-done:
+			if grace.Load() > 0 {
+				return exitCode(err, stderr)
+			}
 		case <-sigs:
-		case <-time.After(stopGrace):
+		case <-time.After(wait):
 		}
 		fmt.Fprintf(stderr, "oslayer: stopped by %s\n", signalName(sig))
 		return code
+	}
+}
+
+// graceKey holds the run's *atomic.Int64: the wind-down time a serving
+// command asked for (0: stopGrace, and a signal is an interruption).
+type graceKey struct{}
+
+// stopGracefully marks the running command as a service: SIGINT and
+// SIGTERM end it normally, after at most d.
+func stopGracefully(ctx context.Context, d time.Duration) {
+	if g, ok := ctx.Value(graceKey{}).(*atomic.Int64); ok {
+		g.Store(int64(d))
 	}
 }
 
