@@ -31,6 +31,8 @@ type Image struct {
 	// Time dates the image (zero: undated); TimeFrom says by what.
 	Time     time.Time `json:"time,omitzero"`
 	TimeFrom string    `json:"timeFrom,omitempty"`
+	// Age is the age at the run's time ("-": undated), as the table shows.
+	Age string `json:"age"`
 	// Gone is true when the manifest is missing: only attachments are left.
 	Gone bool `json:"gone,omitempty"`
 	// Failed is true when a build record says its build failed.

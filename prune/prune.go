@@ -115,6 +115,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Delete {
 		err = apply(ctx, o, targets, byTarget)
 	}
+	for _, im := range res.Images {
+		im.Age = Age(im, o.Policy.Now)
+	}
 	res.count()
 	return res, err
 }
