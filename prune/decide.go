@@ -126,7 +126,9 @@ func rank(images []*Image, p Policy) {
 		}
 		n := 0
 		for _, im := range ims {
-			good := !im.Failed && (im.Signed() || !signs)
+			// A layout holds the signatures of one image only.
+			layout := strings.HasPrefix(im.Repo, layoutPrefix)
+			good := !im.Failed && (im.Signed() || !signs || layout)
 			if good && n < p.Keep {
 				n++
 				im.keep(fmt.Sprintf("one of the last %d good images of pool %s", p.Keep, im.Pool))
@@ -157,6 +159,9 @@ func deleteReason(im *Image, p Policy, good bool) string {
 		return "not in use; its build failed"
 	case !good:
 		return "not in use; unsigned in a pool whose images are signed"
+	}
+	if p.Keep == 0 {
+		return "not in use (--keep 0)"
 	}
 	return fmt.Sprintf("not in use; older than the last %d good images of pool %s", p.Keep, im.Pool)
 }
