@@ -40,11 +40,12 @@ func Decide(images []*Image, refs *Refs, p Policy) {
 		inUse(im, refs, images)
 	}
 	for _, im := range images {
-		if im.Index != nil && im.Pool == "" {
-			continue
-		}
 		if im.Pool == "" && len(im.Platforms) > 0 {
 			im.Pool = platformPool(im, byDigest)
+		}
+		// A node names its platform image; its pool may name the index.
+		if idx := indexOf(im, byDigest); idx != nil && im.Action == ActionKeep {
+			idx.keep("its platform image " + short(im.Digest) + " is kept: " + im.Reasons[0])
 		}
 	}
 	for _, im := range images {
@@ -94,6 +95,14 @@ func inUse(im *Image, refs *Refs, all []*Image) {
 		im.Action = ActionDelete
 		im.Reasons = []string{"image gone: only its attached tags are left"}
 	}
+}
+
+// indexOf is the listed index of a platform image.
+func indexOf(im *Image, byDigest map[v1.Hash]*Image) *Image {
+	if im.Index == nil {
+		return nil
+	}
+	return byDigest[*im.Index]
 }
 
 // platformPool is the pool label of an index's platform images.

@@ -28,6 +28,9 @@ type Options struct {
 	// BeforeCheck, when set, runs right before the references are read
 	// again for an image about to be deleted (tests add a reference there).
 	BeforeCheck func(ctx context.Context, im *Image)
+	// AfterList, when set, runs after the decision and before the
+	// deletion phase (tests move a tag there).
+	AfterList func(ctx context.Context)
 }
 
 // Result is what Run found and did.
@@ -87,6 +90,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Registry == nil {
 		o.Registry = &registry.Options{}
 	}
+	if o.Registry.Shared == nil {
+		// One ping and one token per repository for the whole run.
+		reg := *o.Registry
+		reg.Shared = &registry.Connections{}
+		o.Registry = &reg
+	}
 	if o.Jobs <= 0 {
 		o.Jobs = 8
 	}
@@ -113,6 +122,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	Decide(res.Images, refs, o.Policy)
 	if o.Delete {
+		if o.AfterList != nil {
+			o.AfterList(ctx)
+		}
 		err = apply(ctx, o, targets, byTarget)
 	}
 	for _, im := range res.Images {

@@ -18,6 +18,13 @@ func apply(ctx context.Context, o Options, targets []target, byTarget [][]*Image
 		}
 	}
 	for i, t := range targets {
+		if t.layout == "" && anyDelete(byTarget[i]) {
+			if err := retag(ctx, o, t, byTarget[i]); err != nil {
+				return err
+			}
+		}
+	}
+	for i, t := range targets {
 		for _, im := range ordered(byTarget[i]) {
 			if err := deleteOne(ctx, o, t, im, byTarget[i]); err != nil {
 				return err
@@ -60,6 +67,13 @@ func ordered(ims []*Image) []*Image {
 // (or one of its platform images) now. The window left is the time
 // between that read and the registry's answer to the DELETE.
 func deleteOne(ctx context.Context, o Options, t target, im *Image, all []*Image) error {
+	for _, idx := range all {
+		if im.Index != nil && idx.Digest == *im.Index && idx.Action == ActionKeep {
+			im.Action = ActionKeep
+			im.Reasons = []string{"platform image of the kept index " + short(idx.Digest)}
+			return nil
+		}
+	}
 	if o.BeforeCheck != nil {
 		o.BeforeCheck(ctx, im)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"net/http"
 	"strings"
 	"testing"
@@ -140,3 +141,28 @@ func (e *env) index(pool string) (idx nameDigest, platforms []nameDigest) {
 }
 
 type nameDigest = name.Digest
+
+// An image a tag moves to after the listing (a rebuild giving an older
+// image's digest) stays: the tags are read again before deleting, and a
+// DELETE by digest would take the tag with it.
+func TestTagMovedAfterListingHonoured(t *testing.T) {
+	e := newEnv(t, false)
+	retagged, unused := e.push("worker", true), e.push("worker", true)
+	res := e.prune(true, func(o *prune.Options) {
+		o.AfterList = func(ctx context.Context) {
+			desc, err := remote.Get(retagged)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := remote.Tag(e.repo.Tag("worker"), desc); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	e.wantKept(res, retagged, "tagged worker since the listing")
+	if s := e.status("worker"); s != 200 {
+		t.Errorf("tag worker answers %d", s)
+	}
+	e.wantDeleted(res, unused)
+	e.wantNothingDeleted()
+}
