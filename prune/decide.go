@@ -32,12 +32,17 @@ const (
 // Decide marks every image kept or to delete, with its reasons.
 func Decide(images []*Image, refs *Refs, p Policy) {
 	byDigest := map[v1.Hash]*Image{}
+	based := map[string]*Image{} // base digest → an image built on it
 	for _, im := range images {
 		byDigest[im.Digest] = im
+		if im.BaseDigest != "" {
+			based[im.BaseDigest] = im
+		}
 	}
+	tagged := refs.Tagged()
 	for _, im := range images {
 		im.Action, im.Reasons = "", nil
-		inUse(im, refs, images)
+		inUse(im, refs, tagged, based)
 	}
 	for _, im := range images {
 		if im.Pool == "" && len(im.Platforms) > 0 {
@@ -65,7 +70,7 @@ func (im *Image) keep(why string) {
 
 // inUse records the references, tags and images that keep im, and dates
 // it from its build records.
-func inUse(im *Image, refs *Refs, all []*Image) {
+func inUse(im *Image, refs *Refs, tagged []Ref, based map[string]*Image) {
 	for _, r := range refs.Of(im.Digest) {
 		if r.Kind == "base" {
 			im.keep("base image named by " + r.From)
@@ -80,16 +85,13 @@ func inUse(im *Image, refs *Refs, all []*Image) {
 	for _, t := range im.Tags {
 		im.keep("tagged " + t)
 	}
-	for _, r := range refs.Tagged() {
+	for _, r := range tagged {
 		if r.Repo == im.Repo && contains(im.Tags, r.Tag) {
 			im.keep("in use: " + r.From)
 		}
 	}
-	for _, o := range all {
-		if o.BaseDigest == im.Digest.String() {
-			im.keep("base of " + short(o.Digest))
-			break
-		}
+	if o := based[im.Digest.String()]; o != nil {
+		im.keep("base of " + short(o.Digest))
 	}
 	if im.Gone {
 		im.Action = ActionDelete
