@@ -158,7 +158,7 @@ func age(im *Image, p Policy, poolDated bool) {
 	switch {
 	case !im.Time.IsZero() && p.Now.Sub(im.Time) < p.Grace:
 		im.keep(fmt.Sprintf("younger than the grace period %s", p.Grace))
-	case im.Time.IsZero() && !poolDated && !p.DeleteUndated:
+	case im.Time.IsZero() && !poolDated && !p.DeleteUndated && im.Action != ActionKeep:
 		im.keep("age unknown: no build record dates it (--delete-undated deletes it)")
 	}
 }
