@@ -181,6 +181,9 @@ func (l *lister) each(ctx context.Context, ds []v1.Hash, f func(context.Context,
 func (l *lister) sorted() []*Image {
 	out := make([]*Image, 0, len(l.found))
 	for _, im := range l.found {
+		if im.Gone && len(im.Attached) == 0 {
+			continue // named by a reference, not in this repository
+		}
 		sort.Strings(im.Tags)
 		sort.Slice(im.Attached, func(i, j int) bool { return im.Attached[i].Tag < im.Attached[j].Tag })
 		out = append(out, im)

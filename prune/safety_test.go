@@ -166,3 +166,25 @@ func TestTagMovedAfterListingHonoured(t *testing.T) {
 	e.wantDeleted(res, unused)
 	e.wantNothingDeleted()
 }
+
+// A reference to a digest this repository does not hold (a bare digest,
+// an image deleted before) lists nothing and deletes nothing.
+func TestReferenceToMissingImage(t *testing.T) {
+	e := newEnv(t, false)
+	kept := e.push("bootc", true)
+	missing := "sha256:" + strings.Repeat("5a", 32)
+	e.apply(fmt.Sprintf(`apiVersion: node.bootc.dev/v1alpha1
+kind: BootcNode
+metadata: {name: %s}
+spec: {desiredImage: %q, desiredImageState: Booted}
+status:
+  rollback: {image: "%s@%s", imageDigest: %q}
+`, e.name("node"), kept.String(), e.repo, missing, missing))
+	for i := 0; i < 2; i++ {
+		res := e.prune(true)
+		e.wantKept(res, kept, "spec.desiredImage")
+		if len(res.Images) != 1 || res.Deleted != 0 {
+			t.Errorf("run %d: %v", i+1, digests(res))
+		}
+	}
+}
