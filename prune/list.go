@@ -139,6 +139,12 @@ func (l *lister) read(ctx context.Context, d v1.Hash) error {
 	if desc.MediaType.IsIndex() {
 		return l.readIndex(desc, im)
 	}
+	if pool := l.refPool(d); pool != "" {
+		// A PoolImage names it: an oslayer image of that pool (the
+		// controller labels it so); its config is not read.
+		im.Pool = pool
+		return nil
+	}
 	img, err := desc.Image()
 	if err != nil {
 		return fmt.Errorf("read %s@%s: %w", l.repo, d, err)
@@ -151,6 +157,16 @@ func (l *lister) read(ctx context.Context, d v1.Hash) error {
 	im.Pool = cf.Config.Labels[labelPool]
 	im.BaseDigest = cf.Config.Labels[labelBaseDigest]
 	return nil
+}
+
+// refPool is the pool a PoolImage reference to d names ("" for none).
+func (l *lister) refPool(d v1.Hash) string {
+	for _, r := range l.refs.Of(d) {
+		if r.Kind == "PoolImage" && r.Pool != "" {
+			return r.Pool
+		}
+	}
+	return ""
 }
 
 // readIndex records an index's platform images.
