@@ -8,7 +8,7 @@ import (
 
 // poolImage reads a PoolImage (oslayer.dev/v1alpha1): status.image (dated
 // by status.lastBuildTime), every status.builds[].image (dated by its
-// time), and status.baseDigest as a base.
+// time), and status.baseDigest (and a digested spec.base) as a base.
 func (c *collector) poolImage(o obj) error {
 	pool, err := o.str("spec", "pool")
 	if err != nil {
@@ -21,40 +21,16 @@ func (c *collector) poolImage(o obj) error {
 	if err != nil {
 		return err
 	}
-	builds, _ := field(o.m, "status", "builds").([]any)
-	if v := field(o.m, "status", "builds"); v != nil && builds == nil {
-		return o.fail("status.builds", "not a list")
-	}
 	current, err := o.str("status", "image")
 	if err != nil {
 		return err
 	}
-	for i, b := range builds {
-		bm, ok := b.(map[string]any)
-		if !ok {
-			return o.fail(fmt.Sprintf("status.builds[%d]", i), "not an object")
-		}
-		bo := obj{m: bm, input: o.input, doc: o.doc, id: o.id}
-		f := fmt.Sprintf("status.builds[%d]", i)
-		img, err := bo.str("image")
-		if err != nil || img == "" {
-			if err != nil {
-				return o.fail(f+".image", "not a string")
-			}
-			continue
-		}
-		t, err := bo.timeField("time")
-		if err != nil {
-			return o.fail(f+".time", "%v", err.(*InputError).Err)
-		}
-		result, _ := bo.str("result")
-		if err := c.refValue(o, "PoolImage", pool, t, f+".image", img); err != nil {
-			return err
-		}
-		c.refs.List[len(c.refs.List)-1].Failed = result == "Failed"
-		if img == current && last.IsZero() {
-			last = t
-		}
+	built, err := c.poolBuilds(o, pool, current)
+	if err != nil {
+		return err
+	}
+	if last.IsZero() {
+		last = built
 	}
 	if err := c.ref(o, "PoolImage", pool, last, "status", "image"); err != nil {
 		return err
@@ -66,6 +42,45 @@ func (c *collector) poolImage(o obj) error {
 		return c.ref(o, "base", pool, time.Time{}, "spec", "base")
 	}
 	return nil
+}
+
+// poolBuilds reads status.builds: each image, dated by its time, marked
+// Failed by its result; it returns the time of current's record.
+func (c *collector) poolBuilds(o obj, pool, current string) (time.Time, error) {
+	var at time.Time
+	v := field(o.m, "status", "builds")
+	builds, ok := v.([]any)
+	if v != nil && !ok {
+		return at, o.fail("status.builds", "not a list")
+	}
+	for i, b := range builds {
+		f := fmt.Sprintf("status.builds[%d]", i)
+		bm, ok := b.(map[string]any)
+		if !ok {
+			return at, o.fail(f, "not an object")
+		}
+		bo := obj{m: bm, input: o.input, doc: o.doc, id: o.id}
+		img, err := bo.str("image")
+		if err != nil {
+			return at, o.fail(f+".image", "not a string")
+		}
+		t, err := bo.timeField("time")
+		if err != nil {
+			return at, o.fail(f+".time", "%v", err.(*InputError).Err)
+		}
+		if img == "" {
+			continue
+		}
+		result, _ := bo.str("result")
+		if err := c.refValue(o, "PoolImage", pool, t, f+".image", img); err != nil {
+			return at, err
+		}
+		c.refs.List[len(c.refs.List)-1].Failed = result == "Failed"
+		if img == current && at.IsZero() {
+			at = t
+		}
+	}
+	return at, nil
 }
 
 // configMap reads a PoolImage's published ConfigMap (data.image).
