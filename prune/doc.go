@@ -19,7 +19,7 @@
 // written. A registry API (distribution's) keeps no upload time; an
 // image nothing dates counts as older than every dated image of its pool,
 // and is deleted only when its pool has a dated image (a build history
-// that moved past it) or when Options.DeleteUndated says so.
+// that moved past it) or when Policy.DeleteUndated says so.
 //
 // The stages: Collect reads the references (Sources), List reads the
 // repositories, Decide marks each image kept (with why) or deleted, and

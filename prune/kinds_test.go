@@ -48,13 +48,18 @@ spec: {source: {documents: {objects: [{kind: ConfigMap, name: osc}]}}, base: b, 
 }
 
 // A rendered MachineConfig counts while its pool names it; one no pool
-// or node names any more does not keep its osImageURL.
+// or node names any more does not keep its osImageURL. A MachineConfig
+// that is not rendered (a PoolImage's published one) always counts.
 func TestMachineConfigPoolKeeps(t *testing.T) {
 	e := newEnv(t, false)
-	inUse, stale := e.push("worker", true), e.push("worker", true)
+	inUse, stale, next := e.push("worker", true), e.push("worker", true), e.push("worker", true)
 	rendered, old := e.name("rendered-worker-1"), e.name("rendered-worker-0")
 	e.apply(machineConfig(rendered, inUse.String(), true))
 	e.apply(machineConfig(old, stale.String(), true))
+	// The PoolImage's published MachineConfig: not rendered yet, it is
+	// what the pool's next rendered config will carry.
+	published := e.name("99-worker-oslayer-os-image")
+	e.apply(machineConfig(published, next.String(), false))
 	e.apply(fmt.Sprintf(`apiVersion: machineconfiguration.openshift.io/v1
 kind: MachineConfigPool
 metadata: {name: %s}
@@ -63,6 +68,7 @@ status: {configuration: {name: %s}}
 `, e.name("worker"), rendered, rendered))
 	res := e.prune(true)
 	e.wantKept(res, inUse, "MachineConfig "+rendered+" spec.osImageURL")
+	e.wantKept(res, next, "MachineConfig "+published+" spec.osImageURL")
 	e.wantDeleted(res, stale)
 	e.wantNothingDeleted()
 }
