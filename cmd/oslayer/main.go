@@ -82,6 +82,7 @@ signs it, so nodes rebase onto one verified, reproducible image.`,
 		newTrustCmd,
 		newFleetCmd,
 		newControllerCmd,
+		newPruneCmd,
 	} {
 		root.AddCommand(c(g))
 	}

@@ -11,6 +11,8 @@
 #                                       # Debian's 2.8)
 #   test/bench/run.sh -bench.controller # the build service (oslayer controller
 #                                       # against kube-apiserver and etcd)
+#   test/bench/run.sh -bench.prune      # oslayer prune's dry run over 1,000 images
+#                                       # (100 pools × 10) with a cluster's references
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 case "${1:-}" in
@@ -24,6 +26,11 @@ case "${1:-}" in
   fleet_args=(-bench.registry distribution-registry -bench.registry-quiet)
   [ -d /dev/shm ] && [ -w /dev/shm ] && fleet_args+=(-bench.registry-dir /dev/shm)
   set -- "${fleet_args[@]}" "$@"
+  ;;
+-bench.prune)
+  shift
+  BENCH=BenchmarkPrune
+  export OSLAYER_KUBE=1 OSLAYER_REQUIRE_KUBE=1
   ;;
 -bench.controller)
   shift

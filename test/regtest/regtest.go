@@ -105,6 +105,9 @@ type Config struct {
 	// does (the registry then spends its time on requests: for
 	// benchmarks). Tests that read the Log need the default.
 	Quiet bool
+	// NoDelete refuses DELETE requests (distribution's default:
+	// storage.delete.enabled false), as most registries run.
+	NoDelete bool
 }
 
 // Start starts docker-registry on a random 127.0.0.1 port and stops it when
@@ -155,10 +158,10 @@ log:
     disabled: %t
 storage:
 %s  delete:
-    enabled: true
+    enabled: %t
 http:
   addr: 127.0.0.1:%d
-%s`, level, accessOff, storage, port, auth)
+%s`, level, accessOff, storage, !c.NoDelete, port, auth)
 	cfgPath := filepath.Join(dir, "config.yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,38 @@
+package prune
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+func hash(i int) v1.Hash { return v1.Hash{Algorithm: "sha256", Hex: fmt.Sprintf("%064x", i)} }
+
+// The last N good images of a pool are the newest by their build records;
+// a failed build's image and an unsigned image in a signed pool are not
+// good, and images nothing dates count as older than the dated ones.
+func TestDecideKeepsNewestGood(t *testing.T) {
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	signed := []Attachment{{Tag: "x.sig", Kind: "signature"}}
+	ims := []*Image{}
+	for i := 0; i < 6; i++ {
+		ims = append(ims, &Image{Repo: "r", Digest: hash(i), Pool: "p", Attached: signed})
+	}
+	ims[4].Attached = nil // unsigned
+	// Dated 0 (newest) .. 4 (as layouts date them); 1 failed; 4
+	// unsigned; 5 undated.
+	for i := 0; i < 5; i++ {
+		ims[i].Time = now.Add(-time.Duration(i+2) * time.Hour)
+	}
+	ims[1].Failed = true
+	Decide(ims, &Refs{}, Policy{Keep: 2, Grace: time.Hour, Now: now})
+	want := []string{"one of the last 2", "its build failed", "one of the last 2", "older than the last 2", "unsigned in a pool", "older than the last 2"}
+	for i, w := range want {
+		if got := strings.Join(ims[i].Reasons, "; "); !strings.Contains(got, w) {
+			t.Errorf("image %d: %s %q, want %q", i, ims[i].Action, got, w)
+		}
+	}
+}
