@@ -190,6 +190,11 @@ func TestFindClosestFilePolicyPathMatchTable(t *testing.T) {
 
 // writeMC writes a MachineConfig as the MCO's test helpers build it.
 func writeMC(t *testing.T, dir string, mc mcArgs) string {
+	return writeRoleMC(t, dir, mc, "")
+}
+
+// writeRoleMC writes a MachineConfig of a role (helpers.MCLabelForRole).
+func writeRoleMC(t *testing.T, dir string, mc mcArgs, role string) string {
 	t.Helper()
 	ign := map[string]any{"ignition": map[string]any{"version": "3.5.0"}}
 	var files []any
@@ -209,7 +214,7 @@ func writeMC(t *testing.T, dir string, mc mcArgs) string {
 	}
 	doc := map[string]any{
 		"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
-		"metadata": map[string]any{"name": mc.name},
+		"metadata": map[string]any{"name": mc.name, "labels": map[string]any{"machineconfiguration.openshift.io/role": role}},
 		"spec": map[string]any{"config": ign, "osImageURL": mc.osURL, "fips": mc.fips, "kernelArguments": mc.kargs,
 			"kernelType": mc.kernelType, "extensions": mc.exts},
 	}
