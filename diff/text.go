@@ -76,10 +76,10 @@ func writePath(w io.Writer, pc PathChange) {
 	}
 	fmt.Fprintf(w, "  %-7s %s%s%s\n", pc.Change, pc.Path, kind, what)
 	if pc.Old != nil {
-		fmt.Fprintf(w, "          OLD %s from %s\n", itemText(pc.Old), pc.Old.Source)
+		fmt.Fprintf(w, "          OLD %s from %s\n", itemText(pc.Old), strings.TrimSpace(pc.Old.Source.String()))
 	}
 	if pc.New != nil {
-		fmt.Fprintf(w, "          NEW %s from %s\n", itemText(pc.New), pc.New.Source)
+		fmt.Fprintf(w, "          NEW %s from %s\n", itemText(pc.New), strings.TrimSpace(pc.New.Source.String()))
 	}
 }
 

@@ -204,7 +204,7 @@ func (f *diffFlags) inputSides(ctx context.Context, cmd *cobra.Command, g *globa
 			req.Base, req.BaseName, digest = b.Index.FS(), fmt.Sprintf("base %s (%s)", b.Ref, b.Digest), b.Digest.String()
 		}
 		name := []string{"OLD", "NEW"}[i]
-		given := name + " inputs " + strings.Join(append(append([]string(nil), in.mcs...), in.oscs...), " ")
+		given := "inputs " + strings.Join(append(append([]string(nil), in.mcs...), in.oscs...), " ")
 		if sides[i], err = diff.LoadInputs(ctx, given, req, digest); err != nil {
 			return nil, nil, fmt.Errorf("%s inputs: %w", name, err)
 		}

@@ -28,6 +28,7 @@ var stages = [][]string{
 	{"preflight"},    // checks (implements build.Stage)
 	{"publish"},      // push by digest, move the tag
 	{"sign"},         // signatures, attestations, trust
+	{"diff"},         // what a change does to the nodes (reads what the stages wrote)
 	{"api"},          // the controller's API types
 	{"fleet", "controller"},
 	{"cmd"},
