@@ -114,7 +114,7 @@ func TestDiffImages(t *testing.T) {
 		args []string
 		code int
 	}{
-		{[]string{"--fail-on", "reboot"}, 1},                           // a new osImageURL reboots
+		{[]string{"--fail-on", "reboot"}, 1},                            // a new osImageURL reboots
 		{[]string{"--platform", "openshift", "--fail-on", "reload"}, 1}, // the daemon reloads crio
 		{[]string{"--platform", "openshift", "--fail-on", "restart"}, 0},
 		{[]string{"--platform", "bootc", "--fail-on", "reboot"}, 0}, // soft reboot
