@@ -11,6 +11,7 @@
 #                                       # Debian's 2.8)
 #   test/bench/run.sh -bench.controller # the build service (oslayer controller
 #                                       # against kube-apiserver and etcd)
+#   test/bench/run.sh -bench.diff [-bench.gb] # oslayer diff of two pool images
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 case "${1:-}" in
@@ -24,6 +25,10 @@ case "${1:-}" in
   fleet_args=(-bench.registry distribution-registry -bench.registry-quiet)
   [ -d /dev/shm ] && [ -w /dev/shm ] && fleet_args+=(-bench.registry-dir /dev/shm)
   set -- "${fleet_args[@]}" "$@"
+  ;;
+-bench.diff)
+  shift
+  BENCH=BenchmarkDiff
   ;;
 -bench.controller)
   shift
