@@ -33,13 +33,19 @@ func predictGardener(r *Result) Prediction {
 			}
 		}
 	}
-	pr.Rewritten, pr.Restarted = sortedKeys(files), sortedKeys(units)
-	for _, f := range pr.Rewritten {
+	for _, f := range sortedKeys(files) {
 		pr.Rules = append(pr.Rules, Rule{Item: f, Rule: "file rewritten by the node agent"})
 	}
-	for _, u := range pr.Restarted {
+	for _, u := range sortedKeys(units) {
 		pr.rule(Restart, u, "unit changed: the node agent restarts it (stops a removed one)")
 	}
+	for _, u := range unitsOfFiles(files, r.Old.FilePaths, r.New.FilePaths) {
+		if !units[u.unit] {
+			units[u.unit] = true
+			pr.rule(Restart, u.unit, "filePaths names the changed file "+u.file+": the node agent restarts it")
+		}
+	}
+	pr.Rewritten, pr.Restarted = sortedKeys(files), sortedKeys(units)
 	if r.Base.Changed {
 		pr.rule(Reboot, "base", "the base changed: an OS update (in-place update or new machines)")
 	}
@@ -50,8 +56,37 @@ func predictGardener(r *Result) Prediction {
 		pr.rule(Reboot, "package stage", "the package stage changed: an OS update")
 	}
 	pr.Drain = pr.Action == Reboot
-	if len(pr.Restarted) > 0 || len(pr.Rewritten) > 0 {
+	if len(pr.Rewritten) > 0 && (r.Old.image() || r.New.image()) {
 		pr.Notes = append(pr.Notes, "the node agent also restarts units whose filePaths name a changed file; the image does not record filePaths")
 	}
 	return pr
+}
+
+// unitFile is a unit restarted for a changed file it names.
+type unitFile struct{ unit, file string }
+
+// unitsOfFiles lists the units whose filePaths (on either side) name a
+// changed file, by unit name.
+func unitsOfFiles(files map[string]bool, sides ...map[string][]string) []unitFile {
+	seen := map[string]bool{}
+	var out []unitFile
+	for _, fp := range sides {
+		for _, u := range sortedKeys(keysOf(fp)) {
+			for _, f := range fp[u] {
+				if files[f] && !seen[u] {
+					seen[u] = true
+					out = append(out, unitFile{u, f})
+				}
+			}
+		}
+	}
+	return out
+}
+
+func keysOf(m map[string][]string) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
 }

@@ -37,6 +37,9 @@ func LoadInputs(ctx context.Context, given string, req render.Request, baseDiges
 	if s.Passwd, err = passwdDigest(res.Inputs); err != nil {
 		return nil, err
 	}
+	if s.FilePaths, err = oscFilePaths(res.Inputs); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -184,6 +184,9 @@ var fixturePairs = []fixturePair{
 	{name: "kernel argument", edit: map[string]func(map[string]any){"00-worker.yaml": func(mc map[string]any) {
 		mc["spec"].(map[string]any)["kernelArguments"] = []any{"nosmt"}
 	}}, mco: []string{"Reboot"}, legacy: []string{LegacyReboot}, action: Reboot},
+	{name: "extension", edit: map[string]func(map[string]any){"00-worker.yaml": func(mc map[string]any) {
+		mc["spec"].(map[string]any)["extensions"] = []any{"usbguard"}
+	}}, mco: []string{"Reboot"}, legacy: []string{LegacyReboot}, action: Reboot},
 	{name: "unit", edit: map[string]func(map[string]any){"00-worker.yaml": func(mc map[string]any) {
 		u := field(mc, "spec", "config", "systemd", "units", 1).(map[string]any)
 		u["contents"] = fmt.Sprint(u["contents"]) + "\n# changed\n"
@@ -211,6 +214,14 @@ func TestFixturePairs(t *testing.T) {
 			}
 			if img := r.Platform(PlatformOpenShiftImage); img.Action != Reboot {
 				t.Errorf("a new osImageURL: %s, want reboot", img.Action)
+			}
+			// bootc: a soft reboot unless kernel arguments or packages change.
+			want := SoftReboot
+			if p.name == "kernel argument" || p.name == "extension" {
+				want = Reboot
+			}
+			if b := r.Platform(PlatformBootc); b.Action != want {
+				t.Errorf("bootc %s, want %s", b.Action, want)
 			}
 		})
 	}

@@ -44,6 +44,9 @@ type Side struct {
 	// order (inputs only), FIPS whether any sets spec.fips.
 	Passwd string `json:"-"`
 	FIPS   bool   `json:"-"`
+	// FilePaths are the OperatingSystemConfig units' filePaths (inputs
+	// only).
+	FilePaths map[string][]string `json:"-"`
 }
 
 // Layer is one layer of a side.
