@@ -244,3 +244,76 @@ func TestDiffBadInput(t *testing.T) {
 		}
 	}
 }
+
+// sshMC is a MachineConfig of the worker role with one SSH key for core.
+func sshMC(t *testing.T, key string) string {
+	t.Helper()
+	doc := `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 99-worker-ssh
+  labels:
+    machineconfiguration.openshift.io/role: worker
+spec:
+  config:
+    ignition:
+      version: 3.5.0
+    passwd:
+      users:
+      - name: core
+        sshAuthorizedKeys:
+        - ` + key + "\n"
+	p := filepath.Join(t.TempDir(), "99-worker-ssh.yaml")
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Two input sets (an SSH key change on the real AWS worker pool): the
+// default policy does nothing for SSH keys, a cluster's MachineConfiguration
+// that drains for them makes --fail-on drain exit 1. An image against new
+// inputs shows the path that changed.
+func TestDiffInputSets(t *testing.T) {
+	pool := fixtures.Path(t, "mco", "aws", "worker")
+	policy := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(policy, []byte(`apiVersion: operator.openshift.io/v1
+kind: MachineConfiguration
+metadata:
+  name: cluster
+spec:
+  managementState: Managed
+  nodeDisruptionPolicy:
+    sshkey:
+      actions:
+      - type: Drain
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"diff", "--pool", "worker", "--machineconfig", pool,
+		"--old-machineconfig", sshMC(t, "ssh-ed25519 AAAA old"), "--new-machineconfig", sshMC(t, "ssh-ed25519 AAAA new"),
+		"--platform", "openshift", "--fail-on", "drain", "-o", "json"}
+	if _, stderr, code := cli(t, args...); code != 0 {
+		t.Errorf("default policy: exit %d, want 0 (SSH keys: None)\n%s", code, stderr)
+	}
+	stdout, stderr, code := cli(t, append(args, "--node-disruption-policy", policy)...)
+	if code != 1 {
+		t.Fatalf("cluster policy: exit %d, want 1 (--fail-on drain)\n%s", code, stderr)
+	}
+	var r diff.Result
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	os := r.Platform(diff.PlatformOpenShift)
+	if os.Action != diff.Drain || len(os.Rules) != 1 || os.Rules[0].Item != "sshKeys" || !r.MCO.Passwd {
+		t.Errorf("openshift %+v, MCO change %+v: want a drain for the SSH keys", os, r.MCO)
+	}
+
+	img := "oci:" + filepath.Join(t.TempDir(), "worker")
+	diffBuild(t, "oci:examples/base", "worker", img, "--machineconfig", pool)
+	edited := awsWorkerEdited(t, "01-worker-container-runtime.yaml", "/etc/containers/registries.conf", "data:,%23%20none%0A")
+	stdout, stderr, code = cli(t, "diff", img+":latest", "--pool", "worker", "--new-machineconfig", edited)
+	if code != 0 || !strings.Contains(stdout, "changed /etc/containers/registries.conf (content)") || !strings.Contains(stdout, "openshift: drain") {
+		t.Errorf("image against inputs: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
