@@ -55,7 +55,7 @@ func (r *Result) writeBase(w io.Writer) {
 	b := r.Base
 	if !b.Changed {
 		if b.NewDigest != "" {
-			fmt.Fprintf(w, "base: %s %s (unchanged)\n", b.NewDigest, b.NewOSVersion)
+			fmt.Fprintf(w, "base: %s %s (unchanged)\n", b.NewDigest, firstNonEmpty(b.NewOSVersion, b.OldOSVersion))
 		}
 		return
 	}

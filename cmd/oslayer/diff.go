@@ -175,6 +175,9 @@ func (f *diffFlags) sides(ctx context.Context, cmd *cobra.Command, g *globals, r
 	if len(args) == 2 {
 		return sides[0], sides[1], nil
 	}
+	if len(args) == 1 && f.base == "" {
+		g.warn(fmt.Sprintf("the new inputs are rendered without a base: give --base (the base of %s, %s) so that what rendering takes from the base (enablement, presets, owners) compares exactly", args[0], sides[0].BaseDigest))
+	}
 	return f.inputSides(ctx, cmd, g, ro, sides)
 }
 
