@@ -55,6 +55,7 @@ func LoadImage(ctx context.Context, reg *registry.Options, ref string, platform 
 	if s.Items, err = ownershipManifest(img, s.Layers); err != nil {
 		return nil, fmt.Errorf("image %s: %w", ref, err)
 	}
+	s.open = imageOpener(img, s.Layers)
 	return s, nil
 }
 

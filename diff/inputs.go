@@ -23,6 +23,7 @@ func LoadInputs(ctx context.Context, given string, req render.Request, baseDiges
 	for _, l := range res.Layers {
 		s.Layers = append(s.Layers, Layer{Digest: l.Digest.String(), Size: l.Size, Role: l.Name})
 	}
+	s.open = renderedOpener(res.Layers)
 	if res.Report != nil {
 		s.Runtime = res.Report.Runtime
 		for _, b := range res.Report.Baked {

@@ -110,7 +110,7 @@ func (r *Result) predict(opts Options) {
 		kinds[k] = true
 	}
 	unknown := len(kinds) == 0
-	os := predictOpenShift(r.MCO, p, name)
+	os := predictOpenShift(r, p, name)
 	osi := predictOpenShiftImage(r.Identical)
 	bc := predictBootc(r)
 	gd := predictGardener(r)

@@ -47,6 +47,9 @@ type Side struct {
 	// FilePaths are the OperatingSystemConfig units' filePaths (inputs
 	// only).
 	FilePaths map[string][]string `json:"-"`
+
+	// open reads the side's own layers (ReadFile).
+	open openLayer
 }
 
 // Layer is one layer of a side.
