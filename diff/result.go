@@ -76,6 +76,9 @@ func Compare(old, new *Side, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("OLD %s is %s, NEW %s is %s: a diff compares one architecture", old.Given, old.Arch, new.Given, new.Arch)
 	}
 	r := &Result{Old: old, New: new, Paths: ComparePaths(old.Items, new.Items)}
+	if r.Paths == nil {
+		r.Paths = []PathChange{} // [] in JSON
+	}
 	r.KernelArgs = ArgsChange{Old: old.KernelArgs, New: new.KernelArgs, Changed: !slices.Equal(old.KernelArgs, new.KernelArgs)}
 	r.Base = BaseChange{OldDigest: old.BaseDigest, NewDigest: new.BaseDigest, OldOSVersion: old.OSVersion, NewOSVersion: new.OSVersion,
 		OldKernel: old.Kernel, NewKernel: new.Kernel, Changed: baseChanged(old, new) || old.OSImageURL != new.OSImageURL}
