@@ -8,6 +8,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/oslayer/oslayer/diff"
 	"github.com/oslayer/oslayer/internal/inputfile"
@@ -89,7 +90,13 @@ MachineConfiguration); nothing is written.`,
 			return f.report(cmd, g, res)
 		},
 	}
-	fs := cmd.Flags()
+	f.register(cmd.Flags())
+	return cmd
+}
+
+// register adds diff's flags: the render inputs and registry and base
+// index flags of render, and its own.
+func (f *diffFlags) register(fs *pflag.FlagSet) {
 	f.in.register(fs)
 	f.reg.registerReads(fs)
 	f.index.register(fs)
@@ -102,7 +109,6 @@ MachineConfiguration); nothing is written.`,
 	fs.StringVar(&f.policy, "node-disruption-policy", "", "MachineConfiguration manifest (operator.openshift.io/v1) whose spec.nodeDisruptionPolicy the cluster uses (default: the MCO's defaults)")
 	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when the predicted action is at least this: none, reload, restart, drain, soft-reboot, reboot")
 	fs.StringArrayVar(&f.platforms, "platform", nil, "platform whose action --fail-on and the overall action consider: openshift, openshift-image, bootc, gardener (repeatable; default: every platform the inputs are for)")
-	return cmd
 }
 
 // run loads both sides and compares them.
