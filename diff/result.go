@@ -93,10 +93,12 @@ func Compare(old, new *Side, opts Options) (*Result, error) {
 	return r, nil
 }
 
-// identical: the same image, or nothing a node sees differs.
+// identical: two images are identical only with the same digest (any
+// other digest is a new osImageURL, a new deployment); otherwise nothing a
+// node sees differs.
 func identical(r *Result) bool {
-	if r.Old.Digest != "" && r.Old.Digest == r.New.Digest {
-		return true
+	if r.Old.image() && r.New.image() {
+		return r.Old.Digest == r.New.Digest
 	}
 	return len(r.Paths) == 0 && !r.KernelArgs.Changed && !r.Base.Changed && !r.Packages.Changed && r.MCO.Empty() &&
 		r.Download.Layers == 0

@@ -113,13 +113,20 @@ func TestDiffImages(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		code int
+		self bool // OLD against itself
 	}{
-		{[]string{"--fail-on", "reboot"}, 1},                            // a new osImageURL reboots
-		{[]string{"--platform", "openshift", "--fail-on", "reload"}, 1}, // the daemon reloads crio
-		{[]string{"--platform", "openshift", "--fail-on", "restart"}, 0},
-		{[]string{"--platform", "bootc", "--fail-on", "reboot"}, 0}, // soft reboot
+		{[]string{"--fail-on", "reboot"}, 1, false},                            // a new osImageURL reboots
+		{[]string{"--platform", "openshift", "--fail-on", "reload"}, 1, false}, // the daemon reloads crio
+		{[]string{"--platform", "openshift", "--fail-on", "restart"}, 0, false},
+		{[]string{"--platform", "bootc", "--fail-on", "reboot"}, 0, false}, // soft reboot
+		{[]string{"--fail-on", "none"}, 1, true},                           // identical: none is none
+		{[]string{"--fail-on", "reload"}, 0, true},
 	} {
-		if _, stderr, code := cli(t, append([]string{"diff", old, newRef}, c.args...)...); code != c.code {
+		args := append([]string{"diff", old, newRef}, c.args...)
+		if c.self {
+			args = append([]string{"diff", old, old}, c.args...)
+		}
+		if _, stderr, code := cli(t, args...); code != c.code {
 			t.Errorf("diff %v: exit %d, want %d\n%s", c.args, code, c.code, stderr)
 		}
 	}
