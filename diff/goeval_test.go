@@ -100,6 +100,9 @@ func (e *goEval) index(x *ast.IndexExpr, depth int) (any, error) {
 }
 
 func (e *goEval) call(x *ast.CallExpr, depth int) (any, error) {
+	if _, conv := x.Fun.(*ast.ArrayType); conv && len(x.Args) == 1 {
+		return e.eval(x.Args[0], depth+1) // []byte("..."): the string
+	}
 	n := exprName(x.Fun)
 	f, ok := e.funcs[n]
 	if !ok {

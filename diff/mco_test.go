@@ -77,6 +77,9 @@ func str(v any) string {
 // mcoFuncs are the helpers the tables call (test/helpers/helpers.go,
 // pkg/controller/common/helpers.go).
 var mcoFuncs = map[string]func([]any) (any, error){
+	// The content stays plain: writeMC makes the data URL.
+	"helpers.StrToPtr":    func(a []any) (any, error) { return a[0], nil },
+	"dataurl.EncodeBytes": func(a []any) (any, error) { return a[0], nil },
 	"ctrlcommon.NewIgnFile": func(a []any) (any, error) {
 		return map[string]any{"path": a[0], "contents": a[1]}, nil
 	},
@@ -188,6 +191,17 @@ func TestFindClosestFilePolicyPathMatchTable(t *testing.T) {
 	}
 }
 
+// ignFile flattens an ign3types.File literal ({Node: {Path}, FileEmbedded1:
+// {Contents: {Source}}}) to NewIgnFile's {path, contents}.
+func ignFile(f map[string]any) map[string]any {
+	node, ok := f["Node"].(map[string]any)
+	if !ok {
+		return f
+	}
+	src, _ := field(f, "FileEmbedded1", "Contents", "Source").(string)
+	return map[string]any{"path": node["Path"], "contents": src}
+}
+
 // writeMC writes a MachineConfig as the MCO's test helpers build it.
 func writeMC(t *testing.T, dir string, mc mcArgs) string {
 	return writeRoleMC(t, dir, mc, "")
@@ -199,7 +213,7 @@ func writeRoleMC(t *testing.T, dir string, mc mcArgs, role string) string {
 	ign := map[string]any{"ignition": map[string]any{"version": "3.5.0"}}
 	var files []any
 	for _, f := range mc.files {
-		fm := f.(map[string]any)
+		fm := ignFile(f.(map[string]any))
 		files = append(files, map[string]any{"path": fm["path"], "mode": 0o644,
 			"contents": map[string]any{"source": "data:," + url.PathEscape(str(fm["contents"])), "compression": ""}})
 	}
@@ -269,6 +283,37 @@ func TestCalculatePostConfigChangeActionTable(t *testing.T) {
 			}
 			if got := r.Platform(PlatformOpenShift).LegacyActions; !slices.Equal(got, want) {
 				t.Errorf("actions %v, the MCO: %v (change %+v)", got, want, r.MCO)
+			}
+		})
+	}
+}
+
+// TestIsDrainRequiredTable runs every case of the MCO's TestIsDrainRequired
+// (registries.conf changes under first-boot actions) through render and
+// LegacyDrain.
+func TestIsDrainRequiredTable(t *testing.T) {
+	e := newEval()
+	const file = "TestIsDrainRequired.go.txt"
+	evalVar(t, e, file, "machineConfigs")
+	cases := list(evalVar(t, e, file, "tests"))
+	if len(cases) != 16 {
+		t.Fatalf("%d cases, the MCO's table at 7ff337a4ffac has 16", len(cases))
+	}
+	for i, c := range cases {
+		m := c.(map[string]any)
+		t.Run(fmt.Sprintf("case#%d", i), func(t *testing.T) {
+			old := renderSide(t, "", writeMC(t, t.TempDir(), m["oldConfig"].(mcArgs)))
+			new := renderSide(t, "", writeMC(t, t.TempDir(), m["newConfig"].(mcArgs)))
+			r, err := Compare(old, new, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var actions []string
+			for _, a := range list(m["actions"]) {
+				actions = append(actions, str(a))
+			}
+			if got, want := LegacyDrain(actions, r), m["expectedAction"].(bool); got != want {
+				t.Errorf("drain %v, the MCO: %v (actions %v, change %+v)", got, want, actions, r.MCO)
 			}
 		})
 	}

@@ -14,6 +14,7 @@ func predictOpenShift(r *Result, p opv1.NodeDisruptionPolicyClusterStatus, polic
 	d := PolicyActions(c, p)
 	pr.MCOActions = actionNames(d.Actions)
 	pr.LegacyActions = LegacyAction(c)
+	pr.LegacyDrain = LegacyDrain(pr.LegacyActions, r)
 	pr.Rules = d.Rules
 	drainSpecial := false
 	if hasAction(d.Actions, opv1.SpecialStatusAction) {

@@ -23,6 +23,8 @@ type Prediction struct {
 	// (OpenShift only).
 	MCOActions    []string `json:"mcoActions,omitempty"`
 	LegacyActions []string `json:"legacyActions,omitempty"`
+	// LegacyDrain is the daemon's drain for its first-boot actions.
+	LegacyDrain bool `json:"legacyDrain,omitempty"`
 	// Drain says whether the node is drained first.
 	Drain bool `json:"drain"`
 	// Rewritten and Restarted are the files gardener-node-agent writes
