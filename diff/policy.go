@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	opv1 "github.com/openshift/api/operator/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -125,12 +126,16 @@ func statusActions(in []opv1.NodeDisruptionPolicySpecAction) []opv1.NodeDisrupti
 // and returns its spec.nodeDisruptionPolicy merged with the defaults. name
 // names the input in errors.
 func ParsePolicy(name string, data []byte) (opv1.NodeDisruptionPolicyClusterStatus, error) {
+	var tm metav1.TypeMeta
+	if err := yaml.Unmarshal(data, &tm); err != nil {
+		return opv1.NodeDisruptionPolicyClusterStatus{}, fmt.Errorf("node disruption policy %s: %w", name, err)
+	}
+	if tm.Kind != "MachineConfiguration" || !strings.HasPrefix(tm.APIVersion, "operator.openshift.io/") {
+		return opv1.NodeDisruptionPolicyClusterStatus{}, fmt.Errorf("node disruption policy %s: kind %q apiVersion %q: want a MachineConfiguration (operator.openshift.io/v1)", name, tm.Kind, tm.APIVersion)
+	}
 	var mc opv1.MachineConfiguration
 	if err := yaml.UnmarshalStrict(data, &mc); err != nil {
-		return opv1.NodeDisruptionPolicyClusterStatus{}, fmt.Errorf("node disruption policy %s: not a MachineConfiguration: %w", name, err)
-	}
-	if mc.Kind != "MachineConfiguration" || !strings.HasPrefix(mc.APIVersion, "operator.openshift.io/") {
-		return opv1.NodeDisruptionPolicyClusterStatus{}, fmt.Errorf("node disruption policy %s: kind %q apiVersion %q: want a MachineConfiguration (operator.openshift.io/v1)", name, mc.Kind, mc.APIVersion)
+		return opv1.NodeDisruptionPolicyClusterStatus{}, fmt.Errorf("node disruption policy %s: %w", name, err)
 	}
 	for _, f := range mc.Spec.NodeDisruptionPolicy.Files {
 		if !filepath.IsAbs(f.Path) {
