@@ -48,7 +48,7 @@ spec:
 func TestParsePolicyRefuses(t *testing.T) {
 	for _, c := range []struct{ doc, want string }{
 		{"apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\n", `kind "MachineConfig"`},
-		{"apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nspec:\n  nodeDisruptionPolicy:\n    file: []\n", `unknown field "spec.nodeDisruptionPolicy.file"`},
+		{"apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nspec:\n  nodeDisruptionPolicy:\n    file: []\n", `unknown field "file"`},
 		{"apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nspec:\n  nodeDisruptionPolicy:\n    files: [{path: etc/x, actions: [{type: None}]}]\n", "not absolute"},
 		{"[", "cluster.yaml"},
 	} {
