@@ -28,7 +28,7 @@ var stages = [][]string{
 	{"preflight"},    // checks (implements build.Stage)
 	{"publish"},      // push by digest, move the tag
 	{"sign"},         // signatures, attestations, trust
-	{"prune"},        // retention: deletes what publish and sign wrote
+	{"diff", "prune"}, // Day 2 and change analysis: read (prune: delete) what publish and sign wrote; neither imports the other
 	{"api"},          // the controller's API types
 	{"fleet", "controller"},
 	{"cmd"},
