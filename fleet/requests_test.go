@@ -146,6 +146,26 @@ func TestFleetSignedRequestsPerPool(t *testing.T) {
 	if sigReads != 0 {
 		t.Errorf("%d signature tags read back after writing, want none", sigReads)
 	}
+	// Each new image's signature and attestation tags: one read (finding
+	// nothing), one write of the manifest (the provenance and the SBOM
+	// together), no second look at the tag.
+	perTag := map[string]map[string]int{}
+	for _, r := range changed {
+		if strings.HasSuffix(r.Path, ".sig") || strings.HasSuffix(r.Path, ".att") {
+			if perTag[r.Path] == nil {
+				perTag[r.Path] = map[string]int{}
+			}
+			perTag[r.Path][r.Method]++
+		}
+	}
+	if len(perTag) != 2*n {
+		t.Errorf("%d signature and attestation tags touched for %d new pools, want %d", len(perTag), n, 2*n)
+	}
+	for tag, m := range perTag {
+		if m["GET"] != 1 || m["PUT"] != 1 || len(m) != 2 {
+			t.Errorf("%s: %v, want one GET and one PUT", tag, m)
+		}
+	}
 	// Unchanged: the provenance and the SBOM are found with one read of
 	// the attestation tag (each envelope read once), the signature with
 	// one of the signature tag.

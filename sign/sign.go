@@ -218,18 +218,27 @@ func (s *Signer) Sign(ctx context.Context, d name.Digest) (*SignResult, error) {
 // base; when it moved, nothing is written and it returns false: the
 // caller reads and merges again. That leaves one request's gap between the
 // check and the write, instead of the whole read-to-write span. With
-// WithSoleWriter there is no other writer and the image is written
-// directly.
+// WithSoleWriter there is no other writer: the manifest is put without
+// that check. Layers base holds are not uploaded or checked again.
 func (s *Signer) writeMerged(ctx context.Context, tag name.Tag, merged, base oci.Signatures) (bool, error) {
 	ro := s.o.remoteOpts(ctx)
-	if s.o.sole {
-		return true, remote.Write(tag, merged, ro...)
-	}
 	ls, err := merged.Layers()
 	if err != nil {
 		return false, err
 	}
+	// The layers of what the tag held are in the repository already.
+	there := map[v1.Hash]bool{}
+	if bl, err := base.Get(); err == nil {
+		for _, l := range bl {
+			if h, err := l.Digest(); err == nil {
+				there[h] = true
+			}
+		}
+	}
 	for _, l := range ls {
+		if h, err := l.Digest(); err == nil && there[h] {
+			continue
+		}
 		if err := remote.WriteLayer(tag.Repository, l, ro...); err != nil {
 			return false, err
 		}
@@ -244,6 +253,11 @@ func (s *Signer) writeMerged(ctx context.Context, tag name.Tag, merged, base oci
 	}
 	if err := remote.WriteLayer(tag.Repository, ggcrstatic.NewLayer(cfg, m.Config.MediaType), ro...); err != nil {
 		return false, err
+	}
+	if s.o.sole {
+		// The tag holds what was read: put the manifest, without looking
+		// at the tag again.
+		return true, remote.Put(tag, merged, ro...)
 	}
 	read, err := base.Digest()
 	if err != nil {
