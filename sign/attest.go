@@ -433,7 +433,7 @@ func (s *Signer) attest(ctx context.Context, d name.Digest, stms []statement) ([
 			rs[i].Replaced = ro.replaced[stm.predicateType]
 			total += rs[i].Replaced
 		}
-		if s.o.sole {
+		if s.o.sole && wrote {
 			for _, r := range rs {
 				r.Writes, r.Attestations = 1, len(l)+len(missing)-total
 			}
@@ -443,7 +443,7 @@ func (s *Signer) attest(ctx context.Context, d name.Digest, stms []statement) ([
 		if wrote {
 			writes++
 		} else {
-			s.o.log.InfoContext(ctx, "attestation tag moved since it was read; merging again", "tag", at.String())
+			s.o.log.InfoContext(ctx, "attestation tag moved since it was read, or the registry refused its manifest while another writer wrote a blob it names; merging again", "tag", at.String())
 		}
 	}
 }
