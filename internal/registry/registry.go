@@ -68,6 +68,7 @@ type Connections struct {
 	pusher *remote.Pusher
 	err    error
 	pings  pings
+	full   fullHosts
 }
 
 // reuse returns the options that make a call use c's connections, made

@@ -79,6 +79,11 @@ func (o *Options) RoundTripper(inner http.RoundTripper) http.RoundTripper {
 		rt = &deadlineTransport{inner: rt, timeout: d}
 	}
 	rt = &retryAfterTransport{inner: rt, max: o.Retry.maxRetryAfter()}
+	full := &fullHosts{}
+	if o.Shared != nil {
+		full = &o.Shared.full
+	}
+	rt = &storageFullTransport{inner: rt, full: full}
 	if o.Shared != nil {
 		rt = &pingTransport{inner: rt, p: &o.Shared.pings}
 	}
