@@ -76,9 +76,10 @@ func TestFleetRequestsPerPool(t *testing.T) {
 		return c
 	}
 	isPing := func(r regtest.Request) bool { return r.Path == "/v2/" }
-	// Pings: the base's registry, the push session, the base index lookup.
-	if p := count(changed, isPing); p > 3 {
-		t.Errorf("%d pings for %d pools into one repository, want at most 3", p, n)
+	// One ping of the registry for the run (the base's, the push
+	// session's and the base index lookup's).
+	if p := count(changed, isPing); p != 1 {
+		t.Errorf("%d pings for %d pools into one repository, want 1", p, n)
 	}
 	for p := 1; p <= n; p++ {
 		tag := fmt.Sprintf("/v2/os/one/manifests/p%d", p)
@@ -136,15 +137,35 @@ func TestFleetSignedRequestsPerPool(t *testing.T) {
 			sigReads++
 		}
 	}
-	// The base's registry, the push session, the base index and the
-	// signer's connections (reads and writes).
-	if pings > 5 {
-		t.Errorf("%d pings for %d signed pools into one repository, want at most 5", pings, n)
+	// One for the base's registry, the push session, the base index and
+	// the signer's connections (reads and writes).
+	if pings != 1 {
+		t.Errorf("%d pings for %d signed pools into one repository, want 1", pings, n)
 	}
 	// Each new image's signature tag is looked at before it exists, and
 	// not read back after it was written.
 	if sigReads != 0 {
 		t.Errorf("%d signature tags read back after writing, want none", sigReads)
+	}
+	// Each new image's signature and attestation tags: one read (finding
+	// nothing), one write of the manifest (the provenance and the SBOM
+	// together), no second look at the tag.
+	perTag := map[string]map[string]int{}
+	for _, r := range changed {
+		if strings.HasSuffix(r.Path, ".sig") || strings.HasSuffix(r.Path, ".att") {
+			if perTag[r.Path] == nil {
+				perTag[r.Path] = map[string]int{}
+			}
+			perTag[r.Path][r.Method]++
+		}
+	}
+	if len(perTag) != 2*n {
+		t.Errorf("%d signature and attestation tags touched for %d new pools, want %d", len(perTag), n, 2*n)
+	}
+	for tag, m := range perTag {
+		if m["GET"] != 1 || m["PUT"] != 1 || len(m) != 2 {
+			t.Errorf("%s: %v, want one GET and one PUT", tag, m)
+		}
 	}
 	// Unchanged: the provenance and the SBOM are found with one read of
 	// the attestation tag (each envelope read once), the signature with
@@ -245,6 +266,37 @@ func TestFleetChangedRequestsPerPool(t *testing.T) {
 			if heads != 1 || puts != 1 {
 				t.Errorf("%s: %d HEADs and %d PUTs, want 1 and 1", tag, heads, puts)
 			}
+		}
+	}
+}
+
+// TestFleetPingsOncePerRegistry: a signed fleet run into several
+// repositories pings the registry (which holds the base too) once, new
+// and unchanged: the push sessions, the base, its index and the signer
+// share the answer, however many repositories they connect to.
+func TestFleetPingsOncePerRegistry(t *testing.T) {
+	e := newEnv(t)
+	keyFile, _ := e.signingKey(t)
+	var b strings.Builder
+	fmt.Fprintf(&b, "defaults: {base: %s, target: \"%s/os/{cluster}:{pool}\", signKey: %q}\nclusters:\n", e.base, e.host, keyFile)
+	for c := range 4 {
+		fmt.Fprintf(&b, "- name: c%d\n  pools:\n", c)
+		for p := range 2 {
+			e.osc(t, fmt.Sprintf("c%d/p%d.yaml", c, p), fmt.Sprintf("pool %d of %d", p, c))
+			fmt.Fprintf(&b, "  - {name: p%d, osc: [c%d/p%d.yaml]}\n", p, c, p)
+		}
+	}
+	pools := e.plan(t, b.String())
+	for _, run := range []string{"new", "unchanged"} {
+		reqs := e.runRequests(t, pools)
+		pings := 0
+		for _, r := range reqs {
+			if r.Path == "/v2/" {
+				pings++
+			}
+		}
+		if pings != 1 {
+			t.Errorf("%s: %d pings for 4 repositories (and the base's) on one registry, want 1\n%s", run, pings, dumpRequests(reqs))
 		}
 	}
 }

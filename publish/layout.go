@@ -229,11 +229,13 @@ func writeBlob(dir, tmpDir string, s blobSource, log *slog.Logger) (int64, error
 		got, n, err := fileDigest(path)
 		switch {
 		case err != nil:
-			log.Warn("blob in the layout unreadable; writing it again", "digest", s.digest.String(), "error", err)
+			log.Warn(fmt.Sprintf("blob %s in the OCI layout (%s) is unreadable, writing it again: %v", s.digest, path, err),
+				"digest", s.digest.String(), "path", path, "error", err)
 		case got == s.digest.Hex && n == s.size:
 			return -1, nil
 		default:
-			log.Warn("blob in the layout is corrupt; writing it again", "digest", s.digest.String(), "found", "sha256:"+got, "size", n)
+			log.Warn(fmt.Sprintf("blob %s in the OCI layout (%s) is corrupt (its content is sha256:%s, %d bytes; want %d), writing it again", s.digest, path, got, n, s.size),
+				"digest", s.digest.String(), "path", path, "found", "sha256:"+got, "size", n)
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

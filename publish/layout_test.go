@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -293,7 +296,9 @@ func TestLayoutReplacesCorruptBlob(t *testing.T) {
 	layers := mkLayers(t, "lay", 3, 4096)
 	img := mkImage(t, nil, layers...)
 	b := built(t, img)
-	p := newPublisher(t, "oci:"+dir+":worker", nil)
+	var logs strings.Builder
+	var mu sync.Mutex
+	p := newPublisher(t, "oci:"+dir+":worker", nil, publish.WithLogger(slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))))
 	writeCommit(t, p, b)
 	d0, _ := layers[0].Digest()
 	d1, _ := layers[1].Digest()
@@ -327,6 +332,39 @@ func TestLayoutReplacesCorruptBlob(t *testing.T) {
 		}
 	}
 	umociUnpack(t, dir+":worker", filepath.Join(t.TempDir(), "bundle"))
+	// The warnings' messages (what a person reads: oslayer prints a
+	// warning's message only) name each damaged blob and its file.
+	mu.Lock()
+	defer mu.Unlock()
+	var msgs []string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "level=WARN") {
+			msgs = append(msgs, line[strings.Index(line, "msg="):])
+		}
+	}
+	for _, d := range []v1.Hash{d0, d1} {
+		path := filepath.Join(dir, "blobs", "sha256", d.Hex)
+		found := false
+		for _, m := range msgs {
+			m = m[:strings.Index(m+" digest=", " digest=")]
+			found = found || (strings.Contains(m, d.String()) && strings.Contains(m, path))
+		}
+		if !found {
+			t.Errorf("no warning message names blob %s and %s:\n%s", d, path, logs.String())
+		}
+	}
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 // Temp files live in DIR/.oslayer-tmp/run-*/ while a run writes; a run

@@ -673,20 +673,8 @@ func (s *session) putTagged(ctx context.Context, tag name.Tag, m remote.Taggable
 }
 
 // tornRead reports whether err is a manifest PUT refused because a blob it
-// names looked unknown or corrupt.
-func tornRead(err error) bool {
-	var te *transport.Error
-	if !errors.As(err, &te) {
-		return false
-	}
-	for _, d := range te.Errors {
-		switch d.Code {
-		case transport.ManifestBlobUnknownErrorCode, transport.BlobUnknownErrorCode, transport.DigestInvalidErrorCode:
-			return true
-		}
-	}
-	return false
-}
+// names looked unknown or corrupt (registry.TornManifestPut).
+func tornRead(err error) bool { return registry.TornManifestPut(err) }
 
 // mount asks the registry to mount blob d from the repository src into
 // the target with a single request, without checking first whether the

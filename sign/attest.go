@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -246,7 +247,11 @@ func (s *Signer) Attest(ctx context.Context, d name.Digest, st *Statement) (*Att
 	if err != nil {
 		return nil, fmt.Errorf("encoding statement for %s: %w", d, err)
 	}
-	return s.attest(ctx, d, stm, nil)
+	rs, err := s.attest(ctx, d, []statement{stm})
+	if err != nil {
+		return nil, err
+	}
+	return rs[0], nil
 }
 
 // AttestSBOM attaches the SBOM statement st to d like Attest.
@@ -255,7 +260,11 @@ func (s *Signer) AttestSBOM(ctx context.Context, d name.Digest, st *SBOMStatemen
 	if err != nil {
 		return nil, fmt.Errorf("encoding SBOM for %s: %w", d, err)
 	}
-	return s.attest(ctx, d, stm, nil)
+	rs, err := s.attest(ctx, d, []statement{stm})
+	if err != nil {
+		return nil, err
+	}
+	return rs[0], nil
 }
 
 // statement is an encoded in-toto statement and its predicate type.
@@ -280,57 +289,20 @@ func (s *Signer) envelope(ctx context.Context, stm statement) (oci.Signature, er
 }
 
 // attestBoth attaches the provenance st and the SBOM sbom to d like
-// Attest and AttestSBOM, reading the attestation tag once for both: when
-// both are there, signed by our key (an unchanged image), that read, with
-// each envelope read once, is all; otherwise it serves the provenance's
-// first attempt.
+// Attest and AttestSBOM, with one read of the attestation tag (each
+// envelope read once) and, when either is missing, one write holding both:
+// an unchanged image costs the read, a new one the read and the write.
 func (s *Signer) attestBoth(ctx context.Context, d name.Digest, st *Statement, sbom *SBOMStatement) (*AttestResult, error) {
 	stp, sbp, err := statements(d, st, sbom)
 	if err != nil {
 		return nil, err
 	}
-	oo := s.ociOpts(ctx)
-	at, err := ociremote.AttestationTag(d, oo...)
+	rs, err := s.attest(ctx, d, []statement{stp, sbp})
 	if err != nil {
 		return nil, err
 	}
-	existing, err := ociremote.SignedUnknown(d, oo...).Attestations()
-	if err != nil {
-		return nil, fmt.Errorf("reading attestations %s: %w", at, err)
-	}
-	l, err := existing.Get()
-	if err != nil {
-		return nil, fmt.Errorf("reading attestations %s: %w", at, err)
-	}
-	once := make([]oci.Signature, len(l))
-	for i, a := range l {
-		once[i] = &payloadOnce{attestation: a}
-	}
-	present := func(stm statement) bool {
-		for _, a := range once {
-			if s.sameAttestation(a, stm.payload) {
-				return true
-			}
-		}
-		return false
-	}
-	if present(stp) && present(sbp) {
-		s.o.log.InfoContext(ctx, "attestations already present", "ref", d.String(), "tag", at.String())
-		res := func(pt string) *AttestResult {
-			return &AttestResult{Ref: d.String(), AttestationTag: at.String(), PredicateType: pt, Existing: true, Attestations: len(l)}
-		}
-		r := res(stp.predicateType)
-		r.SBOM = res(sbp.predicateType)
-		return r, nil
-	}
-	r, err := s.attest(ctx, d, stp, existing)
-	if err != nil {
-		return nil, err
-	}
-	if r.SBOM, err = s.attest(ctx, d, sbp, nil); err != nil {
-		return nil, fmt.Errorf("SBOM: %w", err)
-	}
-	return r, nil
+	rs[0].SBOM = rs[1]
+	return rs[0], nil
 }
 
 // attestation names oci.Signature as a field (its method Signature would
@@ -362,55 +334,89 @@ func (p *payloadOnce) Payload() ([]byte, error) {
 	return p.p, p.err
 }
 
-// attest attaches stm to d; pre, when set, is what the tag held, read
-// just before (the first attempt does not read it again).
-func (s *Signer) attest(ctx context.Context, d name.Digest, stm statement, pre oci.Signatures) (*AttestResult, error) {
-	pl := stm.payload
-	var err error
+// readOnce is the attestations image existing whose layers read their
+// envelopes once (payloadOnce), for all the checks of one merge.
+func readOnce(existing oci.Signatures) (oci.Signatures, []oci.Signature, error) {
+	l, err := existing.Get()
+	if err != nil {
+		return nil, nil, err
+	}
+	once := make([]oci.Signature, len(l))
+	for i, a := range l {
+		once[i] = &payloadOnce{attestation: a}
+	}
+	return fixed{Signatures: existing, l: once}, once, nil
+}
+
+// attest attaches the statements stms to d (one result per statement, in
+// their order): it reads the attestation tag once, and when any of them is
+// missing writes them all in one image (replacing our own earlier
+// attestations of their predicate types, keeping every other one). As
+// Sign does, it reads the tag back after writing and merges again while
+// another writer keeps replacing it, unless the signer is the sole writer.
+func (s *Signer) attest(ctx context.Context, d name.Digest, stms []statement) ([]*AttestResult, error) {
 	oo := s.ociOpts(ctx)
 	at, err := ociremote.AttestationTag(d, oo...)
 	if err != nil {
 		return nil, err
 	}
-	res := &AttestResult{Ref: d.String(), AttestationTag: at.String(), PredicateType: stm.predicateType}
-	var att oci.Signature
+	rs := make([]*AttestResult, len(stms))
+	for i, stm := range stms {
+		rs[i] = &AttestResult{Ref: d.String(), AttestationTag: at.String(), PredicateType: stm.predicateType}
+	}
+	envs := make([]oci.Signature, len(stms))
 	writes := 0
 	// Merge, never replace: as in Sign, read, add ours, write, read back,
 	// and merge again while another writer keeps replacing the tag.
 	for attempt := 0; ; attempt++ {
-		existing := pre
-		if attempt > 0 || existing == nil {
-			if existing, err = ociremote.SignedUnknown(d, oo...).Attestations(); err != nil {
-				return nil, fmt.Errorf("reading attestations %s: %w", at, err)
-			}
-		}
-		l, err := existing.Get()
+		raw, err := ociremote.SignedUnknown(d, oo...).Attestations()
 		if err != nil {
 			return nil, fmt.Errorf("reading attestations %s: %w", at, err)
 		}
-		for _, a := range l {
-			if s.sameAttestation(a, pl) {
-				res.Existing, res.Attestations, res.Writes = attempt == 0, len(l), writes
-				if attempt == 0 {
-					s.o.log.InfoContext(ctx, "attestation already present", "ref", d.String(), "tag", at.String())
-				} else {
-					s.o.log.InfoContext(ctx, "attested", "ref", d.String(), "tag", at.String(), "replaced", res.Replaced, "writes", writes)
+		existing, l, err := readOnce(raw)
+		if err != nil {
+			return nil, fmt.Errorf("reading attestations %s: %w", at, err)
+		}
+		var missing []int
+		for i, stm := range stms {
+			found := false
+			for _, a := range l {
+				if s.sameAttestation(a, stm.payload) {
+					found = true
+					break
 				}
-				return res, nil
 			}
+			if !found {
+				missing = append(missing, i)
+			}
+		}
+		if len(missing) == 0 {
+			for _, r := range rs {
+				r.Existing, r.Attestations, r.Writes = attempt == 0, len(l), writes
+			}
+			if attempt == 0 {
+				s.o.log.InfoContext(ctx, "attestation already present", "ref", d.String(), "tag", at.String())
+			} else {
+				s.o.log.InfoContext(ctx, "attested", "ref", d.String(), "tag", at.String(), "writes", writes)
+			}
+			return rs, nil
 		}
 		if err := s.nextWrite(ctx, "attestation", at, attempt); err != nil {
 			return nil, err
 		}
-		if att == nil {
-			if att, err = s.envelope(ctx, stm); err != nil {
-				return nil, fmt.Errorf("%s: %w", d, err)
+		ro := &replaceOp{ours: s.ownAttestation, replaced: map[string]int{}}
+		for _, i := range missing {
+			if envs[i] == nil {
+				if envs[i], err = s.envelope(ctx, stms[i]); err != nil {
+					return nil, fmt.Errorf("%s: %w", d, err)
+				}
 			}
+			ro.add = append(ro.add, envs[i])
+			ro.predicateTypes = append(ro.predicateTypes, stms[i].predicateType)
 		}
-		ro := &replaceOp{predicateType: stm.predicateType, ours: s.ownAttestation}
 		// Compose from exactly what was read, as Sign does (see
 		// writeMerged).
-		replaced, err := ro.Replace(existing, att)
+		replaced, err := ro.Replace(existing, nil)
 		if err != nil {
 			return nil, fmt.Errorf("reading attestations %s: %w", at, err)
 		}
@@ -422,16 +428,22 @@ func (s *Signer) attest(ctx context.Context, d name.Digest, stm statement, pre o
 		if err != nil {
 			return nil, fmt.Errorf("writing attestation %s: %w", at, err)
 		}
-		res.Replaced = ro.replaced
-		if s.o.sole {
-			res.Writes, res.Attestations = 1, len(l)+1-ro.replaced
-			s.o.log.InfoContext(ctx, "attested", "ref", d.String(), "tag", at.String(), "replaced", res.Replaced, "writes", 1)
-			return res, nil
+		total := 0
+		for i, stm := range stms {
+			rs[i].Replaced = ro.replaced[stm.predicateType]
+			total += rs[i].Replaced
+		}
+		if s.o.sole && wrote {
+			for _, r := range rs {
+				r.Writes, r.Attestations = 1, len(l)+len(missing)-total
+			}
+			s.o.log.InfoContext(ctx, "attested", "ref", d.String(), "tag", at.String(), "replaced", total, "writes", 1)
+			return rs, nil
 		}
 		if wrote {
 			writes++
 		} else {
-			s.o.log.InfoContext(ctx, "attestation tag moved since it was read; merging again", "tag", at.String())
+			s.o.log.InfoContext(ctx, "attestation tag moved since it was read, or the registry refused its manifest while another writer wrote a blob it names; merging again", "tag", at.String())
 		}
 	}
 }
@@ -466,12 +478,15 @@ func (s *Signer) sameAttestation(a oci.Signature, payload []byte) bool {
 }
 
 // replaceOp keeps every existing attestation except our own earlier ones
-// of predicateType (ours reports whether our key signed one): other
-// signers' provenance survives.
+// (ours reports whether our key signed one) of the predicate types of the
+// attestations it adds: other signers' provenance survives. Replace puts
+// add (or, when add is empty, o) first. replaced counts what it dropped
+// per predicate type.
 type replaceOp struct {
-	predicateType string
-	ours          func(oci.Signature) bool
-	replaced      int
+	predicateTypes []string
+	add            []oci.Signature
+	ours           func(oci.Signature) bool
+	replaced       map[string]int
 }
 
 func (r *replaceOp) Replace(existing oci.Signatures, o oci.Signature) (oci.Signatures, error) {
@@ -479,11 +494,14 @@ func (r *replaceOp) Replace(existing oci.Signatures, o oci.Signature) (oci.Signa
 	if err != nil {
 		return nil, err
 	}
-	keep := []oci.Signature{o}
-	r.replaced = 0
+	keep := append([]oci.Signature(nil), r.add...)
+	if len(keep) == 0 {
+		keep = append(keep, o)
+	}
+	r.replaced = map[string]int{}
 	for _, s := range l {
-		if pt, _ := attestationPredicateType(s); pt == r.predicateType && r.ours(s) {
-			r.replaced++
+		if pt, _ := attestationPredicateType(s); slices.Contains(r.predicateTypes, pt) && r.ours(s) {
+			r.replaced[pt]++
 			continue
 		}
 		keep = append(keep, s)

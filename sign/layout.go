@@ -168,7 +168,7 @@ func (s *Signer) attestLayout(ctx context.Context, p *build.Published, stms ...s
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", d, err)
 		}
-		ro := &replaceOp{predicateType: stm.predicateType, ours: s.ownAttestation}
+		ro := &replaceOp{predicateTypes: []string{stm.predicateType}, ours: s.ownAttestation}
 		kept, err := ro.Replace(atts, att)
 		if err != nil {
 			return nil, err
@@ -177,7 +177,7 @@ func (s *Signer) attestLayout(ctx context.Context, p *build.Published, stms ...s
 		if atts, err = mutate.AppendSignatures(empty.Signatures(), false, kl...); err != nil {
 			return nil, err
 		}
-		res.Replaced += ro.replaced
+		res.Replaced += ro.replaced[stm.predicateType]
 	}
 	res.Attestations = count(atts)
 	if res.AttestationTag, err = s.attach(ctx, p, dir, publish.KindAttestations, atts); err != nil {

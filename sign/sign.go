@@ -195,7 +195,7 @@ func (s *Signer) Sign(ctx context.Context, d name.Digest) (*SignResult, error) {
 		if err != nil {
 			return nil, fmt.Errorf("writing signature %s: %w", st, err)
 		}
-		if s.o.sole {
+		if s.o.sole && wrote {
 			res.Writes, res.Signatures = 1, count(existing)+1
 			s.o.log.InfoContext(ctx, "signed", "ref", d.String(), "tag", st.String(), "writes", 1)
 			return res, nil
@@ -203,7 +203,7 @@ func (s *Signer) Sign(ctx context.Context, d name.Digest) (*SignResult, error) {
 		if wrote {
 			writes++
 		} else {
-			s.o.log.InfoContext(ctx, "signature tag moved since it was read; merging again", "tag", st.String())
+			s.o.log.InfoContext(ctx, "signature tag moved since it was read, or the registry refused its manifest while another writer wrote a blob it names; merging again", "tag", st.String())
 		}
 	}
 }
@@ -218,18 +218,27 @@ func (s *Signer) Sign(ctx context.Context, d name.Digest) (*SignResult, error) {
 // base; when it moved, nothing is written and it returns false: the
 // caller reads and merges again. That leaves one request's gap between the
 // check and the write, instead of the whole read-to-write span. With
-// WithSoleWriter there is no other writer and the image is written
-// directly.
+// WithSoleWriter there is no other writer: the manifest is put without
+// that check. Layers base holds are not uploaded or checked again.
 func (s *Signer) writeMerged(ctx context.Context, tag name.Tag, merged, base oci.Signatures) (bool, error) {
 	ro := s.o.remoteOpts(ctx)
-	if s.o.sole {
-		return true, remote.Write(tag, merged, ro...)
-	}
 	ls, err := merged.Layers()
 	if err != nil {
 		return false, err
 	}
+	// The layers of what the tag held are in the repository already.
+	there := map[v1.Hash]bool{}
+	if bl, err := base.Get(); err == nil {
+		for _, l := range bl {
+			if h, err := l.Digest(); err == nil {
+				there[h] = true
+			}
+		}
+	}
 	for _, l := range ls {
+		if h, err := l.Digest(); err == nil && there[h] {
+			continue
+		}
 		if err := remote.WriteLayer(tag.Repository, l, ro...); err != nil {
 			return false, err
 		}
@@ -244,6 +253,11 @@ func (s *Signer) writeMerged(ctx context.Context, tag name.Tag, merged, base oci
 	}
 	if err := remote.WriteLayer(tag.Repository, ggcrstatic.NewLayer(cfg, m.Config.MediaType), ro...); err != nil {
 		return false, err
+	}
+	if s.o.sole {
+		// The tag holds what was read: put the manifest, without looking
+		// at the tag again.
+		return put(tag, merged, ro)
 	}
 	read, err := base.Digest()
 	if err != nil {
@@ -262,7 +276,20 @@ func (s *Signer) writeMerged(ctx context.Context, tag name.Tag, merged, base oci
 	if now != read {
 		return false, nil
 	}
-	return true, remote.Put(tag, merged, ro...)
+	return put(tag, merged, ro)
+}
+
+// put writes the manifest of merged to tag. A PUT the registry refused
+// because a blob looked unknown or corrupt while another writer rewrote
+// its link (registry.TornManifestPut: concurrent signers upload the same
+// blobs) is reported as not written, like a moved tag: the caller reads,
+// merges and writes again, a bounded number of times.
+func put(tag name.Tag, merged oci.Signatures, ro []remote.Option) (bool, error) {
+	err := remote.Put(tag, merged, ro...)
+	if registry.TornManifestPut(err) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // emptyDigest is the digest of the image cosign reads for a missing tag.
@@ -297,7 +324,7 @@ const MaxMergeAttempts = 8
 // so and pauses.
 func (s *Signer) nextWrite(ctx context.Context, what string, tag name.Tag, attempt int) error {
 	if attempt == MaxMergeAttempts {
-		return fmt.Errorf("%s %s: ours is missing after %d attempts to write it: other writers keep replacing the tag", what, tag, attempt)
+		return fmt.Errorf("%s %s: ours is missing after %d attempts to write it: other writers keep replacing the tag, or the registry keeps refusing its manifest (a blob it names unknown or invalid)", what, tag, attempt)
 	}
 	if attempt > 0 {
 		s.o.log.WarnContext(ctx, what+" tag was replaced by another writer; merging again", "tag", tag.String(), "attempt", attempt+1)

@@ -57,9 +57,11 @@ type Verification struct {
 	SBOMError string `json:"sbomError,omitempty"`
 }
 
-// OK reports whether both checks passed.
+// OK reports whether every check passed (the signatures, the provenance
+// and, when one is attached, the SBOM).
 func (v *Verification) OK() bool {
-	return v.SignatureError == "" && v.AttestationError == "" && v.IndexSignatureError == "" && v.Signatures > 0 && v.Attestations > 0
+	return v.SignatureError == "" && v.AttestationError == "" && v.IndexSignatureError == "" && v.SBOMError == "" &&
+		v.Signatures > 0 && v.Attestations > 0
 }
 
 // ErrVerify is wrapped by every verification failure (not by errors reaching
@@ -75,7 +77,10 @@ var ErrVerify = errors.New("verification failed")
 //     the image's repository (what a node's sigstoreSigned policy with
 //     matchRepository accepts);
 //   - a DSSE attestation by pub of a SLSA provenance v1 statement whose
-//     subject is that digest.
+//     subject is that digest;
+//   - when an SPDX SBOM attestation is attached, one by pub that describes
+//     that digest: one that fails verification (an edited statement) is
+//     an error, not an absent SBOM.
 //
 // No transparency log or certificate is consulted. The Verification is
 // returned with an error wrapping ErrVerify when a check fails.
@@ -176,6 +181,19 @@ func verify(ctx context.Context, ref string, pub signature.Verifier, o *options)
 		}
 		if v.Attestations == 0 {
 			v.AttestationError = fmt.Sprintf("no attestation of type %s by this key", PredicateType)
+		}
+		if v.SBOM == nil && v.SBOMError == "" {
+			// cosign keeps the attestations that verify and drops the
+			// others silently: an SBOM whose statement was edited would
+			// read as no SBOM at all. Only an image with no SBOM
+			// attestation has none.
+			n, err := unverifiedSBOMs(ctx, res.Ref, ref, v.Digest, o)
+			switch {
+			case err != nil:
+				v.SBOMError = "reading the attestations again: " + err.Error()
+			case n > 0:
+				v.SBOMError = fmt.Sprintf("%d SBOM attestation(s) of %s attached, none verifies with this key (its statement or signature was changed, it names another image, or another key signed it)", n, v.Digest)
+			}
 		}
 	}
 	if v.Provenance != nil {
@@ -305,4 +323,45 @@ func checkSBOM(a oci.Signature, digest string) (*SPDX, string) {
 		}
 	}
 	return doc, ""
+}
+
+// unverifiedSBOMs counts the SPDX SBOM attestations attached to digest
+// in the repository of repoRef or, when repoRef is nil, in the OCI layout
+// ref, whether or not they verify: verify calls it when none verified.
+func unverifiedSBOMs(ctx context.Context, repoRef name.Reference, ref, digest string, o *options) (int, error) {
+	var atts oci.Signatures
+	if repoRef == nil {
+		l, err := registry.ParseLayout(ref)
+		if err != nil {
+			return 0, err
+		}
+		idx, err := colayout.SignedImageIndex(l.Dir)
+		if err != nil {
+			return 0, err
+		}
+		si, err := idx.SignedImage(v1.Hash{})
+		if err != nil || si == nil {
+			return 0, err
+		}
+		if atts, err = si.Attestations(); err != nil {
+			return 0, err
+		}
+	} else {
+		d := repoRef.Context().Digest(digest)
+		var err error
+		if atts, err = ociremote.SignedUnknown(d, ociremote.WithRemoteOptions(o.remoteOpts(ctx)...)).Attestations(); err != nil {
+			return 0, err
+		}
+	}
+	l, err := atts.Get()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, a := range l {
+		if pt, _ := attestationPredicateType(a); pt == SBOMPredicateType {
+			n++
+		}
+	}
+	return n, nil
 }

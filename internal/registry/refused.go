@@ -28,3 +28,23 @@ func RefusedError(err error, repo name.Repository) error {
 	return fmt.Errorf("registry %s refused the credentials for %s (check --authfile, --auth-secret or the docker config): %w",
 		repo.RegistryStr(), repo.RepositoryStr(), err)
 }
+
+// TornManifestPut reports whether err is a manifest PUT the registry
+// refused because a blob the manifest names looked unknown or corrupt
+// (MANIFEST_BLOB_UNKNOWN, BLOB_UNKNOWN, DIGEST_INVALID). A registry on
+// distribution's filesystem storage answers so while another client
+// rewrites the link of one of those blobs (uploading or tagging the same
+// content): the blobs are there, and the PUT succeeds when tried again.
+func TornManifestPut(err error) bool {
+	var te *transport.Error
+	if !errors.As(err, &te) {
+		return false
+	}
+	for _, d := range te.Errors {
+		switch d.Code {
+		case transport.ManifestBlobUnknownErrorCode, transport.BlobUnknownErrorCode, transport.DigestInvalidErrorCode:
+			return true
+		}
+	}
+	return false
+}

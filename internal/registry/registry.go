@@ -56,20 +56,26 @@ type Options struct {
 // Connections are the authenticated connections calls made with one
 // Options' RemoteOptions share (Options.Shared). Tokens that expire are
 // fetched again. The zero value is ready.
+//
+// Every registry is pinged once for all the connections (those of the
+// calls, of publish's sessions and of anything else that reaches it through
+// Options.RoundTripper), however many repositories they open: the answer
+// (no authentication, or the challenge that says where tokens come from)
+// is remembered for as long as the Connections are used.
 type Connections struct {
 	once   sync.Once
 	puller *remote.Puller
 	pusher *remote.Pusher
 	err    error
+	pings  pings
+	full   fullHosts
 }
 
 // reuse returns the options that make a call use c's connections, made
 // from o's options on first use.
 func (c *Connections) reuse(o *Options) ([]remote.Option, error) {
 	c.once.Do(func() {
-		base := *o
-		base.Shared = nil
-		opts := base.RemoteOptions(context.Background())
+		opts := o.remoteOptions(context.Background(), false)
 		if c.puller, c.err = remote.NewPuller(opts...); c.err == nil {
 			c.pusher, c.err = remote.NewPusher(opts...)
 		}
@@ -214,6 +220,12 @@ func (o *Options) ParseReference(ref string) (name.Reference, error) {
 
 // RemoteOptions returns the go-containerregistry remote options for ctx.
 func (o *Options) RemoteOptions(ctx context.Context) []remote.Option {
+	return o.remoteOptions(ctx, true)
+}
+
+// remoteOptions are RemoteOptions, with the shared connections when reuse
+// is set (without them for the ones making them).
+func (o *Options) remoteOptions(ctx context.Context, reuse bool) []remote.Option {
 	kc := o.Keychain
 	if kc == nil {
 		kc = authn.DefaultKeychain
@@ -228,7 +240,7 @@ func (o *Options) RemoteOptions(ctx context.Context) []remote.Option {
 	}
 	opts = append(opts, remote.WithJobs(jobs))
 	opts = append(opts, o.Retry.remoteOptions(ctx)...)
-	if o.Shared != nil {
+	if o.Shared != nil && reuse {
 		// Options fail only for invalid values, which RemoteOptions
 		// does not make; without them the call connects on its own.
 		if reuse, err := o.Shared.reuse(o); err == nil {

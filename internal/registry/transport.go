@@ -78,7 +78,16 @@ func (o *Options) RoundTripper(inner http.RoundTripper) http.RoundTripper {
 	if d := o.timeout(); d > 0 {
 		rt = &deadlineTransport{inner: rt, timeout: d}
 	}
-	return &retryAfterTransport{inner: rt, max: o.Retry.maxRetryAfter()}
+	rt = &retryAfterTransport{inner: rt, max: o.Retry.maxRetryAfter()}
+	full := &fullHosts{}
+	if o.Shared != nil {
+		full = &o.Shared.full
+	}
+	rt = &storageFullTransport{inner: rt, full: full}
+	if o.Shared != nil {
+		rt = &pingTransport{inner: rt, p: &o.Shared.pings}
+	}
+	return rt
 }
 
 // deadlineTransport abandons a request when no byte moves for timeout.

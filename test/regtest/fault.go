@@ -22,9 +22,12 @@ import (
 type Fault struct {
 	Status int
 	Header http.Header
-	Reset  bool
-	Stall  bool
-	Down   time.Duration
+	// Body, with Status, is the answer's body (default: a line of text);
+	// a registry's error document, for instance.
+	Body  string
+	Reset bool
+	Stall bool
+	Down  time.Duration
 }
 
 // FaultProxy is a reverse proxy on 127.0.0.1 that injects failures,
@@ -98,6 +101,11 @@ func NewFaultProxy(t testing.TB, upstream string) *FaultProxy {
 			_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
 			for k, v := range fault.Header {
 				w.Header()[k] = v
+			}
+			if fault.Body != "" {
+				w.WriteHeader(fault.Status)
+				_, _ = io.WriteString(w, fault.Body)
+				return
 			}
 			http.Error(w, "injected failure", fault.Status)
 		default:

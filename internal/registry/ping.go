@@ -1,0 +1,98 @@
+package registry
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"sync"
+)
+
+// pings remembers how registries answered the ping that opens every
+// authenticated connection (an anonymous GET /v2/): 200, or 401 with the
+// authentication challenge. go-containerregistry pings once per repository
+// and per puller or pusher; calls sharing Connections ask each registry
+// once per run and are answered from here after that. Failures and other
+// answers are not remembered: the next ping goes to the registry.
+type pings struct {
+	mu sync.Mutex
+	m  map[string]*pingAnswer
+}
+
+// pingAnswer is one registry's remembered answer; mu serialises the pings
+// of a registry that has none yet, so concurrent callers send one.
+type pingAnswer struct {
+	mu     sync.Mutex
+	known  bool
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (p *pings) answer(key string) *pingAnswer {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]*pingAnswer{}
+	}
+	a := p.m[key]
+	if a == nil {
+		a = &pingAnswer{}
+		p.m[key] = a
+	}
+	return a
+}
+
+// isPing reports whether req is a registry ping: GET /v2/ without
+// credentials.
+func isPing(req *http.Request) bool {
+	return req.Method == http.MethodGet && req.URL.Path == "/v2/" && req.URL.RawQuery == "" &&
+		req.Header.Get("Authorization") == ""
+}
+
+// maxPingBody bounds the body of a remembered answer.
+const maxPingBody = 64 << 10
+
+// pingTransport answers pings from p and sends every other request to
+// inner.
+type pingTransport struct {
+	inner http.RoundTripper
+	p     *pings
+}
+
+func (t *pingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !isPing(req) {
+		return t.inner.RoundTrip(req)
+	}
+	a := t.p.answer(req.URL.Scheme + "://" + req.URL.Host)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.known {
+		return a.response(req), nil
+	}
+	resp, err := t.inner.RoundTrip(req)
+	if err != nil || (resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusUnauthorized) {
+		return resp, err
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxPingBody))
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	a.known, a.status, a.header, a.body = true, resp.StatusCode, resp.Header.Clone(), body
+	return a.response(req), nil
+}
+
+// response is the remembered answer to req.
+func (a *pingAnswer) response(req *http.Request) *http.Response {
+	return &http.Response{
+		Status:        http.StatusText(a.status),
+		StatusCode:    a.status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        a.header.Clone(),
+		Body:          io.NopCloser(bytes.NewReader(a.body)),
+		ContentLength: int64(len(a.body)),
+		Request:       req,
+	}
+}
