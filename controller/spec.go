@@ -33,27 +33,29 @@ type Read struct {
 }
 
 // SpecOf maps a PoolImage onto the build specification: the source's
-// documents (rd) and spec.pool and bakeSecrets onto Inputs, spec.base,
-// arch and target onto the fields of those names, the controller's registry options with spec.pullSecrets
+// documents (rd) and spec.pool, bakeSecrets, strict and allowTopLevel
+// onto Inputs, spec.base, arch, target and baseIndex onto the fields of
+// those names, the controller's registry options with spec.pullSecrets
 // and pushSecret onto Registry, spec.packages (in the build pod) onto
 // Packages, spec.preflight onto Preflight and spec.signing onto Signing
 // (the key Secret carries its password). Errors name the spec's field.
 func SpecOf(pi *v1alpha1.PoolImage, rd Read) (pipeline.Spec, error) {
-	arch, err := pipeline.ParseArch(pi.Spec.Arch)
+	arch, err := pipeline.ParseArch(strings.Join(pi.Spec.Arch, ","))
 	if err != nil {
 		return pipeline.Spec{}, inputErrorf("spec.arch: %s", strings.TrimPrefix(err.Error(), "--arch "))
 	}
 	s := pipeline.Spec{
 		Inputs: pipeline.Inputs{
 			Pool: poolName(pi), OSCs: rd.OSCs, MachineConfigs: rd.MachineConfigs, MachineConfigPools: rd.MachineConfigPools,
-			SecretsDir: rd.SecretsDir, BakeSecrets: pi.Spec.BakeSecrets,
+			SecretsDir: rd.SecretsDir, BakeSecrets: pi.Spec.BakeSecrets, Strict: pi.Spec.Strict, AllowTopLevel: pi.Spec.AllowTopLevel,
 		},
 		Base: pi.Spec.Base, Arch: arch, Target: pi.Spec.Target, Registry: rd.Registry,
-		IndexCacheDir: rd.IndexCacheDir, Packages: rd.Packages,
+		BaseIndex: pi.Spec.BaseIndex, IndexCacheDir: rd.IndexCacheDir, Packages: rd.Packages,
 	}
 	if pf := pi.Spec.Preflight; pf != nil {
 		s.Preflight = pipeline.Preflight{Skip: pf.Skip, ExpectVersion: pf.ExpectVersion, FatalWarnings: pf.FatalWarnings,
-			DenyUsrOverride: pf.DenyUsrOverride, AllowSecrets: pf.AllowSecrets}
+			DenyUsrOverride: pf.DenyUsrOverride, RequireBase: pf.RequireBase, AllowSecrets: pf.AllowSecrets,
+			WarnLayers: int(pf.WarnLayers), MaxLayers: int(pf.MaxLayers)}
 		if pf.MaxAddedBytes != "" {
 			n, err := preflight.ParseBytes(pf.MaxAddedBytes)
 			if err != nil {
@@ -62,8 +64,8 @@ func SpecOf(pi *v1alpha1.PoolImage, rd Read) (pipeline.Spec, error) {
 			s.Preflight.MaxAddedBytes = n
 		}
 	}
-	if pi.Spec.Signing != nil {
-		s.Signing = &pipeline.Signing{Key: rd.SigningKey}
+	if g := pi.Spec.Signing; g != nil {
+		s.Signing = &pipeline.Signing{Key: rd.SigningKey, Referrers: g.Referrers}
 	}
 	return s, nil
 }
