@@ -12,6 +12,10 @@
 // Pipeline.Run runs them (build.Build). What a front-end shares between
 // builds without changing any image (connections, known blobs, decrypted
 // keys, imageRef readers, logs) is its Env.
+//
+// The three mappings reach the same fields, except those Absent lists
+// for a front-end with the reason (TestSpecParity in cmd/oslayer fails
+// otherwise).
 package pipeline
 
 import (
