@@ -129,29 +129,7 @@ type platformsEntry struct {
 // (the registry already has the image and its signature, so nothing else
 // is written). Its pool label and provenance name the pools it serves.
 func Run(ctx context.Context, pools []Pool, o Options) (*Summary, error) {
-	if o.Registry == nil {
-		o.Registry = &registry.Options{}
-	}
-	if o.Jobs <= 0 {
-		o.Jobs = 4
-	}
-	if o.Registry.Transport == nil {
-		// One transport for every pool, keeping a connection per request
-		// that may be under way at once (pools × blob uploads).
-		ro := *o.Registry
-		uploads := max(ro.Jobs, 4)
-		tr := remote.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = max(tr.MaxIdleConnsPerHost, o.Jobs*(uploads+1))
-		tr.MaxIdleConns = max(tr.MaxIdleConns, 2*tr.MaxIdleConnsPerHost)
-		ro.Transport = tr
-		o.Registry = &ro
-	}
-	if o.Registry.Shared == nil {
-		// Signing, the base and its index connect once per repository.
-		ro := *o.Registry
-		ro.Shared = &registry.Connections{}
-		o.Registry = &ro
-	}
+	o.shareRegistry()
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -215,6 +193,34 @@ func Run(ctx context.Context, pools []Pool, o Options) (*Summary, error) {
 	}
 	sum.tally()
 	return sum, nil
+}
+
+// shareRegistry sets the defaults of a run: one transport and one set of
+// connections for every pool, Jobs.
+func (o *Options) shareRegistry() {
+	if o.Registry == nil {
+		o.Registry = &registry.Options{}
+	}
+	if o.Jobs <= 0 {
+		o.Jobs = 4
+	}
+	if o.Registry.Transport == nil {
+		// One transport for every pool, keeping a connection per request
+		// that may be under way at once (pools × blob uploads).
+		ro := *o.Registry
+		uploads := max(ro.Jobs, 4)
+		tr := remote.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = max(tr.MaxIdleConnsPerHost, o.Jobs*(uploads+1))
+		tr.MaxIdleConns = max(tr.MaxIdleConns, 2*tr.MaxIdleConnsPerHost)
+		ro.Transport = tr
+		o.Registry = &ro
+	}
+	if o.Registry.Shared == nil {
+		// Signing, the base and its index connect once per repository.
+		ro := *o.Registry
+		ro.Shared = &registry.Connections{}
+		o.Registry = &ro
+	}
 }
 
 // parallel runs f(0..n-1), jobs at a time.
@@ -326,48 +332,65 @@ func (r *run) prepare(ctx context.Context, p *Pool) (pr *prepared) {
 		pr.prepSecs = time.Since(pr.start).Seconds()
 		return pr
 	}
-	indexRepo := pr.repo
-	if registry.IsLayout(indexRepo) {
-		indexRepo = ""
-	}
-	renderFailed := func(what string, err error) *prepared {
-		pr.res.Phases = []build.Phase{{Name: "render", Seconds: pr.renderSecs}}
-		return fail("render", stepKind(ctx, "render"), fmt.Errorf("%srender: %w", what, err))
-	}
-	if pr.arches != nil {
-		// Each platform is rendered once, here, onto the run's shared
-		// base of that platform with that platform's imageRef content;
-		// build.BuildMulti takes these renders (see buildMulti).
-		platforms, err := r.platforms(ctx, p.Base, pr.arches)
-		if err != nil {
-			return fail("base", KindRun, err)
+	if f := r.renderShared(ctx, pr); f != nil {
+		if f.step == "render" {
+			pr.res.Phases = []build.Phase{{Name: "render", Seconds: pr.renderSecs}}
 		}
-		for _, pl := range platforms {
-			b := r.base(ctx, p.Base, pl.Architecture, pr.mode, indexRepo)
-			if b.err != nil {
-				return fail(b.step, KindRun, fmt.Errorf("platform %s: %w", pl.String(), b.err))
-			}
-			rd, secs, err := r.render(ctx, pr, b.base, r.platformImages(pl))
-			pr.renderSecs += secs
-			if err != nil {
-				return renderFailed("platform "+pl.String()+": ", err)
-			}
-			pr.platforms = append(pr.platforms, platformRender{platform: pl, base: b.base, rendered: rd, secs: secs})
-		}
-	} else {
-		b := r.base(ctx, p.Base, p.Arch, pr.mode, indexRepo)
-		if b.err != nil {
-			return fail(b.step, KindRun, b.err)
-		}
-		pr.base = b.base
-		pr.rendered, pr.renderSecs, err = r.render(ctx, pr, pr.base, pr.pipe.Request.Render.Images)
-		if err != nil {
-			return renderFailed("", err)
-		}
+		return fail(f.step, f.kind, f.err)
 	}
 	pr.key = pr.identity()
 	pr.prepSecs = time.Since(pr.start).Seconds() - pr.renderSecs
 	return pr
+}
+
+// failure is where and why preparing a pool stopped.
+type failure struct {
+	step, kind string
+	err        error
+}
+
+// renderShared renders the pool onto the run's shared base (resolved and
+// indexed once for every pool that names it): a multi-platform pool once
+// per platform, onto that platform's base with its imageRef content
+// (build.Build takes these renders: see handOver).
+func (r *run) renderShared(ctx context.Context, pr *prepared) *failure {
+	p := pr.pool
+	indexRepo := pr.repo
+	if registry.IsLayout(indexRepo) {
+		indexRepo = ""
+	}
+	renderFailed := func(what string, err error) *failure {
+		return &failure{"render", stepKind(ctx, "render"), fmt.Errorf("%srender: %w", what, err)}
+	}
+	if pr.arches == nil {
+		b := r.base(ctx, p.Base, p.Arch, pr.mode, indexRepo)
+		if b.err != nil {
+			return &failure{b.step, KindRun, b.err}
+		}
+		pr.base = b.base
+		var err error
+		if pr.rendered, pr.renderSecs, err = r.render(ctx, pr, pr.base, pr.pipe.Request.Render.Images); err != nil {
+			return renderFailed("", err)
+		}
+		return nil
+	}
+	platforms, err := r.platforms(ctx, p.Base, pr.arches)
+	if err != nil {
+		return &failure{"base", KindRun, err}
+	}
+	for _, pl := range platforms {
+		b := r.base(ctx, p.Base, pl.Architecture, pr.mode, indexRepo)
+		if b.err != nil {
+			return &failure{b.step, KindRun, fmt.Errorf("platform %s: %w", pl.String(), b.err)}
+		}
+		rd, secs, err := r.render(ctx, pr, b.base, r.platformImages(pl))
+		pr.renderSecs += secs
+		if err != nil {
+			return renderFailed("platform "+pl.String()+": ", err)
+		}
+		pr.platforms = append(pr.platforms, platformRender{platform: pl, base: b.base, rendered: rd, secs: secs})
+	}
+	return nil
 }
 
 // render renders the pool onto base (onto its index unless the base
