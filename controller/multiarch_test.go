@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -93,5 +94,45 @@ func TestMultiArchPoolImage(t *testing.T) {
 	}
 	if want := e.host + "/os/cli@" + image[strings.LastIndex(image, "@")+1:]; strings.TrimSpace(string(cli)) != want {
 		t.Errorf("oslayer build --arch amd64,arm64: %s, want %s (the PoolImage's index)", cli, want)
+	}
+}
+
+// TestArchValidation: the API server refuses all with another
+// architecture, an architecture it does not know and one given twice.
+func TestArchValidation(t *testing.T) {
+	e := newEnv(t)
+	for name, c := range map[string]struct {
+		arch []string
+		want string
+	}{
+		"all-and-amd64": {[]string{"all", "amd64"}, "all stands alone"},
+		"unknown":       {[]string{"mips"}, "Unsupported value"},
+		"twice":         {[]string{"amd64", "amd64"}, "Duplicate value"},
+	} {
+		pi := e.poolImage(name, v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{SecretName: "x"}})
+		pi.Spec.Arch = c.arch
+		if err := e.c.Create(e.ctx, pi); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("arch %v: %v, want %q", c.arch, err, c.want)
+		}
+	}
+}
+
+// TestSpecRefused: layer limits the build specification refuses
+// (warnLayers not below maxLayers) make the PoolImage Degraded with a
+// message naming the field; nothing is pushed.
+func TestSpecRefused(t *testing.T) {
+	e := start(t)
+	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "osc-worker", Namespace: e.ns}, Data: oscSecret("limits")})
+	pi := e.poolImage("worker", v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{SecretName: "osc-worker"}})
+	pi.Spec.Preflight = &v1alpha1.Preflight{WarnLayers: 60, MaxLayers: 50}
+	e.proxy.Reset()
+	e.create(t, pi)
+	pi = e.wait(t, "worker", "Degraded", degraded)
+	c := meta.FindStatusCondition(pi.Status.Conditions, v1alpha1.ConditionDegraded)
+	if c.Reason != controller.ReasonInvalid || !strings.Contains(c.Message, "spec.preflight.warnLayers: 60 must be below maxLayers 50") {
+		t.Errorf("Degraded %s: %s", c.Reason, c.Message)
+	}
+	if n := e.proxy.Uploads(); n != 0 || pi.Status.Image != "" {
+		t.Errorf("a refused spec pushed %d blobs, status.image %q", n, pi.Status.Image)
 	}
 }
