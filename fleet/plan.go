@@ -543,9 +543,7 @@ func (p *Pool) validate(add func(path, format string, args ...any)) {
 	// levels, signIdentity with the target); check reported the rest at
 	// the level that sets it.
 	spec, err := p.spec(Options{}, false)
-	if err == nil {
-		err = spec.Check()
-	}
+	err = errors.Join(err, spec.Check())
 	var pe *pipeline.Error
 	for _, e := range unjoin(err) {
 		switch {
@@ -559,15 +557,21 @@ func (p *Pool) validate(add func(path, format string, args ...any)) {
 	}
 }
 
-// unjoin lists the errors err joins (err itself when it joins none).
+// unjoin lists the errors err joins, and those they join (err itself
+// when it joins none).
 func unjoin(err error) []error {
-	if err == nil {
-		return nil
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		if err == nil {
+			return nil
+		}
+		return []error{err}
 	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, unjoin(e)...)
 	}
-	return []error{err}
+	return out
 }
 
 // Spec maps the resolved pool onto the build specification: osc,
