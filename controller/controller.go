@@ -335,6 +335,12 @@ func (r *Reconciler) run(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs
 	}
 	defer p.Close()
 	res, err := p.Run(ctx)
+	if res != nil && res.IsIndex() && len(res.Platforms) > 0 {
+		// The status of a multi-platform image names the first
+		// platform's inputs and base (each platform image's labels name
+		// its own).
+		res.InputsDigest, res.Base = res.Platforms[0].InputsDigest, res.Platforms[0].Base
+	}
 	if err != nil {
 		r.pushed.forget()
 		step := "build"

@@ -47,8 +47,9 @@ func TestMultiArchPoolImage(t *testing.T) {
 	e.create(t, pi)
 	pi = e.wait(t, "worker", "Ready", ready)
 	image := pi.Status.Image
-	if !strings.HasPrefix(image, e.host+"/os/worker@sha256:") || !pi.Status.Signed {
-		t.Fatalf("status: image %q signed %v", image, pi.Status.Signed)
+	if !strings.HasPrefix(image, e.host+"/os/worker@sha256:") || !pi.Status.Signed ||
+		!strings.HasPrefix(pi.Status.InputsDigest, "sha256:") || !strings.HasPrefix(pi.Status.BaseDigest, "sha256:") || len(pi.Status.BaseDigest) != 71 {
+		t.Fatalf("status: %+v", pi.Status)
 	}
 	ref, err := name.ParseReference(image, name.Insecure)
 	if err != nil {
