@@ -2,6 +2,7 @@ package build
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -53,12 +54,29 @@ type Request struct {
 	// base index and the render are redone onto it and the config layers
 	// are appended to it.
 	Packages PackageStage
+
+	// A multi-platform build (Arch names several architectures or
+	// ArchAll) builds one image per platform and an index of them; these
+	// let a caller hand over what it resolved already. Resolved are the
+	// platforms to build, in index order (nil: Platforms resolves Arch;
+	// set, the build is multi-platform). Images returns a platform's
+	// reader of imageRef files (nil keeps Render.Images). Bases returns a
+	// platform's resolved base, with its index when indexed (nil: the
+	// build resolves it); BaseImage must then be nil. Renderers returns a
+	// platform's renderer (nil, or a nil Renderer, keeps Renderer).
+	Resolved  []v1.Platform
+	Images    func(v1.Platform) model.ImageFiles
+	Bases     func(context.Context, v1.Platform) (*Base, error)
+	Renderers func(v1.Platform) Renderer
 }
 
-// Result is what a build produced, ready for JSON output.
+// Result is what a build produced, ready for JSON output: one image, or
+// for a multi-platform build an OCI index whose Platforms are the builds
+// of each platform (the index's own fields are then Pool, Image, Digest,
+// Target, Stages, Phases, Tagged and Error).
 type Result struct {
 	Pool string `json:"pool"`
-	// Image is the digested reference of the built image
+	// Image is the digested reference of the built image or index
 	// ("REG/REPO@sha256:..." or "oci:DIR@sha256:...").
 	Image  string  `json:"image,omitempty"`
 	Digest v1.Hash `json:"digest"`
@@ -93,11 +111,37 @@ type Result struct {
 	Tagged bool `json:"tagged"`
 	// Error is why the build stopped (empty on success).
 	Error string `json:"error,omitempty"`
+	// Platforms are the builds of each platform of a multi-platform
+	// build, in index order (nil for a single image).
+	Platforms []*Result `json:"platforms,omitempty"`
 
-	// What BuildMulti needs of a platform's build.
+	// What was built and written, for Retag and the index.
 	built     *Built
+	index     *BuiltIndex
 	published *Published
 	indexOpts IndexOptions
+}
+
+// IsIndex reports whether the result is a multi-platform build's index.
+func (r *Result) IsIndex() bool { return r.Platforms != nil }
+
+// MarshalJSON writes an index's result with the index's own fields only.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	if !r.IsIndex() {
+		return json.Marshal(plain(r))
+	}
+	return json.Marshal(struct {
+		Pool      string         `json:"pool"`
+		Image     string         `json:"image,omitempty"`
+		Digest    v1.Hash        `json:"digest"`
+		Target    string         `json:"target,omitempty"`
+		Platforms []*Result      `json:"platforms"`
+		Stages    map[string]any `json:"stages,omitempty"`
+		Phases    []Phase        `json:"phases"`
+		Tagged    bool           `json:"tagged"`
+		Error     string         `json:"error,omitempty"`
+	}{r.Pool, r.Image, r.Digest, r.Target, r.Platforms, r.Stages, r.Phases, r.Tagged, r.Error})
 }
 
 // Phase is one step of a build and its wall time.
@@ -113,194 +157,271 @@ type Phase struct {
 type Targeter interface{ Target() string }
 
 // Build renders, assembles, runs the PreWrite stages, writes the image by
-// digest, runs the other stages in order and finally moves the tag. Any failure stops the build with an error
-// that names the step ("render: ...", "push: ...", "preflight: ...") and
-// leaves the tag where it was. The returned Result is filled as far as the
-// build got, also on error.
+// digest, runs the other stages in order and finally moves the tag. Any
+// failure stops the build with an error that names the step ("render:
+// ...", "push: ...", "preflight: ...") and leaves the tag where it was.
+// When req.Arch names several architectures (or ArchAll) it builds one
+// image per platform and publishes an index of them (pub must then be an
+// IndexPublisher). The returned Result is filled as far as the build got,
+// also on error.
 func Build(ctx context.Context, req Request, pub Publisher, stages ...Stage) (*Result, error) {
-	res, err := build(ctx, req, pub, stages, true)
+	var res *Result
+	multi, err := req.MultiPlatform()
+	switch {
+	case err != nil:
+		res = &Result{Pool: req.Render.Pool, Layers: []AddedLayer{}, Target: target(pub)}
+	case multi:
+		res, err = buildIndex(ctx, req, pub, stages)
+	default:
+		res, err = build(ctx, req, pub, stages, true)
+	}
 	if err != nil {
 		res.Error = err.Error()
 	}
 	return res, err
 }
 
-// build runs one build; with commit false it stops after the stages (the
-// tag and the base index artifact are left to BuildMulti).
+// builder is the state of one image's build; each step reads and adds to
+// it, in the order build runs them.
+type builder struct {
+	ctx      context.Context
+	req      Request
+	res      *Result
+	log      *slog.Logger
+	phase    phaseFunc
+	useIndex bool
+	iopts    IndexOptions
+	// base is where the layers go: the official base, or the package
+	// base once the package stage gave one (official is then the
+	// official base).
+	base     *Base
+	official *Base
+	rendered *render.Result
+	built    *Built
+	written  *Published
+}
+
+// phaseFunc runs one named, timed step.
+type phaseFunc func(name string, f func() error) error
+
+// build runs one image's build; with commit false it stops after the
+// stages (the tag and the base index artifact are left to buildIndex).
 func build(ctx context.Context, req Request, pub Publisher, stages []Stage, commit bool) (*Result, error) {
-	log := req.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	res := &Result{Pool: req.Render.Pool, Layers: []AddedLayer{}}
-	if t, ok := pub.(Targeter); ok {
-		res.Target = t.Target()
-	}
+	res := &Result{Pool: req.Render.Pool, Layers: []AddedLayer{}, Target: target(pub)}
 	if pub == nil {
 		return res, errors.New("build: no publisher (give a push target or an output layout)")
 	}
-	phase := func(name string, f func() error) error {
-		err := TimePhase(&res.Phases, name, f)
-		if err != nil {
-			// Stages name themselves in their errors; name the step once.
-			if strings.HasPrefix(err.Error(), name+": ") {
-				return err
-			}
-			return fmt.Errorf("%s: %w", name, err)
+	log := logger(req.Logger)
+	b := &builder{ctx: ctx, req: req, res: res, log: log, phase: res.phase(log), base: req.BaseImage}
+	pre, post := splitStages(stages)
+	for _, step := range []func() error{
+		b.resolveGiven, b.mode, b.index, b.render, b.packages, b.assemble,
+		func() error { return b.runStages(pre) },
+		func() error { return b.push(pub) },
+		func() error { return b.runStages(post) },
+	} {
+		if err := step(); err != nil {
+			return res, err
 		}
-		log.Debug("build step done", "pool", res.Pool, "step", name, "seconds", res.Phases[len(res.Phases)-1].Seconds)
+	}
+	res.built, res.published, res.indexOpts = b.built, b.written, b.iopts
+	if !commit {
+		return res, nil
+	}
+	if err := b.phase("tag", func() error { return pub.Commit(ctx, b.built, b.written) }); err != nil {
+		return res, err
+	}
+	res.Tagged = true
+	res.pushBaseIndex(ctx, b.base, b.iopts, b.phase)
+	log.Info("built", "pool", res.Pool, "image", res.Image)
+	return res, nil
+}
+
+// resolveGiven resolves a base given up front, first: a bad base fails
+// before anything else, and its index feeds the renderer.
+func (b *builder) resolveGiven() error {
+	if b.base != nil || b.req.Base == "" {
 		return nil
 	}
-	// A base given up front is resolved first: a bad base fails before
-	// anything else, and its index feeds the renderer.
-	base := req.BaseImage
-	if base == nil && req.Base != "" {
-		if err := phase("base", func() (err error) {
-			base, err = ResolveBase(ctx, req.Base, req.Registry, req.Arch)
-			return err
-		}); err != nil {
-			return res, errors.Unwrap(err) // ResolveBase names the base already
-		}
-	}
-	switch req.BaseIndex {
+	return b.resolve(b.req.Base)
+}
+
+// resolve resolves ref as the base.
+func (b *builder) resolve(ref string) error {
+	err := b.phase("base", func() (err error) {
+		b.base, err = ResolveBase(b.ctx, ref, b.req.Registry, b.req.Arch)
+		return err
+	})
+	return errors.Unwrap(err) // ResolveBase names the base already
+}
+
+// mode checks the base index mode and sets the index options.
+func (b *builder) mode() error {
+	switch b.req.BaseIndex {
 	case "", BaseIndexAuto, BaseIndexOff:
 	default:
-		return res, fmt.Errorf("base index mode %q: want %q or %q", req.BaseIndex, BaseIndexAuto, BaseIndexOff)
+		return fmt.Errorf("base index mode %q: want %q or %q", b.req.BaseIndex, BaseIndexAuto, BaseIndexOff)
 	}
-	useIndex := req.BaseIndex != BaseIndexOff && req.Render.Base == nil
-	iopts := req.Index
-	if iopts.Registry == nil {
-		iopts.Registry = req.Registry
+	b.useIndex = b.req.BaseIndex != BaseIndexOff && b.req.Render.Base == nil
+	b.iopts = b.req.Index
+	if b.iopts.Registry == nil {
+		b.iopts.Registry = b.req.Registry
 	}
-	if iopts.Logger == nil {
-		iopts.Logger = log
+	if b.iopts.Logger == nil {
+		b.iopts.Logger = b.log
 	}
-	renderFn := req.Renderer
+	return nil
+}
+
+// index reads the base's index (once per base: the official base, then
+// the package base from the official base's).
+func (b *builder) index() error {
+	if !b.useIndex || b.base == nil {
+		return nil
+	}
+	// The caller's Base may be shared by other builds: index a copy.
+	c := *b.base
+	b.base = &c
+	return b.phase("base-index", func() error {
+		info, err := IndexBase(b.ctx, b.base, b.iopts)
+		if err != nil {
+			return fmt.Errorf("%w (--base-index=off builds without reading the base)", err)
+		}
+		b.res.BaseIndex = info
+		b.res.Warnings = append(b.res.Warnings, info.Warnings...)
+		return nil
+	})
+}
+
+// render renders the pool onto the base. Without a base (a MachineConfig
+// pool's osImageURL is its base) it renders to learn the base, resolves
+// it once and, when indexed, renders again onto its index.
+func (b *builder) render() error {
+	if b.base == nil {
+		if err := b.renderOnto(); err != nil {
+			return err
+		}
+		url := b.rendered.OSImageURL
+		if url == "" {
+			return nil // assemble says there is no base
+		}
+		if err := b.resolve(url); err != nil {
+			return err
+		}
+		b.log.Info("base image from the MachineConfig pool's osImageURL", "base", url)
+		if !b.useIndex {
+			return nil
+		}
+		if err := b.index(); err != nil {
+			return err
+		}
+	}
+	return b.renderOnto()
+}
+
+// renderOnto renders the pool onto b.base (its index when indexed).
+func (b *builder) renderOnto() error {
+	rreq := b.req.Render
+	if b.base != nil && b.base.Index != nil && b.useIndex {
+		rreq.Base = b.base.Index.FS()
+	}
+	if b.base != nil && rreq.BaseName == "" {
+		rreq.BaseName = fmt.Sprintf("base %s (%s)", b.base.Ref, b.base.Digest)
+	}
+	renderFn := b.req.Renderer
 	if renderFn == nil {
 		renderFn = render.Render
 	}
-	var r *render.Result
-	renderOnto := func(base *Base) error {
-		rreq := req.Render
-		if base != nil && base.Index != nil && useIndex {
-			rreq.Base = base.Index.FS()
+	return b.phase("render", func() (err error) {
+		b.rendered, err = renderFn(b.ctx, rreq)
+		if err == nil && b.rendered == nil {
+			err = errors.New("renderer returned nothing")
 		}
-		if base != nil && rreq.BaseName == "" {
-			rreq.BaseName = fmt.Sprintf("base %s (%s)", base.Ref, base.Digest)
-		}
-		return phase("render", func() (err error) {
-			r, err = renderFn(ctx, rreq)
-			if err == nil && r == nil {
-				err = errors.New("renderer returned nothing")
-			}
-			return err
-		})
-	}
-	indexed := func() error {
-		if !useIndex || base == nil {
-			return nil
-		}
-		// The caller's Base may be shared by other builds: index a copy.
-		b := *base
-		base = &b
-		return phase("base-index", func() error {
-			info, err := IndexBase(ctx, base, iopts)
-			if err != nil {
-				return fmt.Errorf("%w (--base-index=off builds without reading the base)", err)
-			}
-			res.BaseIndex = info
-			res.Warnings = append(res.Warnings, info.Warnings...)
-			return nil
-		})
-	}
-	if err := indexed(); err != nil {
-		return res, err
-	}
-	if base == nil && useIndex {
-		// The base comes from the MachineConfigs (osImageURL): render once
-		// to learn it, then again onto its index.
-		if err := renderOnto(nil); err != nil {
-			return res, err
-		}
-		if r.OSImageURL != "" {
-			if err := phase("base", func() (err error) {
-				base, err = ResolveBase(ctx, r.OSImageURL, req.Registry, req.Arch)
-				return err
-			}); err != nil {
-				return res, errors.Unwrap(err)
-			}
-			log.Info("base image from the MachineConfig pool's osImageURL", "base", r.OSImageURL)
-			if err := indexed(); err != nil {
-				return res, err
-			}
-		}
-	}
-	if r == nil || (base != nil && base.Index != nil && useIndex) {
-		if err := renderOnto(base); err != nil {
-			return res, err
-		}
-	}
-	official, err := runPackages(ctx, req, res, &base, r, phase)
-	if err != nil {
-		return res, err
-	}
-	if official != nil {
-		// The package base's index starts from the official base's:
-		// only the layers the stage added are read.
-		iopts.Parent = official.Index
-		if err := indexed(); err != nil {
-			return res, err
-		}
-		if base.Index != nil && useIndex {
-			if err := renderOnto(base); err != nil {
-				return res, err
-			}
-		}
-	}
-	if req.BaseIndex == BaseIndexOff {
-		w := offWarning(r.Report)
-		res.Warnings = append(res.Warnings, w)
-		log.Warn(w, "pool", res.Pool)
-	}
-	res.Report, res.KernelArgs, res.InputsDigest, res.Inputs = r.Report, r.KernelArgs, r.InputsDigest, r.Inputs
+		return err
+	})
+}
 
-	var b *Built
-	if err := phase("assemble", func() (err error) {
-		areq := AssembleRequest{
-			Base: req.Base, BaseImage: base, Registry: req.Registry, Arch: req.Arch,
-			Pool: req.Render.Pool, Rendered: r, Epoch: req.Render.Epoch, Version: req.Version,
-			Flags: req.Flags, Logger: log, Official: official,
-		}
-		if areq.BaseImage == nil && areq.Base == "" {
-			if r.OSImageURL == "" {
-				return errors.New("no base image: give --base (e.g. quay.io/fedora/fedora-coreos:stable), or MachineConfigs with osImageURL")
-			}
-			areq.Base = r.OSImageURL
-			log.Info("base image from the MachineConfig pool's osImageURL", "base", r.OSImageURL)
-		}
-		b, err = Assemble(ctx, areq)
+// packages runs the package stage onto the base. When it gives a package
+// base, that becomes the base (indexed from the official base's index:
+// only the layers the stage added are read) and the pool is rendered onto
+// it.
+func (b *builder) packages() error {
+	if b.req.Packages == nil {
+		return nil
+	}
+	if b.base == nil {
+		return errors.New("package stage: no base image: give --base, or MachineConfigs with osImageURL")
+	}
+	r := b.rendered
+	var pr *PackageResult
+	if err := b.phase("package-stage", func() (err error) {
+		pr, err = b.req.Packages.Run(b.ctx, PackageRequest{
+			Pool: b.req.Render.Pool, Base: b.base, Arch: b.req.Arch,
+			Extensions: r.Extensions, KernelType: r.KernelType, Logger: b.log,
+		})
+		return err
+	}); err != nil || pr == nil {
+		return err
+	}
+	b.res.PackageStage = pr
+	var pb *Base
+	if err := b.phase("package-base", func() (err error) {
+		pb, err = ResolveBase(b.ctx, pr.Ref, b.req.Registry, b.req.Arch)
 		return err
 	}); err != nil {
-		return res, err
+		return err
 	}
-	res.Digest, res.Base, res.Layers = b.Digest, b.Base, b.Added
-	if official != nil {
-		res.Base = *official
+	// The package base is pinned by digest; the user's pinning is the
+	// official base's.
+	pb.Pinned = b.base.Pinned || registry.IsLayout(b.base.Ref)
+	b.official, b.base = b.base, pb
+	b.log.Info("package stage", "pool", b.req.Render.Pool, "hit", pr.Hit, "key", pr.Key, "packageBase", pr.Ref)
+	b.iopts.Parent = b.official.Index
+	if err := b.index(); err != nil {
+		return err
 	}
-	res.Warnings = append(res.Warnings, b.Warnings...)
+	if b.base.Index != nil && b.useIndex {
+		return b.renderOnto()
+	}
+	return nil
+}
+
+// assemble appends the rendered layers to the base.
+func (b *builder) assemble() error {
+	res, r := b.res, b.rendered
+	if b.req.BaseIndex == BaseIndexOff {
+		w := offWarning(r.Report)
+		res.Warnings = append(res.Warnings, w)
+		b.log.Warn(w, "pool", res.Pool)
+	}
+	res.Report, res.KernelArgs, res.InputsDigest, res.Inputs = r.Report, r.KernelArgs, r.InputsDigest, r.Inputs
+	if err := b.phase("assemble", func() (err error) {
+		if b.base == nil {
+			return errors.New("no base image: give --base (e.g. quay.io/fedora/fedora-coreos:stable), or MachineConfigs with osImageURL")
+		}
+		b.built, err = Assemble(b.ctx, AssembleRequest{
+			Base: b.req.Base, BaseImage: b.base, Registry: b.req.Registry, Arch: b.req.Arch,
+			Pool: b.req.Render.Pool, Rendered: r, Epoch: b.req.Render.Epoch, Version: b.req.Version,
+			Flags: b.req.Flags, Logger: b.log, Official: b.official,
+		})
+		return err
+	}); err != nil {
+		return err
+	}
+	res.Digest, res.Base, res.Layers = b.built.Digest, b.built.Base, b.built.Added
+	if b.official != nil {
+		res.Base = *b.official
+	}
+	res.Warnings = append(res.Warnings, b.built.Warnings...)
 	if res.Layers == nil {
 		res.Layers = []AddedLayer{}
 	}
+	return nil
+}
 
-	runStages := func(stages []Stage, p *Published) error {
-		for _, s := range stages {
-			if err := runStage(phase, &res.Stages, s.Name(), func() (any, error) { return s.Run(ctx, b, p) }); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	var pre, post []Stage
+// splitStages separates the stages that run before the write (content
+// checks: a build they stop writes nothing) from the others.
+func splitStages(stages []Stage) (pre, post []Stage) {
 	for _, s := range stages {
 		switch {
 		case s == nil:
@@ -310,51 +431,74 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage, comm
 			post = append(post, s)
 		}
 	}
-	// Content checks first: a build they stop writes nothing.
-	if err := runStages(pre, nil); err != nil {
-		return res, err
-	}
+	return pre, post
+}
 
-	var p *Published
-	if err := phase("push", func() (err error) {
-		p, err = pub.Write(ctx, b)
-		if err == nil && p == nil {
+// runStages runs stages on the built image (and, after the push, on
+// where it was written).
+func (b *builder) runStages(stages []Stage) error {
+	for _, s := range stages {
+		if err := runStage(b.phase, &b.res.Stages, s.Name(), func() (any, error) { return s.Run(b.ctx, b.built, b.written) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// push writes the image by digest.
+func (b *builder) push(pub Publisher) error {
+	if err := b.phase("push", func() (err error) {
+		b.written, err = pub.Write(b.ctx, b.built)
+		if err == nil && b.written == nil {
 			err = errors.New("publisher returned nothing")
 		}
 		return err
 	}); err != nil {
-		return res, err
+		return err
 	}
-	res.Image, res.BytesUploaded, res.BytesSkipped, res.BytesMounted = p.Ref, p.Uploaded, p.Skipped, p.Mounted
-
-	if err := runStages(post, p); err != nil {
-		return res, err
-	}
-	res.built, res.published, res.indexOpts = b, p, iopts
-	if !commit {
-		return res, nil
-	}
-
-	if err := phase("tag", func() error { return pub.Commit(ctx, b, p) }); err != nil {
-		return res, err
-	}
-	res.Tagged = true
-	res.publishIndex(ctx, base, iopts, phase, log)
-	log.Info("built", "pool", res.Pool, "image", res.Image)
-	return res, nil
+	p := b.written
+	b.res.Image, b.res.BytesUploaded, b.res.BytesSkipped, b.res.BytesMounted = p.Ref, p.Uploaded, p.Skipped, p.Mounted
+	return nil
 }
 
-// publishIndex pushes the base index artifact next to the images once the
+// phase returns the function that runs a named step of the build into
+// res.Phases; its error names the step once.
+func (res *Result) phase(log *slog.Logger) phaseFunc {
+	return func(name string, f func() error) error {
+		err := TimePhase(&res.Phases, name, f)
+		if err != nil {
+			// Stages name themselves in their errors; name the step once.
+			if strings.HasPrefix(err.Error(), name+": ") {
+				return err
+			}
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if log != nil {
+			log.Debug("build step done", "pool", res.Pool, "step", name, "seconds", res.Phases[len(res.Phases)-1].Seconds)
+		}
+		return nil
+	}
+}
+
+// logger is log, or one that discards.
+func logger(log *slog.Logger) *slog.Logger {
+	if log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return log
+}
+
+// pushBaseIndex pushes the base index artifact next to the images once the
 // tag moved: shared with every later build into this repository. The
 // image is complete without it: a failure is a warning.
-func (res *Result) publishIndex(ctx context.Context, base *Base, iopts IndexOptions, phase func(string, func() error) error, log *slog.Logger) {
+func (res *Result) pushBaseIndex(ctx context.Context, base *Base, iopts IndexOptions, phase phaseFunc) {
 	if res.BaseIndex == nil || res.BaseIndex.Source == string(baseindex.SourceRegistry) || iopts.Repository == "" || base == nil || base.Index == nil {
 		return
 	}
 	err := phase("base-index-publish", func() error { return PublishIndex(ctx, base, iopts) })
 	if err != nil {
 		res.Warnings = append(res.Warnings, err.Error())
-		log.Warn("base index not published", "error", err)
+		logger(iopts.Logger).Warn("base index not published", "error", err)
 	} else {
 		res.BaseIndex.Published = iopts.Repository + ":" + baseindex.Tag(base.Index.Base)
 	}
@@ -379,7 +523,7 @@ func offWarning(rep *render.Report) string {
 
 // runStage runs one stage as the phase name and records its output (if
 // any) in *outs under name.
-func runStage(phase func(string, func() error) error, outs *map[string]any, name string, run func() (any, error)) error {
+func runStage(phase phaseFunc, outs *map[string]any, name string, run func() (any, error)) error {
 	var out any
 	if err := phase(name, func() (err error) {
 		out, err = run()
@@ -394,58 +538,4 @@ func runStage(phase func(string, func() error) error, outs *map[string]any, name
 		(*outs)[name] = out
 	}
 	return nil
-}
-
-// runPackages runs req.Packages for the rendered pool r onto *base. When
-// it gives a package base, *base becomes that (resolved by digest, not yet
-// indexed) and the official base is returned; otherwise nil.
-func runPackages(ctx context.Context, req Request, res *Result, base **Base, r *render.Result, phase func(string, func() error) error) (*Base, error) {
-	if req.Packages == nil {
-		return nil, nil
-	}
-	if *base == nil {
-		// The base comes from the MachineConfigs and was not resolved
-		// for an index (--base-index=off).
-		if r.OSImageURL == "" {
-			return nil, errors.New("package stage: no base image: give --base, or MachineConfigs with osImageURL")
-		}
-		if err := phase("base", func() (err error) {
-			*base, err = ResolveBase(ctx, r.OSImageURL, req.Registry, req.Arch)
-			return err
-		}); err != nil {
-			return nil, errors.Unwrap(err)
-		}
-	}
-	log := req.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	var pr *PackageResult
-	if err := phase("package-stage", func() (err error) {
-		pr, err = req.Packages.Run(ctx, PackageRequest{
-			Pool: req.Render.Pool, Base: *base, Arch: req.Arch,
-			Extensions: r.Extensions, KernelType: r.KernelType, Logger: log,
-		})
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	if pr == nil {
-		return nil, nil
-	}
-	res.PackageStage = pr
-	official := *base
-	var pb *Base
-	if err := phase("package-base", func() (err error) {
-		pb, err = ResolveBase(ctx, pr.Ref, req.Registry, req.Arch)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	// The package base is pinned by digest; the user's pinning is the
-	// official base's.
-	pb.Pinned = official.Pinned || registry.IsLayout(official.Ref)
-	*base = pb
-	log.Info("package stage", "pool", req.Render.Pool, "hit", pr.Hit, "key", pr.Key, "packageBase", pr.Ref)
-	return official, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/oslayer/oslayer/internal/registry"
-	"github.com/oslayer/oslayer/sources/model"
 )
 
 // ArchAll (--arch all) builds for every platform of the base's index.
@@ -43,62 +41,12 @@ type IndexPublisher interface {
 }
 
 // IndexStage is implemented by the stages that apply to the index too
-// (its signature): BuildMulti runs them on the written index after every
+// (its signature): a multi-platform Build runs them on the written index after every
 // platform's stages succeeded and before the tag moves. Stages that do
 // not implement it run per platform only.
 type IndexStage interface {
 	Stage
 	RunIndex(ctx context.Context, ix *BuiltIndex, p *Published) (any, error)
-}
-
-// MultiRequest is a build for several platforms of one base.
-type MultiRequest struct {
-	// Request is the build of each platform; its Arch is ignored and
-	// BaseImage must be nil (each platform has its own base manifest: see
-	// Bases).
-	Request
-	// Arches are the architectures to build for, or one ArchAll (every
-	// platform of the base's index, which needs Base).
-	Arches []string
-	// Images returns the reader of imageRef files for a platform: each
-	// platform's content comes from that platform's image. Nil keeps
-	// Render.Images for every platform.
-	Images func(v1.Platform) model.ImageFiles
-	// Bases returns a platform's resolved base (with its index, when
-	// indexed): a caller building many pools on one base (a fleet run)
-	// resolves each platform's base once for all of them. Nil resolves
-	// it for this build.
-	Bases func(context.Context, v1.Platform) (*Base, error)
-	// Resolved, when set, are the platforms to build, in index order:
-	// the caller resolved Arches already (ArchAll reads the base's index
-	// once for every build on it). Nil resolves them (Platforms).
-	Resolved []v1.Platform
-	// Renderers returns the renderer of a platform: a caller that
-	// rendered each platform already (onto that platform's base, with its
-	// imageRef content) hands its result over. Nil, or a nil Renderer,
-	// keeps Request.Renderer.
-	Renderers func(v1.Platform) Renderer
-}
-
-// MultiResult is what a multi-platform build produced.
-type MultiResult struct {
-	Pool string `json:"pool"`
-	// Image is the digested reference of the pool's OCI index.
-	Image  string  `json:"image,omitempty"`
-	Digest v1.Hash `json:"digest"`
-	Target string  `json:"target,omitempty"`
-	// Platforms are the builds of each platform, in index order.
-	Platforms []*Result `json:"platforms"`
-	// Stages holds each index stage's output by stage name.
-	Stages map[string]any `json:"stages,omitempty"`
-	Phases []Phase        `json:"phases"`
-	// Tagged is true once the tag moved to the index.
-	Tagged bool   `json:"tagged"`
-	Error  string `json:"error,omitempty"`
-
-	// The index and where it was written, for TagIndex.
-	index     *BuiltIndex
-	published *Published
 }
 
 // ParseArches splits a --arch value: "" and one architecture give one
@@ -124,16 +72,34 @@ func ParseArches(s string) ([]string, error) {
 	return out, nil
 }
 
-// Platforms resolves the request's architectures to platforms: ArchAll
-// reads the base's index.
-func (r MultiRequest) Platforms(ctx context.Context) ([]v1.Platform, error) {
+// MultiPlatform reports whether the request builds one image per platform
+// and an index of them: Arch names several architectures or ArchAll, or
+// the platforms are resolved already (Resolved).
+func (r Request) MultiPlatform() (bool, error) {
+	if r.Resolved != nil {
+		return true, nil
+	}
+	arches, err := ParseArches(r.Arch)
+	if err != nil {
+		return false, err
+	}
+	return len(arches) > 1 || arches[0] == ArchAll, nil
+}
+
+// Platforms resolves the request's architectures (Arch) to platforms:
+// ArchAll reads the base's index.
+func (r Request) Platforms(ctx context.Context) ([]v1.Platform, error) {
 	if r.Resolved != nil {
 		if len(r.Resolved) == 0 {
 			return nil, errors.New("no platform to build for")
 		}
 		return r.Resolved, nil
 	}
-	if len(r.Arches) == 1 && r.Arches[0] == ArchAll {
+	arches, err := ParseArches(r.Arch)
+	if err != nil {
+		return nil, err
+	}
+	if len(arches) == 1 && arches[0] == ArchAll {
 		if r.Base == "" {
 			return nil, fmt.Errorf("--arch %s: give --base (the platforms are those of the base's index)", ArchAll)
 		}
@@ -147,11 +113,8 @@ func (r MultiRequest) Platforms(ctx context.Context) ([]v1.Platform, error) {
 		}
 		return ps, nil
 	}
-	if len(r.Arches) == 0 {
-		return nil, errors.New("no architecture to build for")
-	}
 	var ps []v1.Platform
-	for _, a := range r.Arches {
+	for _, a := range arches {
 		if a == ArchAll {
 			return nil, fmt.Errorf("--arch %s stands alone", ArchAll)
 		}
@@ -164,85 +127,99 @@ func (r MultiRequest) Platforms(ctx context.Context) ([]v1.Platform, error) {
 	return ps, nil
 }
 
-// BuildMulti builds the pool once per platform (Build on that platform's
+// buildIndex builds the pool once per platform (build on that platform's
 // base manifest, with the platform's imageRef content, running every
 // stage: preflight, signature and attestation of each platform image),
 // then writes one OCI index of the platform images, runs the IndexStages
 // on it (its signature) and only then moves the tag to the index. Any
 // failure stops before the tag moves: nothing is tagged unless every
 // platform succeeded. The same inputs give the same index digest.
-func BuildMulti(ctx context.Context, req MultiRequest, pub IndexPublisher, stages ...Stage) (*MultiResult, error) {
-	res := &MultiResult{Pool: req.Render.Pool, Platforms: []*Result{}}
-	if t, ok := pub.(Targeter); ok {
-		res.Target = t.Target()
-	}
-	err := buildMulti(ctx, req, pub, stages, res)
-	if err != nil {
-		res.Error = err.Error()
-	}
-	return res, err
-}
-
-func buildMulti(ctx context.Context, req MultiRequest, pub IndexPublisher, stages []Stage, res *MultiResult) error {
-	log := req.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if pub == nil {
-		return errors.New("build: no publisher (give a push target or an output layout)")
-	}
-	if req.BaseImage != nil {
-		return errors.New("build: a multi-platform build resolves each platform's base itself or through Bases (BaseImage must be nil)")
+func buildIndex(ctx context.Context, req Request, pub Publisher, stages []Stage) (*Result, error) {
+	res := &Result{Pool: req.Render.Pool, Platforms: []*Result{}, Target: target(pub)}
+	ipub, ok := pub.(IndexPublisher)
+	switch {
+	case pub == nil:
+		return res, errors.New("build: no publisher (give a push target or an output layout)")
+	case !ok:
+		return res, errors.New("build: the publisher cannot write a multi-platform image (an OCI index)")
+	case req.BaseImage != nil:
+		return res, errors.New("build: a multi-platform build resolves each platform's base itself or through Bases (BaseImage must be nil)")
 	}
 	platforms, err := req.Platforms(ctx)
 	if err != nil {
-		return err
+		return res, err
 	}
-	var built []*Built
-	var written []*Published
 	for _, p := range platforms {
-		preq := req.Request
-		preq.Arch = p.Architecture
-		if req.Images != nil {
-			preq.Render.Images = req.Images(p)
+		if err := res.buildPlatform(ctx, req, p, pub, stages); err != nil {
+			return res, err
 		}
-		if req.Renderers != nil {
-			if rd := req.Renderers(p); rd != nil {
-				preq.Renderer = rd
-			}
-		}
-		preq.Logger = log.With("platform", p.String())
-		if req.Bases != nil {
-			b, err := req.Bases(ctx, p)
-			if err != nil {
-				res.Platforms = append(res.Platforms, &Result{Pool: req.Render.Pool, Platform: p.String(), Layers: []AddedLayer{},
-					Phases: []Phase{{Name: "base"}}, Error: err.Error()})
-				return fmt.Errorf("platform %s: %w", p.String(), err)
-			}
-			preq.BaseImage = b
-		}
-		// Each platform image records its own architecture, as a
-		// single-platform build of it does: the two are the same image.
-		preq.Flags = maps.Clone(req.Flags)
-		if preq.Flags != nil {
-			preq.Flags["arch"] = p.Architecture
-		}
-		r, err := build(ctx, preq, pub, stages, false)
-		r.Platform = p.String()
-		res.Platforms = append(res.Platforms, r)
-		if err != nil {
-			r.Error = err.Error()
-			return fmt.Errorf("platform %s: %w", p.String(), err)
-		}
-		built = append(built, r.built)
-		written = append(written, r.published)
 	}
-	phase := func(name string, f func() error) error {
-		err := TimePhase(&res.Phases, name, f)
-		if err != nil && !strings.HasPrefix(err.Error(), name+": ") {
-			return fmt.Errorf("%s: %w", name, err)
+	if err := res.publishIndex(ctx, ipub, platforms, stages); err != nil {
+		return res, err
+	}
+	for _, r := range res.Platforms {
+		r.pushBaseIndex(ctx, &r.built.Base, r.indexOpts, res.phase(req.Logger))
+	}
+	logger(req.Logger).Info("built", "pool", res.Pool, "image", res.Image, "platforms", len(platforms))
+	return res, nil
+}
+
+// platformRequest is req for platform p alone.
+func platformRequest(ctx context.Context, req Request, p v1.Platform) (Request, error) {
+	preq := req
+	preq.Arch, preq.Resolved = p.Architecture, nil
+	if req.Images != nil {
+		preq.Render.Images = req.Images(p)
+	}
+	if req.Renderers != nil {
+		if rd := req.Renderers(p); rd != nil {
+			preq.Renderer = rd
 		}
-		return err
+	}
+	preq.Logger = logger(req.Logger).With("platform", p.String())
+	// Each platform image records its own architecture, as a
+	// single-platform build of it does: the two are the same image.
+	preq.Flags = maps.Clone(req.Flags)
+	if preq.Flags != nil {
+		preq.Flags["arch"] = p.Architecture
+	}
+	if req.Bases != nil {
+		b, err := req.Bases(ctx, p)
+		if err != nil {
+			return preq, err
+		}
+		preq.BaseImage = b
+	}
+	return preq, nil
+}
+
+// buildPlatform builds platform p's image, written by digest and through
+// its stages but not tagged, into res.Platforms.
+func (res *Result) buildPlatform(ctx context.Context, req Request, p v1.Platform, pub Publisher, stages []Stage) error {
+	preq, err := platformRequest(ctx, req, p)
+	if err != nil {
+		res.Platforms = append(res.Platforms, &Result{Pool: req.Render.Pool, Platform: p.String(), Layers: []AddedLayer{},
+			Phases: []Phase{{Name: "base"}}, Error: err.Error()})
+		return fmt.Errorf("platform %s: %w", p.String(), err)
+	}
+	r, err := build(ctx, preq, pub, stages, false)
+	r.Platform = p.String()
+	res.Platforms = append(res.Platforms, r)
+	if err != nil {
+		r.Error = err.Error()
+		return fmt.Errorf("platform %s: %w", p.String(), err)
+	}
+	return nil
+}
+
+// publishIndex writes the index of the platform images by digest, runs
+// the index stages on it and moves the tag.
+func (res *Result) publishIndex(ctx context.Context, pub IndexPublisher, platforms []v1.Platform, stages []Stage) error {
+	phase := res.phase(nil)
+	built := make([]*Built, len(res.Platforms))
+	written := make([]*Published, len(res.Platforms))
+	for i, r := range res.Platforms {
+		built[i], written[i] = r.built, r.published
 	}
 	var ix *BuiltIndex
 	if err := phase("index", func() (err error) {
@@ -278,38 +255,7 @@ func buildMulti(ctx context.Context, req MultiRequest, pub IndexPublisher, stage
 	}
 	res.Tagged = true
 	res.index, res.published = ix, ip
-	for _, r := range res.Platforms {
-		base := r.built.Base
-		r.publishIndex(ctx, &base, r.indexOpts, phase, log)
-	}
-	log.Info("built", "pool", res.Pool, "image", res.Image, "platforms", len(platforms))
 	return nil
-}
-
-// TagIndex moves pub's tag to the index that built (a BuildMulti that
-// succeeded) wrote and tagged: another pool whose image is the same (same
-// repository, content and options) gets it without anything being built,
-// written or signed again. The result is built's index and platform images
-// (their stage outputs, such as the signature tags, included) with pub's
-// target, nothing uploaded, and the one phase "tag".
-func TagIndex(ctx context.Context, built *MultiResult, pub IndexPublisher) (*MultiResult, error) {
-	if built == nil || !built.Tagged || built.index == nil || built.published == nil {
-		return nil, errors.New("tag: no index built and tagged to move the tag to")
-	}
-	res := &MultiResult{Pool: built.Pool, Image: built.Image, Digest: built.Digest, Stages: built.Stages,
-		Platforms: make([]*Result, len(built.Platforms)), index: built.index, published: built.published}
-	res.Target = target(pub)
-	for i, p := range built.Platforms {
-		res.Platforms[i] = p.movedTo(res.Target)
-	}
-	err := TimePhase(&res.Phases, "tag", func() error { return pub.CommitIndex(ctx, built.index, built.published) })
-	if err != nil {
-		err = fmt.Errorf("tag: %w", err)
-		res.Error = err.Error()
-		return res, err
-	}
-	res.Tagged = true
-	return res, nil
 }
 
 // NewIndex returns the OCI index of the platform images (in the order

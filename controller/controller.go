@@ -34,8 +34,6 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/sigstore/sigstore/pkg/signature"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,9 +44,9 @@ import (
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/build"
 	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/pipeline"
 	"github.com/oslayer/oslayer/preflight"
 	"github.com/oslayer/oslayer/publish"
-	"github.com/oslayer/oslayer/render"
 	"github.com/oslayer/oslayer/sign"
 )
 
@@ -92,10 +90,10 @@ type Reconciler struct {
 	// cluster keeps many.
 	APIReader client.Reader
 
-	namespaces []string   // the watched namespaces (none: all)
-	keys       keyCache   // decrypted signing keys
-	pushed     sharedPush // what builds learnt about the target repositories
-	jobRetries jobRetries // when failed build Jobs are retried
+	namespaces []string      // the watched namespaces (none: all)
+	keys       pipeline.Keys // decrypted signing keys
+	pushed     sharedPush    // what builds learnt about the target repositories
+	jobRetries jobRetries    // when failed build Jobs are retried
 	// openShift is set once the controller watches MachineConfigPools and
 	// MachineConfigs (SetupWithManager, or later when the cluster starts
 	// serving the MachineConfig API: openshiftapi.go).
@@ -321,38 +319,34 @@ func (r *Reconciler) run(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs
 	reg.Keychain = kc
 	shared, conns := r.pushed.options(cred)
 	reg.Shared = conns
-	stages, err := r.stages(ctx, pi, &reg, log)
+	rd := Read{OSCs: byKind["OSC"], MachineConfigs: byKind["MachineConfig"], MachineConfigPools: byKind["MachineConfigPool"],
+		SecretsDir: secretsDir, Registry: &reg, IndexCacheDir: r.Options.IndexCacheDir}
+	if rd.SigningKey, err = r.signingKey(ctx, pi); err != nil {
+		return nil, "config", err
+	}
+	if r.pod {
+		if rd.Packages, err = r.packageInputs(pi, in); err != nil {
+			return nil, "config", err
+		}
+	}
+	spec, err := SpecOf(pi, rd)
 	if err != nil {
 		return nil, "config", err
 	}
 	// Small images: a blob goes in one PUT after its POST.
-	popts := append([]publish.Option{publish.WithLogger(log), publish.WithSingleRequestUploads()}, shared...)
-	pub, err := publish.New(pi.Spec.Target, &reg, popts...)
+	p, err := pipeline.New(spec, pipeline.Env{Version: r.Options.Version, Logger: log, PackageLog: r.buildLog,
+		Publish: append([]publish.Option{publish.WithSingleRequestUploads()}, shared...), Keys: &r.keys})
 	if err != nil {
-		return nil, "config", fmt.Errorf("spec.target: %w", err)
+		return nil, "config", specError(err)
 	}
-	pool := poolName(pi)
-	req := build.Request{
-		Render: render.Request{
-			OSCs: byKind["OSC"], MachineConfigs: byKind["MachineConfig"], MachineConfigPools: byKind["MachineConfigPool"],
-			Pool: pool, SecretsDir: secretsDir, BakeSecrets: pi.Spec.BakeSecrets,
-		},
-		Base:     pi.Spec.Base,
-		Registry: &reg,
-		Arch:     pi.Spec.Arch,
-		Version:  r.Options.Version,
-		Flags: build.OutputFlags{Pool: pool, Base: pi.Spec.Base, BaseIndex: build.BaseIndexAuto, Arch: pi.Spec.Arch,
-			BakeSecrets: pi.Spec.BakeSecrets}.Map(),
-		Logger:    log,
-		BaseIndex: build.BaseIndexAuto,
-		Index:     build.IndexOptions{CacheDir: r.Options.IndexCacheDir, Registry: &reg, Logger: log},
+	defer p.Close()
+	res, err := p.Run(ctx)
+	if res != nil && res.IsIndex() && len(res.Platforms) > 0 {
+		// The status of a multi-platform image names the first
+		// platform's inputs and base (each platform image's labels name
+		// its own).
+		res.InputsDigest, res.Base = res.Platforms[0].InputsDigest, res.Platforms[0].Base
 	}
-	if r.pod {
-		if req.Packages, err = r.packageStage(pi, in, &reg); err != nil {
-			return nil, "config", err
-		}
-	}
-	res, err := build.Build(ctx, req, pub, stages...)
 	if err != nil {
 		r.pushed.forget()
 		step := "build"
@@ -399,30 +393,10 @@ func (r *Reconciler) keychain(ctx context.Context, pi *v1alpha1.PoolImage, dir s
 	return kc, cred, err
 }
 
-// stages are the preflight and signing stages of the PoolImage.
-func (r *Reconciler) stages(ctx context.Context, pi *v1alpha1.PoolImage, reg *registry.Options, log *slog.Logger) ([]build.Stage, error) {
-	// The registry keeps a manifest under its digest only with exactly
-	// the bytes written: reading the written image back tells nothing new.
-	po := preflight.Options{Log: log, MaxAddedBytes: 2 << 30, NoReadBack: true}
-	if pf := pi.Spec.Preflight; pf != nil {
-		po.Skip, po.ExpectVersion = pf.Skip, pf.ExpectVersion
-		po.FatalWarnings, po.DenyUsrOverride = pf.FatalWarnings, pf.DenyUsrOverride
-		po.AllowSecrets = pf.AllowSecrets
-		if pf.MaxAddedBytes != "" {
-			n, err := preflight.ParseBytes(pf.MaxAddedBytes)
-			if err != nil {
-				return nil, fmt.Errorf("spec.preflight.maxAddedBytes: %w", err)
-			}
-			po.MaxAddedBytes = n
-		}
-	}
-	po.Open = func(ctx context.Context, ref string, pl *v1.Platform) (v1.Image, error) {
-		img, _, err := reg.Image(ctx, ref, pl)
-		return img, err
-	}
-	stages := preflight.Stages(po)
+// signingKey reads spec.signing.keySecret (nil without signing).
+func (r *Reconciler) signingKey(ctx context.Context, pi *v1alpha1.PoolImage) (*sign.KeyMaterial, error) {
 	if pi.Spec.Signing == nil {
-		return stages, nil
+		return nil, nil
 	}
 	name := pi.Spec.Signing.KeySecret.Name
 	s, err := r.credential(ctx, pi.Namespace, name, "spec.signing.keySecret")
@@ -436,12 +410,7 @@ func (r *Reconciler) stages(ctx context.Context, pi *v1alpha1.PoolImage, reg *re
 	if p, ok := s.Data[sign.SecretPasswordField]; ok {
 		km.Password, km.HasPassword = p, true
 	}
-	sv, err := r.keys.signer(km)
-	if err != nil {
-		return nil, fmt.Errorf("spec.signing.keySecret: %w", err)
-	}
-	kf := func(context.Context) (signature.SignerVerifier, error) { return sv, nil }
-	return append(stages, sign.Stages(kf, sign.WithRegistry(reg), sign.WithVersion(r.Options.Version), sign.WithLogger(log))...), nil
+	return km, nil
 }
 
 // imagePresent reports whether the image is still in the registry (a

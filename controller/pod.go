@@ -20,10 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
-	"github.com/oslayer/oslayer/build"
-	"github.com/oslayer/oslayer/internal/registry"
-	"github.com/oslayer/oslayer/packagestage/bud"
-	"github.com/oslayer/oslayer/publish"
+	"github.com/oslayer/oslayer/pipeline"
 	"github.com/oslayer/oslayer/sign"
 )
 
@@ -150,14 +147,15 @@ func ParseObjectKey(s string) (ns, name string, err error) {
 	return ns, name, nil
 }
 
-// packageStage is the build pod's package stage for the PoolImage: the
-// user Containerfile and repository definitions read with the inputs (so
-// they are what the sources digest covers), the build arguments of the
-// spec, the build secrets from their mounted volumes, the package base
-// pushed into the target's repository. A pool without package inputs
-// runs none (builder asks the stage, which finds nothing to do).
-func (r *Reconciler) packageStage(pi *v1alpha1.PoolImage, in *inputs, reg *registry.Options) (build.PackageStage, error) {
-	c := bud.Config{Registry: reg, Log: r.buildLog}
+// packageInputs are the build pod's package stage inputs for the
+// PoolImage: the user Containerfile and repository definitions read with
+// the inputs (so they are what the sources digest covers), the build
+// arguments of the spec, the build secrets from their mounted volumes
+// (the package base goes into the target's repository). A pool without
+// package inputs runs none (builder asks the stage, which finds nothing
+// to do).
+func (r *Reconciler) packageInputs(pi *v1alpha1.PoolImage, in *inputs) (*pipeline.Packages, error) {
+	c := &pipeline.Packages{}
 	for _, d := range in.docs {
 		switch d.Kind {
 		case kindContainerfile:
@@ -186,10 +184,5 @@ func (r *Reconciler) packageStage(pi *v1alpha1.PoolImage, in *inputs, reg *regis
 			c.Secrets[s.ID] = f
 		}
 	}
-	t, err := publish.ParseTarget(pi.Spec.Target)
-	if err != nil {
-		return nil, fmt.Errorf("spec.target: %w", err)
-	}
-	c.Repository = t.Context().Name()
-	return bud.New(c), nil
+	return c, nil
 }

@@ -33,6 +33,7 @@ package fleet
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,8 +46,10 @@ import (
 
 	"github.com/oslayer/oslayer/build"
 	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/pipeline"
 	"github.com/oslayer/oslayer/preflight"
 	"github.com/oslayer/oslayer/publish"
+	"github.com/oslayer/oslayer/sign"
 )
 
 // MaxPlanSize bounds the plan file.
@@ -82,6 +85,9 @@ type Settings struct {
 	Secrets       string   `json:"secrets,omitempty"`
 	BakeSecrets   *bool    `json:"bakeSecrets,omitempty"`
 	AllowTopLevel []string `json:"allowTopLevel,omitempty"`
+	// Strict refuses OperatingSystemConfig fields the OSC API does not
+	// have (oslayer build --strict).
+	Strict *bool `json:"strict,omitempty"`
 	// Base is the base image ("" for MachineConfig pools: their osImageURL).
 	Base string `json:"base,omitempty"`
 	// Target is REG/REPO[:TAG] or oci:DIR[:TAG]; {cluster} and {pool}
@@ -94,6 +100,12 @@ type Settings struct {
 	// SignKey is a cosign key file (or Secret manifest); empty: unsigned.
 	SignKey             string `json:"signKey,omitempty"`
 	SignKeyPasswordFile string `json:"signKeyPasswordFile,omitempty"`
+	// SignReferrers also attaches the signature as an OCI 1.1 referrer;
+	// SignIdentity is, for an OCI layout target, the repository nodes
+	// pull the image from (oslayer build --sign-referrers,
+	// --sign-identity).
+	SignReferrers *bool  `json:"signReferrers,omitempty"`
+	SignIdentity  string `json:"signIdentity,omitempty"`
 	// BaseIndex is "auto" (default) or "off".
 	BaseIndex string     `json:"baseIndex,omitempty"`
 	Preflight *Preflight `json:"preflight,omitempty"`
@@ -108,6 +120,10 @@ type Preflight struct {
 	AllowSecrets    []string `json:"allowSecrets,omitempty"`
 	MaxAddedBytes   string   `json:"maxAddedBytes,omitempty"`
 	DenyUsrOverride *bool    `json:"denyUsrOverride,omitempty"`
+	// WarnLayers and MaxLayers are the layer count limits (0: inherited,
+	// else the defaults 127 and 500).
+	WarnLayers int `json:"warnLayers,omitempty"`
+	MaxLayers  int `json:"maxLayers,omitempty"`
 }
 
 // Pool is one pool with every setting resolved.
@@ -445,6 +461,12 @@ func (s Settings) merge(o Settings) Settings {
 		}
 		return a
 	}
+	num := func(a, b int) int {
+		if b != 0 {
+			return b
+		}
+		return a
+	}
 	boolp := func(a, b *bool) *bool {
 		if b != nil {
 			return b
@@ -458,11 +480,14 @@ func (s Settings) merge(o Settings) Settings {
 		Secrets:             str(s.Secrets, o.Secrets),
 		BakeSecrets:         boolp(s.BakeSecrets, o.BakeSecrets),
 		AllowTopLevel:       cat(s.AllowTopLevel, o.AllowTopLevel),
+		Strict:              boolp(s.Strict, o.Strict),
 		Base:                str(s.Base, o.Base),
 		Target:              str(s.Target, o.Target),
 		Arch:                str(s.Arch, o.Arch),
 		SignKey:             str(s.SignKey, o.SignKey),
 		SignKeyPasswordFile: str(s.SignKeyPasswordFile, o.SignKeyPasswordFile),
+		SignReferrers:       boolp(s.SignReferrers, o.SignReferrers),
+		SignIdentity:        str(s.SignIdentity, o.SignIdentity),
 		BaseIndex:           str(s.BaseIndex, o.BaseIndex),
 	}
 	if s.Preflight != nil || o.Preflight != nil {
@@ -481,6 +506,8 @@ func (s Settings) merge(o Settings) Settings {
 			AllowSecrets:    cat(a.AllowSecrets, b.AllowSecrets),
 			MaxAddedBytes:   str(a.MaxAddedBytes, b.MaxAddedBytes),
 			DenyUsrOverride: boolp(a.DenyUsrOverride, b.DenyUsrOverride),
+			WarnLayers:      num(a.WarnLayers, b.WarnLayers),
+			MaxLayers:       num(a.MaxLayers, b.MaxLayers),
 		}
 	}
 	return r
@@ -509,4 +536,92 @@ func (p *Pool) validate(add func(path, format string, args ...any)) {
 	if p.SignKeyPasswordFile != "" && p.SignKey == "" {
 		add(p.Path+".signKeyPasswordFile", "needs signKey")
 	}
+	if (p.SignIdentity != "" || isTrue(p.SignReferrers)) && p.SignKey == "" {
+		add(p.Path+".signKey", "signIdentity and signReferrers need signKey")
+	}
+	// What only the merged pool can tell (the layer limits of several
+	// levels, signIdentity with the target); check reported the rest at
+	// the level that sets it.
+	spec, err := p.spec(Options{}, false)
+	err = errors.Join(err, spec.Check())
+	var pe *pipeline.Error
+	for _, e := range unjoin(err) {
+		switch {
+		case !errors.As(e, &pe):
+			add(p.Path, "%v", e)
+		case pe.Field == "preflight.warnLayers":
+			add(p.Path+".preflight.warnLayers", "%v", pe.Err)
+		case pe.Field == "signing.identity":
+			add(p.Path+".signIdentity", "%v", pe.Err)
+		}
+	}
+}
+
+// unjoin lists the errors err joins, and those they join (err itself
+// when it joins none).
+func unjoin(err error) []error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		if err == nil {
+			return nil
+		}
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, unjoin(e)...)
+	}
+	return out
+}
+
+// Spec maps the resolved pool onto the build specification: osc,
+// machineConfig, machineConfigPool, secrets, bakeSecrets, strict and
+// allowTopLevel onto Inputs (with the run's SOURCE_DATE_EPOCH and
+// imageRef bounds), base, arch, target, baseIndex onto the fields of
+// those names, the run's registry flags onto Registry and its cache onto
+// IndexCacheDir, preflight onto Preflight, signKey, signKeyPasswordFile (else the run's password),
+// signReferrers and signIdentity onto Signing. A fleet runs no package
+// stage (Absent). It reads the signing key.
+func (p *Pool) Spec(o Options) (pipeline.Spec, error) { return p.spec(o, true) }
+
+// spec is Spec; without readKey the signing key is not read (Signing.Key
+// nil), for checking the plan.
+func (p *Pool) spec(o Options, readKey bool) (pipeline.Spec, error) {
+	arch, _ := pipeline.ParseArch(p.Arch) // checked by Load
+	s := pipeline.Spec{
+		Inputs: pipeline.Inputs{
+			Pool: p.Name, OSCs: p.OSC, MachineConfigs: p.MachineConfig, MachineConfigPools: p.MachineConfigPool,
+			SecretsDir: p.Secrets, BakeSecrets: p.bake(), Strict: isTrue(p.Strict), AllowTopLevel: p.AllowTopLevel,
+			Epoch: o.Epoch, ImageRefs: &pipeline.ImageRefs{Budget: o.ImageBudget, Timeout: o.ImageTimeout},
+		},
+		Base: p.Base, Arch: arch, Target: p.Target, Registry: o.Registry,
+		BaseIndex: p.BaseIndex, IndexCacheDir: o.IndexCacheDir,
+	}
+	if pf := p.Preflight; pf != nil {
+		s.Preflight = pipeline.Preflight{Skip: pf.Skip, ExpectVersion: pf.ExpectVersion, FatalWarnings: isTrue(pf.FatalWarnings),
+			DenyUsrOverride: isTrue(pf.DenyUsrOverride), RequireBase: pf.RequireBase, AllowSecrets: pf.AllowSecrets,
+			WarnLayers: pf.WarnLayers, MaxLayers: pf.MaxLayers}
+		if pf.MaxAddedBytes != "" {
+			n, err := preflight.ParseBytes(pf.MaxAddedBytes)
+			if err != nil {
+				return s, &pipeline.Error{Step: "preflight", Field: "preflight.maxAddedBytes", Err: fmt.Errorf("%q: %v", pf.MaxAddedBytes, err)}
+			}
+			s.Preflight.MaxAddedBytes = n
+		}
+	}
+	if p.SignKey != "" {
+		var km *sign.KeyMaterial
+		if readKey {
+			var err error
+			if km, err = sign.ReadKey(p.SignKey); err != nil {
+				return s, &pipeline.Error{Step: sign.StageSign, Err: fmt.Errorf("%s: %w", sign.StageSign, err)}
+			}
+		}
+		pass := sign.Password(o.Password)
+		if p.SignKeyPasswordFile != "" {
+			pass = sign.PasswordFile(p.SignKeyPasswordFile)
+		}
+		s.Signing = &pipeline.Signing{Key: km, Password: pass, Referrers: isTrue(p.SignReferrers), Identity: p.SignIdentity}
+	}
+	return s, nil
 }

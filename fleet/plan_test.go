@@ -99,7 +99,8 @@ clusters:
     base: 127.0.0.1:5000/fcos:1
     osc: [missing.yaml]
     baseIndex: sometimes
-    preflight: {skip: [nope], maxAddedBytes: lots}
+    signIdentity: 127.0.0.1:5000/os/w
+    preflight: {skip: [nope], maxAddedBytes: lots, warnLayers: 60, maxLayers: 50}
   - name: x
     machineConfig: [mcs]
 - name: a
@@ -129,6 +130,8 @@ clusters:
 		`clusters[1].pools[0].baseIndex: "sometimes"`,
 		`clusters[1].pools[0].preflight.skip[0]: "nope": no such check`,
 		`clusters[1].pools[0].preflight.maxAddedBytes: "lots"`,
+		`clusters[1].pools[0].preflight.warnLayers: 60 must be below maxLayers 50`,
+		`clusters[1].pools[0].signKey: signIdentity and signReferrers need signKey`,
 		`clusters[1].pools[1].machineConfig[0]: `,
 		`clusters[2].name: "a" is also the name of clusters[0]`,
 		`clusters[2].pools: no pools`,
@@ -141,7 +144,7 @@ clusters:
 		t.Log(err)
 	}
 	var errs Errors
-	if !asErrors(err, &errs) || len(errs) < 13 {
+	if !asErrors(err, &errs) || len(errs) < 15 {
 		t.Errorf("want every error listed, got %d", len(errs))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,10 +18,10 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/oslayer/oslayer/build"
 	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/pipeline"
 	"github.com/oslayer/oslayer/preflight"
 	"github.com/oslayer/oslayer/publish"
 	"github.com/oslayer/oslayer/render"
@@ -91,7 +92,7 @@ type run struct {
 	bases map[string]*baseEntry
 	// platLists are the platforms of bases that arch: all pools build for.
 	platLists map[string]*platformsEntry
-	keys      map[string]*keyEntry
+	keys      pipeline.Keys
 	repoIdx   map[string]bool // repositories that get the base index artifact
 	// imageOpts configure every imageRef reader; platImages are the
 	// readers of multi-platform pools, by platform.
@@ -117,12 +118,6 @@ type platformsEntry struct {
 	err       error
 }
 
-type keyEntry struct {
-	once sync.Once
-	sv   signature.SignerVerifier
-	err  error
-}
-
 // Run builds every pool, Jobs at a time, and returns the summary. Pools
 // are independent: one failing never stops another. Run returns an error
 // only when it could not start.
@@ -134,29 +129,7 @@ type keyEntry struct {
 // (the registry already has the image and its signature, so nothing else
 // is written). Its pool label and provenance name the pools it serves.
 func Run(ctx context.Context, pools []Pool, o Options) (*Summary, error) {
-	if o.Registry == nil {
-		o.Registry = &registry.Options{}
-	}
-	if o.Jobs <= 0 {
-		o.Jobs = 4
-	}
-	if o.Registry.Transport == nil {
-		// One transport for every pool, keeping a connection per request
-		// that may be under way at once (pools × blob uploads).
-		ro := *o.Registry
-		uploads := max(ro.Jobs, 4)
-		tr := remote.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = max(tr.MaxIdleConnsPerHost, o.Jobs*(uploads+1))
-		tr.MaxIdleConns = max(tr.MaxIdleConns, 2*tr.MaxIdleConnsPerHost)
-		ro.Transport = tr
-		o.Registry = &ro
-	}
-	if o.Registry.Shared == nil {
-		// Signing, the base and its index connect once per repository.
-		ro := *o.Registry
-		ro.Shared = &registry.Connections{}
-		o.Registry = &ro
-	}
+	o.shareRegistry()
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -169,7 +142,7 @@ func Run(ctx context.Context, pools []Pool, o Options) (*Summary, error) {
 		iopts = append(iopts, imageref.WithTimeout(o.ImageTimeout))
 	}
 	r := &run{o: o, log: log, images: imageref.New(o.Registry, iopts...), imageOpts: iopts,
-		bases: map[string]*baseEntry{}, platLists: map[string]*platformsEntry{}, keys: map[string]*keyEntry{}, repoIdx: map[string]bool{}, platImages: map[string]*imageref.Reader{}}
+		bases: map[string]*baseEntry{}, platLists: map[string]*platformsEntry{}, repoIdx: map[string]bool{}, platImages: map[string]*imageref.Reader{}}
 	defer func() {
 		r.images.Close()
 		for _, ir := range r.platImages {
@@ -222,6 +195,34 @@ func Run(ctx context.Context, pools []Pool, o Options) (*Summary, error) {
 	return sum, nil
 }
 
+// shareRegistry sets the defaults of a run: one transport and one set of
+// connections for every pool, Jobs.
+func (o *Options) shareRegistry() {
+	if o.Registry == nil {
+		o.Registry = &registry.Options{}
+	}
+	if o.Jobs <= 0 {
+		o.Jobs = 4
+	}
+	if o.Registry.Transport == nil {
+		// One transport for every pool, keeping a connection per request
+		// that may be under way at once (pools × blob uploads).
+		ro := *o.Registry
+		uploads := max(ro.Jobs, 4)
+		tr := remote.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = max(tr.MaxIdleConnsPerHost, o.Jobs*(uploads+1))
+		tr.MaxIdleConns = max(tr.MaxIdleConns, 2*tr.MaxIdleConnsPerHost)
+		ro.Transport = tr
+		o.Registry = &ro
+	}
+	if o.Registry.Shared == nil {
+		// Signing, the base and its index connect once per repository.
+		ro := *o.Registry
+		ro.Shared = &registry.Connections{}
+		o.Registry = &ro
+	}
+}
+
 // parallel runs f(0..n-1), jobs at a time.
 func parallel(jobs, n int, f func(i int)) {
 	work := make(chan int)
@@ -245,15 +246,17 @@ func parallel(jobs, n int, f func(i int)) {
 // prepared is a pool with its shared base resolved and its content
 // rendered, or its result when that failed (done).
 type prepared struct {
-	pool   *Pool
-	at     int // position in the pools Run builds
-	res    PoolResult
-	done   bool
-	start  time.Time
-	mode   string
-	repo   string
-	base   *build.Base
-	stages []build.Stage
+	pool  *Pool
+	at    int // position in the pools Run builds
+	res   PoolResult
+	done  bool
+	start time.Time
+	mode  string
+	repo  string
+	base  *build.Base
+	// pipe is the pool's pipeline (its Spec made ready: publisher,
+	// stages, request).
+	pipe *pipeline.Pipeline
 	// rendered is nil for a pool that takes its base from its
 	// MachineConfigs (builder renders it twice); renderSecs its time.
 	rendered   *render.Result
@@ -270,11 +273,10 @@ type prepared struct {
 	// MachineConfigs: build.BuildMulti resolves and renders).
 	platforms []platformRender
 	// same is the first pool of its group when this pool shares its
-	// image (nil for the first); image and multi are the first pool's
-	// build (of an image, of an index), kept while its group is built.
+	// image (nil for the first); built is the first pool's build (of an
+	// image or an index), kept while its group is built.
 	same  *prepared
-	image *build.Result
-	multi *build.MultiResult
+	built *build.Result
 }
 
 // platformRender is one platform of a multi-platform pool, rendered onto
@@ -308,22 +310,21 @@ func (r *run) prepare(ctx context.Context, p *Pool) (pr *prepared) {
 	if pr.mode == "" {
 		pr.mode = build.BaseIndexAuto
 	}
-	if !registry.IsLayout(p.Target) {
-		t, err := publish.ParseTarget(p.Target)
-		if err != nil {
-			return fail("push", KindInput, err)
-		}
-		pr.repo = t.Context().Name()
-	} else {
-		dir, _, _ := registry.SplitLayout(p.Target)
-		pr.repo = registry.LayoutPrefix + dir
-	}
-	var err error
-	if pr.stages, err = r.stages(p); err != nil {
-		return fail(sign.StageSign, KindInput, err)
-	}
 	if arches, _ := build.ParseArches(p.Arch); len(arches) > 1 || arches[0] == build.ArchAll {
 		pr.arches = arches
+	}
+	var err error
+	if pr.pipe, err = r.pipeline(p, pr.arches != nil); err != nil {
+		step := "push"
+		if pe := (*pipeline.Error)(nil); errors.As(err, &pe) {
+			step = pe.Step
+		}
+		return fail(step, KindInput, err)
+	}
+	pr.repo = pr.pipe.Repository
+	if pr.repo == "" {
+		dir, _, _ := registry.SplitLayout(p.Target)
+		pr.repo = registry.LayoutPrefix + dir
 	}
 	if p.Base == "" {
 		// The base comes from the MachineConfigs: builder renders (and
@@ -331,56 +332,74 @@ func (r *run) prepare(ctx context.Context, p *Pool) (pr *prepared) {
 		pr.prepSecs = time.Since(pr.start).Seconds()
 		return pr
 	}
-	indexRepo := pr.repo
-	if registry.IsLayout(indexRepo) {
-		indexRepo = ""
-	}
-	renderFailed := func(what string, err error) *prepared {
-		pr.res.Phases = []build.Phase{{Name: "render", Seconds: pr.renderSecs}}
-		return fail("render", stepKind(ctx, "render"), fmt.Errorf("%srender: %w", what, err))
-	}
-	if pr.arches != nil {
-		// Each platform is rendered once, here, onto the run's shared
-		// base of that platform with that platform's imageRef content;
-		// build.BuildMulti takes these renders (see buildMulti).
-		platforms, err := r.platforms(ctx, p.Base, pr.arches)
-		if err != nil {
-			return fail("base", KindRun, err)
+	if f := r.renderShared(ctx, pr); f != nil {
+		if f.step == "render" {
+			pr.res.Phases = []build.Phase{{Name: "render", Seconds: pr.renderSecs}}
 		}
-		for _, pl := range platforms {
-			b := r.base(ctx, p.Base, pl.Architecture, pr.mode, indexRepo)
-			if b.err != nil {
-				return fail(b.step, KindRun, fmt.Errorf("platform %s: %w", pl.String(), b.err))
-			}
-			rd, secs, err := r.render(ctx, p, b.base, pr.mode, r.platformImages(pl))
-			pr.renderSecs += secs
-			if err != nil {
-				return renderFailed("platform "+pl.String()+": ", err)
-			}
-			pr.platforms = append(pr.platforms, platformRender{platform: pl, base: b.base, rendered: rd, secs: secs})
-		}
-	} else {
-		b := r.base(ctx, p.Base, p.Arch, pr.mode, indexRepo)
-		if b.err != nil {
-			return fail(b.step, KindRun, b.err)
-		}
-		pr.base = b.base
-		pr.rendered, pr.renderSecs, err = r.render(ctx, p, pr.base, pr.mode, r.images)
-		if err != nil {
-			return renderFailed("", err)
-		}
+		return fail(f.step, f.kind, f.err)
 	}
 	pr.key = pr.identity()
 	pr.prepSecs = time.Since(pr.start).Seconds() - pr.renderSecs
 	return pr
 }
 
-// render renders pool p onto base (onto its index unless mode is off),
-// reading imageRef files through images; it returns the render's time.
-func (r *run) render(ctx context.Context, p *Pool, base *build.Base, mode string, images model.ImageFiles) (*render.Result, float64, error) {
-	rreq := r.renderRequest(p)
+// failure is where and why preparing a pool stopped.
+type failure struct {
+	step, kind string
+	err        error
+}
+
+// renderShared renders the pool onto the run's shared base (resolved and
+// indexed once for every pool that names it): a multi-platform pool once
+// per platform, onto that platform's base with its imageRef content
+// (build.Build takes these renders: see handOver).
+func (r *run) renderShared(ctx context.Context, pr *prepared) *failure {
+	p := pr.pool
+	indexRepo := pr.repo
+	if registry.IsLayout(indexRepo) {
+		indexRepo = ""
+	}
+	renderFailed := func(what string, err error) *failure {
+		return &failure{"render", stepKind(ctx, "render"), fmt.Errorf("%srender: %w", what, err)}
+	}
+	if pr.arches == nil {
+		b := r.base(ctx, p.Base, p.Arch, pr.mode, indexRepo)
+		if b.err != nil {
+			return &failure{b.step, KindRun, b.err}
+		}
+		pr.base = b.base
+		var err error
+		if pr.rendered, pr.renderSecs, err = r.render(ctx, pr, pr.base, pr.pipe.Request.Render.Images); err != nil {
+			return renderFailed("", err)
+		}
+		return nil
+	}
+	platforms, err := r.platforms(ctx, p.Base, pr.arches)
+	if err != nil {
+		return &failure{"base", KindRun, err}
+	}
+	for _, pl := range platforms {
+		b := r.base(ctx, p.Base, pl.Architecture, pr.mode, indexRepo)
+		if b.err != nil {
+			return &failure{b.step, KindRun, fmt.Errorf("platform %s: %w", pl.String(), b.err)}
+		}
+		rd, secs, err := r.render(ctx, pr, b.base, r.platformImages(pl))
+		pr.renderSecs += secs
+		if err != nil {
+			return renderFailed("platform "+pl.String()+": ", err)
+		}
+		pr.platforms = append(pr.platforms, platformRender{platform: pl, base: b.base, rendered: rd, secs: secs})
+	}
+	return nil
+}
+
+// render renders the pool onto base (onto its index unless the base
+// index is off), reading imageRef files through images; it returns the
+// render's time.
+func (r *run) render(ctx context.Context, pr *prepared, base *build.Base, images model.ImageFiles) (*render.Result, float64, error) {
+	rreq := pr.pipe.Request.Render
 	rreq.Images = images
-	if base.Index != nil && mode != build.BaseIndexOff {
+	if base.Index != nil && pr.mode != build.BaseIndexOff {
 		rreq.Base = base.Index.FS()
 	}
 	rreq.BaseName = fmt.Sprintf("base %s (%s)", base.Ref, base.Digest)
@@ -389,15 +408,37 @@ func (r *run) render(ctx context.Context, p *Pool, base *build.Base, mode string
 	return rd, time.Since(t0).Seconds(), err
 }
 
-func (r *run) renderRequest(p *Pool) render.Request {
-	return render.Request{
-		OSCs: p.OSC, MachineConfigs: p.MachineConfig, MachineConfigPools: p.MachineConfigPool,
-		Pool: p.Name, SecretsDir: p.Secrets, BakeSecrets: p.bake(), AllowTopLevel: p.AllowTopLevel,
-		Epoch: r.o.Epoch, Images: r.images,
+// pipeline makes the pool's pipeline from its Spec, with what the run
+// shares: the publisher's sessions and known blobs (the sole writer of
+// its tags: see Run), the decrypted keys, the imageRef readers.
+func (r *run) pipeline(p *Pool, multi bool) (*pipeline.Pipeline, error) {
+	spec, err := p.Spec(r.o)
+	if err != nil {
+		return nil, err
 	}
+	popts := []publish.Option{publish.WithKnownBlobs(&r.known), publish.WithSessions(&r.sessions),
+		publish.WithSoleWriter(), publish.WithSingleRequestUploads()}
+	if !multi {
+		// A single image: its manifest is put once, by tag, after every
+		// stage (no stage reads it back). An index's platform images
+		// must be there by digest before the index.
+		popts = append(popts, publish.WithManifestByTag())
+	}
+	images := func(pl *v1.Platform) model.ImageFiles {
+		if pl == nil {
+			return r.images
+		}
+		return r.platformImages(*pl)
+	}
+	// Each image is signed by one pool (see Run): the signer is the sole
+	// writer of its signature and attestation tags.
+	return pipeline.New(spec, pipeline.Env{Version: r.o.Version, Logger: r.log, Publish: popts,
+		Sign: []sign.Option{sign.WithSoleWriter()}, Keys: &r.keys, Images: images, PublishBaseIndex: true})
 }
 
-func (p *Pool) bake() bool { return p.BakeSecrets != nil && *p.BakeSecrets }
+func (p *Pool) bake() bool { return isTrue(p.BakeSecrets) }
+
+func isTrue(b *bool) bool { return b != nil && *b }
 
 // identity is what makes two pools one image: the target repository, the
 // base, every option that reaches the image or its checks, and the
@@ -480,20 +521,18 @@ func (r *run) buildGroup(ctx context.Context, g []*prepared) []*prepared {
 			continue
 		}
 		// Only the tag moves to the first pool's image or index: it was
-		// checked, pushed and signed already (see moveTag, buildMulti).
+		// checked, pushed and signed already (see moveTag).
 		pr.same = lead
 		r.buildPool(ctx, pr, lead.rendered, strings.Join(label, ","))
 	}
 	// The group is done: its image need not stay in memory.
-	lead.image, lead.multi = nil, nil
+	lead.built = nil
 	return g
 }
 
 // buildPool builds one prepared pool under the pool label name, from
-// rendered (nil: builder renders); a panic
-// fails only this pool.
+// rendered (nil: builder renders); a panic fails only this pool.
 func (r *run) buildPool(ctx context.Context, pr *prepared, rendered *render.Result, name string) {
-	p := pr.pool
 	res := &pr.res
 	start := time.Now()
 	defer func() {
@@ -502,169 +541,121 @@ func (r *run) buildPool(ctx context.Context, pr *prepared, rendered *render.Resu
 		}
 		res.Seconds = pr.prepSecs + pr.renderSecs + time.Since(start).Seconds()
 	}()
-	// Every tag belongs to one pool, and the first image of a repository
-	// is written alone: the publisher is the sole writer (see Run).
-	popts := []publish.Option{publish.WithLogger(r.log), publish.WithKnownBlobs(&r.known),
-		publish.WithSessions(&r.sessions), publish.WithSoleWriter(), publish.WithSingleRequestUploads()}
-	if pr.arches == nil {
-		// A single image: its manifest is put once, by tag, after every
-		// stage (no stage reads it back: see stages). An index's platform
-		// images must be there by digest before the index.
-		popts = append(popts, publish.WithManifestByTag())
-	}
-	pub, err := publish.New(p.Target, r.o.Registry, popts...)
-	if err != nil {
-		res.fail("push", KindInput, err)
+	if pr.same != nil {
+		r.moveTag(ctx, pr)
 		return
 	}
-	if pr.same != nil && pr.arches == nil {
-		r.moveTag(ctx, pr, pub)
-		return
-	}
-	rreq := r.renderRequest(p)
-	rreq.Pool = name
-	req := build.Request{
-		Render:    rreq,
-		Base:      p.Base,
-		BaseImage: pr.base,
-		Registry:  r.o.Registry,
-		Arch:      p.Arch,
-		Version:   r.o.Version,
-		Flags: build.OutputFlags{Pool: name, Base: p.Base, BaseIndex: pr.mode, Arch: p.Arch,
-			BakeSecrets: p.bake(), AllowTopLevel: p.AllowTopLevel}.Map(),
-		Logger:    r.log,
-		BaseIndex: pr.mode,
-		Index:     build.IndexOptions{CacheDir: r.o.IndexCacheDir, Registry: r.o.Registry, Logger: r.log},
-	}
+	req := pr.pipe.Request
+	// The image serves every pool of its group: its pool label and
+	// provenance name them all.
+	req.Render.Pool, req.Flags["pool"] = name, name
+	req.BaseImage = pr.base
 	if rendered != nil {
 		req.Renderer = func(context.Context, render.Request) (*render.Result, error) { return rendered, nil }
 	}
-	if !registry.IsLayout(pr.repo) && (pr.arches != nil || r.firstInRepo(pr.repo, pr.base)) {
+	if req.Index.Repository != "" && pr.arches == nil && !r.firstInRepo(pr.repo, pr.base) {
 		// The base index artifact goes once into every target repository.
-		req.Index.Repository = pr.repo
+		req.Index.Repository = ""
 	}
-	if pr.arches != nil {
-		r.buildMulti(ctx, pr, req, pub)
-		return
+	if pr.platforms != nil {
+		r.handOver(&req, pr.platforms)
 	}
-	br, err := build.Build(ctx, req, pub, pr.stages...)
-	pr.image = br
+	br, err := build.Build(ctx, req, pr.pipe.Publisher, pr.pipe.Stages...)
+	pr.built = br
 	r.record(ctx, pr, br, err)
 }
 
-// moveTag moves the tag of a single-image pool that shares the image of
-// its group's first pool (pr.same) to it with build.TagImage: the image
-// passed the checks, was pushed and signed (its signature is per digest)
-// when that pool built it, so nothing is assembled, checked, uploaded or
-// signed again. The registry sees a look at the tag and, unless it names
-// the image already, one PUT of the manifest by tag.
-func (r *run) moveTag(ctx context.Context, pr *prepared, pub *publish.Publisher) {
-	br, err := build.TagImage(ctx, pr.same.image, pub)
+// handOver gives a multi-platform build what prepare did: each
+// platform's base (and its index), resolved once for every pool of the
+// run as a single-platform pool's is, and the platform's render onto it.
+func (r *run) handOver(req *build.Request, platforms []platformRender) {
+	byPlatform := map[string]*platformRender{}
+	for i := range platforms {
+		pl := &platforms[i]
+		req.Resolved = append(req.Resolved, pl.platform)
+		byPlatform[pl.platform.String()] = pl
+	}
+	req.Bases = func(_ context.Context, p v1.Platform) (*build.Base, error) {
+		if pl := byPlatform[p.String()]; pl != nil {
+			return pl.base, nil
+		}
+		return nil, fmt.Errorf("platform %s was not resolved", p.String())
+	}
+	req.Renderers = func(p v1.Platform) build.Renderer {
+		pl := byPlatform[p.String()]
+		if pl == nil {
+			return nil
+		}
+		return func(context.Context, render.Request) (*render.Result, error) { return pl.rendered, nil }
+	}
+}
+
+// moveTag moves the tag of a pool that shares the image or index of its
+// group's first pool (pr.same) to it with build.Retag: it passed the
+// checks, was pushed and signed (its signature is per digest) when that
+// pool built it, so nothing is assembled, checked, uploaded or signed
+// again. The registry sees a look at the tag and, unless it names the
+// image already, one PUT of the manifest by tag.
+func (r *run) moveTag(ctx context.Context, pr *prepared) {
+	br, err := build.Retag(ctx, pr.same.built, pr.pipe.Publisher)
 	if br != nil {
 		// The pool's phases: its own render (prepare), then the tag.
 		br.Phases = append([]build.Phase{{Name: "render"}}, br.Phases...)
+		for _, p := range br.Platforms {
+			p.Phases = []build.Phase{{Name: "render"}}
+		}
 	}
 	r.record(ctx, pr, br, err)
 }
 
-// record puts a single-image build's result (br, err) into the pool's
-// summary row, with the pool's own render time and inputs digest.
+// record puts a build's result (br, err) into the pool's summary row,
+// with the pool's own render times and inputs digest (the image may
+// carry the group's first).
 func (r *run) record(ctx context.Context, pr *prepared, br *build.Result, err error) {
 	res := &pr.res
-	res.fill(br)
-	if pr.rendered != nil {
-		// The pool's own render (the image may carry the group's first).
-		res.InputsDigest = pr.rendered.InputsDigest
-		for i := range res.Phases {
-			if res.Phases[i].Name == "render" {
-				res.Phases[i].Seconds = pr.renderSecs
+	setRender := func(phases []build.Phase, secs float64) {
+		for i := range phases {
+			if phases[i].Name == "render" {
+				phases[i].Seconds = secs
 			}
 		}
 	}
-	if err != nil {
-		step := "build"
-		if br != nil && len(br.Phases) > 0 {
-			step = br.Phases[len(br.Phases)-1].Name
+	if br != nil {
+		if pr.rendered != nil {
+			setRender(br.Phases, pr.renderSecs)
 		}
+		for i, p := range br.Platforms {
+			if i < len(pr.platforms) {
+				setRender(p.Phases, pr.platforms[i].secs)
+			}
+		}
+	}
+	res.fill(br)
+	switch {
+	case pr.rendered != nil:
+		res.InputsDigest = pr.rendered.InputsDigest
+	case len(pr.platforms) > 0:
+		res.InputsDigest = pr.platforms[0].rendered.InputsDigest
+	}
+	if err != nil {
+		step := lastStep(br)
 		res.fail(step, stepKind(ctx, step), err)
 	}
 }
 
-// buildMulti builds a multi-platform pool through build.BuildMulti: an
-// image per platform (each on that platform's base manifest and imageRef
-// content, from the renders of prepare) and one OCI index the tag names.
-// A pool that shares the index of its group's first pool (pr.same) only
-// moves its tag to it: nothing is built, uploaded or signed again.
-func (r *run) buildMulti(ctx context.Context, pr *prepared, req build.Request, pub *publish.Publisher) {
-	res := &pr.res
-	var mr *build.MultiResult
-	var err error
-	if pr.same != nil {
-		mr, err = build.TagIndex(ctx, pr.same.multi, pub)
-	} else {
-		req.Arch = "" // BuildMulti records each platform's
-		mreq := build.MultiRequest{Request: req, Arches: pr.arches,
-			Images: func(p v1.Platform) model.ImageFiles { return r.platformImages(p) }}
-		if pr.platforms != nil {
-			// Each platform's base (and its index) was resolved once for
-			// every pool of the run, as a single-platform pool's is, and
-			// the platform rendered onto it (prepare).
-			byPlatform := map[string]*platformRender{}
-			for i := range pr.platforms {
-				pl := &pr.platforms[i]
-				mreq.Resolved = append(mreq.Resolved, pl.platform)
-				byPlatform[pl.platform.String()] = pl
-			}
-			mreq.Bases = func(_ context.Context, p v1.Platform) (*build.Base, error) {
-				if pl := byPlatform[p.String()]; pl != nil {
-					return pl.base, nil
-				}
-				return nil, fmt.Errorf("platform %s was not resolved", p.String())
-			}
-			mreq.Renderers = func(p v1.Platform) build.Renderer {
-				pl := byPlatform[p.String()]
-				if pl == nil {
-					return nil
-				}
-				return func(context.Context, render.Request) (*render.Result, error) { return pl.rendered, nil }
-			}
-		}
-		mr, err = build.BuildMulti(ctx, mreq, pub, pr.stages...)
-		pr.multi = mr
-	}
-	if mr != nil {
-		// The render phases are the pool's own renders (prepare).
-		for i, p := range mr.Platforms {
-			if i >= len(pr.platforms) {
-				break
-			}
-			if pr.same != nil {
-				p.Phases = []build.Phase{{Name: "render"}}
-			}
-			for j := range p.Phases {
-				if p.Phases[j].Name == "render" {
-					p.Phases[j].Seconds = pr.platforms[i].secs
-				}
-			}
+// lastStep is the step a build stopped at: its last phase (for an index
+// that had none yet, its last platform's).
+func lastStep(br *build.Result) string {
+	switch {
+	case br == nil:
+	case len(br.Phases) > 0:
+		return br.Phases[len(br.Phases)-1].Name
+	case len(br.Platforms) > 0:
+		if ph := br.Platforms[len(br.Platforms)-1].Phases; len(ph) > 0 {
+			return ph[len(ph)-1].Name
 		}
 	}
-	res.fillMulti(mr)
-	if len(pr.platforms) > 0 {
-		// The pool's own inputs (the image may carry the group's first).
-		res.InputsDigest = pr.platforms[0].rendered.InputsDigest
-	}
-	if err != nil {
-		step := "build"
-		switch {
-		case mr == nil:
-		case len(mr.Phases) > 0:
-			step = mr.Phases[len(mr.Phases)-1].Name
-		case len(mr.Platforms) > 0 && len(mr.Platforms[len(mr.Platforms)-1].Phases) > 0:
-			ph := mr.Platforms[len(mr.Platforms)-1].Phases
-			step = ph[len(ph)-1].Name
-		}
-		res.fail(step, stepKind(ctx, step), err)
-	}
+	return "build"
 }
 
 // platformImages returns the reader of imageRef files for platform p,
@@ -744,7 +735,7 @@ func (r *run) base(ctx context.Context, ref, arch, mode, repo string) *baseEntry
 // platforms: ArchAll reads the base's index once for every pool that
 // names it.
 func (r *run) platforms(ctx context.Context, ref string, arches []string) ([]v1.Platform, error) {
-	mreq := build.MultiRequest{Request: build.Request{Base: ref, Registry: r.o.Registry}, Arches: arches}
+	mreq := build.Request{Base: ref, Registry: r.o.Registry, Arch: strings.Join(arches, ",")}
 	if len(arches) != 1 || arches[0] != build.ArchAll {
 		return mreq.Platforms(ctx)
 	}
@@ -760,52 +751,6 @@ func (r *run) platforms(ctx context.Context, ref string, arches []string) ([]v1.
 		}
 	})
 	return e.platforms, e.err
-}
-
-// stages returns the pool's preflight and signing stages; the signing key
-// is loaded once per file.
-func (r *run) stages(p *Pool) ([]build.Stage, error) {
-	po := preflight.Options{Log: r.log, MaxAddedBytes: 2 << 30, NoReadBack: true}
-	if pf := p.Preflight; pf != nil {
-		po.Skip, po.ExpectVersion, po.AllowSecrets = pf.Skip, pf.ExpectVersion, pf.AllowSecrets
-		po.FatalWarnings = pf.FatalWarnings != nil && *pf.FatalWarnings
-		po.DenyUsrOverride = pf.DenyUsrOverride != nil && *pf.DenyUsrOverride
-		po.RequireBase = pf.RequireBase
-		if pf.MaxAddedBytes != "" {
-			n, err := preflight.ParseBytes(pf.MaxAddedBytes)
-			if err != nil {
-				return nil, err
-			}
-			po.MaxAddedBytes = n
-		}
-	}
-	reg := r.o.Registry
-	po.Open = func(ctx context.Context, ref string, pl *v1.Platform) (v1.Image, error) {
-		img, _, err := reg.Image(ctx, ref, pl)
-		return img, err
-	}
-	stages := preflight.Stages(po)
-	if p.SignKey == "" {
-		return stages, nil
-	}
-	key := p.SignKey + "\x00" + p.SignKeyPasswordFile
-	e := entry(&r.mu, r.keys, key, nil, nil)
-	e.once.Do(func() {
-		pass := sign.Password(r.o.Password)
-		if p.SignKeyPasswordFile != "" {
-			pass = sign.PasswordFile(p.SignKeyPasswordFile)
-		}
-		e.sv, e.err = sign.LoadKey(p.SignKey, pass)
-	})
-	if e.err != nil {
-		return nil, fmt.Errorf("%s: %w", p.SignKey, e.err)
-	}
-	sv := e.sv
-	kf := func(context.Context) (signature.SignerVerifier, error) { return sv, nil }
-	// Each image is signed by one pool (see Run): the signer is the sole
-	// writer of its signature and attestation tags.
-	return append(stages, sign.Stages(kf, sign.WithRegistry(reg), sign.WithVersion(r.o.Version), sign.WithLogger(r.log),
-		sign.WithSoleWriter())...), nil
 }
 
 // entry returns m[key] under mu, made (and set up by init) when missing;

@@ -70,6 +70,10 @@ func (r *PoolResult) fill(b *build.Result) {
 	if b == nil {
 		return
 	}
+	if b.IsIndex() {
+		r.fillIndex(b)
+		return
+	}
 	r.Image, r.InputsDigest, r.BytesUploaded, r.Phases = b.Image, b.InputsDigest, b.BytesUploaded, b.Phases
 	if b.Digest.Hex != "" {
 		r.Digest = b.Digest.String()
@@ -94,13 +98,9 @@ type PlatformResult struct {
 	Signature  string `json:"signature,omitempty"`
 }
 
-// fillMulti records a multi-platform build: the index is the pool's
+// fillIndex records a multi-platform build: the index is the pool's
 // image; uploaded bytes and phases add up over the platforms.
-func (r *PoolResult) fillMulti(m *build.MultiResult) {
-	r.Status = "built"
-	if m == nil {
-		return
-	}
+func (r *PoolResult) fillIndex(m *build.Result) {
 	r.Image = m.Image
 	if m.Digest.Hex != "" {
 		r.Digest = m.Digest.String()

@@ -70,10 +70,24 @@ type PoolImageSpec struct {
 	// the tag moves only after every stage (preflight, signing) succeeded.
 	// +kubebuilder:validation:MinLength=1
 	Target string `json:"target"`
-	// Arch selects the base's platform (default amd64).
+	// Arch are the architectures to build for (default [amd64]): one
+	// selects the base's platform; several ([amd64, arm64]) or [all]
+	// (every platform of the base's index) build one image per platform
+	// and publish one OCI index of them, signed as a whole and per
+	// platform, as oslayer build --arch amd64,arm64 does (same digest).
+	// status.image is then the index.
 	// +optional
-	// +kubebuilder:validation:Enum=amd64;arm64;ppc64le;s390x
-	Arch string `json:"arch,omitempty"`
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:items:Enum=amd64;arm64;ppc64le;s390x;all
+	// +kubebuilder:validation:XValidation:rule="!self.exists(a, a == 'all') || size(self) == 1",message="all stands alone"
+	Arch []string `json:"arch,omitempty"`
+	// BaseIndex is how the base is read: auto (default: its index, read
+	// once per base digest and cached) or off (never read; the build
+	// assumes what its report says).
+	// +optional
+	// +kubebuilder:validation:Enum=auto;off
+	BaseIndex string `json:"baseIndex,omitempty"`
 	// PullSecrets are kubernetes.io/dockerconfigjson Secrets in the
 	// PoolImage's namespace used to pull the base.
 	// +optional
@@ -93,6 +107,14 @@ type PoolImageSpec struct {
 	// default: an image is readable by everyone who can pull it).
 	// +optional
 	BakeSecrets bool `json:"bakeSecrets,omitempty"`
+	// Strict refuses OperatingSystemConfig fields the OSC API does not
+	// have (default: ignored with a warning, as gardener-node-agent does).
+	// +optional
+	Strict bool `json:"strict,omitempty"`
+	// AllowTopLevel are extra top-level directories the content may go
+	// to (it survives only on composefs bases).
+	// +optional
+	AllowTopLevel []string `json:"allowTopLevel,omitempty"`
 	// Publish hands status.image to its consumers beyond the status.
 	// +optional
 	Publish *Publish `json:"publish,omitempty"`
@@ -315,6 +337,10 @@ type Signing struct {
 	// private key (data key cosign.key) and its password (cosign.password),
 	// as cosign generate-key-pair k8s://NS/NAME writes it.
 	KeySecret LocalObjectReference `json:"keySecret"`
+	// Referrers also attaches the signature as an OCI 1.1 referrer (the
+	// .sig tag nodes read is always written).
+	// +optional
+	Referrers bool `json:"referrers,omitempty"`
 }
 
 // Preflight are the preflight options of oslayer build.
@@ -334,6 +360,20 @@ type Preflight struct {
 	// MaxAddedBytes bounds the bytes added on top of the base (e.g. 512Mi).
 	// +optional
 	MaxAddedBytes string `json:"maxAddedBytes,omitempty"`
+	// RequireBase is an official base image whose layers (digest and
+	// diff_id) must be an ordered prefix of the image's.
+	// +optional
+	RequireBase string `json:"requireBase,omitempty"`
+	// WarnLayers warns when the image has more layers than this (default
+	// 127: docker pull fails at 128).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	WarnLayers int32 `json:"warnLayers,omitempty"`
+	// MaxLayers fails the build when the image has this many layers or
+	// more (default 500).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxLayers int32 `json:"maxLayers,omitempty"`
 	// AllowSecrets are paths in the image (or path.Match patterns) that
 	// may hold a secret, as the paths the secrets check reports them
 	// (e.g. /usr/lib/oslayer/var/var/lib/kubelet/config.json, where an

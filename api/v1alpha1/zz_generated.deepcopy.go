@@ -278,6 +278,11 @@ func (in *PoolImageList) DeepCopyObject() runtime.Object {
 func (in *PoolImageSpec) DeepCopyInto(out *PoolImageSpec) {
 	*out = *in
 	in.Source.DeepCopyInto(&out.Source)
+	if in.Arch != nil {
+		in, out := &in.Arch, &out.Arch
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.PullSecrets != nil {
 		in, out := &in.PullSecrets, &out.PullSecrets
 		*out = make([]LocalObjectReference, len(*in))
@@ -297,6 +302,11 @@ func (in *PoolImageSpec) DeepCopyInto(out *PoolImageSpec) {
 		in, out := &in.Preflight, &out.Preflight
 		*out = new(Preflight)
 		(*in).DeepCopyInto(*out)
+	}
+	if in.AllowTopLevel != nil {
+		in, out := &in.AllowTopLevel, &out.AllowTopLevel
+		*out = make([]string, len(*in))
+		copy(*out, *in)
 	}
 	if in.Publish != nil {
 		in, out := &in.Publish, &out.Publish

@@ -40,6 +40,13 @@ func (f *baseIndexFlags) options(reg *registry.Options, repository string, log *
 	return o, nil
 }
 
+// cache checks --base-index and returns the cache directory (the
+// default one without --base-index-cache).
+func (f *baseIndexFlags) cache() (string, error) {
+	o, err := f.options(nil, "", nil)
+	return o.CacheDir, err
+}
+
 // renderBase resolves --base for render and returns its index's tree (nil
 // with --base-index=off or without --base).
 func (f *baseIndexFlags) renderBase(ctx context.Context, ref, arch string, reg *registry.Options, log *slog.Logger) (*build.IndexInfo, *build.Base, error) {

@@ -9,15 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/oslayer/oslayer/build"
 	"github.com/oslayer/oslayer/internal/registry"
-	"github.com/oslayer/oslayer/packagestage/bud"
+	"github.com/oslayer/oslayer/pipeline"
 	"github.com/oslayer/oslayer/publish"
 	"github.com/oslayer/oslayer/sign"
-	"github.com/oslayer/oslayer/sources/model"
 )
 
 // buildFlags are the options of oslayer build.
@@ -78,7 +77,12 @@ set, is the time stamped on every file and on the image.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runBuild(cmd, g, f) },
 	}
-	fs := cmd.Flags()
+	f.register(cmd.Flags())
+	return cmd
+}
+
+// register adds oslayer build's flags to fs.
+func (f *buildFlags) register(fs *pflag.FlagSet) {
 	f.in.register(fs)
 	f.reg.register(fs)
 	f.preflight.register(fs)
@@ -90,117 +94,99 @@ set, is the time stamped on every file and on the image.`,
 	fs.StringVar(&f.arch, "arch", "", "architecture to build for (amd64, arm64, x86_64, aarch64, ...): selects the platform of a multi-arch base and must match a single-arch one (default amd64); several (amd64,arm64) or all (every platform of the base's index) build one image per platform and push an OCI index of them")
 	fs.StringVar(&f.digestFile, "digest-file", "", "also write the digested reference to this file")
 	f.pod.register(fs)
-	return cmd
 }
 
 func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
-	ctx := cmd.Context()
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	if f.pod.poolImage != "" {
 		return runBuildPod(cmd, g, f)
 	}
-	if f.in.pool == "" {
-		return errors.New("--pool is required (the pool's name, e.g. worker)")
-	}
-	if len(f.in.oscs) == 0 && len(f.in.mcs) == 0 {
-		return errors.New("nothing to build: give --osc and/or --machineconfig")
-	}
-	target := f.push
-	if target == "" {
-		return errors.New("give a target: --push REG/REPO[:TAG] or --push oci:DIR[:TAG]")
-	}
-	arches, err := build.ParseArches(f.arch)
+	spec, err := f.spec(g)
 	if err != nil {
 		return err
 	}
-	multi := len(arches) > 1 || arches[0] == build.ArchAll
-	if multi && f.sign.key != "" && registry.IsLayout(f.push) {
-		return fmt.Errorf("--arch %s with --sign-key: signing a multi-platform image in an OCI layout is not supported; push it to a registry", f.arch)
+	p, err := pipeline.New(spec, pipeline.Env{Version: version, Logger: g.log, Stdin: cmd.InOrStdin(), PackageLog: stderr,
+		Publish: []publish.Option{publish.WithProgress(stderr)}, ReadBack: true, PublishBaseIndex: true})
+	if err != nil {
+		return err
+	}
+	// The package stage's scratch storage is removed while the build
+	// goes on; the command ends once it is gone.
+	defer p.Close()
+	res, err := p.Run(cmd.Context())
+	return f.report(g, stdout, res, err, func() { summaries(stderr, res) })
+}
+
+// spec maps oslayer build's flags onto the build specification: the
+// inputs flags onto Inputs, --base, --arch and --push onto Base, Arch and
+// Target, the registry flags onto Registry, --base-index and
+// --base-index-cache onto BaseIndex and IndexCacheDir, the package flags
+// onto Packages (always run), the preflight flags onto Preflight and the
+// signing flags onto Signing. Its Env reads the written image back
+// (other writers may share the repository) and pushes the base index
+// artifact next to the image in a registry target.
+func (f *buildFlags) spec(g *globals) (pipeline.Spec, error) {
+	var s pipeline.Spec
+	if f.in.pool == "" {
+		return s, errors.New("--pool is required (the pool's name, e.g. worker)")
+	}
+	if len(f.in.oscs) == 0 && len(f.in.mcs) == 0 {
+		return s, errors.New("nothing to build: give --osc and/or --machineconfig")
+	}
+	if f.push == "" {
+		return s, errors.New("give a target: --push REG/REPO[:TAG] or --push oci:DIR[:TAG]")
+	}
+	arch, err := pipeline.ParseArch(f.arch)
+	if err != nil {
+		return s, err
+	}
+	if len(arch) > 1 || (len(arch) == 1 && arch[0] == build.ArchAll) {
+		if f.sign.key != "" && registry.IsLayout(f.push) {
+			return s, fmt.Errorf("--arch %s with --sign-key: signing a multi-platform image in an OCI layout is not supported; push it to a registry", f.arch)
+		}
 	}
 	reg, err := f.reg.options()
 	if err != nil {
-		return err
+		return s, err
 	}
 	reg.UserAgent = "oslayer/" + version
-	f.in.stdin = cmd.InOrStdin()
-	rreq, err := f.in.request(reg)
+	in, err := f.in.spec()
 	if err != nil {
-		return err
+		return s, err
 	}
-	pub, err := publish.New(target, reg, publish.WithProgress(stderr), publish.WithLogger(g.log))
+	pf, err := f.preflight.spec(g)
 	if err != nil {
-		return err
+		return s, err
 	}
-	stages, err := f.preflight.stages(g, reg)
+	sg, err := f.sign.spec(f.push)
 	if err != nil {
-		return err
+		return s, err
 	}
-	ss, err := f.sign.stages(g, reg, target)
+	cache, err := f.index.cache()
 	if err != nil {
-		return err
+		return s, err
 	}
-	stages = append(stages, ss...)
-	repo := ""
-	if !registry.IsLayout(f.push) {
-		t, err := publish.ParseTarget(f.push)
-		if err != nil {
-			return err
-		}
-		repo = t.Context().Name()
-	}
-	iopts, err := f.index.options(reg, repo, g.log)
+	pk, err := f.pkg.spec()
 	if err != nil {
-		return err
+		return s, err
 	}
-	pcfg, err := f.pkg.config(reg, repo, stderr)
-	if err != nil {
-		return err
-	}
-	packages := bud.New(pcfg)
-	// The package stage's scratch storage is removed while the build
-	// goes on; the command ends once it is gone.
-	defer packages.Wait()
-
-	images, err := f.in.images(reg)
-	if err != nil {
-		return err
-	}
-	if len(arches) == 1 && arches[0] != build.ArchAll && arches[0] != "" {
-		// imageRef content of the platform built for.
-		rreq.Images = images(&v1.Platform{OS: "linux", Architecture: arches[0]})
-	}
-	if multi {
-		return runBuildMulti(cmd, g, f, build.MultiRequest{
-			Request: build.Request{
-				Render: rreq, Base: f.base, Registry: reg, Version: version,
-				Flags: provenanceFlags(f), Logger: g.log, BaseIndex: f.index.mode, Index: iopts,
-				Packages: packages,
-			},
-			Arches: arches,
-			Images: func(p v1.Platform) model.ImageFiles { return images(&p) },
-		}, pub, stages)
-	}
-
-	res, err := build.Build(ctx, build.Request{
-		Render:    rreq,
-		Base:      f.base,
-		Registry:  reg,
-		Arch:      f.arch,
-		Version:   version,
-		Flags:     provenanceFlags(f),
-		Logger:    g.log,
-		BaseIndex: f.index.mode,
-		Index:     iopts,
-		Packages:  packages,
-	}, pub, stages...)
-	return f.report(g, stdout, []*build.Result{res}, res, err, func() { summary(stderr, res) })
+	return pipeline.Spec{
+		Inputs: in, Base: f.base, Arch: arch, Target: f.push, Registry: reg,
+		BaseIndex: f.index.mode, IndexCacheDir: cache,
+		Packages: pk, Preflight: pf, Signing: sg,
+	}, nil
 }
 
 // report ends a build: in text mode the render's and the build's warnings
-// of every result go to stderr, even when the build failed (-o json has
-// them in out); then the --digest-file, and out as JSON or text() (the
-// summary on stderr) and the digested reference last on stdout.
-func (f *buildFlags) report(g *globals, stdout io.Writer, results []*build.Result, out any, err error, text func()) error {
+// of the image (of each platform's) go to stderr, even when the build
+// failed (-o json has them in out); then the --digest-file, and out as
+// JSON or text() (the summary on stderr) and the digested reference last
+// on stdout.
+func (f *buildFlags) report(g *globals, stdout io.Writer, out *build.Result, err error, text func()) error {
+	results := []*build.Result{out}
+	if out.IsIndex() {
+		results = out.Platforms
+	}
 	if !g.json() {
 		for _, res := range results {
 			if res == nil {
@@ -223,7 +209,7 @@ func (f *buildFlags) report(g *globals, stdout io.Writer, results []*build.Resul
 		}
 		return err
 	}
-	image := digestedRef(out)
+	image := out.Image
 	if f.digestFile != "" {
 		if err := writeAtomic(f.digestFile, []byte(image+"\n")); err != nil {
 			return fmt.Errorf("--digest-file %s: %w", f.digestFile, err)
@@ -237,27 +223,10 @@ func (f *buildFlags) report(g *globals, stdout io.Writer, results []*build.Resul
 	return err
 }
 
-// digestedRef is the image a build result names.
-func digestedRef(out any) string {
-	switch r := out.(type) {
-	case *build.Result:
-		return r.Image
-	case *build.MultiResult:
-		return r.Image
-	}
-	return ""
-}
-
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// provenanceFlags are the options that change the output.
-func provenanceFlags(f *buildFlags) map[string]string {
-	return build.OutputFlags{Pool: f.in.pool, Base: f.base, BaseIndex: f.index.mode, Arch: f.arch,
-		BakeSecrets: f.in.bakeSecrets, AllowTopLevel: f.in.allowTopLevel}.Map()
 }
 
 // summary tells the user on stderr what was produced.
@@ -360,21 +329,21 @@ func writeAtomic(path string, data []byte) (err error) {
 	return os.Rename(tmp.Name(), path)
 }
 
-// runBuildMulti builds one image per platform and publishes their index
-// (--arch with several architectures, or all).
-func runBuildMulti(cmd *cobra.Command, g *globals, f *buildFlags, req build.MultiRequest, pub *publish.Publisher, stages []build.Stage) error {
-	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	res, err := build.BuildMulti(cmd.Context(), req, pub, stages...)
-	return f.report(g, stdout, res.Platforms, res, err, func() {
-		for _, r := range res.Platforms {
-			summary(stderr, r)
-		}
-		fmt.Fprintf(stderr, "pool %s: index %s (%d platforms)\n", res.Pool, res.Image, len(res.Platforms))
-		if v, ok := res.Stages[sign.StageSign].(*sign.SignResult); ok {
-			fmt.Fprintf(stderr, "  signed %s%s\n", v.SignatureTag, already(v.Existing))
-		}
-		if res.Target != "" {
-			fmt.Fprintf(stderr, "  tagged %s\n", res.Target)
-		}
-	})
+// summaries tells the user on stderr what was produced: the image, or
+// each platform's image and their index.
+func summaries(w io.Writer, res *build.Result) {
+	if !res.IsIndex() {
+		summary(w, res)
+		return
+	}
+	for _, r := range res.Platforms {
+		summary(w, r)
+	}
+	fmt.Fprintf(w, "pool %s: index %s (%d platforms)\n", res.Pool, res.Image, len(res.Platforms))
+	if v, ok := res.Stages[sign.StageSign].(*sign.SignResult); ok {
+		fmt.Fprintf(w, "  signed %s%s\n", v.SignatureTag, already(v.Existing))
+	}
+	if res.Target != "" {
+		fmt.Fprintf(w, "  tagged %s\n", res.Target)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/pipeline"
 	"github.com/oslayer/oslayer/render"
 	"github.com/oslayer/oslayer/sources/imageref"
 )
@@ -85,6 +86,28 @@ func (f *inputFlags) request(reg *registry.Options) (render.Request, error) {
 		r.Images = images(nil)
 	}
 	return r, nil
+}
+
+// spec maps the input flags onto the build specification's inputs
+// (SOURCE_DATE_EPOCH is Epoch); it fails on an invalid SOURCE_DATE_EPOCH
+// or imageRef bound.
+func (f *inputFlags) spec() (pipeline.Inputs, error) {
+	epoch, err := sourceDateEpoch()
+	if err != nil {
+		return pipeline.Inputs{}, err
+	}
+	budget, err := parseSize(f.imageBudget)
+	if err != nil {
+		return pipeline.Inputs{}, fmt.Errorf("--imageref-budget: %w", err)
+	}
+	if f.imageTimeout <= 0 {
+		return pipeline.Inputs{}, fmt.Errorf("--imageref-timeout %s: want a positive duration", f.imageTimeout)
+	}
+	return pipeline.Inputs{
+		Pool: f.pool, OSCs: f.oscs, MachineConfigs: f.mcs, MachineConfigPools: f.mcps,
+		SecretsDir: f.secretsDir, BakeSecrets: f.bakeSecrets, Strict: f.strict, AllowTopLevel: f.allowTopLevel,
+		Epoch: epoch, ImageRefs: &pipeline.ImageRefs{Budget: budget, Timeout: f.imageTimeout},
+	}, nil
 }
 
 // images checks the imageRef flags and returns a constructor of readers

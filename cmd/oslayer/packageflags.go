@@ -14,6 +14,7 @@ import (
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/packagestage"
 	"github.com/oslayer/oslayer/packagestage/bud"
+	"github.com/oslayer/oslayer/pipeline"
 )
 
 // packageFlags are the package stage's own inputs, shared by render (which
@@ -137,4 +138,16 @@ func (f *packageFlags) config(reg *registry.Options, repository string, log io.W
 		}
 	}
 	return c, nil
+}
+
+// spec maps the flags onto the build specification's package stage,
+// which build always runs: without a Containerfile it runs the pool's
+// extensions and kernelType, and nothing when there are none.
+func (f *packageFlags) spec() (*pipeline.Packages, error) {
+	c, err := f.config(nil, "", nil)
+	if err != nil {
+		return nil, err
+	}
+	return &pipeline.Packages{Containerfile: c.Containerfile, ContainerfileName: c.ContainerfileName, ContextDir: c.ContextDir,
+		BuildArgs: c.BuildArgs, Secrets: c.Secrets, Repos: c.Repos}, nil
 }

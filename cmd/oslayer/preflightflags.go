@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/pflag"
 
-	"github.com/oslayer/oslayer/build"
-	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/pipeline"
 	"github.com/oslayer/oslayer/preflight"
 )
 
@@ -81,21 +78,16 @@ func (f *preflightFlags) options(g *globals) (preflight.Options, error) {
 	}, nil
 }
 
-// stages returns the two preflight stages of build: the content checks
-// before anything is written, the checks of the written image (read back
-// by digest) before the tag moves.
-func (f *preflightFlags) stages(g *globals, reg *registry.Options) ([]build.Stage, error) {
+// spec maps the flags onto the build specification's preflight
+// options.
+func (f *preflightFlags) spec(g *globals) (pipeline.Preflight, error) {
 	o, err := f.options(g)
 	if err != nil {
-		return nil, err
+		return pipeline.Preflight{}, err
 	}
-	if reg == nil {
-		reg = &registry.Options{}
-	}
-	o.RequireBase = f.requireBase
-	o.Open = func(ctx context.Context, ref string, p *v1.Platform) (v1.Image, error) {
-		img, _, err := reg.Image(ctx, ref, p)
-		return img, err
-	}
-	return preflight.Stages(o), nil
+	return pipeline.Preflight{
+		Skip: o.Skip, ExpectVersion: o.ExpectVersion, FatalWarnings: o.FatalWarnings, DenyUsrOverride: o.DenyUsrOverride,
+		RequireBase: f.requireBase, AllowSecrets: o.AllowSecrets, MaxAddedBytes: o.MaxAddedBytes,
+		WarnLayers: o.WarnLayers, MaxLayers: o.MaxLayers,
+	}, nil
 }

@@ -1,16 +1,14 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/spf13/pflag"
 
-	"github.com/oslayer/oslayer/build"
 	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/pipeline"
 	"github.com/oslayer/oslayer/sign"
 )
 
@@ -38,10 +36,11 @@ func passFunc(file string) sign.PassFunc {
 	return sign.Password([]byte(os.Getenv("COSIGN_PASSWORD")))
 }
 
-// stages returns the sign and attest stages, or none without --sign-key.
-// The key is loaded here, before anything is built or pushed, so a wrong
-// password fails fast; the error names the step like the stage's would.
-func (f *signFlags) stages(g *globals, reg *registry.Options, target string) ([]build.Stage, error) {
+// spec maps the flags onto the build specification's signing (nil
+// without --sign-key). The key is read here; New decrypts it before
+// anything is built or pushed, so a wrong password fails fast. Errors
+// name the step like the stage's would.
+func (f *signFlags) spec(target string) (*pipeline.Signing, error) {
 	if f.key == "" {
 		if f.passwordFile != "" || f.referrers || f.identity != "" {
 			return nil, fmt.Errorf("%s: --sign-key-password-file, --sign-referrers and --sign-identity need --sign-key", sign.StageSign)
@@ -62,14 +61,9 @@ func (f *signFlags) stages(g *globals, reg *registry.Options, target string) ([]
 			return nil, fmt.Errorf("%s: --sign-identity %q: %v", sign.StageSign, f.identity, err)
 		}
 	}
-	sv, err := sign.LoadKey(f.key, passFunc(f.passwordFile))
+	km, err := sign.ReadKey(f.key)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", sign.StageSign, err)
 	}
-	opts := []sign.Option{sign.WithRegistry(reg), sign.WithReferrers(f.referrers), sign.WithVersion(version), sign.WithIdentity(f.identity)}
-	if g != nil && g.log != nil {
-		opts = append(opts, sign.WithLogger(g.log))
-	}
-	key := func(context.Context) (signature.SignerVerifier, error) { return sv, nil }
-	return sign.Stages(key, opts...), nil
+	return &pipeline.Signing{Key: km, Password: passFunc(f.passwordFile), Referrers: f.referrers, Identity: f.identity}, nil
 }

@@ -1,7 +1,8 @@
 // Package depcheck checks that the packages of oslayer import each other
 // in pipeline order: sources → render → build → packagestage → preflight →
-// publish → sign, with the front-ends (fleet, controller, the CLI) above
-// them and the plumbing under internal/ usable by all. A stage implements
+// publish → sign → pipeline (the one build specification and the function
+// that wires the stages), with the front-ends (fleet, controller, the CLI)
+// above them and the plumbing under internal/ usable by all. A stage implements
 // the small interfaces the build defines; it never reaches forward.
 package depcheck
 
@@ -29,6 +30,7 @@ var stages = [][]string{
 	{"publish"},       // push by digest, move the tag
 	{"sign"},          // signatures, attestations, trust
 	{"diff", "prune"}, // Day 2 and change analysis: read (prune: delete) what publish and sign wrote; neither imports the other
+	{"pipeline"},      // the one build specification and the pipeline it runs
 	{"api"},           // the controller's API types
 	{"fleet", "controller"},
 	{"cmd"},

@@ -27,21 +27,19 @@ import (
 )
 
 // multiRequest is the worker pool of the examples onto base for arches.
-func multiRequest(t *testing.T, base string, arches ...string) build.MultiRequest {
+func multiRequest(t *testing.T, base string, arches ...string) build.Request {
 	t.Helper()
 	root, err := fixtures.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return build.MultiRequest{
-		Request: build.Request{
-			Render:   render.Request{OSCs: []string{filepath.Join(root, "examples", "gardener", "worker-osc.yaml")}, Pool: "worker"},
-			Base:     base,
-			Registry: &registry.Options{},
-			Version:  "test",
-			Flags:    map[string]string{"bake-secrets": "false", "arch": strings.Join(arches, ",")},
-		},
-		Arches: arches,
+	return build.Request{
+		Render:   render.Request{OSCs: []string{filepath.Join(root, "examples", "gardener", "worker-osc.yaml")}, Pool: "worker"},
+		Base:     base,
+		Registry: &registry.Options{},
+		Arch:     strings.Join(arches, ","),
+		Version:  "test",
+		Flags:    map[string]string{"bake-secrets": "false", "arch": strings.Join(arches, ",")},
 	}
 }
 
@@ -84,7 +82,7 @@ func TestBuildMultiArch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fres, err := build.BuildMulti(ctx, multiRequest(t, baseRef, "amd64", "s390x"), fpub, multiStages(priv)...)
+	fres, err := build.Build(ctx, multiRequest(t, baseRef, "amd64", "s390x"), fpub, multiStages(priv)...)
 	if err == nil || !strings.Contains(err.Error(), "platform linux/s390x") || fres.Tagged {
 		t.Fatalf("build for a platform the base lacks: err %v, tagged %v", err, fres.Tagged)
 	}
@@ -99,7 +97,7 @@ func TestBuildMultiArch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := build.BuildMulti(ctx, multiRequest(t, baseRef, "amd64", "arm64"), pub, multiStages(priv)...)
+	res, err := build.Build(ctx, multiRequest(t, baseRef, "amd64", "arm64"), pub, multiStages(priv)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +247,7 @@ func TestBuildMultiArch(t *testing.T) {
 	}
 
 	// Reproducible: the same inputs give the same index.
-	res2, err := build.BuildMulti(ctx, multiRequest(t, baseRef, "amd64", "arm64"), pub, multiStages(priv)...)
+	res2, err := build.Build(ctx, multiRequest(t, baseRef, "amd64", "arm64"), pub, multiStages(priv)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,12 +260,11 @@ func TestBuildMultiArch(t *testing.T) {
 
 	// A single --arch arm64 build is one manifest, the index's arm64 image.
 	single := multiRequest(t, baseRef, "arm64")
-	single.Arch = "arm64"
 	spub, err := publish.New(r.Host+"/pools/single:latest", &registry.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sres, err := build.Build(ctx, single.Request, spub)
+	sres, err := build.Build(ctx, single, spub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +289,7 @@ func TestBuildMultiArchLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := build.BuildMulti(ctx, multiRequest(t, baseRef, build.ArchAll), pub)
+	res, err := build.Build(ctx, multiRequest(t, baseRef, build.ArchAll), pub)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,13 +15,13 @@ import (
 	"github.com/oslayer/oslayer/test/synth"
 )
 
-// TestTagImage: TagImage moves another tag of the repository to a signed
+// TestRetag: Retag moves another tag of the repository to a signed
 // image Build wrote with a look at the tag and one PUT of the manifest by
 // it (nothing assembled, checked, uploaded or signed again: the result
 // keeps the build's signature and has the one phase "tag"), with the look
 // only when the tag names the image already; it refuses a build that was
 // not tagged and a tag of another repository without sending anything.
-func TestTagImage(t *testing.T) {
+func TestRetag(t *testing.T) {
 	cosign := regtest.Require(t, "cosign")
 	r := regtest.Start(t, regtest.Config{})
 	proxy := regtest.NewProxy(t, r.Host)
@@ -54,7 +54,7 @@ func TestTagImage(t *testing.T) {
 			t.Fatal(err)
 		}
 		proxy.Reset()
-		res, err := build.TagImage(ctxT(t), from, pub)
+		res, err := build.Retag(ctxT(t), from, pub)
 		return res, requests(), err
 	}
 
@@ -65,12 +65,12 @@ func TestTagImage(t *testing.T) {
 	}
 	want := []string{"HEAD /v2/pools/worker/manifests/other 404", "PUT /v2/pools/worker/manifests/other 201"}
 	if !slices.Equal(reqs, want) {
-		t.Errorf("TagImage sent %v, want %v", reqs, want)
+		t.Errorf("Retag sent %v, want %v", reqs, want)
 	}
 	if !moved.Tagged || moved.Digest != built.Digest || moved.Image != built.Image || moved.Target != other ||
 		len(moved.Phases) != 1 || moved.Phases[0].Name != "tag" || moved.BytesUploaded != 0 ||
 		moved.InputsDigest != built.InputsDigest || moved.Stages[sign.StageSign] == nil {
-		t.Errorf("TagImage result: %+v", moved)
+		t.Errorf("Retag result: %+v", moved)
 	}
 	if d, err := remote.Head(ref(t, other)); err != nil || d.Digest != built.Digest {
 		t.Errorf("tag other: %v %v, want %s", d, err, built.Digest)
@@ -84,12 +84,12 @@ func TestTagImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want := want[:1]; len(reqs) != 1 || reqs[0] != "HEAD /v2/pools/worker/manifests/other 200" {
-		t.Errorf("TagImage of a current tag sent %v, want %v (200)", reqs, want)
+		t.Errorf("Retag of a current tag sent %v, want %v (200)", reqs, want)
 	}
 
 	// Another repository lacks the image's blobs: refused, nothing sent.
 	if _, reqs, err = tagImage(proxy.Host+"/pools/edge:latest", built); err == nil || len(reqs) != 0 {
-		t.Errorf("TagImage into another repository: %v, sent %v", err, reqs)
+		t.Errorf("Retag into another repository: %v, sent %v", err, reqs)
 	}
 
 	// A build that failed has no image to move a tag to.
@@ -99,6 +99,6 @@ func TestTagImage(t *testing.T) {
 		t.Fatal("a build with a wrong key password succeeded")
 	}
 	if _, reqs, err = tagImage(other, failed); err == nil || len(reqs) != 0 {
-		t.Errorf("TagImage of a failed build: %v, sent %v", err, reqs)
+		t.Errorf("Retag of a failed build: %v, sent %v", err, reqs)
 	}
 }

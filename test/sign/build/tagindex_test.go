@@ -19,13 +19,13 @@ import (
 	"github.com/oslayer/oslayer/test/regtest"
 )
 
-// TestBuildMultiResolvedAndTagIndex: BuildMulti builds the platforms a
+// TestBuildResolvedAndRetag: Build builds the platforms a
 // caller resolved (Resolved, in its order) with each platform's own
 // renderer (Renderers), and gives the index a build that resolves and
-// renders itself gives; TagIndex then moves another tag of the repository
+// renders itself gives; Retag then moves another tag of the repository
 // to that index with a look at the tag and one PUT, and refuses a build
 // that was not tagged without sending anything.
-func TestBuildMultiResolvedAndTagIndex(t *testing.T) {
+func TestBuildResolvedAndRetag(t *testing.T) {
 	r, _, baseRef := multiBase(t)
 	proxy := regtest.NewProxy(t, r.Host)
 	ctx := ctxT(t)
@@ -36,7 +36,7 @@ func TestBuildMultiResolvedAndTagIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := build.BuildMulti(ctx, plain, pub)
+	want, err := build.Build(ctx, plain, pub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestBuildMultiResolvedAndTagIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy.Reset()
-	got, err := build.BuildMulti(ctx, all, pub)
+	got, err := build.Build(ctx, all, pub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestBuildMultiResolvedAndTagIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy.Reset()
-	moved, err := build.TagIndex(ctx, got, other)
+	moved, err := build.Retag(ctx, got, other)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,26 +100,26 @@ func TestBuildMultiResolvedAndTagIndex(t *testing.T) {
 	}
 	wantReqs := []string{"HEAD /v2/pools/worker/manifests/other 404", "PUT /v2/pools/worker/manifests/other 201"}
 	if !slices.Equal(reqs, wantReqs) {
-		t.Errorf("TagIndex sent %v, want %v", reqs, wantReqs)
+		t.Errorf("Retag sent %v, want %v", reqs, wantReqs)
 	}
 	if !moved.Tagged || moved.Digest != got.Digest || moved.Target != proxy.Host+"/pools/worker:other" ||
 		len(moved.Phases) != 1 || moved.Phases[0].Name != "tag" || len(moved.Platforms) != 2 || moved.Platforms[0].BytesUploaded != 0 {
-		t.Errorf("TagIndex result: %+v", moved)
+		t.Errorf("Retag result: %+v", moved)
 	}
 	if d, err := remote.Head(ref(t, proxy.Host+"/pools/worker:other")); err != nil || d.Digest != got.Digest {
 		t.Errorf("tag other: %v %v, want %s", d, err, got.Digest)
 	}
 
 	// A build that failed has no index to move a tag to.
-	failed, err := build.BuildMulti(ctx, multiRequest(t, baseRef, "amd64", "s390x"), pub)
+	failed, err := build.Build(ctx, multiRequest(t, baseRef, "amd64", "s390x"), pub)
 	if err == nil {
 		t.Fatal("a build for a platform the base lacks succeeded")
 	}
 	proxy.Reset()
-	if _, err := build.TagIndex(ctx, failed, other); err == nil {
-		t.Error("TagIndex of a failed build moved the tag")
+	if _, err := build.Retag(ctx, failed, other); err == nil {
+		t.Error("Retag of a failed build moved the tag")
 	}
 	if n := len(proxy.Requests()); n != 0 {
-		t.Errorf("TagIndex of a failed build sent %d requests", n)
+		t.Errorf("Retag of a failed build sent %d requests", n)
 	}
 }

@@ -1,4 +1,4 @@
-package controller
+package pipeline
 
 import (
 	"sync"
@@ -14,11 +14,11 @@ func TestKeyCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c keyCache
+	var c Keys
 	km := func(pw string) *sign.KeyMaterial {
 		return &sign.KeyMaterial{Source: "test", PEM: kp.Private, Password: []byte(pw), HasPassword: true}
 	}
-	first, err := c.signer(km("pw"))
+	first, err := c.Signer(km("pw"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,20 +27,20 @@ func TestKeyCache(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if sv, err := c.signer(km("pw")); err != nil || sv != first {
+			if sv, err := c.Signer(km("pw"), nil); err != nil || sv != first {
 				t.Errorf("the same key: %v, same signer %v", err, sv == first)
 			}
 		}()
 	}
 	wg.Wait()
-	if _, err := c.signer(km("wrong")); err == nil {
+	if _, err := c.Signer(km("wrong"), nil); err == nil {
 		t.Error("a wrong password decrypted the key")
 	}
 	other, err := sign.GenerateKeyPair([]byte("pw"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sv, err := c.signer(&sign.KeyMaterial{Source: "test", PEM: other.Private, Password: []byte("pw"), HasPassword: true})
+	sv, err := c.Signer(&sign.KeyMaterial{Source: "test", PEM: other.Private, Password: []byte("pw"), HasPassword: true}, nil)
 	if err != nil || sv == first {
 		t.Errorf("another key: %v, same signer %v", err, sv == first)
 	}

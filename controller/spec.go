@@ -1,0 +1,88 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/oslayer/oslayer/api/v1alpha1"
+	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/pipeline"
+	"github.com/oslayer/oslayer/preflight"
+	"github.com/oslayer/oslayer/sign"
+)
+
+// Read is what the controller read from the cluster (and its own
+// options) for a PoolImage's build.
+type Read struct {
+	// OSCs, MachineConfigs and MachineConfigPools are the source's
+	// documents, written to files; SecretsDir holds the Secrets the
+	// OSC's secretRef files name.
+	OSCs, MachineConfigs, MachineConfigPools []string
+	SecretsDir                               string
+	// Registry is the controller's registry options with the
+	// PoolImage's pull and push credentials.
+	Registry *registry.Options
+	// IndexCacheDir is the controller's base index cache.
+	IndexCacheDir string
+	// SigningKey is spec.signing.keySecret's key (nil: unsigned).
+	SigningKey *sign.KeyMaterial
+	// Packages are the package stage's inputs (nil outside the build
+	// pod: the controller process never runs buildah).
+	Packages *pipeline.Packages
+}
+
+// SpecOf maps a PoolImage onto the build specification: the source's
+// documents (rd) and spec.pool, bakeSecrets, strict and allowTopLevel
+// onto Inputs, spec.base, arch, target and baseIndex onto the fields of
+// those names, the controller's registry options with spec.pullSecrets
+// and pushSecret onto Registry, spec.packages (in the build pod) onto
+// Packages, spec.preflight onto Preflight and spec.signing onto Signing
+// (the key Secret carries its password). Errors name the spec's field.
+func SpecOf(pi *v1alpha1.PoolImage, rd Read) (pipeline.Spec, error) {
+	arch, err := pipeline.ParseArch(strings.Join(pi.Spec.Arch, ","))
+	if err != nil {
+		return pipeline.Spec{}, inputErrorf("spec.arch: %s", strings.TrimPrefix(err.Error(), "--arch "))
+	}
+	s := pipeline.Spec{
+		Inputs: pipeline.Inputs{
+			Pool: poolName(pi), OSCs: rd.OSCs, MachineConfigs: rd.MachineConfigs, MachineConfigPools: rd.MachineConfigPools,
+			SecretsDir: rd.SecretsDir, BakeSecrets: pi.Spec.BakeSecrets, Strict: pi.Spec.Strict, AllowTopLevel: pi.Spec.AllowTopLevel,
+		},
+		Base: pi.Spec.Base, Arch: arch, Target: pi.Spec.Target, Registry: rd.Registry,
+		BaseIndex: pi.Spec.BaseIndex, IndexCacheDir: rd.IndexCacheDir, Packages: rd.Packages,
+	}
+	if pf := pi.Spec.Preflight; pf != nil {
+		s.Preflight = pipeline.Preflight{Skip: pf.Skip, ExpectVersion: pf.ExpectVersion, FatalWarnings: pf.FatalWarnings,
+			DenyUsrOverride: pf.DenyUsrOverride, RequireBase: pf.RequireBase, AllowSecrets: pf.AllowSecrets,
+			WarnLayers: int(pf.WarnLayers), MaxLayers: int(pf.MaxLayers)}
+		if pf.MaxAddedBytes != "" {
+			n, err := preflight.ParseBytes(pf.MaxAddedBytes)
+			if err != nil {
+				return s, fmt.Errorf("spec.preflight.maxAddedBytes: %w", err)
+			}
+			s.Preflight.MaxAddedBytes = n
+		}
+	}
+	if g := pi.Spec.Signing; g != nil {
+		s.Signing = &pipeline.Signing{Key: rd.SigningKey, Referrers: g.Referrers}
+	}
+	return s, nil
+}
+
+// specError names the PoolImage's field in an error of pipeline.New.
+func specError(err error) error {
+	var pe *pipeline.Error
+	if !errors.As(err, &pe) {
+		return err
+	}
+	switch {
+	case pe.Field != "":
+		return inputErrorf("spec.%s: %v", pe.Field, pe.Err)
+	case pe.Step == sign.StageSign:
+		return fmt.Errorf("spec.signing.keySecret: %s", strings.TrimPrefix(pe.Err.Error(), sign.StageSign+": "))
+	case pe.Step == "push":
+		return fmt.Errorf("spec.target: %w", pe.Err)
+	}
+	return err
+}

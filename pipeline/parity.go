@@ -1,0 +1,135 @@
+package pipeline
+
+import (
+	"reflect"
+	"sort"
+)
+
+// The front-ends that map onto a Spec, as Absent names them.
+const (
+	FrontCLI       = "oslayer build"
+	FrontFleet     = "fleet plan"
+	FrontPoolImage = "PoolImage"
+)
+
+// Absent lists, per front-end, the fields of Spec (as Fields names them)
+// it deliberately does not reach, with the reason. Every other field is
+// reachable from every front-end (the parity test in cmd/oslayer).
+var Absent = map[string]map[string]string{
+	FrontCLI: {},
+	FrontFleet: {
+		"Packages.Containerfile":     noFleetPackages,
+		"Packages.ContainerfileName": noFleetPackages,
+		"Packages.ContextDir":        noFleetPackages,
+		"Packages.BuildArgs":         noFleetPackages,
+		"Packages.Secrets":           noFleetPackages,
+		"Packages.Repos":             noFleetPackages,
+	},
+	FrontPoolImage: {
+		"Inputs.Epoch":             "a cluster has no SOURCE_DATE_EPOCH: the controller stamps the zero time, the same for every build",
+		"Inputs.ImageRefs.Budget":  noControllerImageRefs,
+		"Inputs.ImageRefs.Timeout": noControllerImageRefs,
+		"Packages.ContextDir":      "spec.packages.containerfile is one ConfigMap key: it has no build context",
+		"Signing.Password":         "the key Secret carries its password (cosign.password)",
+		"Signing.Identity":         "a PoolImage's target is a registry repository: the signature names it",
+	},
+}
+
+const (
+	noFleetPackages       = "a fleet builds many pools in one process and runs no package stage (buildah); such a pool builds with oslayer build or a PoolImage with builder Job"
+	noControllerImageRefs = "the controller has no imageRef reader: an imageRef file is refused in the cluster"
+)
+
+// Fields lists the fields of Spec a front-end can set, as paths
+// ("Preflight.MaxLayers"): the leaves under Spec's structs (and pointers
+// to them) of this package.
+func Fields() []string {
+	var out []string
+	walkType(reflect.TypeOf(Spec{}), "", func(path string) { out = append(out, path) })
+	return out
+}
+
+// Unreached lists the fields (Fields) whose value in every full equals
+// the one in none: each full is a front-end's mapping of an input setting
+// everything it can (several when options exclude each other, such as an
+// OCI layout's signing identity and a registry's referrers), none its
+// mapping of a minimal input (with other values for what is required). A
+// function field is reached when a full's is set.
+func Unreached(none Spec, full ...Spec) []string {
+	var out []string
+	for _, path := range Fields() {
+		b := fieldAt(reflect.ValueOf(none), path)
+		hit := false
+		for _, f := range full {
+			hit = hit || reached(fieldAt(reflect.ValueOf(f), path), b)
+		}
+		if !hit {
+			out = append(out, path)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func reached(full, none reflect.Value) bool {
+	if !full.IsValid() {
+		return false
+	}
+	if full.Kind() == reflect.Func {
+		return !full.IsNil()
+	}
+	if !none.IsValid() {
+		return !full.IsZero()
+	}
+	return !reflect.DeepEqual(full.Interface(), none.Interface())
+}
+
+// ownStruct is a struct type of this package (walked into).
+func ownStruct(t reflect.Type) (reflect.Type, bool) {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t, t.Kind() == reflect.Struct && t.PkgPath() == reflect.TypeOf(Spec{}).PkgPath()
+}
+
+func walkType(t reflect.Type, prefix string, leaf func(string)) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		path := prefix + f.Name
+		if st, ok := ownStruct(f.Type); ok {
+			walkType(st, path+".", leaf)
+			continue
+		}
+		leaf(path)
+	}
+}
+
+// fieldAt is the value at path under v (invalid when a pointer on the
+// way is nil).
+func fieldAt(v reflect.Value, path string) reflect.Value {
+	for _, name := range splitPath(path) {
+		if v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return reflect.Value{}
+			}
+			v = v.Elem()
+		}
+		v = v.FieldByName(name)
+	}
+	return v
+}
+
+func splitPath(p string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(p); i++ {
+		if p[i] == '.' {
+			out = append(out, p[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, p[start:])
+}
