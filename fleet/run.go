@@ -270,7 +270,7 @@ type prepared struct {
 	arches []string
 	// platforms are a multi-platform pool's platforms, each with its
 	// shared base and its render (nil when the base comes from the
-	// MachineConfigs: build.BuildMulti resolves and renders).
+	// MachineConfigs: build.Build resolves and renders).
 	platforms []platformRender
 	// same is the first pool of its group when this pool shares its
 	// image (nil for the first); built is the first pool's build (of an
