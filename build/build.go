@@ -60,8 +60,10 @@ type Result struct {
 	Pool string `json:"pool"`
 	// Image is the digested reference of the built image
 	// ("REG/REPO@sha256:..." or "oci:DIR@sha256:...").
-	Image  string  `json:"image,omitempty"`
-	Digest v1.Hash `json:"digest"`
+	Image string `json:"image,omitempty"`
+	// Digest is the built image's (omitted when the build stopped
+	// before the image was assembled).
+	Digest v1.Hash `json:"digest,omitzero"`
 	// Target is where the tag moved (the publisher's target), if known.
 	Target       string         `json:"target,omitempty"`
 	Base         Base           `json:"base"`
@@ -162,6 +164,7 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage, comm
 			return res, errors.Unwrap(err) // ResolveBase names the base already
 		}
 	}
+	res.Base = resolved(base)
 	switch req.BaseIndex {
 	case "", BaseIndexAuto, BaseIndexOff:
 	default:
@@ -229,6 +232,7 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage, comm
 			}); err != nil {
 				return res, errors.Unwrap(err)
 			}
+			res.Base = resolved(base)
 			log.Info("base image from the MachineConfig pool's osImageURL", "base", r.OSImageURL)
 			if err := indexed(); err != nil {
 				return res, err
@@ -399,6 +403,15 @@ func runStage(phase func(string, func() error) error, outs *map[string]any, name
 // runPackages runs req.Packages for the rendered pool r onto *base. When
 // it gives a package base, *base becomes that (resolved by digest, not yet
 // indexed) and the official base is returned; otherwise nil.
+// resolved is what a result reports of a resolved base (the zero Base
+// for none).
+func resolved(b *Base) Base {
+	if b == nil {
+		return Base{}
+	}
+	return Base{Ref: b.Ref, Digest: b.Digest, Pinned: b.Pinned}
+}
+
 func runPackages(ctx context.Context, req Request, res *Result, base **Base, r *render.Result, phase func(string, func() error) error) (*Base, error) {
 	if req.Packages == nil {
 		return nil, nil
@@ -415,6 +428,7 @@ func runPackages(ctx context.Context, req Request, res *Result, base **Base, r *
 		}); err != nil {
 			return nil, errors.Unwrap(err)
 		}
+		res.Base = resolved(*base)
 	}
 	log := req.Logger
 	if log == nil {
@@ -428,6 +442,8 @@ func runPackages(ctx context.Context, req Request, res *Result, base **Base, r *
 		})
 		return err
 	}); err != nil {
+		// A stage that failed says how far it got.
+		res.PackageStage = pr
 		return nil, err
 	}
 	if pr == nil {

@@ -85,7 +85,7 @@ type MultiResult struct {
 	Pool string `json:"pool"`
 	// Image is the digested reference of the pool's OCI index.
 	Image  string  `json:"image,omitempty"`
-	Digest v1.Hash `json:"digest"`
+	Digest v1.Hash `json:"digest,omitzero"`
 	Target string  `json:"target,omitempty"`
 	// Platforms are the builds of each platform, in index order.
 	Platforms []*Result `json:"platforms"`

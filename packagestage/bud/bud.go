@@ -136,11 +136,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		hit, err = lookup(ctx, reg, tagRef, key.String())
 		return err
 	}); err != nil {
-		return nil, err
+		return res, err
 	} else if hit != nil {
 		res.Hit = true
 		if err := describe(ctx, reg, res, o.Repository, hit, o.Plan.BaseDigest, o.Base); err != nil {
-			return nil, err
+			return res, err
 		}
 		res.Duration = time.Since(start)
 		return res, nil
@@ -148,7 +148,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	scratch, err := os.MkdirTemp(o.ScratchDir, "oslayer-packages-")
 	if err != nil {
-		return nil, fmt.Errorf("package stage: scratch directory: %w", err)
+		return res, fmt.Errorf("package stage: scratch directory: %w", err)
 	}
 	removed := false
 	defer func() {
@@ -157,7 +157,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}()
 	if err := runBuild(ctx, o, reg, scratch, log, res); err != nil {
-		return nil, err
+		// The commands that ran, up to the failing one.
+		var se *stepErr
+		if errors.As(err, &se) && se.step != "" {
+			res.Commands = commandsUpTo(o.Plan.Containerfile.Commands(), se.step)
+		}
+		res.Duration = time.Since(start)
+		return res, err
 	}
 	res.Commands = o.Plan.Containerfile.Commands()
 	if err := build.TimePhase(&res.Phases, "describe", func() error {
@@ -167,13 +173,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		return describe(ctx, reg, res, o.Repository, img, o.Plan.BaseDigest, o.Base)
 	}); err != nil {
-		return nil, err
+		return res, err
 	}
 	if o.RemoveScratch != nil {
 		removed = true
 		o.RemoveScratch(scratch)
 	} else if err := build.TimePhase(&res.Phases, "cleanup", func() error { return os.RemoveAll(scratch) }); err != nil {
-		return nil, fmt.Errorf("package stage: removing the scratch storage: %w", err)
+		return res, fmt.Errorf("package stage: removing the scratch storage: %w", err)
 	}
 	res.Duration = time.Since(start)
 	return res, nil
@@ -506,15 +512,30 @@ func stepError(cf *packagestage.Containerfile, err error, output string) error {
 	lines := strings.Split(string(cf.Bytes()), "\n")
 	for i := range lines {
 		if instructionAt(lines, i) == step {
-			return &stepErr{msg: fmt.Sprintf("package stage: %s: %s: %v%s", cf.Locate(i+1), firstLine(step), err, out), err: err}
+			return &stepErr{msg: fmt.Sprintf("package stage: %s: %s: %v%s", cf.Locate(i+1), firstLine(step), err, out), err: err, step: step}
 		}
 	}
-	return &stepErr{msg: fmt.Sprintf("package stage: %v%s", err, out), err: err}
+	return &stepErr{msg: fmt.Sprintf("package stage: %v%s", err, out), err: err, step: step}
 }
 
 type stepErr struct {
 	msg string
 	err error
+	// step is the failing instruction as buildah names it.
+	step string
+}
+
+// commandsUpTo is commands up to and including step (all of them when
+// step is not found). buildah names a step with its continuation lines
+// joined without spaces.
+func commandsUpTo(commands []string, step string) []string {
+	squash := func(s string) string { return strings.Join(strings.Fields(s), "") }
+	for i, c := range commands {
+		if squash(c) == squash(step) {
+			return commands[:i+1]
+		}
+	}
+	return commands
 }
 
 func (e *stepErr) Error() string { return e.msg }
@@ -613,8 +634,17 @@ func execute(ctx context.Context, c Config, req build.PackageRequest, plan *pack
 		Log:           c.Log,
 	})
 	if err != nil {
-		// Build names the step ("package-stage: ...").
-		return nil, unprefixed(err)
+		// Build names the step ("package-stage: ..."); the result says
+		// how far the stage got.
+		var pr *build.PackageResult
+		if res != nil {
+			pr = &build.PackageResult{
+				Key: res.Key, Tag: c.Repository + ":" + plan.Key.Tag(), Ref: res.Ref, Commands: res.Commands,
+				Layers: res.Layers, AddedBytes: res.AddedBytes, Seconds: res.Duration.Seconds(),
+				StorageDriver: res.StorageDriver, Phases: res.Phases,
+			}
+		}
+		return pr, unprefixed(err)
 	}
 	return &build.PackageResult{
 		Hit:           res.Hit,
