@@ -139,7 +139,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return res, err
 	} else if hit != nil {
 		res.Hit = true
-		if err := describe(ctx, reg, res, o.Repository, hit, o.Plan.BaseDigest, o.Base); err != nil {
+		if err := describe(ctx, reg, res, o.Repository, hit, o.Plan.BaseDigest, o.Base, o.Plan.Containerfile); err != nil {
 			return res, err
 		}
 		res.Duration = time.Since(start)
@@ -171,7 +171,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err != nil {
 			return fmt.Errorf("package stage: reading the pushed package base %s: %w", tagRef, registry.ExplainRefused(err, mustRef(tagRef).Context()))
 		}
-		return describe(ctx, reg, res, o.Repository, img, o.Plan.BaseDigest, o.Base)
+		return describe(ctx, reg, res, o.Repository, img, o.Plan.BaseDigest, o.Base, o.Plan.Containerfile)
 	}); err != nil {
 		return res, err
 	}
@@ -218,8 +218,14 @@ func lookup(ctx context.Context, reg *registry.Options, ref, key string) (v1.Ima
 	return img, nil
 }
 
-// describe fills in the digest, reference and added layers of img.
-func describe(ctx context.Context, reg *registry.Options, res *Result, repo string, img v1.Image, baseDigest v1.Hash, base string) error {
+// describe fills in the digest, reference and added layers of img. A
+// layer is named by what the user wrote (cf): buildah commits a stage's
+// steps as one layer, attributed to its last instruction (the key LABEL
+// for the final stage), so the final stage's layer is named by the user's
+// steps, or by every input (Containerfile.Describe) when the stage added
+// one layer; an earlier layer (the generated stage's) keeps its history's
+// command.
+func describe(ctx context.Context, reg *registry.Options, res *Result, repo string, img v1.Image, baseDigest v1.Hash, base string, cf *packagestage.Containerfile) error {
 	d, err := img.Digest()
 	if err != nil {
 		return err
@@ -245,24 +251,35 @@ func describe(ctx context.Context, reg *registry.Options, res *Result, repo stri
 	if len(m.Layers) < len(bm.Layers) {
 		return fmt.Errorf("package stage: %s has fewer layers than its base", res.Ref)
 	}
-	cf, err := img.ConfigFile()
+	cfg, err := img.ConfigFile()
 	if err != nil {
 		return err
 	}
-	if len(cf.RootFS.DiffIDs) != len(m.Layers) {
-		return fmt.Errorf("package stage: %s: manifest has %d layers but config rootfs.diff_ids has %d", res.Ref, len(m.Layers), len(cf.RootFS.DiffIDs))
+	if len(cfg.RootFS.DiffIDs) != len(m.Layers) {
+		return fmt.Errorf("package stage: %s: manifest has %d layers but config rootfs.diff_ids has %d", res.Ref, len(m.Layers), len(cfg.RootFS.DiffIDs))
 	}
 	var created []string
-	for _, h := range cf.History {
+	for _, h := range cfg.History {
 		if !h.EmptyLayer {
 			created = append(created, h.CreatedBy)
 		}
 	}
 	res.Layers = []build.AddedLayer{}
 	for i := len(bm.Layers); i < len(m.Layers); i++ {
-		l := build.AddedLayer{Digest: m.Layers[i].Digest, DiffID: cf.RootFS.DiffIDs[i], Size: m.Layers[i].Size}
-		if len(created) == len(m.Layers) {
-			l.Source = created[i]
+		l := build.AddedLayer{Digest: m.Layers[i].Digest, DiffID: cfg.RootFS.DiffIDs[i], Size: m.Layers[i].Size}
+		var history string
+		if len(created) == len(m.Layers) && !strings.Contains(created[i], "#(nop) ") {
+			history = created[i]
+		}
+		switch {
+		case len(m.Layers)-len(bm.Layers) == 1:
+			l.Source = cf.Describe()
+		case i == len(m.Layers)-1 && cf.DescribeUser() != "":
+			l.Source = cf.DescribeUser()
+		case history != "":
+			l.Source = history
+		default:
+			l.Source = cf.Describe()
 		}
 		res.Layers = append(res.Layers, l)
 		res.AddedLayers++
