@@ -3,6 +3,7 @@
 package bud
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -25,6 +26,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
 	"go.podman.io/buildah"
@@ -372,9 +374,20 @@ func runBuild(ctx context.Context, o Options, reg *registry.Options, scratch str
 		ulimits = append(ulimits, l.name+"="+strconv.FormatUint(lim.Cur, 10)+":"+strconv.FormatUint(lim.Max, 10))
 	}
 	output := "localhost/oslayer-packages:" + plan.Key.Tag()
-	// The output of the steps, kept for the error of a failing one.
+	// The output of the steps, kept for the error of a failing one, without
+	// buildah's noise.
 	tail := &tailBuffer{max: 64 << 10}
-	outw := io.MultiWriter(log, tail)
+	outw := &noiseFilter{w: io.MultiWriter(log, tail)}
+	defer outw.Flush()
+	quietLogrus.Do(func() {
+		// buildah logs "network namespace isolation not supported with
+		// chroot isolation, forcing host network" at info level for every
+		// RUN: only warnings and errors of buildah's log, unless a level
+		// was chosen.
+		if logrus.GetLevel() == logrus.InfoLevel {
+			logrus.SetLevel(logrus.WarnLevel)
+		}
+	})
 	// The base is pulled on its own first (the build finds it in the
 	// storage), so that the pull and the steps are timed apart.
 	if err := build.TimePhase(&res.Phases, "pull", func() error {
@@ -415,6 +428,7 @@ func runBuild(ctx context.Context, o Options, reg *registry.Options, scratch str
 		return err
 	})
 	if err != nil {
+		outw.Flush()
 		return stepError(plan.Containerfile, err, tail.String())
 	}
 	dest, err := alltransports.ParseImageName("docker://" + o.Repository + ":" + plan.Key.Tag())
@@ -743,4 +757,55 @@ func writeAuthFile(dir string, reg *registry.Options, refs ...string) (string, e
 	}
 	p := filepath.Join(dir, "auth.json")
 	return p, os.WriteFile(p, b, 0o600)
+}
+
+var quietLogrus sync.Once
+
+// noiseRE matches what buildah's chroot runtime writes on stderr for a
+// failing step at every level of its process chain ("subprocess exited
+// with status 3", twice): the step's error says how it exited.
+var noiseRE = regexp.MustCompile(`^subprocess exited (with status \d+|on \w+)$`)
+
+// noiseFilter passes the steps' output on line by line, without noiseRE's
+// lines.
+type noiseFilter struct {
+	mu      sync.Mutex
+	w       io.Writer
+	pending []byte
+}
+
+func (f *noiseFilter) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pending = append(f.pending, p...)
+	for {
+		i := bytes.IndexByte(f.pending, '\n')
+		if i < 0 {
+			break
+		}
+		line := f.pending[:i+1]
+		if !noiseRE.Match(bytes.TrimRight(line, "\r\n")) {
+			if _, err := f.w.Write(line); err != nil {
+				return len(p), err
+			}
+		}
+		f.pending = f.pending[i+1:]
+	}
+	// A line without its end yet is kept, within bounds.
+	if len(f.pending) > 64<<10 {
+		_, err := f.w.Write(f.pending)
+		f.pending = f.pending[:0]
+		return len(p), err
+	}
+	return len(p), nil
+}
+
+// Flush writes a last line without its end.
+func (f *noiseFilter) Flush() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.pending) > 0 && !noiseRE.Match(f.pending) {
+		_, _ = f.w.Write(f.pending)
+	}
+	f.pending = nil
 }
