@@ -51,10 +51,7 @@ func BenchmarkImageRef(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		bin = filepath.Join(dir, "oslayer")
-		if out, err := exec.Command("go", "build", "-o", bin, filepath.Join(root, "cmd", "oslayer")).CombinedOutput(); err != nil {
-			b.Fatalf("go build: %v\n%s", err, out)
-		}
+		bin = oslayerBin(b, root, "")
 	}
 	reg := regtest.Start(b, regtest.Config{Filesystem: true})
 

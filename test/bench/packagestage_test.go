@@ -67,10 +67,7 @@ func BenchmarkPackageStage(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := &env{t: b, dir: dir, oslayer: filepath.Join(dir, "oslayer")}
-	if out, err := exec.Command("go", "build", "-tags", bud.Tags, "-o", e.oslayer, filepath.Join(root, "cmd", "oslayer")).CombinedOutput(); err != nil {
-		b.Fatalf("go build -tags %s: %v\n%s", bud.Tags, err, out)
-	}
+	e := &env{t: b, dir: dir, oslayer: oslayerBin(b, root, bud.Tags)}
 	// measure reads the registry's CPU time.
 	e.reg = regtest.Start(b, regtest.Config{Filesystem: true})
 	e.proxy = regtest.NewProxy(b, e.reg.Host)
