@@ -78,8 +78,10 @@ type Result struct {
 	Pool string `json:"pool"`
 	// Image is the digested reference of the built image or index
 	// ("REG/REPO@sha256:..." or "oci:DIR@sha256:...").
-	Image  string  `json:"image,omitempty"`
-	Digest v1.Hash `json:"digest"`
+	Image string `json:"image,omitempty"`
+	// Digest is the built image's or index's (omitted when the build
+	// stopped before it was assembled).
+	Digest v1.Hash `json:"digest,omitzero"`
 	// Target is where the tag moved (the publisher's target), if known.
 	Target       string         `json:"target,omitempty"`
 	Base         Base           `json:"base"`
@@ -134,7 +136,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Pool      string         `json:"pool"`
 		Image     string         `json:"image,omitempty"`
-		Digest    v1.Hash        `json:"digest"`
+		Digest    v1.Hash        `json:"digest,omitzero"`
 		Target    string         `json:"target,omitempty"`
 		Platforms []*Result      `json:"platforms"`
 		Stages    map[string]any `json:"stages,omitempty"`
@@ -252,7 +254,21 @@ func (b *builder) resolve(ref string) error {
 		b.base, err = ResolveBase(b.ctx, ref, b.req.Registry, b.req.Arch)
 		return err
 	})
-	return errors.Unwrap(err) // ResolveBase names the base already
+	if err != nil {
+		return errors.Unwrap(err) // ResolveBase names the base already
+	}
+	// A build that stops later still says which base it resolved.
+	b.res.Base = resolved(b.base)
+	return nil
+}
+
+// resolved is what a result reports of a resolved base (the zero Base
+// for none).
+func resolved(b *Base) Base {
+	if b == nil {
+		return Base{}
+	}
+	return Base{Ref: b.Ref, Digest: b.Digest, Pinned: b.Pinned}
 }
 
 // mode checks the base index mode and sets the index options.
@@ -361,6 +377,8 @@ func (b *builder) packages() error {
 		})
 		return err
 	}); err != nil || pr == nil {
+		// A stage that failed says how far it got.
+		b.res.PackageStage = pr
 		return err
 	}
 	b.res.PackageStage = pr

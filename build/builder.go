@@ -64,7 +64,7 @@ type Base struct {
 	// a build through a mirror records the same base as one without).
 	Ref string `json:"ref"`
 	// Digest is the manifest digest the reference resolved to.
-	Digest v1.Hash `json:"digest"`
+	Digest v1.Hash `json:"digest,omitzero"`
 	// Pinned reports whether the user gave a digest (not a tag).
 	Pinned bool     `json:"pinned"`
 	Image  v1.Image `json:"-"`

@@ -21,7 +21,8 @@ type PackageStage interface {
 	// Run returns the package base for the request, built or found by its
 	// key, or (nil, nil) when the pool has no package inputs (no
 	// extensions, the default kernel and no Containerfile of the stage's
-	// own): the config layers then go onto the official base.
+	// own): the config layers then go onto the official base. With an
+	// error, a result (if any) says how far the stage got.
 	Run(ctx context.Context, req PackageRequest) (*PackageResult, error)
 }
 

@@ -3,6 +3,7 @@ package build
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -25,12 +26,14 @@ type layoutStage struct {
 	reqs []PackageRequest
 	err  error
 	none bool
+	// partial is what a failing stage returns with err.
+	partial *PackageResult
 }
 
 func (s *layoutStage) Run(ctx context.Context, req PackageRequest) (*PackageResult, error) {
 	s.reqs = append(s.reqs, req)
 	if s.err != nil || s.none {
-		return nil, s.err
+		return s.partial, s.err
 	}
 	hl := handLayer(s.t, "packages", map[string]string{"usr/bin/agent": "#!/bin/sh\n"})
 	l, err := tarball.LayerFromOpener(func() (r io.ReadCloser, err error) { return io.NopCloser(bytes.NewReader(hl.Gzip)), nil })
@@ -139,5 +142,37 @@ func TestBuildPackagesRefused(t *testing.T) {
 				t.Errorf("publisher calls %v", pub.calls)
 			}
 		})
+	}
+}
+
+// A build whose package stage fails says how far it got: the resolved
+// base, the stage's partial result, and no empty digest (not ":").
+func TestFailedPackageStageResult(t *testing.T) {
+	ctx := context.Background()
+	ref := layoutBase(t, synthBase(t))
+	r := rendered(t)
+	r.Packages, r.Extensions = []string{"extension:usbguard"}, []string{"usbguard"}
+	renderer := func(ctx context.Context, req render.Request) (*render.Result, error) { return r, nil }
+	partial := &PackageResult{Key: "sha256:" + strings.Repeat("1", 64), Commands: []string{"FROM packages", "RUN exit 3"},
+		Phases: []Phase{{Name: "lookup"}, {Name: "build"}}}
+	st := &layoutStage{t: t, dir: strings.TrimPrefix(ref, "oci:"), err: errors.New("RUN exit 3: exit status 3"), partial: partial}
+	res, err := Build(ctx, Request{Render: render.Request{Pool: "worker"}, Renderer: renderer, Base: ref, Packages: st}, &fakePub{})
+	if err == nil {
+		t.Fatal("a failing package stage built")
+	}
+	official, _ := synthBase(t).Digest()
+	if res.Base.Ref != ref || res.Base.Digest != official || res.PackageStage != partial || res.Tagged {
+		t.Fatalf("result base %+v, stage %+v, tagged %v", res.Base, res.PackageStage, res.Tagged)
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(out, &top); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := top["digest"]; ok || bytes.Contains(out, []byte(`"digest":":"`)) || !bytes.Contains(out, []byte(`"packageStage":{`)) || !bytes.Contains(out, []byte(official.String())) {
+		t.Errorf("-o json of a failed build:\n%s", out)
 	}
 }

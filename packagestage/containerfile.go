@@ -369,3 +369,39 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// Describe names what the stage's layer holds by what the user wrote: the
+// extensions' packages, the kernel type and the steps of the user's
+// Containerfile that change files (RUN, COPY, ADD), e.g.
+// `extensions: usbguard; agent.Containerfile: COPY agent.rpm /tmp/agent.rpm; RUN rpm -i /tmp/agent.rpm`.
+// It is the source of a package layer, so that the layer holding an RPM
+// can be found.
+func (c *Containerfile) Describe() string {
+	var parts []string
+	if len(c.Packages) > 0 {
+		parts = append(parts, "extensions: "+strings.Join(c.Packages, " "))
+	}
+	if c.KernelType != "" && c.KernelType != KernelDefault {
+		parts = append(parts, "kernelType: "+c.KernelType)
+	}
+	if u := c.DescribeUser(); u != "" {
+		parts = append(parts, u)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// DescribeUser is the user's part of Describe: the user's Containerfile's
+// steps that change files ("" for none).
+func (c *Containerfile) DescribeUser() string {
+	var steps []string
+	for _, in := range parse(c.User) {
+		switch in.cmd {
+		case "RUN", "COPY", "ADD":
+			steps = append(steps, strings.Join(strings.Fields(in.text), " "))
+		}
+	}
+	if len(steps) == 0 {
+		return ""
+	}
+	return c.userName() + ": " + strings.Join(steps, "; ")
+}

@@ -248,3 +248,16 @@ func TestUserGlobalArgs(t *testing.T) {
 		t.Errorf("lines not found: %v\n%s", want, all)
 	}
 }
+
+// TestDescribeNamesWhatTheUserWrote: a package layer is named by the
+// extensions, the kernel type and the user's steps that change files.
+func TestDescribeNamesWhatTheUserWrote(t *testing.T) {
+	c := &Containerfile{
+		Packages: []string{"usbguard"}, KernelType: KernelRealtime, UserName: "agent.Containerfile",
+		User: []byte("ARG V=1\nFROM packages\n# the agent\nCOPY agent.rpm /tmp/\nRUN rpm -i /tmp/agent.rpm && \\\n    rm /tmp/agent.rpm\nLABEL a=b\n"),
+	}
+	want := "extensions: usbguard; kernelType: realtime; agent.Containerfile: COPY agent.rpm /tmp/; RUN rpm -i /tmp/agent.rpm && rm /tmp/agent.rpm"
+	if got := c.Describe(); got != want {
+		t.Errorf("Describe:\n got %q\nwant %q", got, want)
+	}
+}

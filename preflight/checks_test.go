@@ -345,12 +345,21 @@ func TestSecrets(t *testing.T) {
 		l := tarLayer(t,
 			file("root/.ssh/id_ed25519", testPEM),
 			file("etc/kubernetes/kubelet.kubeconfig", "apiVersion: v1\nkind: Config\nusers:\n- name: kubelet\n  user:\n    token: abc.def\n"),
-			file("var/lib/kubelet/config.json", `{"auths":{"quay.io":{"auth":"dXNlcjpwYXNz"}}}`),
+			file("var/lib/kubelet/auth.json", `{"auths":{"quay.io":{"auth":"dXNlcjpwYXNz"}}}`),
 			file("root/.aws/credentials", "[default]\naws_access_key_id = AKIAEXAMPLE\naws_secret_access_key = abc\n"),
 			file("etc/gcp/sa.json", `{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\nabc\n-----END PRIVATE KEY-----\n"}`),
 			file("etc/pki/tls/private/server.key", "-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----\n"),
+			// Relocated by oslayer: allowed by their node paths, as
+			// configured (/opt/x is /var/opt/x on the node), by a glob,
+			// or by the path in the image; or not allowed.
+			file("usr/lib/oslayer/var/var/lib/kubelet/config.json", `{"auths":{"quay.io":{"auth":"dXNlcjpwYXNz"}}}`),
+			file("usr/lib/oslayer/var/var/opt/agent/key.pem", testPEM),
+			file("usr/lib/oslayer/var/var/lib/a/b.key", testPEM),
+			file("usr/lib/oslayer/var/var/lib/c/d.key", testPEM),
+			file("usr/lib/oslayer/var/var/lib/e/f.key", testPEM),
 		)
-		rep := run(t, Target{Image: derive(t, b.img, l), Base: b.img}, only(c, Options{AllowSecrets: []string{"/etc/pki/tls/private/*.key"}}))
+		rep := run(t, Target{Image: derive(t, b.img, l), Base: b.img}, only(c, Options{AllowSecrets: []string{"/etc/pki/tls/private/*.key",
+			"/var/lib/kubelet/config.json", "/opt/agent/key.pem", "var/lib/a/*.key", "/usr/lib/oslayer/var/var/lib/c/d.key"}}))
 		msg := func(kind, p string) string {
 			return "holds " + kind + ": everyone who can pull the image can read it; deliver it at runtime (a Secret, ignition) or allow it with --allow-secret /" + p
 		}
@@ -358,10 +367,15 @@ func TestSecrets(t *testing.T) {
 		want := []Finding{
 			{Check: "secrets", Severity: Error, Layer: dg, Path: "root/.ssh/id_ed25519", Message: msg("an OpenSSH private key", "root/.ssh/id_ed25519")},
 			{Check: "secrets", Severity: Error, Layer: dg, Path: "etc/kubernetes/kubelet.kubeconfig", Message: msg("a kubeconfig with credentials (token or client-key-data)", "etc/kubernetes/kubelet.kubeconfig")},
-			{Check: "secrets", Severity: Error, Layer: dg, Path: "var/lib/kubelet/config.json", Message: msg("registry credentials (auths for quay.io)", "var/lib/kubelet/config.json")},
+			{Check: "secrets", Severity: Error, Layer: dg, Path: "var/lib/kubelet/auth.json", Message: msg("registry credentials (auths for quay.io)", "var/lib/kubelet/auth.json")},
 			{Check: "secrets", Severity: Error, Layer: dg, Path: "root/.aws/credentials", Message: msg("AWS credentials (aws_secret_access_key)", "root/.aws/credentials")},
 			{Check: "secrets", Severity: Error, Layer: dg, Path: "etc/gcp/sa.json", Message: msg("a GCP service account key", "etc/gcp/sa.json")},
 			{Check: "secrets", Severity: Info, Layer: dg, Path: "etc/pki/tls/private/server.key", Message: "holds a PEM private key, allowed by --allow-secret /etc/pki/tls/private/*.key"},
+			{Check: "secrets", Severity: Info, Layer: dg, Path: "usr/lib/oslayer/var/var/lib/kubelet/config.json", Message: "holds registry credentials (auths for quay.io), allowed by --allow-secret /var/lib/kubelet/config.json (its node path /var/lib/kubelet/config.json)"},
+			{Check: "secrets", Severity: Info, Layer: dg, Path: "usr/lib/oslayer/var/var/opt/agent/key.pem", Message: "holds an OpenSSH private key, allowed by --allow-secret /opt/agent/key.pem (its node path /var/opt/agent/key.pem)"},
+			{Check: "secrets", Severity: Info, Layer: dg, Path: "usr/lib/oslayer/var/var/lib/a/b.key", Message: "holds an OpenSSH private key, allowed by --allow-secret var/lib/a/*.key (its node path /var/lib/a/b.key)"},
+			{Check: "secrets", Severity: Info, Layer: dg, Path: "usr/lib/oslayer/var/var/lib/c/d.key", Message: "holds an OpenSSH private key, allowed by --allow-secret /usr/lib/oslayer/var/var/lib/c/d.key"},
+			{Check: "secrets", Severity: Error, Layer: dg, Path: "usr/lib/oslayer/var/var/lib/e/f.key", Message: "holds an OpenSSH private key: everyone who can pull the image can read it; deliver it at runtime (a Secret, ignition) or allow it with --allow-secret /var/lib/e/f.key (its node path)"},
 		}
 		assertFindings(t, rep.Findings, want)
 	})

@@ -8,6 +8,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/oslayer/oslayer/render/varmech"
 )
 
 // secretsCheck: private keys, kubeconfig credentials, registry auths and
@@ -67,19 +69,45 @@ func DetectSecret(data []byte) string {
 	return ""
 }
 
-// secretAllowed reports whether p matches an --allow-secret entry (a path,
-// with or without leading "/", or a path.Match pattern).
-func secretAllowed(p string, allow []string) (string, bool) {
+// nodePath is where the image path p (without a leading "/") is on the
+// node when oslayer relocated it under varmech.StoreDir (a file the
+// configuration puts under /var, /opt, ...: materialised there at boot),
+// else "".
+func nodePath(p string) string {
+	if rest, ok := strings.CutPrefix("/"+p, varmech.StoreDir+"/"); ok {
+		return "/" + rest
+	}
+	return ""
+}
+
+// secretAllowed reports whether the image path p matches an --allow-secret
+// entry (a path, with or without leading "/", or a path.Match pattern),
+// and which path matched: p itself, or for a relocated file its node path
+// (/var/lib/kubelet/config.json for
+// usr/lib/oslayer/var/var/lib/kubelet/config.json), which the entry may
+// also name as configured (/opt/x for /var/opt/x).
+func secretAllowed(p string, allow []string) (entry, matched string, ok bool) {
+	match := func(pattern, name string) bool {
+		m, _ := path.Match(pattern, name)
+		return pattern == name || m
+	}
+	node := nodePath(p)
 	for _, a := range allow {
-		a2 := strings.TrimPrefix(a, "/")
-		if a2 == p {
-			return a, true
+		a2 := "/" + strings.TrimPrefix(a, "/")
+		if match(a2[1:], p) {
+			return a, "/" + p, true
 		}
-		if ok, _ := path.Match(a2, p); ok {
-			return a, true
+		if node == "" {
+			continue
+		}
+		if match(a2, node) {
+			return a, node, true
+		}
+		if c, ok := varmech.Canonical(a2); ok && match(c, node) {
+			return a, node, true
 		}
 	}
-	return "", false
+	return "", "", false
 }
 
 func (c secretsCheck) Run(ctx context.Context, t *Target) ([]Finding, error) {
@@ -99,11 +127,19 @@ func (c secretsCheck) Run(ctx context.Context, t *Target) ([]Finding, error) {
 			if kind == "" {
 				continue
 			}
-			if a, ok := secretAllowed(e.Path, t.Options.AllowSecrets); ok {
-				out = append(out, l.Finding(c, Info, e.Path, fmt.Sprintf("holds %s, allowed by --allow-secret %s", kind, a)))
+			if a, matched, ok := secretAllowed(e.Path, t.Options.AllowSecrets); ok {
+				msg := fmt.Sprintf("holds %s, allowed by --allow-secret %s", kind, a)
+				if matched != "/"+e.Path {
+					msg += fmt.Sprintf(" (its node path %s)", matched)
+				}
+				out = append(out, l.Finding(c, Info, e.Path, msg))
 				continue
 			}
-			out = append(out, l.Finding(c, Error, e.Path, fmt.Sprintf("holds %s: everyone who can pull the image can read it; deliver it at runtime (a Secret, ignition) or allow it with --allow-secret /%s", kind, e.Path)))
+			allow := "/" + e.Path
+			if node := nodePath(e.Path); node != "" {
+				allow = node + " (its node path)"
+			}
+			out = append(out, l.Finding(c, Error, e.Path, fmt.Sprintf("holds %s: everyone who can pull the image can read it; deliver it at runtime (a Secret, ignition) or allow it with --allow-secret %s", kind, allow)))
 		}
 	}
 	return out, nil

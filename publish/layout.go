@@ -107,6 +107,11 @@ func (l *layoutPublisher) Write(ctx context.Context, b *build.Built) (*build.Pub
 	log.Info("writing image to OCI layout", "blobs", len(srcs)+2, "bytes", total)
 
 	w := &layoutWriter{dir: p.dir, tmp: rt.dir, log: log, prog: prog}
+	prog.setMoved("written", "already there", func() (int64, int64) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.written, w.skipped
+	})
 	jobs := p.reg.Jobs
 	if jobs <= 0 {
 		jobs = 4

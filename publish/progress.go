@@ -14,7 +14,10 @@ import (
 // every 10% step. Total is known up front (all blobs and the manifest), so
 // skipped and mounted blobs count as done. Bytes done are what
 // go-containerregistry last reported on updates plus what the caller added
-// itself (add: mounted blobs, layout writes).
+// itself (add: mounted blobs, layout writes). Every line also says what
+// moved: the bytes really sent and those the target already had (or got
+// by a mount), as the caller counts them (setMoved), so that a push of
+// blobs the registry has reads "0 B uploaded", not a transfer.
 type progress struct {
 	w        io.Writer
 	label    string
@@ -29,6 +32,32 @@ type progress struct {
 	// remote is the last Complete go-containerregistry reported; own is
 	// what add counted.
 	remote, own int64
+	// moved returns the bytes sent and those not sent because the
+	// target had them (nil: not known); sent and kept name them.
+	moved      func() (sent, kept int64)
+	sent, kept string
+}
+
+// setMoved tells the progress where the bytes really sent and those the
+// target had come from, and how to name them ("uploaded", "already there
+// or mounted").
+func (p *progress) setMoved(sent, kept string, moved func() (int64, int64)) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.moved, p.sent, p.kept = moved, sent, kept
+	p.mu.Unlock()
+}
+
+// what says what moved so far: ", 12.0 KiB uploaded, 1.0 MiB already
+// there or mounted" ("" when not known). p.mu is held.
+func (p *progress) what() string {
+	if p.moved == nil {
+		return ""
+	}
+	sent, kept := p.moved()
+	return fmt.Sprintf(", %s %s, %s %s", human(sent), p.sent, human(kept), p.kept)
 }
 
 // IsTerminal reports whether w is a terminal (a character device).
@@ -97,7 +126,7 @@ func (p *progress) show() {
 				bar[i] = ' '
 			}
 		}
-		fmt.Fprintf(p.w, "\r%s [%s] %3d%% %s/%s", p.label, bar, pct, human(n), human(p.total))
+		fmt.Fprintf(p.w, "\r%s [%s] %3d%% %s/%s%s", p.label, bar, pct, human(n), human(p.total), p.what())
 		return
 	}
 	step := pct / 10
@@ -105,7 +134,7 @@ func (p *progress) show() {
 		return
 	}
 	p.last = step
-	fmt.Fprintf(p.w, "%s: %d%% (%s of %s)\n", p.label, step*10, human(n), human(p.total))
+	fmt.Fprintf(p.w, "%s: %d%% (%s of %s%s)\n", p.label, step*10, human(n), human(p.total), p.what())
 }
 
 // add counts n more bytes done outside go-containerregistry.
@@ -139,14 +168,14 @@ func (p *progress) finish(err error) {
 	}
 	if p.terminal {
 		if p.last >= 0 {
-			fmt.Fprintf(p.w, "\r%s: %s (%s)\x1b[K\n", p.label, status, human(p.total))
+			fmt.Fprintf(p.w, "\r%s: %s (%s%s)\x1b[K\n", p.label, status, human(p.total), p.what())
 		} else {
-			fmt.Fprintf(p.w, "%s: %s (%s)\n", p.label, status, human(p.total))
+			fmt.Fprintf(p.w, "%s: %s (%s%s)\n", p.label, status, human(p.total), p.what())
 		}
 		return
 	}
 	if err != nil || p.last < 10 {
-		fmt.Fprintf(p.w, "%s: %s (%s of %s)\n", p.label, status, human(p.n), human(p.total))
+		fmt.Fprintf(p.w, "%s: %s (%s of %s%s)\n", p.label, status, human(p.n), human(p.total), p.what())
 	}
 }
 

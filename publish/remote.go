@@ -66,6 +66,10 @@ func (r *remotePublisher) Write(ctx context.Context, b *build.Built) (*build.Pub
 	ctr := newCounter(dref.RegistryStr(), dref.RepositoryStr(), d, sizes, log)
 	ctx = withCounter(ctx, ctr)
 	prog := newProgress(p.o, "push "+repo.Name(), total+int64(len(raw)))
+	prog.setMoved("uploaded", "already there or mounted", func() (int64, int64) {
+		up, skipped, _, _, _ := ctr.stats()
+		return up, skipped
+	})
 	finish := func(err error) {
 		if prog != nil {
 			close(prog.updates)
@@ -83,6 +87,7 @@ func (r *remotePublisher) Write(ctx context.Context, b *build.Built) (*build.Pub
 	}
 	s.ctr = ctr
 	exists := func(why string) (*build.Published, error) {
+		prog.setMoved("uploaded", "already there", func() (int64, int64) { return 0, total })
 		finish(nil)
 		pub := &build.Published{Ref: dref.String(), Digest: &dref, Skipped: total}
 		p.keep(pub, s)

@@ -76,6 +76,19 @@ func TestRemoteMountsBaseWritesByDigestCommitMovesTag(t *testing.T) {
 	if s := prog.String(); !strings.Contains(s, "100%") || strings.Contains(s, "\r") {
 		t.Errorf("plain progress should reach 100%% without \\r:\n%q", s)
 	}
+	// The progress says what moved: the new blobs uploaded, the base's
+	// mounted.
+	if s := lastLine(prog.String()); !strings.Contains(s, "100%") || strings.Contains(s, " 0 B uploaded") || !strings.Contains(s, "uploaded, ") || strings.Contains(s, " 0 B already there or mounted") {
+		t.Errorf("progress of a push of new blobs onto a mounted base: %q", s)
+	}
+	// The same image again: nothing moves, and the progress says so.
+	var again bytes.Buffer
+	if _, err := newPublisher(t, px.Host+"/pools/worker:v1", reg, publish.WithProgress(&again)).Write(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if s := lastLine(again.String()); !strings.Contains(s, "100%") || !strings.Contains(s, " 0 B uploaded") {
+		t.Errorf("progress of a push of an image the registry has: %q, want 0 B uploaded", s)
+	}
 
 	// Before Commit: the manifest exists by digest, the tag does not.
 	if got := tagDigest(t, px.Host+"/pools/worker@"+b.Digest.String()); got != b.Digest.String() {
@@ -296,4 +309,10 @@ func TestRemoteProgressTerminal(t *testing.T) {
 	if !strings.Contains(s, ": done") {
 		t.Errorf("terminal progress does not end with done: %q", s)
 	}
+}
+
+// lastLine is the last line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
 }

@@ -34,6 +34,15 @@ fi
 echo "== go test"
 go test -count=1 -timeout 40m ./...
 
+echo "== benchmarks (smoke: each once, at a tiny size, no figures checked)"
+# Every benchmark of test/bench runs once so none of them rots; the real
+# runs are test/bench/run.sh's.
+go test -count=1 -run '^$' -bench . -benchtime 1x -timeout 20m ./test/bench/ -args \
+  -bench.scale 0.001 -bench.pools 2 -bench.parallel 2 -bench.reps 1 -bench.files 200 \
+  -bench.fleet-clusters 1 -bench.fleet-pools 2 -bench.fleet-jobs 2 \
+  -bench.changes 1 -bench.ctl-pools 2 -bench.cold-reps 1 -bench.agent-mib 1 \
+  -bench.imageref-scale 0.001
+
 echo "== node-agent oracle (test/oracle/nodeagent, a module of its own)"
 (
   cd test/oracle/nodeagent

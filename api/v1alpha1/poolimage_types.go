@@ -374,11 +374,11 @@ type Preflight struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	MaxLayers int32 `json:"maxLayers,omitempty"`
-	// AllowSecrets are paths in the image (or path.Match patterns) that
-	// may hold a secret, as the paths the secrets check reports them
-	// (e.g. /usr/lib/oslayer/var/var/lib/kubelet/config.json, where an
+	// AllowSecrets are paths (or path.Match patterns) that may hold a
+	// secret: as on the node (e.g. /var/lib/kubelet/config.json, where an
 	// OpenShift pool's rendered MachineConfig puts the cluster's pull
-	// secret).
+	// secret) or as in the image (oslayer keeps such a file under
+	// /usr/lib/oslayer/var, as /usr/lib/oslayer/var/var/lib/kubelet/config.json).
 	// +optional
 	AllowSecrets []string `json:"allowSecrets,omitempty"`
 }

@@ -30,7 +30,7 @@ func (f *preflightFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.skip, "skip", nil, "skip a preflight check by name (repeatable): "+strings.Join(checkNames(), ", "))
 	fs.BoolVar(&f.fatalWarnings, "fatal-warnings", false, "treat preflight warnings as errors")
 	fs.BoolVar(&f.denyUsr, "deny-usr-override", false, "an added file that replaces a file of the base under /usr is an error (check usr-override; it reads the base index)")
-	fs.StringArrayVar(&f.allowSecrets, "allow-secret", nil, "path (or glob) in the image allowed to hold a secret, e.g. /etc/pki/tls/private/*.key (repeatable)")
+	fs.StringArrayVar(&f.allowSecrets, "allow-secret", nil, "path (or glob) allowed to hold a secret, as on the node or in the image, e.g. /etc/pki/tls/private/*.key, /var/lib/kubelet/config.json (repeatable)")
 	fs.IntVar(&f.warnLayers, "warn-layers", preflight.DefaultWarnLayers, "warn when the image has more layers than this (docker pull fails at 128)")
 	fs.IntVar(&f.maxLayers, "max-layers", preflight.DefaultMaxLayers, "fail when the image has this many layers or more (containers-storage cannot store about 500)")
 	fs.StringVar(&f.maxAdded, "max-added-bytes", "2GiB", "budget for the compressed size of the added layers (bytes, or with KB/MB/GB/KiB/MiB/GiB)")

@@ -3,6 +3,7 @@
 package bud
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -25,6 +26,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
 	"go.podman.io/buildah"
@@ -136,11 +138,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		hit, err = lookup(ctx, reg, tagRef, key.String())
 		return err
 	}); err != nil {
-		return nil, err
+		return res, err
 	} else if hit != nil {
 		res.Hit = true
-		if err := describe(ctx, reg, res, o.Repository, hit, o.Plan.BaseDigest, o.Base); err != nil {
-			return nil, err
+		if err := describe(ctx, reg, res, o.Repository, hit, o.Plan.BaseDigest, o.Base, o.Plan.Containerfile); err != nil {
+			return res, err
 		}
 		res.Duration = time.Since(start)
 		return res, nil
@@ -148,7 +150,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	scratch, err := os.MkdirTemp(o.ScratchDir, "oslayer-packages-")
 	if err != nil {
-		return nil, fmt.Errorf("package stage: scratch directory: %w", err)
+		return res, fmt.Errorf("package stage: scratch directory: %w", err)
 	}
 	removed := false
 	defer func() {
@@ -157,7 +159,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}()
 	if err := runBuild(ctx, o, reg, scratch, log, res); err != nil {
-		return nil, err
+		// The commands that ran, up to the failing one.
+		var se *stepErr
+		if errors.As(err, &se) && se.step != "" {
+			res.Commands = commandsUpTo(o.Plan.Containerfile.Commands(), se.step)
+		}
+		res.Duration = time.Since(start)
+		return res, err
 	}
 	res.Commands = o.Plan.Containerfile.Commands()
 	if err := build.TimePhase(&res.Phases, "describe", func() error {
@@ -165,15 +173,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err != nil {
 			return fmt.Errorf("package stage: reading the pushed package base %s: %w", tagRef, registry.ExplainRefused(err, mustRef(tagRef).Context()))
 		}
-		return describe(ctx, reg, res, o.Repository, img, o.Plan.BaseDigest, o.Base)
+		return describe(ctx, reg, res, o.Repository, img, o.Plan.BaseDigest, o.Base, o.Plan.Containerfile)
 	}); err != nil {
-		return nil, err
+		return res, err
 	}
 	if o.RemoveScratch != nil {
 		removed = true
 		o.RemoveScratch(scratch)
 	} else if err := build.TimePhase(&res.Phases, "cleanup", func() error { return os.RemoveAll(scratch) }); err != nil {
-		return nil, fmt.Errorf("package stage: removing the scratch storage: %w", err)
+		return res, fmt.Errorf("package stage: removing the scratch storage: %w", err)
 	}
 	res.Duration = time.Since(start)
 	return res, nil
@@ -212,8 +220,14 @@ func lookup(ctx context.Context, reg *registry.Options, ref, key string) (v1.Ima
 	return img, nil
 }
 
-// describe fills in the digest, reference and added layers of img.
-func describe(ctx context.Context, reg *registry.Options, res *Result, repo string, img v1.Image, baseDigest v1.Hash, base string) error {
+// describe fills in the digest, reference and added layers of img. A
+// layer is named by what the user wrote (cf): buildah commits a stage's
+// steps as one layer, attributed to its last instruction (the key LABEL
+// for the final stage), so the final stage's layer is named by the user's
+// steps, or by every input (Containerfile.Describe) when the stage added
+// one layer; an earlier layer (the generated stage's) keeps its history's
+// command.
+func describe(ctx context.Context, reg *registry.Options, res *Result, repo string, img v1.Image, baseDigest v1.Hash, base string, cf *packagestage.Containerfile) error {
 	d, err := img.Digest()
 	if err != nil {
 		return err
@@ -239,24 +253,35 @@ func describe(ctx context.Context, reg *registry.Options, res *Result, repo stri
 	if len(m.Layers) < len(bm.Layers) {
 		return fmt.Errorf("package stage: %s has fewer layers than its base", res.Ref)
 	}
-	cf, err := img.ConfigFile()
+	cfg, err := img.ConfigFile()
 	if err != nil {
 		return err
 	}
-	if len(cf.RootFS.DiffIDs) != len(m.Layers) {
-		return fmt.Errorf("package stage: %s: manifest has %d layers but config rootfs.diff_ids has %d", res.Ref, len(m.Layers), len(cf.RootFS.DiffIDs))
+	if len(cfg.RootFS.DiffIDs) != len(m.Layers) {
+		return fmt.Errorf("package stage: %s: manifest has %d layers but config rootfs.diff_ids has %d", res.Ref, len(m.Layers), len(cfg.RootFS.DiffIDs))
 	}
 	var created []string
-	for _, h := range cf.History {
+	for _, h := range cfg.History {
 		if !h.EmptyLayer {
 			created = append(created, h.CreatedBy)
 		}
 	}
 	res.Layers = []build.AddedLayer{}
 	for i := len(bm.Layers); i < len(m.Layers); i++ {
-		l := build.AddedLayer{Digest: m.Layers[i].Digest, DiffID: cf.RootFS.DiffIDs[i], Size: m.Layers[i].Size}
-		if len(created) == len(m.Layers) {
-			l.Source = created[i]
+		l := build.AddedLayer{Digest: m.Layers[i].Digest, DiffID: cfg.RootFS.DiffIDs[i], Size: m.Layers[i].Size}
+		var history string
+		if len(created) == len(m.Layers) && !strings.Contains(created[i], "#(nop) ") {
+			history = created[i]
+		}
+		switch {
+		case len(m.Layers)-len(bm.Layers) == 1:
+			l.Source = cf.Describe()
+		case i == len(m.Layers)-1 && cf.DescribeUser() != "":
+			l.Source = cf.DescribeUser()
+		case history != "":
+			l.Source = history
+		default:
+			l.Source = cf.Describe()
 		}
 		res.Layers = append(res.Layers, l)
 		res.AddedLayers++
@@ -349,9 +374,20 @@ func runBuild(ctx context.Context, o Options, reg *registry.Options, scratch str
 		ulimits = append(ulimits, l.name+"="+strconv.FormatUint(lim.Cur, 10)+":"+strconv.FormatUint(lim.Max, 10))
 	}
 	output := "localhost/oslayer-packages:" + plan.Key.Tag()
-	// The output of the steps, kept for the error of a failing one.
+	// The output of the steps, kept for the error of a failing one, without
+	// buildah's noise.
 	tail := &tailBuffer{max: 64 << 10}
-	outw := io.MultiWriter(log, tail)
+	outw := &noiseFilter{w: io.MultiWriter(log, tail)}
+	defer outw.Flush()
+	quietLogrus.Do(func() {
+		// buildah logs "network namespace isolation not supported with
+		// chroot isolation, forcing host network" at info level for every
+		// RUN: only warnings and errors of buildah's log, unless a level
+		// was chosen.
+		if logrus.GetLevel() == logrus.InfoLevel {
+			logrus.SetLevel(logrus.WarnLevel)
+		}
+	})
 	// The base is pulled on its own first (the build finds it in the
 	// storage), so that the pull and the steps are timed apart.
 	if err := build.TimePhase(&res.Phases, "pull", func() error {
@@ -392,6 +428,7 @@ func runBuild(ctx context.Context, o Options, reg *registry.Options, scratch str
 		return err
 	})
 	if err != nil {
+		outw.Flush()
 		return stepError(plan.Containerfile, err, tail.String())
 	}
 	dest, err := alltransports.ParseImageName("docker://" + o.Repository + ":" + plan.Key.Tag())
@@ -506,15 +543,30 @@ func stepError(cf *packagestage.Containerfile, err error, output string) error {
 	lines := strings.Split(string(cf.Bytes()), "\n")
 	for i := range lines {
 		if instructionAt(lines, i) == step {
-			return &stepErr{msg: fmt.Sprintf("package stage: %s: %s: %v%s", cf.Locate(i+1), firstLine(step), err, out), err: err}
+			return &stepErr{msg: fmt.Sprintf("package stage: %s: %s: %v%s", cf.Locate(i+1), firstLine(step), err, out), err: err, step: step}
 		}
 	}
-	return &stepErr{msg: fmt.Sprintf("package stage: %v%s", err, out), err: err}
+	return &stepErr{msg: fmt.Sprintf("package stage: %v%s", err, out), err: err, step: step}
 }
 
 type stepErr struct {
 	msg string
 	err error
+	// step is the failing instruction as buildah names it.
+	step string
+}
+
+// commandsUpTo is commands up to and including step (all of them when
+// step is not found). buildah names a step with its continuation lines
+// joined without spaces.
+func commandsUpTo(commands []string, step string) []string {
+	squash := func(s string) string { return strings.Join(strings.Fields(s), "") }
+	for i, c := range commands {
+		if squash(c) == squash(step) {
+			return commands[:i+1]
+		}
+	}
+	return commands
 }
 
 func (e *stepErr) Error() string { return e.msg }
@@ -613,8 +665,17 @@ func execute(ctx context.Context, c Config, req build.PackageRequest, plan *pack
 		Log:           c.Log,
 	})
 	if err != nil {
-		// Build names the step ("package-stage: ...").
-		return nil, unprefixed(err)
+		// Build names the step ("package-stage: ..."); the result says
+		// how far the stage got.
+		var pr *build.PackageResult
+		if res != nil {
+			pr = &build.PackageResult{
+				Key: res.Key, Tag: c.Repository + ":" + plan.Key.Tag(), Ref: res.Ref, Commands: res.Commands,
+				Layers: res.Layers, AddedBytes: res.AddedBytes, Seconds: res.Duration.Seconds(),
+				StorageDriver: res.StorageDriver, Phases: res.Phases,
+			}
+		}
+		return pr, unprefixed(err)
 	}
 	return &build.PackageResult{
 		Hit:           res.Hit,
@@ -696,4 +757,55 @@ func writeAuthFile(dir string, reg *registry.Options, refs ...string) (string, e
 	}
 	p := filepath.Join(dir, "auth.json")
 	return p, os.WriteFile(p, b, 0o600)
+}
+
+var quietLogrus sync.Once
+
+// noiseRE matches what buildah's chroot runtime writes on stderr for a
+// failing step at every level of its process chain ("subprocess exited
+// with status 3", twice): the step's error says how it exited.
+var noiseRE = regexp.MustCompile(`^subprocess exited (with status \d+|on \w+)$`)
+
+// noiseFilter passes the steps' output on line by line, without noiseRE's
+// lines.
+type noiseFilter struct {
+	mu      sync.Mutex
+	w       io.Writer
+	pending []byte
+}
+
+func (f *noiseFilter) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pending = append(f.pending, p...)
+	for {
+		i := bytes.IndexByte(f.pending, '\n')
+		if i < 0 {
+			break
+		}
+		line := f.pending[:i+1]
+		if !noiseRE.Match(bytes.TrimRight(line, "\r\n")) {
+			if _, err := f.w.Write(line); err != nil {
+				return len(p), err
+			}
+		}
+		f.pending = f.pending[i+1:]
+	}
+	// A line without its end yet is kept, within bounds.
+	if len(f.pending) > 64<<10 {
+		_, err := f.w.Write(f.pending)
+		f.pending = f.pending[:0]
+		return len(p), err
+	}
+	return len(p), nil
+}
+
+// Flush writes a last line without its end.
+func (f *noiseFilter) Flush() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.pending) > 0 && !noiseRE.Match(f.pending) {
+		_, _ = f.w.Write(f.pending)
+	}
+	f.pending = nil
 }

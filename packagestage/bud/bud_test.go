@@ -298,3 +298,20 @@ RUN /usr/bin/rpm -i --nodeps /tmp/kernel.rpm && rm /tmp/kernel.rpm && \
 		t.Errorf("usbguard_ipsec.conf: %q %v", b, err)
 	}
 }
+
+// TestNoiseFilter: the steps' output passes line by line, without what
+// buildah's chroot runtime writes at every level of its process chain for
+// a failing step.
+func TestNoiseFilter(t *testing.T) {
+	var out strings.Builder
+	f := &noiseFilter{w: &out}
+	for _, s := range []string{"STEP 3/3: RUN x\nagent-install", "-failed-here\nsubprocess exited with status 3\n", "subprocess exited with status 3\nsubprocess exited on killed\n", "last"} {
+		if _, err := f.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Flush()
+	if want := "STEP 3/3: RUN x\nagent-install-failed-here\nlast"; out.String() != want {
+		t.Errorf("filtered output %q, want %q", out.String(), want)
+	}
+}

@@ -337,6 +337,17 @@ func (l *loader) decodeOSC(ctx context.Context, doc string, data []byte, fieldPr
 	}
 	unknown, err := decode(data, &osc)
 	if err != nil {
+		var fe *model.FieldTypeError
+		if errors.As(err, &fe) {
+			// Located like the other errors: the document, the OSC's
+			// name and the field with its item index.
+			name := fallbackName
+			if tm, perr := model.PeekType(data); perr == nil && tm.Metadata.Name != "" {
+				name = tm.Metadata.Name
+			}
+			o := model.Origin{Document: doc, Kind: Kind, Name: name, Field: fieldPrefix + fe.Path}
+			return nil, fmt.Errorf("%s: %s", o, fe.Problem())
+		}
 		if fieldPrefix != "" {
 			return nil, fmt.Errorf("%s: %s%s: %v", doc, fieldPrefix, Kind, err)
 		}

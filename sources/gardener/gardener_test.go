@@ -795,3 +795,44 @@ func TestUnknownFields(t *testing.T) {
 func indent(s, by string) string {
 	return by + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n"+by) + "\n"
 }
+
+// TestTypeErrorNamesDocumentAndItem: a value of the wrong type is reported
+// like every other error: the document, the OSC's name and the field with
+// its item index, in a plain OSC and in a node-agent Secret alike.
+func TestTypeErrorNamesDocumentAndItem(t *testing.T) {
+	osc := `apiVersion: extensions.gardener.cloud/v1alpha1
+kind: OperatingSystemConfig
+metadata:
+  name: bad1
+spec:
+  type: coreos
+  purpose: reconcile
+  files:
+  - path: /etc/a
+    permissions: 420
+    content: {inline: {data: "a"}}
+  - path: /etc/b
+    permissions: %s
+    content: {inline: {data: "b"}}
+`
+	for _, tc := range []struct{ value, want string }{
+		{`"rwx"`, `bad1.yaml (OperatingSystemConfig bad1) spec.files[1].permissions: got a string ("rwx"), want a number (uint32)`},
+		{`[1]`, `bad1.yaml (OperatingSystemConfig bad1) spec.files[1].permissions: got a list, want a number (uint32)`},
+	} {
+		_, err := gardener.Decode(context.Background(), "bad1.yaml", []byte(fmt.Sprintf(osc, tc.value)), gardener.Options{})
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("permissions: %s:\n got %v\nwant %s", tc.value, err, tc.want)
+		}
+	}
+	secret := fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata: {name: gardener-node-agent-worker, namespace: kube-system}
+data:
+  osc.yaml: %s
+`, base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf(osc, `"rwx"`))))
+	_, err := gardener.Decode(context.Background(), "secret.yaml", []byte(secret), gardener.Options{})
+	want := `secret.yaml (OperatingSystemConfig bad1) data[osc.yaml].spec.files[1].permissions: got a string ("rwx"), want a number (uint32)`
+	if err == nil || err.Error() != want {
+		t.Errorf("Secret:\n got %v\nwant %s", err, want)
+	}
+}

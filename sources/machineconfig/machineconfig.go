@@ -260,6 +260,14 @@ func decodeFile(path string, data []byte) ([]doc, []string, error) {
 func decodeMC(where string, d []byte) (mcfgv1.MachineConfig, error) {
 	var mc mcfgv1.MachineConfig
 	if err := model.DecodeStrict(d, &mc); err != nil {
+		var fe *model.FieldTypeError
+		if errors.As(err, &fe) {
+			// Located like the other errors: the document, the
+			// MachineConfig's name and the field with its item index.
+			tm, _ := model.PeekType(d)
+			o := model.Origin{Document: where, Kind: Kind, Name: tm.Metadata.Name, Field: fe.Path}
+			return mc, fmt.Errorf("%s: %s", o, fe.Problem())
+		}
 		return mc, fmt.Errorf("%s: %s: %v", where, Kind, err)
 	}
 	if mc.Kind == "" {
@@ -412,6 +420,10 @@ func merge(ctx context.Context, cfg *model.Config, docs []doc, opts Options) (*m
 			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: ignored: extensions are installed by a package stage, not from an extensions container", origin("spec.baseOSExtensionsContainerImage")))
 		}
 		ic, ok, warns, err := parseIgnition(mc.Spec.Config.Raw)
+		if fe := (*model.FieldTypeError)(nil); errors.As(err, &fe) {
+			errs = append(errs, model.Errorf(origin(fe.Path), "", "invalid Ignition config: %s", fe.Problem()))
+			continue
+		}
 		if err != nil {
 			errs = append(errs, model.Errorf(origin("spec.config"), "", "%v", err))
 			continue
@@ -504,6 +516,11 @@ func parseIgnition(raw []byte) (cfg igntypes.Config, ok bool, warns []string, er
 	}
 	c, rpt, err := ign.Parse(t)
 	if err != nil {
+		// Ignition names a type error by line and column of the JSON it
+		// was given; name the field with its item indices instead.
+		if fe := model.LocateTypeErrorIn(t, &igntypes.Config{}); fe != nil {
+			return igntypes.Config{}, false, nil, &model.FieldTypeError{Path: "spec.config." + fe.Path, Got: fe.Got, Want: fe.Want}
+		}
 		if r := strings.TrimSpace(rpt.String()); r != "" {
 			return igntypes.Config{}, false, nil, fmt.Errorf("invalid Ignition config: %v: %s", err, r)
 		}

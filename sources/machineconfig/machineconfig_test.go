@@ -756,3 +756,33 @@ func TestSeveralRolesNeedAPool(t *testing.T) {
 		}
 	}
 }
+
+// TestTypeErrorNamesDocumentAndItem: a value of the wrong type, in the
+// MachineConfig or in its Ignition config, names the document, the
+// MachineConfig and the field with its item index.
+func TestTypeErrorNamesDocumentAndItem(t *testing.T) {
+	mc := `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 50-worker-bad
+  labels: {machineconfiguration.openshift.io/role: worker}
+spec:
+  %s
+  config:
+    ignition: {version: 3.4.0}
+    storage:
+      files:
+      - {path: /etc/a, mode: 420}
+      - {path: /etc/b, mode: %s}
+`
+	for _, tc := range []struct{ spec, mode, want string }{
+		{`fips: "yes"`, `420`, `bad.yaml (MachineConfig 50-worker-bad) spec.fips: got a string ("yes"), want true or false`},
+		{`kernelArguments: [a, 1]`, `420`, `bad.yaml (MachineConfig 50-worker-bad) spec.kernelArguments[1]: got a number (1), want a string`},
+		{`fips: false`, `"rwx"`, `bad.yaml (MachineConfig 50-worker-bad) spec.config.storage.files[1].mode: invalid Ignition config: got a string ("rwx"), want a number (int)`},
+	} {
+		_, err := machineconfig.Decode(context.Background(), "bad.yaml", []byte(fmt.Sprintf(mc, tc.spec, tc.mode)), machineconfig.Options{Pool: "worker"})
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s, mode %s:\n got %v\nwant %s", tc.spec, tc.mode, err, tc.want)
+		}
+	}
+}

@@ -47,7 +47,7 @@ import (
 var (
 	scale    = flag.Float64("bench.scale", 0.02, "synthetic base size as a fraction of a real FCOS image (697 MB); see -bench.gb")
 	gb       = flag.Bool("bench.gb", false, "use a ~1 GB base (scale 1.5)")
-	pools    = flag.Int("bench.pools", 100, "largest pool count (runs 10 and this many)")
+	pools    = flag.Int("bench.pools", 100, "largest pool count (runs 10 and this many; fewer than 10 runs this many only)")
 	parallel = flag.Int("bench.parallel", 8, "oslayer invocations at once for the multi-pool runs")
 	buildah  = flag.Bool("bench.buildah", true, "run the buildah peer")
 	mdOut    = flag.String("bench.md", "", "also write the result table as markdown to this file")
@@ -154,10 +154,7 @@ func newEnv(b *testing.B) (*env, v1.Image, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e.oslayer = filepath.Join(dir, "oslayer")
-	if out, err := exec.Command("go", "build", "-o", e.oslayer, filepath.Join(root, "cmd", "oslayer")).CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
+	e.oslayer = oslayerBin(b, root, "")
 	e.reg = regtest.Start(b, regtest.Config{Filesystem: true, StorageDir: *regDir, Quiet: *regQuiet, Binary: *regBin})
 	e.proxy = regtest.NewProxy(b, e.reg.Host)
 	img, err := synth.FCOSBase(*scale)
@@ -192,9 +189,14 @@ func BenchmarkPeers(b *testing.B) {
 
 	// Base indexes go to a cache of this run only.
 	cacheEnv := baseindex.CacheEnv + "=" + filepath.Join(dir, "baseindex")
-	build := func(pool, target string, extra ...string) (time.Duration, int64) {
-		args := []string{"build", "--base", e.base, "--pool", pool, "--osc", osc, "--push", target}
-		return e.exec(e.oslayer, append(args, extra...), "SOURCE_DATE_EPOCH=1700000000", cacheEnv)
+	// build builds pool from its worker OSC (osc, or the pool's copy of
+	// it) and the extra OSCs.
+	build := func(pool, poolOSC, target string, extra ...string) (time.Duration, int64) {
+		args := []string{"build", "--base", e.base, "--pool", pool, "--osc", poolOSC, "--push", target}
+		for _, x := range extra {
+			args = append(args, "--osc", x)
+		}
+		return e.exec(e.oslayer, args, "SOURCE_DATE_EPOCH=1700000000", cacheEnv)
 	}
 	idx := e.indexRuns(osc, cacheEnv, img)
 	if *onlyIdx {
@@ -208,28 +210,31 @@ func BenchmarkPeers(b *testing.B) {
 		return
 	}
 	runs = append(runs, e.median(fmt.Sprintf("oslayer build+push, 1 pool (median of %d)", *reps), func(i int) (time.Duration, int64) {
-		return build("worker", fmt.Sprintf("%s/pools/worker-%d:latest", e.proxy.Host, i))
+		return build("worker", osc, fmt.Sprintf("%s/pools/worker-%d:latest", e.proxy.Host, i))
 	}))
 	runs = append(runs, e.median(fmt.Sprintf("oslayer, unchanged inputs (median of %d)", *reps), func(i int) (time.Duration, int64) {
-		return build("worker", e.proxy.Host+"/pools/worker-0:latest")
+		return build("worker", osc, e.proxy.Host+"/pools/worker-0:latest")
 	}))
 
-	// Multi-pool: parallel invocations, each pool with its own content (a
-	// second OSC adds a per-pool file), each pushed to its own repository.
+	// Multi-pool: parallel invocations, each pool with its own content (its
+	// worker OSC, labelled for the pool as Gardener labels each pool's, and
+	// a second OSC adding a per-pool file), each pushed to its own
+	// repository.
 	manyPools := func(n int) run {
 		for i := 0; i < n; i++ {
 			writePoolOSC(b, dir, i)
+			writePoolWorkerOSC(b, osc, dir, i)
 		}
 		r := e.measure(fmt.Sprintf("oslayer, %d pools (%d parallel invocations)", n, *parallel), func() (time.Duration, int64) {
 			return e.parallelRuns(n, func(i int) (time.Duration, int64) {
 				pool := fmt.Sprintf("pool%03d", i)
-				return build(pool, fmt.Sprintf("%s/pools/%s:latest", e.proxy.Host, pool),
-					"--osc", filepath.Join(dir, "pools", pool+".yaml"))
+				return build(pool, filepath.Join(dir, "pools", pool+"-worker.yaml"), fmt.Sprintf("%s/pools/%s:latest", e.proxy.Host, pool),
+					filepath.Join(dir, "pools", pool+".yaml"))
 			})
 		})
 		return r
 	}
-	runs = append(runs, manyPools(10))
+	runs = append(runs, manyPools(min(10, *pools)))
 	if *pools > 10 {
 		runs = append(runs, manyPools(*pools))
 	}
@@ -372,6 +377,50 @@ func (e *env) indexRuns(osc, cacheEnv string, img v1.Image) string {
 	return s.String()
 }
 
+var (
+	binMu  sync.Mutex
+	binDir string
+	bins   = map[string]string{} // by build tags
+)
+
+// TestMain removes the oslayer binaries the benchmarks built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// oslayerBin builds the oslayer binary under test from the tree at root
+// with tags, once for every benchmark of the run (a benchmark measures it
+// as a process, like its peers).
+func oslayerBin(b testing.TB, root, tags string) string {
+	b.Helper()
+	binMu.Lock()
+	defer binMu.Unlock()
+	if bin, ok := bins[tags]; ok {
+		return bin
+	}
+	if binDir == "" {
+		d, err := os.MkdirTemp("", "oslayer-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		binDir = d
+	}
+	bin := filepath.Join(binDir, fmt.Sprintf("oslayer-%d", len(bins)))
+	args := []string{"build", "-o", bin}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	if out, err := exec.Command("go", append(args, filepath.Join(root, "cmd", "oslayer"))...).CombinedOutput(); err != nil {
+		b.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	bins[tags] = bin
+	return bin
+}
+
 func writePoolOSC(t testing.TB, dir string, i int) {
 	t.Helper()
 	pool := fmt.Sprintf("pool%03d", i)
@@ -395,6 +444,37 @@ spec:
         data: %q
 `, pool, pool+"\n")
 	if err := os.WriteFile(p, []byte(osc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writePoolWorkerOSC writes pools/poolNNN-worker.yaml: the worker OSC at
+// osc as Gardener gives it for pool poolNNN (its name, its
+// worker.gardener.cloud/pool label and the kubelet's node label name the
+// pool), so that a build of poolNNN accepts it.
+func writePoolWorkerOSC(t testing.TB, osc, dir string, i int) {
+	t.Helper()
+	pool := fmt.Sprintf("pool%03d", i)
+	data, err := os.ReadFile(osc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	for _, r := range []struct{ old, new string }{
+		{"name: gardener-node-agent-worker\n", "name: gardener-node-agent-" + pool + "\n"},
+		{"worker.gardener.cloud/pool: worker\n", "worker.gardener.cloud/pool: " + pool + "\n"},
+		{"worker.gardener.cloud/pool=worker", "worker.gardener.cloud/pool=" + pool},
+	} {
+		if !strings.Contains(s, r.old) {
+			t.Fatalf("%s: no %q to make it pool %s's OSC", osc, strings.TrimSpace(r.old), pool)
+		}
+		s = strings.ReplaceAll(s, r.old, r.new)
+	}
+	p := filepath.Join(dir, "pools", pool+"-worker.yaml")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -26,7 +26,10 @@ import (
 	"github.com/oslayer/oslayer/test/synth"
 )
 
-var imagerefBin = flag.String("bench.imageref-oslayer", "", "oslayer binary to measure in BenchmarkImageRef (default: built from this tree)")
+var (
+	imagerefBin   = flag.String("bench.imageref-oslayer", "", "oslayer binary to measure in BenchmarkImageRef (default: built from this tree)")
+	imagerefScale = flag.Float64("bench.imageref-scale", 1, "BenchmarkImageRef: the files' sizes as a fraction of 900 MiB (zeros) and 256 MiB (random)")
+)
 
 // BenchmarkImageRef measures oslayer render of a Gardener OSC whose imageRef
 // files come from hostile or large images in a loopback registry: wall
@@ -48,10 +51,7 @@ func BenchmarkImageRef(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		bin = filepath.Join(dir, "oslayer")
-		if out, err := exec.Command("go", "build", "-o", bin, filepath.Join(root, "cmd", "oslayer")).CombinedOutput(); err != nil {
-			b.Fatalf("go build: %v\n%s", err, out)
-		}
+		bin = oslayerBin(b, root, "")
 	}
 	reg := regtest.Start(b, regtest.Config{Filesystem: true})
 
@@ -102,10 +102,12 @@ func BenchmarkImageRef(b *testing.B) {
 		b.Logf("%s: %d bytes of layers in the registry", ref, size)
 		return ref
 	}
-	zero := layerOf("kubelet", 900<<20, zeroReader{})
+	zeroSize := max(int64(float64(900<<20)**imagerefScale), 1)
+	randSize := max(int64(float64(256<<20)**imagerefScale), 1)
+	zero := layerOf("kubelet", zeroSize, zeroReader{})
 	zeroRef := pushOne("hostile/zero", zero)
-	zero3Ref := pushOne("hostile/zero3", zero, layerOf("kubectl", 900<<20, zeroReader{}), layerOf("otelcol", 900<<20, zeroReader{}))
-	randRef := pushOne("large/random", layerOf("kubelet", 256<<20, rand.Reader))
+	zero3Ref := pushOne("hostile/zero3", zero, layerOf("kubectl", zeroSize, zeroReader{}), layerOf("otelcol", zeroSize, zeroReader{}))
+	randRef := pushOne("large/random", layerOf("kubelet", randSize, rand.Reader))
 
 	osc := func(name, image string, files ...string) string {
 		var items string

@@ -160,6 +160,20 @@ func TestPackageStageCLI(t *testing.T) {
 	if !slices.ContainsFunc(ps.Commands, func(c string) bool { return strings.HasPrefix(c, "RUN /usr/bin/rpm -i") }) {
 		t.Errorf("commands %q miss the user's RUN", ps.Commands)
 	}
+	// The package layer is named by what the user wrote, so that the layer
+	// holding the RPM can be found.
+	if l := ps.Layers[len(ps.Layers)-1]; !strings.HasPrefix(l.Source, cf+": COPY agent.rpm /tmp/agent.rpm; RUN /usr/bin/rpm -i") {
+		t.Errorf("package layer %s source %q: want the Containerfile's steps", l.Digest, l.Source)
+	}
+	for _, l := range ps.Layers {
+		if strings.Contains(l.Source, "#(nop)") {
+			t.Errorf("package layer %s source %q: want a step that added files", l.Digest, l.Source)
+		}
+	}
+	// buildah's info line for every RUN is not passed on.
+	if strings.Contains(stderr, "network namespace isolation") {
+		t.Errorf("buildah's chroot network info line is shown:\n%s", stderr)
+	}
 	layerSet := map[v1.Hash]bool{}
 	pimg, err := remote.Image(mustRef(t, ps.Ref), remote.WithContext(ctx))
 	if err != nil {
@@ -178,6 +192,12 @@ func TestPackageStageCLI(t *testing.T) {
 	}
 	if strings.Contains(stderr, "STEP ") {
 		t.Errorf("same inputs: buildah ran:\n%s", stderr)
+	}
+	// The progress says what moved: nothing.
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, "push ") && strings.Contains(l, "100%") && !strings.Contains(l, " 0 B uploaded") {
+			t.Errorf("same inputs: progress %q, want 0 B uploaded", l)
+		}
 	}
 	if n := layerGets(proxy.Requests(), layerSet); n != 0 {
 		t.Errorf("same inputs: %d base layer blobs downloaded\n%s", n, proxy.Dump())
@@ -213,9 +233,28 @@ func TestPackageStageCLI(t *testing.T) {
 	bad := filepath.Join(ctxDir, "bad.Containerfile")
 	os.WriteFile(bad, []byte("FROM packages\nRUN true\nRUN echo agent-install-failed-here >&2; exit 3\n"), 0o600)
 	stdout, stderr, code := cliBin(t, bin, "build", "--base", base, "--pool", "worker", "--machineconfig", mc,
-		"--push", target, "--containerfile", bad)
+		"--push", target, "--containerfile", bad, "-o", "json")
 	if code == 0 || !strings.Contains(stderr, "bad.Containerfile line 3") || !strings.Contains(stderr, "agent-install-failed-here") {
 		t.Fatalf("failing RUN: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	// The step's output without buildah's noise: no info line per RUN, no
+	// "subprocess exited" of each process of its chain.
+	if strings.Contains(stderr, "network namespace isolation") || strings.Contains(stderr, "subprocess exited") {
+		t.Errorf("failing RUN: buildah's noise is shown:\n%s", stderr)
+	}
+	// -o json of the failed build is valid and says how far it got: the
+	// resolved base, no empty digest, the package stage's key, commands up
+	// to the failing one and its phases.
+	var failed packageBuild
+	if err := json.Unmarshal([]byte(stdout), &failed); err != nil {
+		t.Fatalf("failing RUN: -o json: %v\n%s", err, stdout)
+	}
+	if strings.Contains(stdout, `":"`) || failed.Base.Ref != base || failed.Base.Digest.Hex == "" || failed.Tagged {
+		t.Errorf("failing RUN: -o json: want the resolved base and no empty digest:\n%s", stdout)
+	}
+	if fp := failed.PackageStage; fp == nil || fp.Key == "" || len(fp.Commands) == 0 || fp.Commands[len(fp.Commands)-1] != "RUN echo agent-install-failed-here >&2; exit 3" ||
+		!slices.ContainsFunc(fp.Phases, func(p build.Phase) bool { return p.Name == "build" }) {
+		t.Errorf("failing RUN: -o json: want the package stage's key, commands up to the failing one and phases:\n%s", stdout)
 	}
 	tagsAfter, err := remote.List(mustRepo(t, repo), remote.WithContext(ctx))
 	if err != nil {
