@@ -44,9 +44,9 @@ var probeDigest = func() string {
 func probe(ctx context.Context, reg *registry.Options, repo name.Repository) error {
 	err := remote.Delete(repo.Digest(probeDigest), reg.RemoteOptions(ctx)...)
 	switch {
-	case err == nil, isStatus(err, http.StatusNotFound, http.StatusAccepted):
+	case err == nil, registry.IsStatus(err, http.StatusNotFound, http.StatusAccepted):
 		return nil
-	case isStatus(err, http.StatusMethodNotAllowed, http.StatusUnauthorized, http.StatusForbidden, http.StatusBadRequest):
+	case registry.IsStatus(err, http.StatusMethodNotAllowed, http.StatusUnauthorized, http.StatusForbidden, http.StatusBadRequest):
 		return &RefusedError{Repo: repo.Name(), Status: statusOf(err), Err: err}
 	}
 	return fmt.Errorf("probe DELETE in %s: %w", repo, err)
@@ -55,7 +55,7 @@ func probe(ctx context.Context, reg *registry.Options, repo name.Repository) err
 // statusOf is a registry error's HTTP status.
 func statusOf(err error) int {
 	for _, c := range []int{400, 401, 403, 404, 405} {
-		if isStatus(err, c) {
+		if registry.IsStatus(err, c) {
 			return c
 		}
 	}
@@ -72,7 +72,7 @@ func deleteRemote(ctx context.Context, reg *registry.Options, repo name.Reposito
 	}
 	for _, a := range im.Attached {
 		desc, err := remote.Get(repo.Tag(a.Tag), reg.RemoteOptions(ctx)...)
-		if isStatus(err, http.StatusNotFound) {
+		if registry.IsStatus(err, http.StatusNotFound) {
 			continue
 		}
 		if err != nil {
@@ -107,7 +107,7 @@ func deleteReferrers(ctx context.Context, reg *registry.Options, repo name.Repos
 // deleteDigest deletes one manifest; one already gone is not an error.
 func deleteDigest(ctx context.Context, reg *registry.Options, repo name.Repository, d string) error {
 	err := remote.Delete(repo.Digest(d), reg.RemoteOptions(ctx)...)
-	if err == nil || isStatus(err, http.StatusNotFound) {
+	if err == nil || registry.IsStatus(err, http.StatusNotFound) {
 		return nil
 	}
 	return fmt.Errorf("delete %s@%s: %w", repo, d, err)

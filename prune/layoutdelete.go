@@ -5,28 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-)
 
-// lockLayout takes the exclusive flock on the layout directory that
-// publish takes while it moves a tag, so a prune and a build do not lose
-// each other's index.json changes.
-func lockLayout(dir string) (func(), error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
-}
+	"github.com/oslayer/oslayer/internal/registry"
+)
 
 // deleteLayout removes im's and its attachments' index.json entries (an
 // orphan has none); its blobs go in collectLayout.
@@ -35,7 +18,7 @@ func deleteLayout(dir string, im *Image) error {
 	for _, a := range im.Attached {
 		drop[a.Digest] = true
 	}
-	unlock, err := lockLayout(dir)
+	unlock, err := registry.LockLayout(dir)
 	if err != nil {
 		return fmt.Errorf("OCI layout %s: lock: %w", dir, err)
 	}
@@ -86,7 +69,7 @@ func writeAtomic(path string, v any) error {
 // deleted image (or its attachments) reaches, less everything a remaining
 // index.json entry or a kept image reaches.
 func collectLayout(dir string, images []*Image) error {
-	unlock, err := lockLayout(dir)
+	unlock, err := registry.LockLayout(dir)
 	if err != nil {
 		return fmt.Errorf("OCI layout %s: lock: %w", dir, err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/oslayer/oslayer/internal/registry"
 )
@@ -40,7 +39,7 @@ type lister struct {
 func listRemote(ctx context.Context, reg *registry.Options, repo name.Repository, refs *Refs, jobs int) ([]*Image, error) {
 	l := &lister{reg: reg, repo: repo, refs: refs, jobs: jobs, found: map[v1.Hash]*Image{}}
 	tags, err := remote.List(repo, reg.RemoteOptions(ctx)...)
-	if err != nil && !isStatus(err, http.StatusNotFound) {
+	if err != nil && !registry.IsStatus(err, http.StatusNotFound) {
 		return nil, fmt.Errorf("list tags of %s: %w", repo, registry.ExplainRefused(err, repo))
 	}
 	plain, err := l.classify(ctx, tags)
@@ -92,7 +91,7 @@ func (l *lister) classify(ctx context.Context, tags []string) (map[string]v1.Has
 	var mu sync.Mutex
 	err := parallel(ctx, l.jobs, len(plain), func(i int) error {
 		desc, err := remote.Head(l.repo.Tag(plain[i]), l.reg.RemoteOptions(ctx)...)
-		if isStatus(err, http.StatusNotFound) {
+		if registry.IsStatus(err, http.StatusNotFound) {
 			return nil // deleted meanwhile
 		}
 		if err != nil {
@@ -128,7 +127,7 @@ func (l *lister) wanted(tags map[string]v1.Hash) []v1.Hash {
 func (l *lister) read(ctx context.Context, d v1.Hash) error {
 	im := l.image(d)
 	desc, err := remote.Get(l.repo.Digest(d.String()), l.reg.RemoteOptions(ctx)...)
-	if isStatus(err, http.StatusNotFound) {
+	if registry.IsStatus(err, http.StatusNotFound) {
 		im.Gone = true
 		return nil
 	}
@@ -231,18 +230,4 @@ func parallel(ctx context.Context, jobs, n int, f func(int) error) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// isStatus reports whether err is a registry answer with one of codes.
-func isStatus(err error, codes ...int) bool {
-	var te *transport.Error
-	if !errors.As(err, &te) {
-		return false
-	}
-	for _, c := range codes {
-		if te.StatusCode == c {
-			return true
-		}
-	}
-	return false
 }

@@ -6,6 +6,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/oslayer/oslayer/internal/registry"
 )
 
 // retag reads the repository's tags again right before deleting: an image
@@ -14,7 +16,7 @@ import (
 // by digest would remove that tag with it.
 func retag(ctx context.Context, o Options, t target, images []*Image) error {
 	tags, err := remote.List(t.repo, o.Registry.RemoteOptions(ctx)...)
-	if err != nil && !isStatus(err, http.StatusNotFound) {
+	if err != nil && !registry.IsStatus(err, http.StatusNotFound) {
 		return err
 	}
 	l := &lister{reg: o.Registry, repo: t.repo, jobs: o.Jobs}

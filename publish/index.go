@@ -55,7 +55,7 @@ func (p *Publisher) WriteIndex(ctx context.Context, ix *build.BuiltIndex) (*buil
 	pub := &build.Published{Ref: dref.String(), Digest: &dref}
 	if desc, herr := remote.Head(dref, s.remoteOptions(ctx)...); herr == nil && desc.Digest == d {
 		pub.Skipped = int64(len(raw))
-	} else if herr != nil && !isStatus(herr, http.StatusNotFound, http.StatusForbidden) {
+	} else if herr != nil && !registry.IsStatus(herr, http.StatusNotFound, http.StatusForbidden) {
 		return nil, fmt.Errorf("push %s: write index by digest %s: check manifest: %w", p.target, d, registry.ExplainRefused(herr, dref.Context()))
 	} else {
 		err := s.putManifest(ctx, dref, ix.Index, func(ctx context.Context, r name.Reference, m remote.Taggable) error {

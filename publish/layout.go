@@ -517,7 +517,7 @@ func (l *layoutPublisher) commit(ctx context.Context, pub *build.Published, d v1
 	if st, err := os.Stat(blobPath(p.dir, d)); err != nil || st.Size() != int64(len(raw)) {
 		return fail("check", fmt.Errorf("manifest blob %s is not in the layout (was Write called?)", d))
 	}
-	unlock, err := lockDir(p.dir)
+	unlock, err := registry.LockLayout(p.dir)
 	if err != nil {
 		return fail("lock", err)
 	}
@@ -626,21 +626,4 @@ func (l *layoutPublisher) commit(ctx context.Context, pub *build.Published, d v1
 	}
 	p.o.log.Info("tag moved", "layout", p.dir, "tag", p.layoutTag, "digest", d.String(), "replaced", replaced)
 	return nil
-}
-
-// lockDir takes an exclusive flock on dir, so concurrent commits to one
-// layout (from this or another process) do not lose entries.
-func lockDir(dir string) (func(), error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
 }

@@ -99,7 +99,7 @@ func (r *remotePublisher) Write(ctx context.Context, b *build.Built) (*build.Pub
 	// image says the image is there, and it stays where it is.
 	if p.o.sole {
 		desc, herr := remote.Head(*p.tag, s.remoteOptions(ctx)...)
-		if herr != nil && !isStatus(herr, http.StatusNotFound, http.StatusForbidden) {
+		if herr != nil && !registry.IsStatus(herr, http.StatusNotFound, http.StatusForbidden) {
 			finish(herr)
 			return fail("check tag", herr)
 		}
@@ -121,7 +121,7 @@ func (r *remotePublisher) Write(ctx context.Context, b *build.Built) (*build.Pub
 	if !(s.tagLooked && p.o.byTag) {
 		if desc, herr := remote.Head(dref, s.remoteOptions(ctx)...); herr == nil && desc.Digest == d {
 			return exists("digest")
-		} else if herr != nil && !isStatus(herr, http.StatusNotFound, http.StatusForbidden) {
+		} else if herr != nil && !registry.IsStatus(herr, http.StatusNotFound, http.StatusForbidden) {
 			finish(herr)
 			return fail("check manifest", herr)
 		}

@@ -3,7 +3,6 @@ package publish
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -751,20 +750,6 @@ func (s *session) client() *http.Client {
 func drain(resp *http.Response) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
-}
-
-// isStatus reports whether err is a registry answer with one of codes.
-func isStatus(err error, codes ...int) bool {
-	var te *transport.Error
-	if !errors.As(err, &te) {
-		return false
-	}
-	for _, c := range codes {
-		if te.StatusCode == c {
-			return true
-		}
-	}
-	return false
 }
 
 // maxKept bounds the sessions kept for Commits that may never come (a
