@@ -406,15 +406,9 @@ func (s *Settings) check(path, dir string, add func(path, format string, args ..
 		add(path+".baseIndex", "%q: want auto or off", s.BaseIndex)
 	}
 	if pf := s.Preflight; pf != nil {
-		known := map[string]bool{}
-		var names []string
-		for _, c := range preflight.Default() {
-			known[c.Name()] = true
-			names = append(names, c.Name())
-		}
 		for i, sk := range pf.Skip {
-			if !known[sk] {
-				add(fmt.Sprintf("%s.preflight.skip[%d]", path, i), "%q: no such check (have %s)", sk, strings.Join(names, ", "))
+			if err := preflight.CheckKnown(sk, nil); err != nil {
+				add(fmt.Sprintf("%s.preflight.skip[%d]", path, i), "%v", err)
 			}
 		}
 		if pf.MaxAddedBytes != "" {

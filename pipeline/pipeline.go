@@ -324,15 +324,9 @@ func (s Spec) Check() error {
 // check validates the preflight options.
 func (pf Preflight) check() []error {
 	var errs []error
-	known := map[string]bool{}
-	var names []string
-	for _, c := range preflight.Default() {
-		known[c.Name()] = true
-		names = append(names, c.Name())
-	}
 	for i, sk := range pf.Skip {
-		if !known[sk] {
-			errs = append(errs, specErr("preflight", fmt.Sprintf("preflight.skip[%d]", i), fmt.Errorf("%q: no such check (have %s)", sk, strings.Join(names, ", "))))
+		if err := preflight.CheckKnown(sk, nil); err != nil {
+			errs = append(errs, specErr("preflight", fmt.Sprintf("preflight.skip[%d]", i), err))
 		}
 	}
 	if pf.MaxAddedBytes < 0 {

@@ -340,3 +340,17 @@ func cleanPath(name string) string {
 	p := path.Clean("/" + name)
 	return strings.TrimPrefix(p, "/")
 }
+
+// CheckKnown returns an error naming the checks there are when name is
+// none of checks (nil: Default()): for --skip and its equivalents.
+func CheckKnown(name string, checks []Check) error {
+	if checks == nil {
+		checks = Default()
+	}
+	for _, c := range checks {
+		if c.Name() == name {
+			return nil
+		}
+	}
+	return fmt.Errorf("%q: no such check (have %s)", name, strings.Join(names(checks), ", "))
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 )
 
 // Run runs the checks on t. An error means the checks could not run (an
@@ -60,8 +59,8 @@ type runner struct {
 // validateSkip refuses a --skip that names no check.
 func (r *runner) validateSkip() error {
 	for _, s := range r.opts.Skip {
-		if !slices.ContainsFunc(r.checks, func(c Check) bool { return c.Name() == s }) {
-			return fmt.Errorf("preflight: --skip %q: no such check (have %s)", s, strings.Join(names(r.checks), ", "))
+		if err := CheckKnown(s, r.checks); err != nil {
+			return fmt.Errorf("preflight: --skip %w", err)
 		}
 	}
 	return nil

@@ -56,13 +56,9 @@ func (f *preflightFlags) options(g *globals) (preflight.Options, error) {
 	if f.warnLayers >= f.maxLayers {
 		return preflight.Options{}, fmt.Errorf("--warn-layers %d must be below --max-layers %d", f.warnLayers, f.maxLayers)
 	}
-	names := map[string]bool{}
-	for _, c := range checkNames() {
-		names[c] = true
-	}
 	for _, s := range f.skip {
-		if !names[s] {
-			return preflight.Options{}, fmt.Errorf("--skip %q: no such check (have %s)", s, strings.Join(checkNames(), ", "))
+		if err := preflight.CheckKnown(s, nil); err != nil {
+			return preflight.Options{}, fmt.Errorf("--skip %w", err)
 		}
 	}
 	return preflight.Options{
