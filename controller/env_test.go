@@ -61,9 +61,6 @@ var kube struct {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if oslayerOnce.path != "" {
-		os.RemoveAll(filepath.Dir(oslayerOnce.path))
-	}
 	if kube.env != nil {
 		if err := kube.env.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)

@@ -45,7 +45,7 @@ var haLease = []string{"--leader-elect", "--leader-elect-lease-duration", "6s", 
 // valid signature and attestation by the PoolImage's key.
 func TestLeaderKilledMidBuild(t *testing.T) {
 	e := newEnv(t)
-	bin := buildOslayer(t)
+	bin := oslayerBin(t)
 	kubeconfig := e.kubeconfig(t)
 	// Faults in front of the harness's counting proxy stall the request
 	// the leader is killed in.
@@ -180,17 +180,6 @@ func (e *env) kubeconfig(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// buildOslayer builds cmd/oslayer into a temporary directory.
-func buildOslayer(t testing.TB) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "oslayer")
-	cmd := exec.Command("go", "build", "-o", bin, "../cmd/oslayer")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // process is one oslayer controller process.

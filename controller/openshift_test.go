@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,10 +26,10 @@ import (
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/controller"
-	"github.com/oslayer/oslayer/packagestage/bud"
 	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/k8senv"
+	"github.com/oslayer/oslayer/test/oslayerbin"
 	"github.com/oslayer/oslayer/test/regtest"
 )
 
@@ -394,35 +392,10 @@ func (e *env) nodeAccepts(t *testing.T, skopeoBin, image string) {
 		"--src-tls-verify=false", "docker://"+image, "oci:"+filepath.Join(dir, "oci"))
 }
 
-var oslayerOnce struct {
-	sync.Once
-	path string
-	err  error
-	out  []byte
-}
-
-// oslayerBin builds the oslayer command once per test binary, as the
-// project's image has it (Containerfile: static with cgo, with the package
-// stage's buildah executor).
-func oslayerBin(t *testing.T) string {
-	t.Helper()
-	oslayerOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "oslayer-controller-test-")
-		if err != nil {
-			oslayerOnce.err = err
-			return
-		}
-		oslayerOnce.path = filepath.Join(dir, "oslayer")
-		cmd := exec.Command("go", "build", "-trimpath", "-tags", bud.Tags+",netgo,osusergo",
-			"-ldflags", "-s -w -linkmode external -extldflags -static", "-o", oslayerOnce.path, "../cmd/oslayer")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-		oslayerOnce.out, oslayerOnce.err = cmd.CombinedOutput()
-	})
-	if oslayerOnce.err != nil {
-		t.Fatalf("go build ./cmd/oslayer: %v\n%s", oslayerOnce.err, oslayerOnce.out)
-	}
-	return oslayerOnce.path
-}
+// oslayerBin is the oslayer command as the project's image has it
+// (Containerfile: static with cgo, with the package stage's buildah
+// executor; test/oslayerbin builds it once per test run).
+func oslayerBin(t *testing.T) string { return oslayerbin.Static(t) }
 
 // TestWithoutOpenShiftAPI runs the controller against an API server of its
 // own that serves no machineconfiguration.openshift.io API at first (a

@@ -31,6 +31,12 @@ if [ -n "$unformatted" ]; then
   exit 1
 fi
 
+echo "== oslayer, built once for every test package that runs it"
+bindir=$(mktemp -d)
+trap 'rm -rf "$bindir"' EXIT
+bash test/oslayer-bin.sh "$bindir"
+export OSLAYER_BIN="$bindir/oslayer" OSLAYER_BIN_STATIC="$bindir/oslayer-static"
+
 echo "== go test"
 go test -count=1 -timeout 40m ./...
 

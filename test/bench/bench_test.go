@@ -40,6 +40,7 @@ import (
 
 	"github.com/oslayer/oslayer/build/baseindex"
 	"github.com/oslayer/oslayer/test/fixtures"
+	"github.com/oslayer/oslayer/test/oslayerbin"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
 )
@@ -154,10 +155,7 @@ func newEnv(b *testing.B) (*env, v1.Image, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e.oslayer = filepath.Join(dir, "oslayer")
-	if out, err := exec.Command("go", "build", "-o", e.oslayer, filepath.Join(root, "cmd", "oslayer")).CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
+	e.oslayer = oslayerbin.Path(b)
 	e.reg = regtest.Start(b, regtest.Config{Filesystem: true, StorageDir: *regDir, Quiet: *regQuiet, Binary: *regBin})
 	e.proxy = regtest.NewProxy(b, e.reg.Host)
 	img, err := synth.FCOSBase(*scale)

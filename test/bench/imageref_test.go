@@ -21,7 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/oslayer/oslayer/test/fixtures"
+	"github.com/oslayer/oslayer/test/oslayerbin"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
 )
@@ -44,14 +44,7 @@ func BenchmarkImageRef(b *testing.B) {
 	dir := b.TempDir()
 	bin := *imagerefBin
 	if bin == "" {
-		root, err := fixtures.RepoRoot()
-		if err != nil {
-			b.Fatal(err)
-		}
-		bin = filepath.Join(dir, "oslayer")
-		if out, err := exec.Command("go", "build", "-o", bin, filepath.Join(root, "cmd", "oslayer")).CombinedOutput(); err != nil {
-			b.Fatalf("go build: %v\n%s", err, out)
-		}
+		bin = oslayerbin.Path(b)
 	}
 	reg := regtest.Start(b, regtest.Config{Filesystem: true})
 

@@ -20,8 +20,8 @@ import (
 
 	"github.com/oslayer/oslayer/build"
 	"github.com/oslayer/oslayer/build/baseindex"
-	"github.com/oslayer/oslayer/packagestage/bud"
 	"github.com/oslayer/oslayer/test/fixtures"
+	"github.com/oslayer/oslayer/test/oslayerbin"
 	"github.com/oslayer/oslayer/test/pkgbase"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
@@ -66,10 +66,7 @@ func BenchmarkPackageStage(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := &env{t: b, dir: dir, oslayer: filepath.Join(dir, "oslayer")}
-	if out, err := exec.Command("go", "build", "-tags", bud.Tags, "-o", e.oslayer, filepath.Join(root, "cmd", "oslayer")).CombinedOutput(); err != nil {
-		b.Fatalf("go build -tags %s: %v\n%s", bud.Tags, err, out)
-	}
+	e := &env{t: b, dir: dir, oslayer: oslayerbin.Path(b)}
 	reg := regtest.Start(b, regtest.Config{Filesystem: true})
 	e.proxy = regtest.NewProxy(b, reg.Host)
 	img, err := synth.FCOSBase(*scale)

@@ -25,6 +25,7 @@ import (
 	"github.com/oslayer/oslayer/render/varmech"
 	"github.com/oslayer/oslayer/test/fcosroot"
 	"github.com/oslayer/oslayer/test/fixtures"
+	"github.com/oslayer/oslayer/test/oslayerbin"
 	"github.com/oslayer/oslayer/test/regtest"
 )
 
@@ -432,7 +433,7 @@ func setup(t *testing.T) (node, string, string) {
 	regtest.Run(t, nil, n.ostree, "admin", "os-init", osName, "--sysroot="+n.root)
 	base := filepath.Join(t.TempDir(), "base")
 	fcosroot.WriteBase(t, base, fcosroot.Skeleton())
-	return n, oslayerBin(t), base
+	return n, oslayerbin.Path(t), base
 }
 
 // repo returns a new bare repository to commit images into.
@@ -554,22 +555,6 @@ func TestOstreeDeployments(t *testing.T) {
 		t.Error("rollback to A: chronyd.service, disabled by A, is enabled")
 	}
 	checkLocal(dep, "rollback to A")
-}
-
-// oslayerBin builds the command into the test's temporary directory.
-func oslayerBin(t *testing.T) string {
-	t.Helper()
-	root, err := fixtures.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "oslayer")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/oslayer")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/oslayer: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // checkImage verifies, in a booted deployment, what the image owns: every

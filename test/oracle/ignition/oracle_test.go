@@ -30,7 +30,7 @@ import (
 
 	"github.com/oslayer/oslayer/render/varmech"
 	"github.com/oslayer/oslayer/test/fcosroot"
-	"github.com/oslayer/oslayer/test/fixtures"
+	"github.com/oslayer/oslayer/test/oslayerbin"
 	"github.com/oslayer/oslayer/test/regtest"
 )
 
@@ -50,40 +50,8 @@ func requireTools(t *testing.T) tools {
 		systemctl: regtest.Require(t, "systemctl"),
 		tmpfiles:  regtest.Require(t, "systemd-tmpfiles"),
 		umoci:     regtest.Require(t, "umoci"),
-		oslayer:   oslayerBin(t),
+		oslayer:   oslayerbin.Path(t),
 	}
-}
-
-var binDir string
-
-// oslayerBin builds the command once per test binary.
-func oslayerBin(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(binDir, "oslayer")
-	if _, err := os.Stat(bin); err == nil {
-		return bin
-	}
-	root, err := fixtures.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/oslayer")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/oslayer: %v\n%s", err, out)
-	}
-	return bin
-}
-
-func TestMain(m *testing.M) {
-	var err error
-	if binDir, err = os.MkdirTemp("", "oslayer-oracle-"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	code := m.Run()
-	os.RemoveAll(binDir)
-	os.Exit(code)
 }
 
 // TestSkeletonPresetsConsistent: the skeleton's enablement links are exactly
