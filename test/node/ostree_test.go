@@ -23,10 +23,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
 	"github.com/oslayer/oslayer/render/varmech"
-	"github.com/oslayer/oslayer/test/fcosroot"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/oslayerbin"
 	"github.com/oslayer/oslayer/test/regtest"
+	"github.com/oslayer/oslayer/test/synth"
 )
 
 const osName = "fcos"
@@ -432,7 +432,7 @@ func setup(t *testing.T) (node, string, string) {
 	regtest.Run(t, nil, n.ostree, "admin", "init-fs", n.root)
 	regtest.Run(t, nil, n.ostree, "admin", "os-init", osName, "--sysroot="+n.root)
 	base := filepath.Join(t.TempDir(), "base")
-	fcosroot.WriteBase(t, base, fcosroot.Skeleton())
+	synth.WriteBase(t, base, synth.Skeleton())
 	return n, oslayerbin.Path(t), base
 }
 
