@@ -167,7 +167,7 @@ spec:
 // point at a public registry, pulled through --mirror from a loopback
 // registry seeded with images holding those files.
 func TestRenderCLIImageRef(t *testing.T) {
-	reg := regtest.Start(t, regtest.Config{})
+	reg := regtest.Memory(t)
 	kubelet := bytes.Repeat([]byte("kubelet-binary "), 100000) // ~1.5 MiB
 	for ref, files := range map[string]map[string][]byte{
 		"gardener-project/releases/hyperkube:v1.34.3":                                     {"kubelet": kubelet},
@@ -293,7 +293,7 @@ func TestRenderCLIMachineConfigPool(t *testing.T) {
 // TestRenderCLIImageRefBudget: --imageref-budget bounds the imageRef content
 // of one render; over it, nothing is written and the error says so.
 func TestRenderCLIImageRefBudget(t *testing.T) {
-	reg := regtest.Start(t, regtest.Config{})
+	reg := regtest.Memory(t)
 	kubelet := bytes.Repeat([]byte("kubelet-binary "), 100000) // ~1.5 MiB
 	img, err := crane.Image(map[string][]byte{"kubelet": kubelet})
 	if err != nil {

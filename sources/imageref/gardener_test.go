@@ -29,7 +29,7 @@ func TestGardenerFixtureThroughMirror(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := regtest.Start(t, regtest.Config{})
+	reg := regtest.Memory(t)
 	const host = "europe-docker.pkg.dev"
 	// Every imageRef of the fixture: image and filePathInImage.
 	re := regexp.MustCompile(`imageRef:\n\s+filePathInImage: (\S+)\n\s+image: (\S+)`)

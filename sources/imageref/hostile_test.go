@@ -44,11 +44,11 @@ func reader(opts ...imageref.Option) *imageref.Reader {
 	return imageref.New(&registry.Options{Keychain: authn.NewMultiKeychain()}, opts...)
 }
 
-// TestReadLikeARuntime: hostile images, built here and pushed to a real
-// registry, whose file differs between "first entry from the top" and what
-// a runtime unpacks. Each case names what the runtime leaves at the path.
+// TestReadLikeARuntime: hostile images, built here and pushed to an
+// in-memory registry, whose file differs between "first entry from the
+// top" and what a runtime unpacks. Each case names what the runtime leaves at the path.
 func TestReadLikeARuntime(t *testing.T) {
-	reg := regtest.Start(t, regtest.Config{})
+	reg := regtest.Memory(t)
 	ctx := context.Background()
 	cases := []struct {
 		name   string
@@ -220,7 +220,7 @@ func sparseTar(t *testing.T, name string, size int64, data []byte) []byte {
 // content of a reader, and the time bound. Each is refused with
 // ErrRefused, and fast.
 func TestHostileContentRefused(t *testing.T) {
-	reg := regtest.Start(t, regtest.Config{})
+	reg := regtest.Memory(t)
 	ctx := context.Background()
 	sparse := pushImage(t, reg, "hostile/sparse", synth.TarLayer(t, sparseTar(t, "kubelet", 900<<20, []byte("ELF"))))
 	zeroBlob := zeroTar(t, "kubelet", 200<<20)
@@ -271,7 +271,7 @@ func TestHostileContentRefused(t *testing.T) {
 // TestReadZstdLayer reads a file from a zstd-compressed layer, and refuses
 // a zstd layer of zeros as a decompression bomb.
 func TestReadZstdLayer(t *testing.T) {
-	reg := regtest.Start(t, regtest.Config{})
+	reg := regtest.Memory(t)
 	tarOf := func(name string, body []byte) []byte {
 		var buf bytes.Buffer
 		tw := tar.NewWriter(&buf)

@@ -213,7 +213,7 @@ func TestReadFileFromRegistry(t *testing.T) {
 }
 
 func TestReadFileErrors(t *testing.T) {
-	reg := regtest.Start(t, regtest.Config{})
+	reg := regtest.Memory(t)
 	ref := reg.Host + "/x/y:1"
 	push(t, testImage(t), ref)
 	ctx := context.Background()

@@ -40,6 +40,7 @@ import (
 
 	"github.com/oslayer/oslayer/build/baseindex"
 	"github.com/oslayer/oslayer/test/fixtures"
+	"github.com/oslayer/oslayer/test/oslayerbin"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
 )
@@ -154,7 +155,7 @@ func newEnv(b *testing.B) (*env, v1.Image, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e.oslayer = oslayerBin(b, root, "")
+	e.oslayer = oslayerbin.Path(b)
 	e.reg = regtest.Start(b, regtest.Config{Filesystem: true, StorageDir: *regDir, Quiet: *regQuiet, Binary: *regBin})
 	e.proxy = regtest.NewProxy(b, e.reg.Host)
 	img, err := synth.FCOSBase(*scale)
@@ -375,50 +376,6 @@ func (e *env) indexRuns(osc, cacheEnv string, img v1.Image) string {
 	}
 	s.WriteString("\ntargets: index ≤ 10 s, peak RSS ≤ 256 MB; later builds read 0 base bytes\n")
 	return s.String()
-}
-
-var (
-	binMu  sync.Mutex
-	binDir string
-	bins   = map[string]string{} // by build tags
-)
-
-// TestMain removes the oslayer binaries the benchmarks built.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-// oslayerBin builds the oslayer binary under test from the tree at root
-// with tags, once for every benchmark of the run (a benchmark measures it
-// as a process, like its peers).
-func oslayerBin(b testing.TB, root, tags string) string {
-	b.Helper()
-	binMu.Lock()
-	defer binMu.Unlock()
-	if bin, ok := bins[tags]; ok {
-		return bin
-	}
-	if binDir == "" {
-		d, err := os.MkdirTemp("", "oslayer-bench-")
-		if err != nil {
-			b.Fatal(err)
-		}
-		binDir = d
-	}
-	bin := filepath.Join(binDir, fmt.Sprintf("oslayer-%d", len(bins)))
-	args := []string{"build", "-o", bin}
-	if tags != "" {
-		args = append(args, "-tags", tags)
-	}
-	if out, err := exec.Command("go", append(args, filepath.Join(root, "cmd", "oslayer"))...).CombinedOutput(); err != nil {
-		b.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	bins[tags] = bin
-	return bin
 }
 
 func writePoolOSC(t testing.TB, dir string, i int) {

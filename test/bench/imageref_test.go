@@ -21,7 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/oslayer/oslayer/test/fixtures"
+	"github.com/oslayer/oslayer/test/oslayerbin"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
 )
@@ -47,11 +47,7 @@ func BenchmarkImageRef(b *testing.B) {
 	dir := b.TempDir()
 	bin := *imagerefBin
 	if bin == "" {
-		root, err := fixtures.RepoRoot()
-		if err != nil {
-			b.Fatal(err)
-		}
-		bin = oslayerBin(b, root, "")
+		bin = oslayerbin.Path(b)
 	}
 	reg := regtest.Start(b, regtest.Config{Filesystem: true})
 

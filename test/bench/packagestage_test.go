@@ -20,8 +20,8 @@ import (
 
 	"github.com/oslayer/oslayer/build"
 	"github.com/oslayer/oslayer/build/baseindex"
-	"github.com/oslayer/oslayer/packagestage/bud"
 	"github.com/oslayer/oslayer/test/fixtures"
+	"github.com/oslayer/oslayer/test/oslayerbin"
 	"github.com/oslayer/oslayer/test/pkgbase"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
@@ -67,7 +67,7 @@ func BenchmarkPackageStage(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := &env{t: b, dir: dir, oslayer: oslayerBin(b, root, bud.Tags)}
+	e := &env{t: b, dir: dir, oslayer: oslayerbin.Path(b)}
 	// measure reads the registry's CPU time.
 	e.reg = regtest.Start(b, regtest.Config{Filesystem: true})
 	e.proxy = regtest.NewProxy(b, e.reg.Host)

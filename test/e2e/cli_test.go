@@ -14,13 +14,14 @@ import (
 
 	"github.com/oslayer/oslayer/build"
 	"github.com/oslayer/oslayer/build/baseindex"
-	"github.com/oslayer/oslayer/packagestage/bud"
+	"github.com/oslayer/oslayer/test/oslayerbin"
 	"github.com/oslayer/oslayer/test/regtest"
 )
 
-// binary is the oslayer command built once per test binary with tags.
+// binary is the oslayer command (test/oslayerbin: built once per test
+// run) as a link in a directory of its own per test binary, which also
+// holds its base index cache.
 type binary struct {
-	tags string
 	once sync.Once
 	path string
 	dir  string
@@ -28,43 +29,34 @@ type binary struct {
 }
 
 var (
-	// plain is built as go build builds it here; withBud has the package
-	// stage's executor (bud.Tags).
+	// plain and withBud are the same build (with the package stage's
+	// executor, bud.Tags), each with a cache of its own.
 	plain   = &binary{}
-	withBud = &binary{tags: bud.Tags}
+	withBud = &binary{}
 )
 
 func (b *binary) get(t *testing.T) string {
 	t.Helper()
+	bin := oslayerbin.Path(t)
 	b.once.Do(func() {
 		b.dir, b.err = os.MkdirTemp("", "oslayer-e2e-")
 		if b.err != nil {
 			return
 		}
 		b.path = filepath.Join(b.dir, "oslayer")
-		args := []string{"build", "-o", b.path}
-		if b.tags != "" {
-			args = append(args, "-tags", b.tags)
-		}
-		cmd := exec.Command("go", append(args, "./cmd/oslayer")...)
-		cmd.Dir = repoRoot(t)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			b.err = err
-			b.path = string(out)
-		}
+		b.err = os.Symlink(bin, b.path)
 	})
 	if b.err != nil {
-		t.Fatalf("go build -tags %q ./cmd/oslayer: %v\n%s", b.tags, b.err, b.path)
+		t.Fatalf("oslayer binary: %v", b.err)
 	}
 	return b.path
 }
 
-// oslayer builds the command once per test binary.
+// oslayer returns the command.
 func oslayer(t *testing.T) string { return plain.get(t) }
 
-// oslayerBud builds the command with the package stage's build tags once
-// per test binary.
+// oslayerBud returns the command for the package stage's tests, with a
+// base index cache of its own.
 func oslayerBud(t *testing.T) string { return withBud.get(t) }
 
 func TestMain(m *testing.M) {

@@ -17,9 +17,13 @@ const KubeVersion = "v1.37.2"
 // $KUBEBUILDER_ASSETS, else $OSLAYER_TOOLS/kube/VERSION (default
 // ~/.cache/oslayer-tools). It skips the test when they are missing, and
 // fails it with OSLAYER_REQUIRE_KUBE=1 (test/run.sh sets it: test/setup.sh
-// builds them unless OSLAYER_KUBE=0).
+// builds them unless OSLAYER_KUBE=0). In -short runs (test/unit.sh) it
+// skips the test: an API server takes seconds to start.
 func Assets(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("envtest (kube-apiserver and etcd): not in -short runs")
+	}
 	dir := os.Getenv("KUBEBUILDER_ASSETS")
 	if dir == "" {
 		tools := os.Getenv("OSLAYER_TOOLS")

@@ -23,9 +23,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
 	"github.com/oslayer/oslayer/render/varmech"
-	"github.com/oslayer/oslayer/test/fcosroot"
 	"github.com/oslayer/oslayer/test/fixtures"
+	"github.com/oslayer/oslayer/test/oslayerbin"
 	"github.com/oslayer/oslayer/test/regtest"
+	"github.com/oslayer/oslayer/test/synth"
 )
 
 const osName = "fcos"
@@ -431,8 +432,8 @@ func setup(t *testing.T) (node, string, string) {
 	regtest.Run(t, nil, n.ostree, "admin", "init-fs", n.root)
 	regtest.Run(t, nil, n.ostree, "admin", "os-init", osName, "--sysroot="+n.root)
 	base := filepath.Join(t.TempDir(), "base")
-	fcosroot.WriteBase(t, base, fcosroot.Skeleton())
-	return n, oslayerBin(t), base
+	synth.WriteBase(t, base, synth.Skeleton())
+	return n, oslayerbin.Path(t), base
 }
 
 // repo returns a new bare repository to commit images into.
@@ -554,22 +555,6 @@ func TestOstreeDeployments(t *testing.T) {
 		t.Error("rollback to A: chronyd.service, disabled by A, is enabled")
 	}
 	checkLocal(dep, "rollback to A")
-}
-
-// oslayerBin builds the command into the test's temporary directory.
-func oslayerBin(t *testing.T) string {
-	t.Helper()
-	root, err := fixtures.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "oslayer")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/oslayer")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/oslayer: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // checkImage verifies, in a booted deployment, what the image owns: every

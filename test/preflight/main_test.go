@@ -26,13 +26,12 @@ import (
 
 	"github.com/oslayer/oslayer/preflight"
 	"github.com/oslayer/oslayer/test/fixtures"
+	"github.com/oslayer/oslayer/test/oslayerbin"
 	"github.com/oslayer/oslayer/test/synth"
 )
 
-var (
-	oslayerBin string // built once in TestMain
-	shBin      string // the static stand-in for /bin/sh
-)
+// shBin is the static stand-in for /bin/sh, built once in TestMain.
+var shBin string
 
 func TestMain(m *testing.M) {
 	os.Exit(mainWithBinaries(m))
@@ -50,19 +49,13 @@ func mainWithBinaries(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "repo root:", err)
 		return 1
 	}
-	oslayerBin = filepath.Join(dir, "oslayer")
 	shBin = filepath.Join(dir, "sh")
-	for _, b := range []struct{ out, pkg string }{
-		{oslayerBin, "./cmd/oslayer"},
-		{shBin, "./test/preflight/testdata/sh"},
-	} {
-		cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", b.pkg, err, out)
-			return 1
-		}
+	cmd := exec.Command("go", "build", "-o", shBin, "./test/preflight/testdata/sh")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build ./test/preflight/testdata/sh: %v\n%s", err, out)
+		return 1
 	}
 	return m.Run()
 }
@@ -72,7 +65,7 @@ func cli(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, oslayerBin, args...)
+	cmd := exec.CommandContext(ctx, oslayerbin.Path(t), args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+t.TempDir())

@@ -5,6 +5,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 func TestStartAndProxy(t *testing.T) {
@@ -52,5 +56,29 @@ func TestProxyCountsBytes(t *testing.T) {
 	p.Reset()
 	if up, down := p.Bytes(); up != 0 || down != 0 {
 		t.Fatalf("after Reset: %d/%d", up, down)
+	}
+}
+
+// TestMemory: the in-memory registry takes a push and gives the image back.
+func TestMemory(t *testing.T) {
+	reg := Memory(t)
+	img, err := random.Image(1024, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(reg.Host + "/a/b:t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatal(err)
+	}
+	got, err := remote.Image(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := img.Digest()
+	if d, err := got.Digest(); err != nil || d != want {
+		t.Errorf("pulled %v (%v), pushed %v", d, err, want)
 	}
 }

@@ -258,25 +258,14 @@ func gzipStream(write func(*tar.Writer) error) io.ReadCloser {
 	return pr
 }
 
-type entry struct {
-	name     string
-	typ      byte
-	mode     int64
-	linkname string
-	data     string
-}
-
 // tree is the small ostree-native root the first layer carries.
-func tree() []entry { return treeFor(KernelRelease) }
+func tree() []Entry { return treeFor(KernelRelease) }
 
 // treeFor is tree with the kernel release kernel.
-func treeFor(kernel string) []entry {
-	d := func(n string) entry { return entry{name: n, typ: tar.TypeDir, mode: 0o755} }
-	l := func(n, t string) entry { return entry{name: n, typ: tar.TypeSymlink, mode: 0o777, linkname: t} }
-	f := func(n string, mode int64, data string) entry {
-		return entry{name: n, typ: tar.TypeReg, mode: mode, data: data}
-	}
-	return []entry{
+func treeFor(kernel string) []Entry {
+	d := func(n string) Entry { return dir(n, 0o755) }
+	l, f := sym, file
+	return []Entry{
 		l("bin", "usr/bin"),
 		d("boot/"),
 		d("dev/"),
@@ -315,10 +304,10 @@ func treeFor(kernel string) []entry {
 }
 
 // writeEntries writes es into tw.
-func writeEntries(tw *tar.Writer, es []entry) error {
+func writeEntries(tw *tar.Writer, es []Entry) error {
 	for _, e := range es {
-		h := &tar.Header{Name: e.name, Typeflag: e.typ, Mode: e.mode, Linkname: e.linkname,
-			Size: int64(len(e.data)), ModTime: Epoch, Format: tar.FormatPAX}
+		h := &tar.Header{Name: e.name, Typeflag: e.typ, Mode: e.mode, Linkname: e.link,
+			Uid: e.uid, Gid: e.gid, Size: int64(len(e.data)), ModTime: Epoch, Format: tar.FormatPAX}
 		if err := tw.WriteHeader(h); err != nil {
 			return err
 		}

@@ -1,6 +1,9 @@
 package synth
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -104,5 +107,39 @@ func TestChunkahBase(t *testing.T) {
 	}
 	if cf.Config.Labels["containers.bootc"] != "1" {
 		t.Errorf("labels %v", cf.Config.Labels)
+	}
+}
+
+// TestWriteTreeModes: the sticky /tmp and the 0700 /root target keep their
+// modes, and the /var symlinks are links.
+func TestWriteTreeModes(t *testing.T) {
+	d := t.TempDir()
+	WriteTree(t, d, Skeleton())
+	fi, err := os.Stat(filepath.Join(d, "tmp"))
+	if err != nil || fi.Mode()&os.ModeSticky == 0 || fi.Mode().Perm() != 0o777 {
+		t.Errorf("/tmp: %v %v, want sticky 0777", fi.Mode(), err)
+	}
+	for _, l := range []string{"opt", "root", "home", "srv", "mnt", "usr/local"} {
+		if target, err := os.Readlink(filepath.Join(d, l)); err != nil || filepath.Base(filepath.Dir(target)) != "var" {
+			t.Errorf("/%s -> %q (%v), want a link into var", l, target, err)
+		}
+	}
+}
+
+// TestSkeletonHasTheBaseTree: the skeleton is the synthetic bases' root
+// tree plus what the node tools need, one entry per path.
+func TestSkeletonHasTheBaseTree(t *testing.T) {
+	seen := map[string]bool{}
+	for _, e := range Skeleton() {
+		p := strings.TrimSuffix(e.name, "/")
+		if seen[p] {
+			t.Errorf("%s twice", p)
+		}
+		seen[p] = true
+	}
+	for _, e := range tree() {
+		if !seen[strings.TrimSuffix(e.name, "/")] {
+			t.Errorf("the skeleton lacks %s of the base tree", e.name)
+		}
 	}
 }

@@ -29,9 +29,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/oslayer/oslayer/render/varmech"
-	"github.com/oslayer/oslayer/test/fcosroot"
-	"github.com/oslayer/oslayer/test/fixtures"
+	"github.com/oslayer/oslayer/test/oslayerbin"
 	"github.com/oslayer/oslayer/test/regtest"
+	"github.com/oslayer/oslayer/test/synth"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/expected from this run's differences")
@@ -50,40 +50,8 @@ func requireTools(t *testing.T) tools {
 		systemctl: regtest.Require(t, "systemctl"),
 		tmpfiles:  regtest.Require(t, "systemd-tmpfiles"),
 		umoci:     regtest.Require(t, "umoci"),
-		oslayer:   oslayerBin(t),
+		oslayer:   oslayerbin.Path(t),
 	}
-}
-
-var binDir string
-
-// oslayerBin builds the command once per test binary.
-func oslayerBin(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(binDir, "oslayer")
-	if _, err := os.Stat(bin); err == nil {
-		return bin
-	}
-	root, err := fixtures.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/oslayer")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/oslayer: %v\n%s", err, out)
-	}
-	return bin
-}
-
-func TestMain(m *testing.M) {
-	var err error
-	if binDir, err = os.MkdirTemp("", "oslayer-oracle-"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	code := m.Run()
-	os.RemoveAll(binDir)
-	os.Exit(code)
 }
 
 // TestSkeletonPresetsConsistent: the skeleton's enablement links are exactly
@@ -92,7 +60,7 @@ func TestMain(m *testing.M) {
 func TestSkeletonPresetsConsistent(t *testing.T) {
 	tl := requireTools(t)
 	root := t.TempDir()
-	fcosroot.WriteTree(t, root, fcosroot.Skeleton())
+	synth.WriteTree(t, root, synth.Skeleton())
 	before := describe(t, root, nil)
 	regtest.Run(t, nil, tl.systemctl, "--root="+root, "preset-all")
 	if d := diffViews(before, describe(t, root, nil)); len(d) != 0 {
@@ -108,7 +76,7 @@ func TestIgnitionOracle(t *testing.T) {
 		t.Errorf("only %d MachineConfig sets", len(cs))
 	}
 	base := filepath.Join(t.TempDir(), "base")
-	fcosroot.WriteBase(t, base, fcosroot.Skeleton())
+	synth.WriteBase(t, base, synth.Skeleton())
 	ran, agree := 0, 0
 	for _, c := range cs {
 		t.Run(c.name, func(t *testing.T) {
@@ -131,7 +99,7 @@ func compareCase(t *testing.T, tl tools, base string, c mcCase) []string {
 
 	// The oracle: the MCO's merge, ignition-apply, presets, tmpfiles.
 	oracle := filepath.Join(work, "oracle")
-	fcosroot.WriteTree(t, oracle, fcosroot.Skeleton())
+	synth.WriteTree(t, oracle, synth.Skeleton())
 	var oracleErr error
 	merged, err := mergeMachineConfigs(mcs)
 	if err != nil {
@@ -188,7 +156,7 @@ func compareCase(t *testing.T, tl tools, base string, c mcCase) []string {
 
 	ov := describe(t, oracle, nil)
 	pristine := filepath.Join(work, "pristine")
-	fcosroot.WriteTree(t, pristine, fcosroot.Skeleton())
+	synth.WriteTree(t, pristine, synth.Skeleton())
 	regtest.Run(t, nil, tl.tmpfiles, "--root="+pristine, "--create")
 	t.Logf("the config changes %d paths of the skeleton", len(diffViews(describe(t, pristine, nil), ov)))
 	// A node rebased onto the image sees it as built; a node that boots it

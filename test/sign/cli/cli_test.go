@@ -20,25 +20,12 @@ import (
 	"github.com/oslayer/oslayer/build"
 	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/test/fixtures"
+	"github.com/oslayer/oslayer/test/oslayerbin"
 	"github.com/oslayer/oslayer/test/regtest"
 )
 
-func oslayerBin(t *testing.T) string {
-	t.Helper()
-	root, err := fixtures.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "oslayer")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/oslayer")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/oslayer: %v\n%s", err, out)
-	}
-	return bin
-}
+// oslayerBin is the command (test/oslayerbin: built once per test run).
+func oslayerBin(t *testing.T) string { return oslayerbin.Path(t) }
 
 type result struct {
 	stdout, stderr string
