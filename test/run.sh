@@ -47,7 +47,7 @@ go test -count=1 -run '^$' -bench . -benchtime 1x -timeout 20m ./test/bench/ -ar
   -bench.scale 0.001 -bench.pools 2 -bench.parallel 2 -bench.reps 1 -bench.files 200 \
   -bench.fleet-clusters 1 -bench.fleet-pools 2 -bench.fleet-jobs 2 \
   -bench.changes 1 -bench.ctl-pools 2 -bench.cold-reps 1 -bench.agent-mib 1 \
-  -bench.imageref-scale 0.001 -bench.prune-pools 2 -bench.prune-images 2
+  -bench.imageref-scale 0.001 -bench.prune-pools 2 -bench.prune-images 6
 
 echo "== node-agent oracle (test/oracle/nodeagent, a module of its own)"
 (

@@ -34,7 +34,7 @@ import (
 
 var (
 	prunePools  = flag.Int("bench.prune-pools", 100, "BenchmarkPrune: pools in the repository")
-	pruneImages = flag.Int("bench.prune-images", 10, "BenchmarkPrune: images per pool")
+	pruneImages = flag.Int("bench.prune-images", 10, "BenchmarkPrune: images per pool (more than the 5 kept)")
 )
 
 // BenchmarkPrune measures `oslayer prune`'s dry run over one repository of
