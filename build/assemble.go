@@ -131,61 +131,104 @@ func (t *trimmed) Unwrap() error { return t.err }
 // gzip layer formats are identical). A base with any other layer type (e.g.
 // foreign layers) keeps its Docker media types, with a warning.
 func Assemble(ctx context.Context, req AssembleRequest) (*Built, error) {
-	log := req.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	if err := req.check(ctx); err != nil {
+		return nil, err
 	}
+	a := &assembly{req: req, log: req.Logger, base: req.BaseImage}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	if a.base == nil {
+		var err error
+		if a.base, err = ResolveBase(ctx, req.Base, req.Registry, req.Arch); err != nil {
+			return nil, err
+		}
+	}
+	for _, step := range []func() error{a.readBase, a.mediaTypes, a.baseLayers, a.addLayers, a.config} {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	return a.built(), nil
+}
+
+// check refuses a request that cannot be assembled.
+func (req AssembleRequest) check(ctx context.Context) error {
 	if req.Pool == "" {
-		return nil, fmt.Errorf("assemble: no pool name (--pool)")
+		return fmt.Errorf("assemble: no pool name (--pool)")
 	}
 	if req.Rendered == nil {
-		return nil, fmt.Errorf("assemble: nothing rendered")
+		return fmt.Errorf("assemble: nothing rendered")
 	}
 	if req.Official == nil {
 		if err := needsPackages(req.Rendered.Packages); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	base := req.BaseImage
-	if base == nil {
-		var err error
-		if base, err = ResolveBase(ctx, req.Base, req.Registry, req.Arch); err != nil {
-			return nil, err
-		}
-	}
-	var warnings []string
-	warn := func(msg string, args ...any) {
-		warnings = append(warnings, msg)
-		log.Warn(msg, args...)
-	}
-	if !base.Pinned && !registry.IsLayout(base.Ref) {
-		warn(fmt.Sprintf("base %s is not pinned by digest; it resolved to %s: pin it for reproducible builds", base.Ref, base.Digest), "base", base.Ref, "digest", base.Digest.String())
-	}
+	return ctx.Err()
+}
 
+// assembly is the state of one Assemble: the base and its parts, the media
+// types chosen, the image as it grows, and the warnings.
+type assembly struct {
+	req  AssembleRequest
+	log  *slog.Logger
+	base *Base
+	bp   *baseParts
+	// manifestMT, configMT and layerMT are the media types of the new
+	// manifest, its config and the added layers; baseDescs are the base
+	// layers' descriptors as the new manifest lists them.
+	manifestMT, configMT, layerMT types.MediaType
+	baseDescs                     []v1.Descriptor
+	img                           *image
+	descs                         []v1.Descriptor
+	diffIDs                       []v1.Hash
+	history                       []json.RawMessage
+	added                         []AddedLayer
+	epoch                         time.Time
+	warnings                      []string
+}
+
+func (a *assembly) warn(msg string, args ...any) {
+	a.warnings = append(a.warnings, msg)
+	a.log.Warn(msg, args...)
+}
+
+// readBase reads the base's manifest and config (no layer blob) and
+// checks that they agree and that nodes can boot it.
+func (a *assembly) readBase() error {
+	base := a.base
+	if !base.Pinned && !registry.IsLayout(base.Ref) {
+		a.warn(fmt.Sprintf("base %s is not pinned by digest; it resolved to %s: pin it for reproducible builds", base.Ref, base.Digest), "base", base.Ref, "digest", base.Digest.String())
+	}
 	bp, err := partsOf(base.Image)
 	if err != nil {
-		return nil, fmt.Errorf("base %s: %w", base.Ref, err)
+		return fmt.Errorf("base %s: %w", base.Ref, err)
 	}
-	bm, bcf := bp.manifest, bp.config
-	if len(bcf.RootFS.DiffIDs) != len(bm.Layers) {
-		return nil, fmt.Errorf("base %s: manifest has %d layers but config rootfs.diff_ids has %d", base.Ref, len(bm.Layers), len(bcf.RootFS.DiffIDs))
+	a.bp = bp
+	if len(bp.config.RootFS.DiffIDs) != len(bp.manifest.Layers) {
+		return fmt.Errorf("base %s: manifest has %d layers but config rootfs.diff_ids has %d", base.Ref, len(bp.manifest.Layers), len(bp.config.RootFS.DiffIDs))
 	}
-	if _, ok := bcf.Config.Labels["ostree.bootable"]; !ok {
-		if _, ok := bcf.Config.Labels["containers.bootc"]; !ok {
-			warn(fmt.Sprintf("base %s has neither label ostree.bootable nor containers.bootc: nodes will not boot it", base.Ref), "base", base.Ref)
+	labels := bp.config.Config.Labels
+	if _, ok := labels["ostree.bootable"]; !ok {
+		if _, ok := labels["containers.bootc"]; !ok {
+			a.warn(fmt.Sprintf("base %s has neither label ostree.bootable nor containers.bootc: nodes will not boot it", base.Ref), "base", base.Ref)
 		}
 	}
+	return nil
+}
 
-	// Decide the media types.
-	manifestMT, configMT, layerMT := bm.MediaType, bm.Config.MediaType, types.OCILayer
-	baseDescs := append([]v1.Descriptor(nil), bm.Layers...)
-	if manifestMT == "" {
-		manifestMT = types.OCIManifestSchema1
+// mediaTypes decides the media types: a Docker base whose layers are all
+// plain Docker layers is re-described with OCI types; any other keeps its
+// Docker types.
+func (a *assembly) mediaTypes() error {
+	bm := a.bp.manifest
+	a.manifestMT, a.configMT, a.layerMT = bm.MediaType, bm.Config.MediaType, types.OCILayer
+	a.baseDescs = append([]v1.Descriptor(nil), bm.Layers...)
+	if a.manifestMT == "" {
+		a.manifestMT = types.OCIManifestSchema1
 	}
-	if manifestMT == types.DockerManifestSchema2 {
+	if a.manifestMT == types.DockerManifestSchema2 {
 		convertible := true
 		for _, d := range bm.Layers {
 			if d.MediaType != types.DockerLayer && d.MediaType != types.DockerUncompressedLayer {
@@ -193,127 +236,149 @@ func Assemble(ctx context.Context, req AssembleRequest) (*Built, error) {
 			}
 		}
 		if convertible {
-			manifestMT, configMT = types.OCIManifestSchema1, types.OCIConfigJSON
-			for i := range baseDescs {
-				if baseDescs[i].MediaType == types.DockerLayer {
-					baseDescs[i].MediaType = types.OCILayer
+			a.manifestMT, a.configMT = types.OCIManifestSchema1, types.OCIConfigJSON
+			for i := range a.baseDescs {
+				if a.baseDescs[i].MediaType == types.DockerLayer {
+					a.baseDescs[i].MediaType = types.OCILayer
 				} else {
-					baseDescs[i].MediaType = types.OCIUncompressedLayer
+					a.baseDescs[i].MediaType = types.OCIUncompressedLayer
 				}
 			}
 		} else {
-			layerMT = types.DockerLayer
-			warn(fmt.Sprintf("base %s has Docker layers that have no OCI equivalent; the image keeps Docker media types", base.Ref), "base", base.Ref)
+			a.layerMT = types.DockerLayer
+			a.warn(fmt.Sprintf("base %s has Docker layers that have no OCI equivalent; the image keeps Docker media types", a.base.Ref), "base", a.base.Ref)
 		}
 	}
-	if configMT == "" {
-		configMT = types.OCIConfigJSON
+	if a.configMT == "" {
+		a.configMT = types.OCIConfigJSON
 	}
+	return nil
+}
 
-	// Layers: the base's (lazy, never read here) then ours.
-	baseLayers := bp.layers
-	if len(baseLayers) != len(bm.Layers) {
-		return nil, fmt.Errorf("base %s: %d layers, manifest lists %d", base.Ref, len(baseLayers), len(bm.Layers))
+// baseLayers starts the image with the base's layers (lazy, never read
+// here).
+func (a *assembly) baseLayers() error {
+	bm, bcf := a.bp.manifest, a.bp.config
+	if len(a.bp.layers) != len(bm.Layers) {
+		return fmt.Errorf("base %s: %d layers, manifest lists %d", a.base.Ref, len(a.bp.layers), len(bm.Layers))
 	}
-	img := &image{byDigest: map[v1.Hash]v1.Layer{}, byDiffID: map[v1.Hash]v1.Layer{}}
-	for i, l := range baseLayers {
-		if baseDescs[i].MediaType != bm.Layers[i].MediaType {
-			l = retype(l, baseDescs[i])
+	a.img = &image{byDigest: map[v1.Hash]v1.Layer{}, byDiffID: map[v1.Hash]v1.Layer{}}
+	for i, l := range a.bp.layers {
+		if a.baseDescs[i].MediaType != bm.Layers[i].MediaType {
+			l = retype(l, a.baseDescs[i])
 		}
-		img.add(l, baseDescs[i].Digest, bcf.RootFS.DiffIDs[i])
+		a.img.add(l, a.baseDescs[i].Digest, bcf.RootFS.DiffIDs[i])
 	}
-	epoch := req.Epoch
-	if epoch.IsZero() {
-		epoch = render.DefaultEpoch
+	a.descs = a.baseDescs
+	a.diffIDs = append([]v1.Hash(nil), bcf.RootFS.DiffIDs...)
+	return nil
+}
+
+// addLayers appends the rendered layers, each with its history entry.
+func (a *assembly) addLayers() error {
+	a.epoch = a.req.Epoch
+	if a.epoch.IsZero() {
+		a.epoch = render.DefaultEpoch
 	}
-	epoch = epoch.UTC()
-	diffIDs := append([]v1.Hash(nil), bcf.RootFS.DiffIDs...)
-	var history []json.RawMessage
-	var added []AddedLayer
-	descs := baseDescs
-	for _, rl := range req.Rendered.Layers {
-		l, err := newBytesLayer(rl, layerMT)
+	a.epoch = a.epoch.UTC()
+	for _, rl := range a.req.Rendered.Layers {
+		l, err := newBytesLayer(rl, a.layerMT)
 		if err != nil {
-			return nil, fmt.Errorf("assemble: %w", err)
+			return fmt.Errorf("assemble: %w", err)
 		}
-		img.add(l, l.digest, l.diffID)
-		diffIDs = append(diffIDs, l.diffID)
-		descs = append(descs, v1.Descriptor{MediaType: layerMT, Size: int64(len(l.gz)), Digest: l.digest})
+		a.img.add(l, l.digest, l.diffID)
+		a.diffIDs = append(a.diffIDs, l.diffID)
+		a.descs = append(a.descs, v1.Descriptor{MediaType: a.layerMT, Size: int64(len(l.gz)), Digest: l.digest})
 		createdBy := rl.CreatedBy
 		if createdBy == "" {
 			createdBy = "oslayer " + rl.Name
 		}
-		h, _ := json.Marshal(v1.History{Created: v1.Time{Time: epoch}, CreatedBy: createdBy, Comment: HistoryCommentPrefix + rl.Name})
-		history = append(history, h)
-		added = append(added, AddedLayer{Digest: l.digest, DiffID: l.diffID, Size: int64(len(l.gz)), Source: createdBy})
+		h, _ := json.Marshal(v1.History{Created: v1.Time{Time: a.epoch}, CreatedBy: createdBy, Comment: HistoryCommentPrefix + rl.Name})
+		a.history = append(a.history, h)
+		a.added = append(a.added, AddedLayer{Digest: l.digest, DiffID: l.diffID, Size: int64(len(l.gz)), Source: createdBy})
 	}
-	if len(req.Rendered.Layers) == 0 {
-		warn(fmt.Sprintf("pool %s: nothing rendered; the image only relabels the base", req.Pool))
+	if len(a.req.Rendered.Layers) == 0 {
+		a.warn(fmt.Sprintf("pool %s: nothing rendered; the image only relabels the base", a.req.Pool))
 	}
+	return nil
+}
 
-	// Config: the base config as raw JSON (unknown fields survive), with
-	// our labels, history, diff_ids and created time.
-	kargs := req.Rendered.KernelArgs
+// labels are the labels oslayer sets on the image's config.
+func (a *assembly) labels() map[string]string {
+	kargs := a.req.Rendered.KernelArgs
 	if kargs == nil {
 		kargs = []string{}
 	}
 	kj, _ := json.Marshal(kargs)
-	version := req.Version
+	version := a.req.Version
 	if version == "" {
 		version = "dev"
 	}
-	labels := map[string]string{
-		LabelPool:         req.Pool,
-		LabelInputsDigest: req.Rendered.InputsDigest,
+	return map[string]string{
+		LabelPool:         a.req.Pool,
+		LabelInputsDigest: a.req.Rendered.InputsDigest,
 		LabelKernelArgs:   string(kj),
 		LabelVersion:      version,
-		LabelBaseDigest:   base.Digest.String(),
+		LabelBaseDigest:   a.base.Digest.String(),
 	}
-	if bp.editErr != nil {
-		return nil, fmt.Errorf("base %s: config: %w", base.Ref, bp.editErr)
+}
+
+// config writes the config (the base config as raw JSON, so unknown fields
+// survive, with our labels, history, diff_ids and created time) and the
+// manifest.
+func (a *assembly) config() error {
+	labels := a.labels()
+	if a.bp.editErr != nil {
+		return fmt.Errorf("base %s: config: %w", a.base.Ref, a.bp.editErr)
 	}
-	rawOut, err := bp.edit.edit(labels, history, diffIDs, epoch)
+	rawOut, err := a.bp.edit.edit(labels, a.history, a.diffIDs, a.epoch)
 	if err != nil {
-		return nil, fmt.Errorf("base %s: config: %w", base.Ref, err)
+		return fmt.Errorf("base %s: config: %w", a.base.Ref, err)
 	}
-	cf, err := editedConfig(bcf, labels, history, diffIDs, epoch)
+	cf, err := editedConfig(a.bp.config, labels, a.history, a.diffIDs, a.epoch)
 	if err != nil {
-		return nil, fmt.Errorf("assemble: config: %w", err)
+		return fmt.Errorf("assemble: config: %w", err)
 	}
 	m := &v1.Manifest{
 		SchemaVersion: 2,
-		MediaType:     manifestMT,
-		Config:        v1.Descriptor{MediaType: configMT, Size: int64(len(rawOut)), Digest: sha256Hash(rawOut)},
-		Layers:        descs,
+		MediaType:     a.manifestMT,
+		Config:        v1.Descriptor{MediaType: a.configMT, Size: int64(len(rawOut)), Digest: sha256Hash(rawOut)},
+		Layers:        a.descs,
 	}
-	if manifestMT == types.OCIManifestSchema1 {
-		m.Annotations = map[string]string{AnnotationBaseDigest: base.Digest.String()}
+	if a.manifestMT == types.OCIManifestSchema1 {
+		m.Annotations = map[string]string{AnnotationBaseDigest: a.base.Digest.String()}
 	}
 	rawM, err := json.Marshal(m)
 	if err != nil {
-		return nil, fmt.Errorf("assemble: manifest: %w", err)
+		return fmt.Errorf("assemble: manifest: %w", err)
 	}
-	img.rawConfig, img.config = rawOut, cf
-	img.rawManifest, img.manifest = rawM, m
-	img.digest = sha256Hash(rawM)
+	a.img.rawConfig, a.img.config = rawOut, cf
+	a.img.rawManifest, a.img.manifest = rawM, m
+	a.img.digest = sha256Hash(rawM)
+	return nil
+}
+
+// built is the assembled image and what the later stages need of it.
+func (a *assembly) built() *Built {
+	req := a.req
 	var files []render.Baked
 	if req.Rendered.Report != nil {
 		files = req.Rendered.Report.Baked
 	}
 	return &Built{
 		Files:        files,
-		Image:        img,
-		Digest:       img.digest,
-		Base:         *base,
-		Added:        added,
+		Image:        a.img,
+		Digest:       a.img.digest,
+		Base:         *a.base,
+		Added:        a.added,
 		Pool:         req.Pool,
 		Inputs:       req.Rendered.Inputs,
 		InputsDigest: req.Rendered.InputsDigest,
 		KernelArgs:   req.Rendered.KernelArgs,
 		Flags:        req.Flags,
-		Warnings:     warnings,
+		Warnings:     a.warnings,
 		Official:     req.Official,
-	}, nil
+	}
 }
 
 func sha256Hash(b []byte) v1.Hash {

@@ -147,40 +147,17 @@ func (r *Reconciler) publisher(obj client.Object) []reconcile.Request {
 // reads reports whether pi reads the object kind ns/name with these
 // labels.
 func reads(pi *v1alpha1.PoolImage, kind, ns, name string, objLabels map[string]string) bool {
-	if kind == "Secret" {
-		for _, s := range pi.Spec.PullSecrets {
-			if ns == pi.Namespace && s.Name == name {
-				return true
-			}
-		}
-		if p := pi.Spec.PushSecret; p != nil && ns == pi.Namespace && p.Name == name {
+	switch kind {
+	case "Secret":
+		if ns == pi.Namespace && readsCredentials(pi, name) {
 			return true
 		}
-		if s := pi.Spec.Signing; s != nil && ns == pi.Namespace && s.KeySecret.Name == name {
+		if readsGardener(pi.Spec.Source.Gardener, pi.Namespace, ns, name, objLabels) {
 			return true
 		}
-	}
-	if g := pi.Spec.Source.Gardener; g != nil && kind == "Secret" {
-		gns := g.Namespace
-		if gns == "" {
-			gns = pi.Namespace
-		}
-		if ns == gns && g.SecretName != "" && g.SecretName == name {
-			return true
-		}
-		if g.Selector != nil && ns == gns {
-			if sel, err := metav1.LabelSelectorAsSelector(g.Selector); err == nil && sel.Matches(labels.Set(objLabels)) {
-				return true
-			}
-		}
-		for _, s := range g.SecretRefs {
-			if ns == gns && s == name {
-				return true
-			}
-		}
-	}
-	if p := pi.Spec.Packages; p != nil && kind == "ConfigMap" && ns == pi.Namespace {
-		if (p.Containerfile != nil && p.Containerfile.Name == name) || (p.Repos != nil && p.Repos.Name == name) {
+	case "ConfigMap":
+		if p := pi.Spec.Packages; p != nil && ns == pi.Namespace &&
+			((p.Containerfile != nil && p.Containerfile.Name == name) || (p.Repos != nil && p.Repos.Name == name)) {
 			return true
 		}
 	}
@@ -192,4 +169,43 @@ func reads(pi *v1alpha1.PoolImage, kind, ns, name string, objLabels map[string]s
 		}
 	}
 	return false
+}
+
+// readsCredentials reports whether the Secret name (in pi's namespace) is
+// one of pi's pull, push or signing key Secrets.
+func readsCredentials(pi *v1alpha1.PoolImage, name string) bool {
+	for _, s := range pi.Spec.PullSecrets {
+		if s.Name == name {
+			return true
+		}
+	}
+	if p := pi.Spec.PushSecret; p != nil && p.Name == name {
+		return true
+	}
+	s := pi.Spec.Signing
+	return s != nil && s.KeySecret.Name == name
+}
+
+// readsGardener reports whether the Gardener source g (of a PoolImage in
+// piNS) reads the Secret ns/name: by name, by selector, or as a secretRef.
+func readsGardener(g *v1alpha1.GardenerSource, piNS, ns, name string, objLabels map[string]string) bool {
+	if g == nil {
+		return false
+	}
+	gns := g.Namespace
+	if gns == "" {
+		gns = piNS
+	}
+	if ns != gns {
+		return false
+	}
+	if g.SecretName != "" && g.SecretName == name {
+		return true
+	}
+	if g.Selector != nil {
+		if sel, err := metav1.LabelSelectorAsSelector(g.Selector); err == nil && sel.Matches(labels.Set(objLabels)) {
+			return true
+		}
+	}
+	return slices.Contains(g.SecretRefs, name)
 }

@@ -173,6 +173,31 @@ func (s *stage) Run(ctx context.Context, b *build.Built, p *build.Published) (an
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	t, err := s.target(ctx, opts, b, p)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := Run(ctx, t, opts)
+	if err != nil {
+		// The build names the stage already.
+		return nil, unprefixed{err}
+	}
+	errs := logFindings(log, rep.Findings)
+	if rep.Errors > 0 {
+		more := ""
+		if rep.Errors > len(errs) {
+			more = fmt.Sprintf("; and %d more", rep.Errors-len(errs))
+		}
+		return rep, fmt.Errorf("%d error(s) in %s: %s%s", rep.Errors, t.Ref, strings.Join(errs, "; "), more)
+	}
+	log.Info("preflight passed", "image", t.Ref, "warnings", rep.Warnings)
+	return rep, nil
+}
+
+// target is what the checks look at: the built image (or, for the
+// written half, the image read back by digest), its base, and the
+// required base (--require-base, or the official base of a package base).
+func (s *stage) target(ctx context.Context, opts Options, b *build.Built, p *build.Published) (Target, error) {
 	t := Target{Image: b.Image, Base: b.Base.Image, BaseRef: b.Base.Ref}
 	if b.Base.Index != nil {
 		t.BaseTree = b.Base.Index.FS()
@@ -190,18 +215,18 @@ func (s *stage) Run(ctx context.Context, b *build.Built, p *build.Published) (an
 	if s.written && p != nil && p.Digest != nil && opts.Open != nil && !opts.NoReadBack {
 		img, err := opts.Open(ctx, p.Ref, plat)
 		if err != nil {
-			return nil, fmt.Errorf("read back %s: %w", p.Ref, err)
+			return t, fmt.Errorf("read back %s: %w", p.Ref, err)
 		}
 		t.Image = img
 	}
 	if opts.RequireBase != "" {
 		if opts.Open == nil {
-			return nil, fmt.Errorf("--require-base %s: no way to open images", opts.RequireBase)
+			return t, fmt.Errorf("--require-base %s: no way to open images", opts.RequireBase)
 		}
 		rq := s.sh.requiredFor(plat)
 		rq.once.Do(func() { rq.img, rq.err = opts.Open(ctx, opts.RequireBase, plat) })
 		if rq.err != nil {
-			return nil, fmt.Errorf("--require-base %s: %w", opts.RequireBase, rq.err)
+			return t, fmt.Errorf("--require-base %s: %w", opts.RequireBase, rq.err)
 		}
 		t.Require, t.RequireRef = rq.img, opts.RequireBase
 	} else if o := b.Official; o != nil && o.Image != nil {
@@ -209,13 +234,14 @@ func (s *stage) Run(ctx context.Context, b *build.Built, p *build.Published) (an
 		// is the required base (its layers an ordered prefix).
 		t.Require, t.RequireRef = o.Image, o.Ref+" (official base "+o.Digest.String()+")"
 	}
-	rep, err := Run(ctx, t, opts)
-	if err != nil {
-		// The build names the stage already.
-		return nil, unprefixed{err}
-	}
+	return t, nil
+}
+
+// logFindings logs each finding at its severity and returns the first
+// five errors, for the returned error (those are not logged again).
+func logFindings(log *slog.Logger, findings []Finding) []string {
 	var errs []string
-	for _, f := range rep.Findings {
+	for _, f := range findings {
 		attrs := []any{"check", f.Check, "severity", f.Severity}
 		if f.Rule != "" {
 			attrs = append(attrs, "rule", f.Rule)
@@ -228,8 +254,6 @@ func (s *stage) Run(ctx context.Context, b *build.Built, p *build.Published) (an
 		}
 		switch f.Severity {
 		case Error:
-			// The first five are in the returned error: logging them too
-			// would print each twice.
 			if len(errs) < 5 {
 				errs = append(errs, f.String())
 				log.Debug("preflight: "+f.Message, attrs...)
@@ -242,15 +266,7 @@ func (s *stage) Run(ctx context.Context, b *build.Built, p *build.Published) (an
 			log.Info("preflight: "+f.Message, attrs...)
 		}
 	}
-	if rep.Errors > 0 {
-		more := ""
-		if rep.Errors > len(errs) {
-			more = fmt.Sprintf("; and %d more", rep.Errors-len(errs))
-		}
-		return rep, fmt.Errorf("%d error(s) in %s: %s%s", rep.Errors, t.Ref, strings.Join(errs, "; "), more)
-	}
-	log.Info("preflight passed", "image", t.Ref, "warnings", rep.Warnings)
-	return rep, nil
+	return errs
 }
 
 // String renders a finding on one line: "check[/rule] PATH (LAYER): message".

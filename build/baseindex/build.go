@@ -85,27 +85,9 @@ const (
 // written to disk.
 func Build(ctx context.Context, img v1.Image, opts Options) (*Index, Stats, error) {
 	var st Stats
-	base, err := img.Digest()
+	base, m, ls, err := layersOf(img)
 	if err != nil {
-		return nil, st, fmt.Errorf("base index: %w", err)
-	}
-	m, err := img.Manifest()
-	if err != nil {
-		return nil, st, fmt.Errorf("base index of %s: manifest: %w", base, err)
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, st, fmt.Errorf("base index of %s: config: %w", base, err)
-	}
-	if len(cf.RootFS.DiffIDs) != len(m.Layers) {
-		return nil, st, fmt.Errorf("base index of %s: manifest has %d layers but config rootfs.diff_ids has %d", base, len(m.Layers), len(cf.RootFS.DiffIDs))
-	}
-	ls, err := img.Layers()
-	if err != nil {
-		return nil, st, fmt.Errorf("base index of %s: layers: %w", base, err)
-	}
-	if len(ls) != len(m.Layers) {
-		return nil, st, fmt.Errorf("base index of %s: %d layers, manifest lists %d", base, len(ls), len(m.Layers))
+		return nil, st, err
 	}
 	jobs := opts.Jobs
 	if jobs <= 0 {
@@ -113,59 +95,13 @@ func Build(ctx context.Context, img v1.Image, opts Options) (*Index, Stats, erro
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-
-	// Workers read layers into change sets; the applier takes them in
-	// order. At most jobs change sets exist at once (a slot is freed when
-	// a change set is applied).
-	type result struct {
-		cs  *changeset
-		err error
-	}
 	n := len(ls)
-	results := make([]chan result, n)
-	for i := range results {
-		results[i] = make(chan result, 1)
+	skip := parentLayers(opts.Parent, m)
+	lr := &layerReader{base: base, m: m, ls: ls, results: make([]chan layerResult, n), slots: make(chan struct{}, jobs)}
+	for i := range lr.results {
+		lr.results[i] = make(chan layerResult, 1)
 	}
-	slots := make(chan struct{}, jobs)
-	var read, retries atomic.Int64
-	var wg sync.WaitGroup
-	skip := 0
-	if p := opts.Parent; p != nil && len(p.Layers) <= n && p.Version == FormatVersion {
-		skip = len(p.Layers)
-		for i, d := range p.Layers {
-			if m.Layers[i].Digest != d {
-				skip = 0
-				break
-			}
-		}
-	}
-	go func() {
-		for i := skip; i < n; i++ {
-			select {
-			case slots <- struct{}{}:
-			case <-ctx.Done():
-				for j := i; j < n; j++ {
-					results[j] <- result{err: ctx.Err()}
-				}
-				return
-			}
-			wg.Add(1)
-			go func(i int) {
-				defer wg.Done()
-				cs, err := readLayer(ls[i], m.Layers[i], &read)
-				if err != nil && ctx.Err() == nil && !errors.Is(err, errMismatch) {
-					// A broken connection in the middle of a layer: read
-					// that layer once more from its start.
-					retries.Add(1)
-					cs, err = readLayer(ls[i], m.Layers[i], &read)
-				}
-				if err != nil {
-					err = fmt.Errorf("base index of %s: layer %d (%s): %w", base, i, m.Layers[i].Digest, err)
-				}
-				results[i] <- result{cs, err}
-			}(i)
-		}
-	}()
+	go lr.start(ctx, skip)
 	t := newTree()
 	if skip > 0 {
 		// The parent's layers are taken from its tree: never read.
@@ -174,30 +110,9 @@ func Build(ctx context.Context, img v1.Image, opts Options) (*Index, Stats, erro
 			t.m[e.Path] = &e
 		}
 	}
-	var firstErr error
-	for i := skip; i < n; i++ {
-		r := <-results[i]
-		<-slots
-		if firstErr != nil {
-			continue
-		}
-		if r.err == nil {
-			r.err = t.apply(r.cs)
-			if r.err != nil {
-				r.err = fmt.Errorf("base index of %s: layer %d (%s): %w", base, i, m.Layers[i].Digest, r.err)
-			}
-		}
-		if r.err != nil {
-			firstErr = r.err
-			cancel()
-			continue
-		}
-		if opts.Progress != nil {
-			opts.Progress(i+1, n, read.Load())
-		}
-	}
-	wg.Wait()
-	st.BytesRead, st.Layers, st.Retries = read.Load(), n-skip, int(retries.Load())
+	firstErr := lr.apply(t, skip, cancel, opts.Progress)
+	lr.wg.Wait()
+	st.BytesRead, st.Layers, st.Retries = lr.read.Load(), n-skip, int(lr.retries.Load())
 	if firstErr != nil {
 		return nil, st, firstErr
 	}
@@ -210,6 +125,126 @@ func Build(ctx context.Context, img v1.Image, opts Options) (*Index, Stats, erro
 		return nil, st, err
 	}
 	return ix, st, nil
+}
+
+// layersOf reads img's digest, manifest and layers, and checks that the
+// manifest, the config and the layers agree.
+func layersOf(img v1.Image) (v1.Hash, *v1.Manifest, []v1.Layer, error) {
+	base, err := img.Digest()
+	if err != nil {
+		return base, nil, nil, fmt.Errorf("base index: %w", err)
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		return base, nil, nil, fmt.Errorf("base index of %s: manifest: %w", base, err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return base, nil, nil, fmt.Errorf("base index of %s: config: %w", base, err)
+	}
+	if len(cf.RootFS.DiffIDs) != len(m.Layers) {
+		return base, nil, nil, fmt.Errorf("base index of %s: manifest has %d layers but config rootfs.diff_ids has %d", base, len(m.Layers), len(cf.RootFS.DiffIDs))
+	}
+	ls, err := img.Layers()
+	if err != nil {
+		return base, nil, nil, fmt.Errorf("base index of %s: layers: %w", base, err)
+	}
+	if len(ls) != len(m.Layers) {
+		return base, nil, nil, fmt.Errorf("base index of %s: %d layers, manifest lists %d", base, len(ls), len(m.Layers))
+	}
+	return base, m, ls, nil
+}
+
+// parentLayers is how many of m's first layers the parent index already
+// covers (0 unless they are exactly the parent's layers, in its format).
+func parentLayers(p *Index, m *v1.Manifest) int {
+	if p == nil || len(p.Layers) > len(m.Layers) || p.Version != FormatVersion {
+		return 0
+	}
+	for i, d := range p.Layers {
+		if m.Layers[i].Digest != d {
+			return 0
+		}
+	}
+	return len(p.Layers)
+}
+
+// layerReader reads layers into change sets in workers; the applier takes
+// them in order. At most cap(slots) change sets exist at once (a slot is
+// freed when a change set is applied).
+type layerReader struct {
+	base          v1.Hash
+	m             *v1.Manifest
+	ls            []v1.Layer
+	results       []chan layerResult
+	slots         chan struct{}
+	read, retries atomic.Int64
+	wg            sync.WaitGroup
+}
+
+type layerResult struct {
+	cs  *changeset
+	err error
+}
+
+// start reads layers skip.. in workers, each once more from its start
+// after a broken connection; a cancelled ctx fails the layers not started.
+func (lr *layerReader) start(ctx context.Context, skip int) {
+	n := len(lr.ls)
+	for i := skip; i < n; i++ {
+		select {
+		case lr.slots <- struct{}{}:
+		case <-ctx.Done():
+			for j := i; j < n; j++ {
+				lr.results[j] <- layerResult{err: ctx.Err()}
+			}
+			return
+		}
+		lr.wg.Add(1)
+		go func(i int) {
+			defer lr.wg.Done()
+			cs, err := readLayer(lr.ls[i], lr.m.Layers[i], &lr.read)
+			if err != nil && ctx.Err() == nil && !errors.Is(err, errMismatch) {
+				// A broken connection in the middle of a layer: read
+				// that layer once more from its start.
+				lr.retries.Add(1)
+				cs, err = readLayer(lr.ls[i], lr.m.Layers[i], &lr.read)
+			}
+			if err != nil {
+				err = fmt.Errorf("base index of %s: layer %d (%s): %w", lr.base, i, lr.m.Layers[i].Digest, err)
+			}
+			lr.results[i] <- layerResult{cs, err}
+		}(i)
+	}
+}
+
+// apply applies the change sets to t in layer order and returns the first
+// error (after which it cancels the readers and drains the rest).
+func (lr *layerReader) apply(t *tree, skip int, cancel func(), progress func(done, total int, bytes int64)) error {
+	n := len(lr.ls)
+	var firstErr error
+	for i := skip; i < n; i++ {
+		r := <-lr.results[i]
+		<-lr.slots
+		if firstErr != nil {
+			continue
+		}
+		if r.err == nil {
+			r.err = t.apply(r.cs)
+			if r.err != nil {
+				r.err = fmt.Errorf("base index of %s: layer %d (%s): %w", lr.base, i, lr.m.Layers[i].Digest, r.err)
+			}
+		}
+		if r.err != nil {
+			firstErr = r.err
+			cancel()
+			continue
+		}
+		if progress != nil {
+			progress(i+1, n, lr.read.Load())
+		}
+	}
+	return firstErr
 }
 
 // changeset is one layer: its whiteouts and its entries in tar order.

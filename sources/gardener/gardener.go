@@ -330,6 +330,44 @@ func nsName(ns, name string) string {
 // Origin field ("data[osc.yaml]." for an OSC inside a Secret); fallbackName
 // names the object when the OSC itself has no name.
 func (l *loader) decodeOSC(ctx context.Context, doc string, data []byte, fieldPrefix, fallbackName string) (*model.Config, error) {
+	osc, unknown, err := l.decodeDoc(doc, data, fieldPrefix, fallbackName)
+	if err != nil {
+		return nil, err
+	}
+	name := osc.Name
+	if name == "" {
+		name = fallbackName
+	}
+	if err := l.checkPool(doc, fieldPrefix+Kind, name, osc.Labels); err != nil {
+		return nil, err
+	}
+	d := &oscDecoder{l: l, ctx: ctx, doc: doc, prefix: fieldPrefix, name: name, cfg: &model.Config{},
+		filePaths: map[string]bool{}, merged: map[string]*srcUnit{}}
+	for _, f := range unknown {
+		d.cfg.Warnings = append(d.cfg.Warnings, fmt.Sprintf("%s: %s", d.origin(f), ReasonUnknownField))
+	}
+	if osc.Spec.CRIConfig != nil {
+		d.cfg.Runtime = append(d.cfg.Runtime, model.Runtime{Item: "spec.criConfig", Reason: ReasonCRI, Origin: d.origin("spec.criConfig")})
+	}
+	if osc.Spec.InPlaceUpdates != nil {
+		d.cfg.Warnings = append(d.cfg.Warnings, fmt.Sprintf("%s: ignored: in-place updates do not apply to image-based nodes", d.origin("spec.inPlaceUpdates")))
+	}
+	if err := d.files(osc); err != nil {
+		return nil, err
+	}
+	d.units(osc)
+	if len(d.errs) > 0 {
+		return nil, errors.Join(d.errs...)
+	}
+	// Identical duplicates are fine, different ones are an error naming both.
+	return model.Merge(d.cfg)
+}
+
+// decodeDoc decodes one OSC document and checks its kind, apiVersion and
+// purpose; it returns the fields it did not know (unless Strict refuses
+// them). A value of the wrong type is named like every other error: the
+// document, the OSC's name and the field with its item index.
+func (l *loader) decodeDoc(doc string, data []byte, fieldPrefix, fallbackName string) (*extv1alpha1.OperatingSystemConfig, []string, error) {
 	var osc extv1alpha1.OperatingSystemConfig
 	decode := model.DecodeKnown
 	if l.opts.Strict {
@@ -339,55 +377,53 @@ func (l *loader) decodeOSC(ctx context.Context, doc string, data []byte, fieldPr
 	if err != nil {
 		var fe *model.FieldTypeError
 		if errors.As(err, &fe) {
-			// Located like the other errors: the document, the OSC's
-			// name and the field with its item index.
 			name := fallbackName
 			if tm, perr := model.PeekType(data); perr == nil && tm.Metadata.Name != "" {
 				name = tm.Metadata.Name
 			}
 			o := model.Origin{Document: doc, Kind: Kind, Name: name, Field: fieldPrefix + fe.Path}
-			return nil, fmt.Errorf("%s: %s", o, fe.Problem())
+			return nil, nil, fmt.Errorf("%s: %s", o, fe.Problem())
 		}
 		if fieldPrefix != "" {
-			return nil, fmt.Errorf("%s: %s%s: %v", doc, fieldPrefix, Kind, err)
+			return nil, nil, fmt.Errorf("%s: %s%s: %v", doc, fieldPrefix, Kind, err)
 		}
-		return nil, fmt.Errorf("%s: %s: %v", doc, Kind, err)
+		return nil, nil, fmt.Errorf("%s: %s: %v", doc, Kind, err)
 	}
 	if osc.Kind != Kind {
-		return nil, fmt.Errorf("%s: %skind %q, want %s", doc, fieldPrefix, osc.Kind, Kind)
+		return nil, nil, fmt.Errorf("%s: %skind %q, want %s", doc, fieldPrefix, osc.Kind, Kind)
 	}
 	if osc.APIVersion != APIVersion {
-		return nil, fmt.Errorf("%s: %sapiVersion %q, want %s", doc, fieldPrefix, osc.APIVersion, APIVersion)
+		return nil, nil, fmt.Errorf("%s: %sapiVersion %q, want %s", doc, fieldPrefix, osc.APIVersion, APIVersion)
 	}
 	if osc.Spec.Purpose == extv1alpha1.OperatingSystemConfigPurposeProvision {
-		return nil, fmt.Errorf("%s: %sspec.purpose is %q: a provision OperatingSystemConfig is the per-machine user data that bootstraps gardener-node-agent "+
+		return nil, nil, fmt.Errorf("%s: %sspec.purpose is %q: a provision OperatingSystemConfig is the per-machine user data that bootstraps gardener-node-agent "+
 			"(placeholders such as <<BOOTSTRAP_TOKEN>> and <<MACHINE_NAME>> are filled in for each machine), not pool content; "+
 			"give the reconcile OSC (the gardener-node-agent Secret's osc.yaml)", doc, fieldPrefix, osc.Spec.Purpose)
 	}
-	name := osc.Name
-	if name == "" {
-		name = fallbackName
-	}
-	if err := l.checkPool(doc, fieldPrefix+Kind, name, osc.Labels); err != nil {
-		return nil, err
-	}
-	origin := func(field string) model.Origin {
-		return model.Origin{Document: doc, Kind: Kind, Name: name, Field: fieldPrefix + field}
-	}
-	cfg := &model.Config{}
-	var errs []error
-	for _, f := range unknown {
-		cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: %s", origin(f), ReasonUnknownField))
-	}
+	return &osc, unknown, nil
+}
 
-	if osc.Spec.CRIConfig != nil {
-		cfg.Runtime = append(cfg.Runtime, model.Runtime{Item: "spec.criConfig", Reason: ReasonCRI, Origin: origin("spec.criConfig")})
-	}
-	if osc.Spec.InPlaceUpdates != nil {
-		cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: ignored: in-place updates do not apply to image-based nodes", origin("spec.inPlaceUpdates")))
-	}
+// oscDecoder turns one decoded OSC into a config: its files, then its
+// units merged by name, as gardener-node-agent applies them.
+type oscDecoder struct {
+	l           *loader
+	ctx         context.Context
+	doc, prefix string
+	name        string
+	cfg         *model.Config
+	errs        []error
+	filePaths   map[string]bool // the OSC's file paths, for units' filePaths
+	merged      map[string]*srcUnit
+	order       []string // unit names in first-seen order
+}
 
-	// Files: spec.files then status.extensionFiles, as gardener-node-agent.
+func (d *oscDecoder) origin(field string) model.Origin {
+	return model.Origin{Document: d.doc, Kind: Kind, Name: d.name, Field: d.prefix + field}
+}
+
+// files decodes spec.files then status.extensionFiles, as
+// gardener-node-agent.
+func (d *oscDecoder) files(osc *extv1alpha1.OperatingSystemConfig) error {
 	type srcFile struct {
 		f     extv1alpha1.File
 		field string
@@ -399,110 +435,117 @@ func (l *loader) decodeOSC(ctx context.Context, doc string, data []byte, fieldPr
 	for i, f := range osc.Status.ExtensionFiles {
 		files = append(files, srcFile{f, fmt.Sprintf("status.extensionFiles[%d]", i)})
 	}
-	filePaths := map[string]bool{}
 	for _, sf := range files {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+		if err := d.ctx.Err(); err != nil {
+			return err
 		}
-		o := origin(sf.field)
-		f, rt, err := l.file(ctx, o, sf.f)
+		o := d.origin(sf.field)
+		f, rt, err := d.l.file(d.ctx, o, sf.f)
 		if err != nil {
-			errs = append(errs, err)
+			d.errs = append(d.errs, err)
 			continue
 		}
-		filePaths[sf.f.Path] = true
+		d.filePaths[sf.f.Path] = true
 		if p := sf.f.Permissions; p != nil && *p&0o7000 != 0 {
-			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: %s: permissions %#o: gardener-node-agent drops the setuid, setgid and sticky bits (an os.FileMode has none of them at 07000); written %#o", o, sf.f.Path, *p, FileMode(p, sf.f.Content.ImageRef != nil)))
+			d.cfg.Warnings = append(d.cfg.Warnings, fmt.Sprintf("%s: %s: permissions %#o: gardener-node-agent drops the setuid, setgid and sticky bits (an os.FileMode has none of them at 07000); written %#o", o, sf.f.Path, *p, FileMode(p, sf.f.Content.ImageRef != nil)))
 		}
 		if rt != nil {
-			cfg.Runtime = append(cfg.Runtime, *rt)
+			d.cfg.Runtime = append(d.cfg.Runtime, *rt)
 			continue
 		}
-		cfg.Files = append(cfg.Files, *f)
+		d.cfg.Files = append(d.cfg.Files, *f)
 	}
+	return nil
+}
 
-	// Units: merged by name, spec first, then status.extensionUnits.
-	type srcUnit struct {
-		u      extv1alpha1.Unit
-		origin model.Origin
-		// field of each drop-in and filePath, parallel to u.DropIns / u.FilePaths
-		dropFields []string
-		pathFields []string
+// srcUnit is a unit merged from the OSC's entries of one name.
+type srcUnit struct {
+	u      extv1alpha1.Unit
+	origin model.Origin
+	// field of each drop-in and filePath, parallel to u.DropIns / u.FilePaths
+	dropFields []string
+	pathFields []string
+}
+
+// addUnit merges u (at field) into the units by name: a later entry sets
+// enable, command and content when it has them and adds its drop-ins and
+// filePaths.
+func (d *oscDecoder) addUnit(u extv1alpha1.Unit, field string) {
+	var dropFields, pathFields []string
+	for i := range u.DropIns {
+		dropFields = append(dropFields, fmt.Sprintf("%s.dropIns[%d]", field, i))
 	}
-	var order []string
-	merged := map[string]*srcUnit{}
-	addUnit := func(u extv1alpha1.Unit, field string) {
-		var dropFields, pathFields []string
-		for i := range u.DropIns {
-			dropFields = append(dropFields, fmt.Sprintf("%s.dropIns[%d]", field, i))
-		}
-		for i := range u.FilePaths {
-			pathFields = append(pathFields, fmt.Sprintf("%s.filePaths[%d]", field, i))
-		}
-		ex, ok := merged[u.Name]
-		if !ok {
-			u.DropIns = slices.Clone(u.DropIns)
-			u.FilePaths = slices.Clone(u.FilePaths)
-			merged[u.Name] = &srcUnit{u: u, origin: origin(field), dropFields: dropFields, pathFields: pathFields}
-			order = append(order, u.Name)
-			return
-		}
-		if u.Enable != nil {
-			ex.u.Enable = u.Enable
-		}
-		if u.Command != nil {
-			ex.u.Command = u.Command
-		}
-		if u.Content != nil {
-			ex.u.Content = u.Content
-		}
-		ex.u.DropIns = append(ex.u.DropIns, u.DropIns...)
-		ex.dropFields = append(ex.dropFields, dropFields...)
-		ex.u.FilePaths = append(ex.u.FilePaths, u.FilePaths...)
-		ex.pathFields = append(ex.pathFields, pathFields...)
+	for i := range u.FilePaths {
+		pathFields = append(pathFields, fmt.Sprintf("%s.filePaths[%d]", field, i))
 	}
+	ex, ok := d.merged[u.Name]
+	if !ok {
+		u.DropIns = slices.Clone(u.DropIns)
+		u.FilePaths = slices.Clone(u.FilePaths)
+		d.merged[u.Name] = &srcUnit{u: u, origin: d.origin(field), dropFields: dropFields, pathFields: pathFields}
+		d.order = append(d.order, u.Name)
+		return
+	}
+	if u.Enable != nil {
+		ex.u.Enable = u.Enable
+	}
+	if u.Command != nil {
+		ex.u.Command = u.Command
+	}
+	if u.Content != nil {
+		ex.u.Content = u.Content
+	}
+	ex.u.DropIns = append(ex.u.DropIns, u.DropIns...)
+	ex.dropFields = append(ex.dropFields, dropFields...)
+	ex.u.FilePaths = append(ex.u.FilePaths, u.FilePaths...)
+	ex.pathFields = append(ex.pathFields, pathFields...)
+}
+
+// units merges spec.units, the node agent's containerd drop-in and
+// status.extensionUnits by name, then converts each.
+func (d *oscDecoder) units(osc *extv1alpha1.OperatingSystemConfig) {
 	for i, u := range osc.Spec.Units {
-		addUnit(u, fmt.Sprintf("spec.units[%d]", i))
+		d.addUnit(u, fmt.Sprintf("spec.units[%d]", i))
 	}
 	// containerd.go addContainerdEnvironmentDropIn: the node agent appends
 	// its drop-in to spec.units' containerd.service, or appends the unit,
 	// before status.extensionUnits are merged.
 	containerdDropIn := hasContainerdConfig(osc.Spec.CRIConfig)
-	if _, ok := merged[ContainerdUnit]; containerdDropIn && !ok {
-		addUnit(extv1alpha1.Unit{Name: ContainerdUnit}, "spec.criConfig")
+	if _, ok := d.merged[ContainerdUnit]; containerdDropIn && !ok {
+		d.addUnit(extv1alpha1.Unit{Name: ContainerdUnit}, "spec.criConfig")
 	}
 	for i, u := range osc.Status.ExtensionUnits {
-		addUnit(u, fmt.Sprintf("status.extensionUnits[%d]", i))
+		d.addUnit(u, fmt.Sprintf("status.extensionUnits[%d]", i))
 	}
-	for _, name := range order {
-		su := merged[name]
-		u, err := unit(su.u, su.origin, su.dropFields, origin, l.opts.maxContent())
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if containerdDropIn && name == ContainerdUnit {
-			// The agent's drop-in (runtime-delivered) keeps the directory.
-			u.ClearDropIns = false
-		}
-		stop := su.u.Command != nil && *su.u.Command == extv1alpha1.CommandStop
-		if name == NodeAgentUnit && (stop || (su.u.Enable != nil && !*su.u.Enable)) {
-			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: unit %s: gardener-node-agent always enables and restarts its own unit; enable: false and command: stop are ignored", su.origin, name))
-		} else if stop && *u.Enabled {
-			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: unit %s has command stop but is not disabled (enable: false): gardener-node-agent enables it and stops it once when it applies the OSC; in the image it is enabled, so it starts at boot", su.origin, name))
-		}
-		for i, fp := range su.u.FilePaths {
-			if !filePaths[fp] {
-				errs = append(errs, model.Errorf(origin(su.pathFields[i]), fp, "filePaths of unit %s names a file that is not part of the OperatingSystemConfig", name))
-			}
-		}
-		cfg.Units = append(cfg.Units, u)
+	for _, name := range d.order {
+		d.unit(name, containerdDropIn && name == ContainerdUnit)
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+}
+
+// unit converts the merged unit name; keepDropIns keeps its drop-in
+// directory (the agent's containerd drop-in is runtime-delivered).
+func (d *oscDecoder) unit(name string, keepDropIns bool) {
+	su := d.merged[name]
+	u, err := unit(su.u, su.origin, su.dropFields, d.origin, d.l.opts.maxContent())
+	if err != nil {
+		d.errs = append(d.errs, err)
+		return
 	}
-	// Identical duplicates are fine, different ones are an error naming both.
-	return model.Merge(cfg)
+	if keepDropIns {
+		u.ClearDropIns = false
+	}
+	stop := su.u.Command != nil && *su.u.Command == extv1alpha1.CommandStop
+	if name == NodeAgentUnit && (stop || (su.u.Enable != nil && !*su.u.Enable)) {
+		d.cfg.Warnings = append(d.cfg.Warnings, fmt.Sprintf("%s: unit %s: gardener-node-agent always enables and restarts its own unit; enable: false and command: stop are ignored", su.origin, name))
+	} else if stop && *u.Enabled {
+		d.cfg.Warnings = append(d.cfg.Warnings, fmt.Sprintf("%s: unit %s has command stop but is not disabled (enable: false): gardener-node-agent enables it and stops it once when it applies the OSC; in the image it is enabled, so it starts at boot", su.origin, name))
+	}
+	for i, fp := range su.u.FilePaths {
+		if !d.filePaths[fp] {
+			d.errs = append(d.errs, model.Errorf(d.origin(su.pathFields[i]), fp, "filePaths of unit %s names a file that is not part of the OperatingSystemConfig", name))
+		}
+	}
+	d.cfg.Units = append(d.cfg.Units, u)
 }
 
 // hasContainerdConfig is gardener's HasContainerdConfiguration: the node

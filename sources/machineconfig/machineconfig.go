@@ -326,27 +326,64 @@ func mcoOrder(sel []doc) {
 
 // merge selects the documents of the pool and merges them as the MCO does.
 func merge(ctx context.Context, cfg *model.Config, docs []doc, opts Options) (*model.Config, error) {
+	sel, err := selectPool(cfg, docs, opts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.MachineConfigPool != nil {
+		cfg.Inputs = append(cfg.Inputs, opts.poolInput())
+	}
+	mcoOrder(sel)
+	own := newOwners(opts.Base, opts.BaseName)
+	var merged igntypes.Config
+	haveIgn := false
+	origins := map[string]model.Origin{}
+	var errs []error
+	for _, d := range sel {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		ic, ok, err := mergeFields(cfg, d)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		recordOrigins(ic, origins, d.origin)
+		if !haveIgn {
+			merged, haveIgn = ic, true
+		} else {
+			merged = mergeIgnition(merged, ic)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if haveIgn {
+		if err := convert(cfg, merged, origins, own); err != nil {
+			return nil, err
+		}
+	}
+	for _, w := range own.warnings {
+		cfg.Warnings = append(cfg.Warnings, "MachineConfig owners: "+w)
+	}
+	return model.Merge(cfg)
+}
+
+// selectPool returns the MachineConfigs of the pool built (each name
+// once; the same name with other content is an error). Without a pool,
+// MachineConfigs of several roles are refused: the MCO renders each pool
+// on its own.
+func selectPool(cfg *model.Config, docs []doc, opts Options) ([]doc, error) {
 	selector, what, err := poolSelector(opts)
 	if err != nil {
 		return nil, err
 	}
 	if what == "" {
-		// Without a pool the MCO merges nothing: it renders each pool on
-		// its own. MachineConfigs of several roles cannot be one image.
-		roles := map[string]bool{}
-		for _, d := range docs {
-			if r := d.mc.Labels[RoleLabel]; r != "" {
-				roles[r] = true
-			}
-		}
-		if len(roles) > 1 {
-			names := make([]string, 0, len(roles))
-			for r := range roles {
-				names = append(names, r)
-			}
-			sort.Strings(names)
-			return nil, fmt.Errorf("the MachineConfigs are for %d roles (%s labelled %s): give --pool to say which pool to build; the MCO renders each pool on its own",
-				len(names), strings.Join(names, ", "), RoleLabel)
+		if err := oneRole(docs); err != nil {
+			return nil, err
 		}
 	}
 	var sel []doc
@@ -374,85 +411,76 @@ func merge(ctx context.Context, cfg *model.Config, docs []doc, opts Options) (*m
 		}
 		return nil, fmt.Errorf("no MachineConfig found in the inputs%s", ignored)
 	}
-	if opts.MachineConfigPool != nil {
-		cfg.Inputs = append(cfg.Inputs, opts.poolInput())
-	}
-	mcoOrder(sel)
+	return sel, nil
+}
 
-	own := newOwners(opts.Base, opts.BaseName)
-	var merged igntypes.Config
-	haveIgn := false
-	origins := map[string]model.Origin{}
-	var errs []error
-	for _, d := range sel {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		mc := d.mc
-		origin := func(field string) model.Origin {
-			return model.Origin{Document: d.where(), Kind: Kind, Name: mc.Name, Field: field}
-		}
-		cfg.Inputs = append(cfg.Inputs, model.Input{Path: d.path, Kind: Kind, Name: mc.Name, SHA256: d.digest})
-		for _, k := range mc.Spec.KernelArguments {
-			cfg.KernelArgs = append(cfg.KernelArgs, k)
-		}
-		for _, e := range mc.Spec.Extensions {
-			if !slices.Contains(cfg.Extensions, e) {
-				cfg.Extensions = append(cfg.Extensions, e)
-			}
-		}
-		// The MCO: any MachineConfig setting realtime or 64k-pages sets the
-		// kernel type (the last such one); "default" never overrides it.
-		if k := mc.Spec.KernelType; k == "realtime" || k == "64k-pages" {
-			cfg.KernelType = k
-		} else if k != "" && k != "default" {
-			errs = append(errs, model.Errorf(origin("spec.kernelType"), "", "unknown kernelType %q (want default, realtime or 64k-pages)", k))
-		}
-		// The MCO takes osImageURL only from MachineConfigs that no
-		// controller generated (the rendered config or a user's).
-		if mc.Spec.OSImageURL != "" && mc.Annotations[GeneratedByAnnotation] == "" {
-			cfg.OSImageURL = mc.Spec.OSImageURL
-		}
-		if mc.Spec.FIPS {
-			cfg.Runtime = append(cfg.Runtime, model.Runtime{Item: "spec.fips", Reason: ReasonFIPS, Origin: origin("spec.fips")})
-		}
-		if mc.Spec.BaseOSExtensionsContainerImage != "" {
-			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: ignored: extensions are installed by a package stage, not from an extensions container", origin("spec.baseOSExtensionsContainerImage")))
-		}
-		ic, ok, warns, err := parseIgnition(mc.Spec.Config.Raw)
-		if fe := (*model.FieldTypeError)(nil); errors.As(err, &fe) {
-			errs = append(errs, model.Errorf(origin(fe.Path), "", "invalid Ignition config: %s", fe.Problem()))
-			continue
-		}
-		if err != nil {
-			errs = append(errs, model.Errorf(origin("spec.config"), "", "%v", err))
-			continue
-		}
-		for _, w := range warns {
-			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: Ignition: %s", origin("spec.config"), w))
-		}
-		if !ok {
-			continue
-		}
-		recordOrigins(ic, origins, origin)
-		if !haveIgn {
-			merged, haveIgn = ic, true
-		} else {
-			merged = mergeIgnition(merged, ic)
+// oneRole refuses MachineConfigs of several roles.
+func oneRole(docs []doc) error {
+	roles := map[string]bool{}
+	for _, d := range docs {
+		if r := d.mc.Labels[RoleLabel]; r != "" {
+			roles[r] = true
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if len(roles) <= 1 {
+		return nil
 	}
-	if haveIgn {
-		if err := convert(cfg, merged, origins, own); err != nil {
-			return nil, err
+	names := make([]string, 0, len(roles))
+	for r := range roles {
+		names = append(names, r)
+	}
+	sort.Strings(names)
+	return fmt.Errorf("the MachineConfigs are for %d roles (%s labelled %s): give --pool to say which pool to build; the MCO renders each pool on its own",
+		len(names), strings.Join(names, ", "), RoleLabel)
+}
+
+// origin names a field of the MachineConfig d.
+func (d doc) origin(field string) model.Origin {
+	return model.Origin{Document: d.where(), Kind: Kind, Name: d.mc.Name, Field: field}
+}
+
+// mergeFields merges what MachineConfig d sets besides its Ignition
+// config into cfg, as the MCO renders a pool, and returns its parsed
+// Ignition config (ok false: none).
+func mergeFields(cfg *model.Config, d doc) (ic igntypes.Config, ok bool, err error) {
+	mc := d.mc
+	cfg.Inputs = append(cfg.Inputs, model.Input{Path: d.path, Kind: Kind, Name: mc.Name, SHA256: d.digest})
+	cfg.KernelArgs = append(cfg.KernelArgs, mc.Spec.KernelArguments...)
+	for _, e := range mc.Spec.Extensions {
+		if !slices.Contains(cfg.Extensions, e) {
+			cfg.Extensions = append(cfg.Extensions, e)
 		}
 	}
-	for _, w := range own.warnings {
-		cfg.Warnings = append(cfg.Warnings, "MachineConfig owners: "+w)
+	// The MCO: any MachineConfig setting realtime or 64k-pages sets the
+	// kernel type (the last such one); "default" never overrides it.
+	var kerr error
+	if k := mc.Spec.KernelType; k == "realtime" || k == "64k-pages" {
+		cfg.KernelType = k
+	} else if k != "" && k != "default" {
+		kerr = model.Errorf(d.origin("spec.kernelType"), "", "unknown kernelType %q (want default, realtime or 64k-pages)", k)
 	}
-	return model.Merge(cfg)
+	// The MCO takes osImageURL only from MachineConfigs that no
+	// controller generated (the rendered config or a user's).
+	if mc.Spec.OSImageURL != "" && mc.Annotations[GeneratedByAnnotation] == "" {
+		cfg.OSImageURL = mc.Spec.OSImageURL
+	}
+	if mc.Spec.FIPS {
+		cfg.Runtime = append(cfg.Runtime, model.Runtime{Item: "spec.fips", Reason: ReasonFIPS, Origin: d.origin("spec.fips")})
+	}
+	if mc.Spec.BaseOSExtensionsContainerImage != "" {
+		cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: ignored: extensions are installed by a package stage, not from an extensions container", d.origin("spec.baseOSExtensionsContainerImage")))
+	}
+	ic, ok, warns, err := parseIgnition(mc.Spec.Config.Raw)
+	if fe := (*model.FieldTypeError)(nil); errors.As(err, &fe) {
+		return ic, false, errors.Join(kerr, model.Errorf(d.origin(fe.Path), "", "invalid Ignition config: %s", fe.Problem()))
+	}
+	if err != nil {
+		return ic, false, errors.Join(kerr, model.Errorf(d.origin("spec.config"), "", "%v", err))
+	}
+	for _, w := range warns {
+		cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: Ignition: %s", d.origin("spec.config"), w))
+	}
+	return ic, ok, kerr
 }
 
 // mergeIgnition merges a later config into the merged one with Ignition's
@@ -580,143 +608,185 @@ func recordOrigins(c igntypes.Config, o map[string]model.Origin, origin func(str
 
 // convert turns the merged Ignition config into model items.
 func convert(cfg *model.Config, c igntypes.Config, origins map[string]model.Origin, own *owners) error {
-	var errs []error
+	v := &converter{cfg: cfg, origins: origins, own: own}
 	if o, ok := origins["ignconfig"]; ok && (len(c.Ignition.Config.Merge) > 0 || c.Ignition.Config.Replace.Source != nil) {
-		errs = append(errs, model.Errorf(o, "", "ignition.config merge/replace fetches other configs; not supported, inline them instead"))
+		v.fail(model.Errorf(o, "", "ignition.config merge/replace fetches other configs; not supported, inline them instead"))
 	}
 	for _, f := range c.Storage.Files {
-		o := origins["path:"+f.Path]
-		if err := model.ValidatePath(f.Path); err != nil {
-			errs = append(errs, model.Errorf(o, "", "%v", err))
-			continue
-		}
-		if len(f.Append) > 0 {
-			cfg.Runtime = append(cfg.Runtime, model.Runtime{Item: f.Path, Reason: ReasonAppend, Origin: o})
-			continue
-		}
-		data, err := contents(f.Contents)
-		if err != nil {
-			errs = append(errs, model.Errorf(o, f.Path, "contents: %v", err))
-			continue
-		}
-		uid, gid, err := own.resolve(f.User, f.Group)
-		if err != nil {
-			errs = append(errs, model.Errorf(o, f.Path, "%v", err))
-			continue
-		}
-		mode, err := modeOr(f.Mode, 0o644)
-		if err != nil {
-			errs = append(errs, model.Errorf(o, f.Path, "%v", err))
-			continue
-		}
-		cfg.Files = append(cfg.Files, model.File{Path: f.Path, Mode: mode, UID: uid, GID: gid, Data: data, Origin: o})
+		v.file(f)
 	}
 	for _, d := range c.Storage.Directories {
-		o := origins["path:"+d.Path]
-		if err := model.ValidatePath(d.Path); err != nil {
-			errs = append(errs, model.Errorf(o, "", "%v", err))
-			continue
-		}
-		uid, gid, err := own.resolve(d.User, d.Group)
-		if err != nil {
-			errs = append(errs, model.Errorf(o, d.Path, "%v", err))
-			continue
-		}
-		mode, err := modeOr(d.Mode, 0o755)
-		if err != nil {
-			errs = append(errs, model.Errorf(o, d.Path, "%v", err))
-			continue
-		}
-		cfg.Dirs = append(cfg.Dirs, model.Dir{Path: d.Path, Mode: mode, UID: uid, GID: gid, Origin: o})
+		v.dir(d)
 	}
 	for _, l := range c.Storage.Links {
-		o := origins["path:"+l.Path]
-		if err := model.ValidatePath(l.Path); err != nil {
-			errs = append(errs, model.Errorf(o, "", "%v", err))
-			continue
-		}
-		if l.Target == nil || *l.Target == "" {
-			errs = append(errs, model.Errorf(o, l.Path, "link without target"))
-			continue
-		}
-		t := *l.Target
-		if !utf8.ValidString(t) || strings.IndexByte(t, 0) >= 0 {
-			errs = append(errs, model.Errorf(o, l.Path, "link target %q: not valid UTF-8 or contains NUL", t))
-			continue
-		}
-		hard := l.Hard != nil && *l.Hard
-		if hard {
-			if err := model.ValidatePath(t); err != nil {
-				errs = append(errs, model.Errorf(o, l.Path, "hard link target: %v", err))
-				continue
-			}
-		}
-		uid, gid, err := own.resolve(l.User, l.Group)
-		if err != nil {
-			errs = append(errs, model.Errorf(o, l.Path, "%v", err))
-			continue
-		}
-		cfg.Links = append(cfg.Links, model.Link{Path: l.Path, Target: t, Hard: hard, UID: uid, GID: gid, Origin: o})
+		v.link(l)
 	}
 	for _, u := range c.Systemd.Units {
-		o := origins["unit:"+u.Name]
-		if err := model.ValidateUnitName(u.Name); err != nil {
-			if len(u.Dropins) > 0 {
-				errs = append(errs, model.Errorf(o, "", "drop-ins for unit %q: %v", u.Name, err))
-			} else {
-				errs = append(errs, model.Errorf(o, "", "%v", err))
-			}
+		v.unit(u)
+	}
+	v.runtime(c)
+	return errors.Join(v.errs...)
+}
+
+// converter is the state of one convert: the config it fills, where each
+// item came from, the owners' names, and the errors found.
+type converter struct {
+	cfg     *model.Config
+	origins map[string]model.Origin
+	own     *owners
+	errs    []error
+}
+
+func (v *converter) fail(err error) { v.errs = append(v.errs, err) }
+
+// file converts a storage.files entry; appended content is delivered at
+// runtime.
+func (v *converter) file(f igntypes.File) {
+	o := v.origins["path:"+f.Path]
+	if err := model.ValidatePath(f.Path); err != nil {
+		v.fail(model.Errorf(o, "", "%v", err))
+		return
+	}
+	if len(f.Append) > 0 {
+		v.cfg.Runtime = append(v.cfg.Runtime, model.Runtime{Item: f.Path, Reason: ReasonAppend, Origin: o})
+		return
+	}
+	data, err := contents(f.Contents)
+	if err != nil {
+		v.fail(model.Errorf(o, f.Path, "contents: %v", err))
+		return
+	}
+	uid, gid, err := v.own.resolve(f.User, f.Group)
+	if err != nil {
+		v.fail(model.Errorf(o, f.Path, "%v", err))
+		return
+	}
+	mode, err := modeOr(f.Mode, 0o644)
+	if err != nil {
+		v.fail(model.Errorf(o, f.Path, "%v", err))
+		return
+	}
+	v.cfg.Files = append(v.cfg.Files, model.File{Path: f.Path, Mode: mode, UID: uid, GID: gid, Data: data, Origin: o})
+}
+
+// dir converts a storage.directories entry.
+func (v *converter) dir(d igntypes.Directory) {
+	o := v.origins["path:"+d.Path]
+	if err := model.ValidatePath(d.Path); err != nil {
+		v.fail(model.Errorf(o, "", "%v", err))
+		return
+	}
+	uid, gid, err := v.own.resolve(d.User, d.Group)
+	if err != nil {
+		v.fail(model.Errorf(o, d.Path, "%v", err))
+		return
+	}
+	mode, err := modeOr(d.Mode, 0o755)
+	if err != nil {
+		v.fail(model.Errorf(o, d.Path, "%v", err))
+		return
+	}
+	v.cfg.Dirs = append(v.cfg.Dirs, model.Dir{Path: d.Path, Mode: mode, UID: uid, GID: gid, Origin: o})
+}
+
+// link converts a storage.links entry.
+func (v *converter) link(l igntypes.Link) {
+	o := v.origins["path:"+l.Path]
+	if err := model.ValidatePath(l.Path); err != nil {
+		v.fail(model.Errorf(o, "", "%v", err))
+		return
+	}
+	if l.Target == nil || *l.Target == "" {
+		v.fail(model.Errorf(o, l.Path, "link without target"))
+		return
+	}
+	t := *l.Target
+	if !utf8.ValidString(t) || strings.IndexByte(t, 0) >= 0 {
+		v.fail(model.Errorf(o, l.Path, "link target %q: not valid UTF-8 or contains NUL", t))
+		return
+	}
+	hard := l.Hard != nil && *l.Hard
+	if hard {
+		if err := model.ValidatePath(t); err != nil {
+			v.fail(model.Errorf(o, l.Path, "hard link target: %v", err))
+			return
+		}
+	}
+	uid, gid, err := v.own.resolve(l.User, l.Group)
+	if err != nil {
+		v.fail(model.Errorf(o, l.Path, "%v", err))
+		return
+	}
+	v.cfg.Links = append(v.cfg.Links, model.Link{Path: l.Path, Target: t, Hard: hard, UID: uid, GID: gid, Origin: o})
+}
+
+// unit converts a systemd.units entry with its drop-ins; a unit with a
+// bad drop-in is left out (the error names the drop-in).
+func (v *converter) unit(u igntypes.Unit) {
+	o := v.origins["unit:"+u.Name]
+	if err := model.ValidateUnitName(u.Name); err != nil {
+		if len(u.Dropins) > 0 {
+			v.fail(model.Errorf(o, "", "drop-ins for unit %q: %v", u.Name, err))
+		} else {
+			v.fail(model.Errorf(o, "", "%v", err))
+		}
+		return
+	}
+	mu := model.Unit{Name: u.Name, Enabled: u.Enabled, Mask: u.Mask != nil && *u.Mask, Origin: o}
+	if u.Contents != nil {
+		s := *u.Contents
+		if len(s) > model.MaxContentSize {
+			v.fail(model.Errorf(o, "", "unit %s: contents of %d bytes exceed the limit of %d bytes", u.Name, len(s), model.MaxContentSize))
+			return
+		}
+		mu.Contents = &s
+	}
+	ok := true
+	for _, d := range u.Dropins {
+		do := v.origins["dropin:"+u.Name+"/"+d.Name]
+		if err := model.ValidateDropInName(d.Name); err != nil {
+			v.fail(model.Errorf(do, "", "unit %s: %v", u.Name, err))
+			ok = false
 			continue
 		}
-		mu := model.Unit{Name: u.Name, Enabled: u.Enabled, Mask: u.Mask != nil && *u.Mask, Origin: o}
-		if u.Contents != nil {
-			s := *u.Contents
-			if len(s) > model.MaxContentSize {
-				errs = append(errs, model.Errorf(o, "", "unit %s: contents of %d bytes exceed the limit of %d bytes", u.Name, len(s), model.MaxContentSize))
-				continue
-			}
-			mu.Contents = &s
+		s := ""
+		if d.Contents != nil {
+			s = *d.Contents
 		}
-		ok := true
-		for _, d := range u.Dropins {
-			do := origins["dropin:"+u.Name+"/"+d.Name]
-			if err := model.ValidateDropInName(d.Name); err != nil {
-				errs = append(errs, model.Errorf(do, "", "unit %s: %v", u.Name, err))
-				ok = false
-				continue
-			}
-			s := ""
-			if d.Contents != nil {
-				s = *d.Contents
-			}
-			mu.DropIns = append(mu.DropIns, model.DropIn{Name: d.Name, Contents: s, Origin: do})
-		}
-		if ok {
-			cfg.Units = append(cfg.Units, mu)
-		}
+		mu.DropIns = append(mu.DropIns, model.DropIn{Name: d.Name, Contents: s, Origin: do})
+	}
+	if ok {
+		v.cfg.Units = append(v.cfg.Units, mu)
+	}
+}
+
+// runtime records what only the node can do at runtime: users and groups,
+// disks, RAID, filesystems, LUKS, and Ignition's kernel arguments.
+func (v *converter) runtime(c igntypes.Config) {
+	add := func(item, reason, key string) {
+		v.cfg.Runtime = append(v.cfg.Runtime, model.Runtime{Item: item, Reason: reason, Origin: v.origins[key]})
 	}
 	for _, u := range c.Passwd.Users {
-		cfg.Runtime = append(cfg.Runtime, model.Runtime{Item: "passwd.users[" + u.Name + "]", Reason: ReasonPasswd, Origin: origins["user:"+u.Name]})
+		add("passwd.users["+u.Name+"]", ReasonPasswd, "user:"+u.Name)
 	}
 	for _, g := range c.Passwd.Groups {
-		cfg.Runtime = append(cfg.Runtime, model.Runtime{Item: "passwd.groups[" + g.Name + "]", Reason: ReasonPasswd, Origin: origins["group:"+g.Name]})
+		add("passwd.groups["+g.Name+"]", ReasonPasswd, "group:"+g.Name)
 	}
 	for _, d := range c.Storage.Disks {
-		cfg.Runtime = append(cfg.Runtime, model.Runtime{Item: "storage.disks[" + d.Device + "]", Reason: ReasonStorage, Origin: origins["disk:"+d.Device]})
+		add("storage.disks["+d.Device+"]", ReasonStorage, "disk:"+d.Device)
 	}
 	for _, r := range c.Storage.Raid {
-		cfg.Runtime = append(cfg.Runtime, model.Runtime{Item: "storage.raid[" + r.Name + "]", Reason: ReasonStorage, Origin: origins["raid:"+r.Name]})
+		add("storage.raid["+r.Name+"]", ReasonStorage, "raid:"+r.Name)
 	}
 	for _, f := range c.Storage.Filesystems {
-		cfg.Runtime = append(cfg.Runtime, model.Runtime{Item: "storage.filesystems[" + f.Device + "]", Reason: ReasonStorage, Origin: origins["fs:"+f.Device]})
+		add("storage.filesystems["+f.Device+"]", ReasonStorage, "fs:"+f.Device)
 	}
 	for _, l := range c.Storage.Luks {
-		cfg.Runtime = append(cfg.Runtime, model.Runtime{Item: "storage.luks[" + l.Name + "]", Reason: ReasonStorage, Origin: origins["luks:"+l.Name]})
+		add("storage.luks["+l.Name+"]", ReasonStorage, "luks:"+l.Name)
 	}
 	if len(c.KernelArguments.ShouldExist)+len(c.KernelArguments.ShouldNotExist) > 0 {
-		cfg.Runtime = append(cfg.Runtime, model.Runtime{Item: "kernelArguments", Reason: ReasonIgnKarg, Origin: origins["kargs"]})
+		add("kernelArguments", ReasonIgnKarg, "kargs")
 	}
-	return errors.Join(errs...)
 }
 
 // remoteSchemes are URL schemes Ignition fetches over the network.
