@@ -11,12 +11,9 @@
 #                                       # Debian's 2.8)
 #   test/bench/run.sh -bench.controller # the build service (oslayer controller
 #                                       # against kube-apiserver and etcd)
-<<<<<<< HEAD
 #   test/bench/run.sh -bench.prune      # oslayer prune's dry run over 1,000 images
 #                                       # (100 pools × 10) with a cluster's references
-=======
 #   test/bench/run.sh -bench.diff [-bench.gb] # oslayer diff of two pool images
->>>>>>> diff
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 case "${1:-}" in
@@ -31,16 +28,14 @@ case "${1:-}" in
   [ -d /dev/shm ] && [ -w /dev/shm ] && fleet_args+=(-bench.registry-dir /dev/shm)
   set -- "${fleet_args[@]}" "$@"
   ;;
-<<<<<<< HEAD
 -bench.prune)
   shift
   BENCH=BenchmarkPrune
   export OSLAYER_KUBE=1 OSLAYER_REQUIRE_KUBE=1
-=======
+  ;;
 -bench.diff)
   shift
   BENCH=BenchmarkDiff
->>>>>>> diff
   ;;
 -bench.controller)
   shift
