@@ -31,6 +31,13 @@ if [ -n "$unformatted" ]; then
   exit 1
 fi
 
+echo "== shell scripts and merge leftovers"
+for f in $(git ls-files '*.sh' .ci/run); do bash -n "$f"; done
+if git grep -n -E '^(<<<<<<<|>>>>>>>) ' -- . ':!*.go'; then
+  echo "merge conflict markers left in the tree" >&2
+  exit 1
+fi
+
 echo "== oslayer, built once for every test package that runs it"
 bindir=$(mktemp -d)
 trap 'rm -rf "$bindir"' EXIT
