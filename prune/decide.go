@@ -2,6 +2,7 @@ package prune
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -86,7 +87,7 @@ func inUse(im *Image, refs *Refs, tagged []Ref, based map[string]*Image) {
 		im.keep("tagged " + t)
 	}
 	for _, r := range tagged {
-		if r.Repo == im.Repo && contains(im.Tags, r.Tag) {
+		if r.Repo == im.Repo && slices.Contains(im.Tags, r.Tag) {
 			im.keep("in use: " + r.From)
 		}
 	}
@@ -222,15 +223,6 @@ func short(d v1.Hash) string {
 		return d.String()
 	}
 	return d.Algorithm + ":" + d.Hex[:12]
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // summary joins reasons for a table cell.
