@@ -136,8 +136,9 @@ func (e *env) denied(t *testing.T) {
 // replaces it when it failed to run (deleting it and its result
 // ConfigMap), and is denied nothing (no "forbidden" in its log). Least
 // privilege: the ServiceAccount may not write Secrets, create or delete
-// Pods, change Jobs, create, change or delete PoolImages, nor take leases
-// outside its namespace.
+// Pods, change Jobs, create, change or delete PoolImages, take leases
+// outside its namespace, change Nodes or BootcNodes, nor create, delete
+// or set the status of BootcNodePools (it updates their spec.image.ref).
 func TestRBAC(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.asServiceAccount(t)
@@ -148,6 +149,10 @@ func TestRBAC(t *testing.T) {
 		{Namespace: saNS, Verb: "update", Group: "coordination.k8s.io", Resource: "leases"},
 		{Namespace: e.ns, Verb: "create", Group: "batch", Resource: "jobs"},
 		{Namespace: e.ns, Verb: "delete", Group: "batch", Resource: "jobs"},
+		{Verb: "update", Group: "node.bootc.dev", Resource: "bootcnodepools"},
+		{Verb: "watch", Group: "node.bootc.dev", Resource: "bootcnodepools"},
+		{Verb: "list", Group: "node.bootc.dev", Resource: "bootcnodes"},
+		{Verb: "list", Resource: "nodes"},
 	} {
 		if !allowed(ra) {
 			t.Errorf("the ServiceAccount may not %s %s/%s in %s", ra.Verb, ra.Resource, ra.Subresource, ra.Namespace)
@@ -167,7 +172,12 @@ func TestRBAC(t *testing.T) {
 		{Namespace: e.ns, Verb: "delete", Group: "oslayer.dev", Resource: "poolimages"},
 		{Namespace: e.ns, Verb: "update", Group: "coordination.k8s.io", Resource: "leases"},
 		{Namespace: "kube-system", Verb: "create", Group: "coordination.k8s.io", Resource: "leases"},
-		{Verb: "list", Resource: "nodes"},
+		{Verb: "update", Resource: "nodes"},
+		{Verb: "patch", Resource: "nodes"},
+		{Verb: "create", Group: "node.bootc.dev", Resource: "bootcnodepools"},
+		{Verb: "delete", Group: "node.bootc.dev", Resource: "bootcnodepools"},
+		{Verb: "update", Group: "node.bootc.dev", Resource: "bootcnodepools", Subresource: "status"},
+		{Verb: "update", Group: "node.bootc.dev", Resource: "bootcnodes"},
 		{Verb: "update", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
 		{Verb: "bind", Group: "rbac.authorization.k8s.io", Resource: "clusterroles"},
 	} {
