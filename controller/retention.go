@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -56,11 +57,12 @@ func (r *Reconciler) retain(ctx context.Context, pi *v1alpha1.PoolImage) error {
 		return nil
 	}
 	res, err := r.prune(ctx, pi, rt)
-	st := &v1alpha1.RetentionStatus{Time: metav1.Now(), DryRun: rt.DryRun}
+	st := &v1alpha1.RetentionStatus{Time: metav1.Now(), Image: pi.Status.Image, DryRun: rt.DryRun}
 	if res != nil {
 		st.Kept, st.Deleted, st.WouldDelete = int32(res.Kept), int32(res.Deleted), int32(res.Delete)
 	}
 	pi.Status.Retention = st
+	r.logRetention(pi, res)
 	var refused *prune.RefusedError
 	switch {
 	case errors.As(err, &refused):
@@ -132,4 +134,15 @@ func retentionPolicy(rt *v1alpha1.Retention) (prune.Policy, error) {
 	}
 	p.Grace = grace
 	return p, nil
+}
+
+// logRetention logs every image's action and why (debug).
+func (r *Reconciler) logRetention(pi *v1alpha1.PoolImage, res *prune.Result) {
+	if res == nil {
+		return
+	}
+	for _, im := range res.Images {
+		r.logger().Debug("retention", "poolimage", pi.Namespace+"/"+pi.Name, "digest", im.Digest.String(),
+			"pool", im.Pool, "action", im.Action, "why", strings.Join(im.Reasons, "; "))
+	}
 }

@@ -41,6 +41,9 @@ const (
 type RetentionStatus struct {
 	// Time is when it ran.
 	Time metav1.Time `json:"time"`
+	// Image is the status.image of the good build it ran after.
+	// +optional
+	Image string `json:"image,omitempty"`
 	// DryRun says it deleted nothing by spec.retention.dryRun.
 	// +optional
 	DryRun bool `json:"dryRun,omitempty"`
