@@ -37,6 +37,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -89,11 +90,15 @@ type Reconciler struct {
 	// holds only their metadata, a rendered MachineConfig is large and a
 	// cluster keeps many.
 	APIReader client.Reader
+	// Dynamic reads the cluster's image references for spec.retention
+	// (nil: SetupWithManager makes it).
+	Dynamic dynamic.Interface
 
-	namespaces []string      // the watched namespaces (none: all)
-	keys       pipeline.Keys // decrypted signing keys
-	pushed     sharedPush    // what builds learnt about the target repositories
-	jobRetries jobRetries    // when failed build Jobs are retried
+	namespaces []string        // the watched namespaces (none: all)
+	keys       pipeline.Keys   // decrypted signing keys
+	pushed     sharedPush      // what builds learnt about the target repositories
+	jobRetries jobRetries      // when failed build Jobs are retried
+	platforms  platformDigests // the platform images of indexes (bootcmatch.go)
 	// openShift is set once the controller watches MachineConfigPools and
 	// MachineConfigs (SetupWithManager, or later when the cluster starts
 	// serving the MachineConfig API: openshiftapi.go).
@@ -258,7 +263,10 @@ func (r *Reconciler) succeeded(ctx context.Context, pi *v1alpha1.PoolImage, dige
 	if err := r.Client.Status().Update(ctx, pi); err != nil {
 		return err
 	}
-	return r.published(ctx, pi)
+	if err := r.published(ctx, pi); err != nil {
+		return err
+	}
+	return r.retain(ctx, pi) // spec.retention: retention.go
 }
 
 // recordFailure counts a failed build and records it in status.builds.

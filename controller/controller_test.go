@@ -152,7 +152,7 @@ func TestSourceValidation(t *testing.T) {
 		"name-and-selector": {src: v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{SecretName: "x", Selector: sel}},
 			want: "exactly one of secretName, selector"},
 		"no-secret":       {src: v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{}}, want: "exactly one of secretName, selector"},
-		"publish-nothing": {src: v1alpha1.Source{OpenShift: mcp}, publish: &v1alpha1.Publish{}, want: "publish: give machineConfig, configMap or both"},
+		"publish-nothing": {src: v1alpha1.Source{OpenShift: mcp}, publish: &v1alpha1.Publish{}, want: "publish: give machineConfig, configMap, bootcNodePool or several"},
 		"machineconfig-gardener": {src: v1alpha1.Source{Gardener: gardener}, publish: &v1alpha1.Publish{MachineConfig: &v1alpha1.PublishMachineConfig{}},
 			want: "publish.machineConfig needs source.openshift"},
 	} {

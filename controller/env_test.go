@@ -38,7 +38,8 @@ import (
 // One real kube-apiserver and etcd (envtest, the binaries test/setup.sh
 // builds) serve every test of the package, with the CRDs of config/crd
 // installed, and OpenShift's MachineConfig and MachineConfigPool CRDs
-// (test/fixtures/testdata/openshift-crds); each test gets a namespace of its own, a real registry (on
+// (test/fixtures/testdata/openshift-crds) and bootc-operator's BootcNodePool
+// and BootcNode CRDs (test/fixtures/testdata/bootc-operator); each test gets a namespace of its own, a real registry (on
 // disk, so it survives Restart) behind a counting proxy holding the
 // synthetic FCOS-shaped base, a cosign key Secret, and (with start) a
 // manager running the reconciler that watches only that namespace.
@@ -78,7 +79,8 @@ func kubeConfig(t *testing.T) *rest.Config {
 	kube.once.Do(func() {
 		kube.env = &envtest.Environment{
 			CRDDirectoryPaths: []string{filepath.Join("..", "config", "crd"),
-				filepath.Join("..", "test", "fixtures", "testdata", "openshift-crds")},
+				filepath.Join("..", "test", "fixtures", "testdata", "openshift-crds"),
+				filepath.Join("..", "test", "fixtures", "testdata", "bootc-operator")},
 			ErrorIfCRDPathMissing: true,
 			BinaryAssetsDirectory: assets,
 		}

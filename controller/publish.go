@@ -109,7 +109,7 @@ func (r *Reconciler) publish(ctx context.Context, pi *v1alpha1.PoolImage) error 
 			return fmt.Errorf("spec.publish.configMap: %w", err)
 		}
 	}
-	return nil
+	return r.publishBootcNodePool(ctx, pi) // bootcpool.go
 }
 
 // prunePublished deletes the MachineConfigs and ConfigMaps published for

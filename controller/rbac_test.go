@@ -14,6 +14,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
@@ -132,12 +133,14 @@ func (e *env) denied(t *testing.T) {
 // exactly the RBAC config/ grants it (applied to the real API server, the
 // client impersonating the ServiceAccount), watching every namespace with
 // leader election as the Deployment does: it takes the lease, builds a
-// signed image, records status and Events, creates a build Job and
+// signed image, hands it to a BootcNodePool, runs retention (dry run),
+// records status and Events, creates a build Job and
 // replaces it when it failed to run (deleting it and its result
 // ConfigMap), and is denied nothing (no "forbidden" in its log). Least
 // privilege: the ServiceAccount may not write Secrets, create or delete
-// Pods, change Jobs, create, change or delete PoolImages, nor take leases
-// outside its namespace.
+// Pods, change Jobs, create, change or delete PoolImages, take leases
+// outside its namespace, change Nodes or BootcNodes, nor create, delete
+// or set the status of BootcNodePools (it updates their spec.image.ref).
 func TestRBAC(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.asServiceAccount(t)
@@ -148,6 +151,10 @@ func TestRBAC(t *testing.T) {
 		{Namespace: saNS, Verb: "update", Group: "coordination.k8s.io", Resource: "leases"},
 		{Namespace: e.ns, Verb: "create", Group: "batch", Resource: "jobs"},
 		{Namespace: e.ns, Verb: "delete", Group: "batch", Resource: "jobs"},
+		{Verb: "update", Group: "node.bootc.dev", Resource: "bootcnodepools"},
+		{Verb: "watch", Group: "node.bootc.dev", Resource: "bootcnodepools"},
+		{Verb: "list", Group: "node.bootc.dev", Resource: "bootcnodes"},
+		{Verb: "list", Resource: "nodes"},
 	} {
 		if !allowed(ra) {
 			t.Errorf("the ServiceAccount may not %s %s/%s in %s", ra.Verb, ra.Resource, ra.Subresource, ra.Namespace)
@@ -167,7 +174,12 @@ func TestRBAC(t *testing.T) {
 		{Namespace: e.ns, Verb: "delete", Group: "oslayer.dev", Resource: "poolimages"},
 		{Namespace: e.ns, Verb: "update", Group: "coordination.k8s.io", Resource: "leases"},
 		{Namespace: "kube-system", Verb: "create", Group: "coordination.k8s.io", Resource: "leases"},
-		{Verb: "list", Resource: "nodes"},
+		{Verb: "update", Resource: "nodes"},
+		{Verb: "patch", Resource: "nodes"},
+		{Verb: "create", Group: "node.bootc.dev", Resource: "bootcnodepools"},
+		{Verb: "delete", Group: "node.bootc.dev", Resource: "bootcnodepools"},
+		{Verb: "update", Group: "node.bootc.dev", Resource: "bootcnodepools", Subresource: "status"},
+		{Verb: "update", Group: "node.bootc.dev", Resource: "bootcnodes"},
 		{Verb: "update", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
 		{Verb: "bind", Group: "rbac.authorization.k8s.io", Resource: "clusterroles"},
 	} {
@@ -184,8 +196,17 @@ func TestRBAC(t *testing.T) {
 		o.BuildImage = buildImage
 	})
 	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "osc-worker", Namespace: e.ns}, Data: oscSecret("one")})
-	e.create(t, e.poolImage("worker", v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{SecretName: "osc-worker"}}))
-	pi := e.wait(t, "worker", "Ready", ready)
+	// It hands the image to a BootcNodePool and runs retention (a dry
+	// run: it reads every kind of reference).
+	e.bootcPool(t, "quay.io/example/os:latest")
+	worker := e.poolImage("worker", v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{SecretName: "osc-worker"}})
+	worker.Spec.Publish = &v1alpha1.Publish{BootcNodePool: e.ns}
+	worker.Spec.Retention = &v1alpha1.Retention{Enabled: true, DryRun: true}
+	e.create(t, worker)
+	pi := e.wait(t, "worker", "Ready, handed off and retention run", func(pi *v1alpha1.PoolImage) bool {
+		return ready(pi) && meta.IsStatusConditionTrue(pi.Status.Conditions, v1alpha1.ConditionBootcNodePool) &&
+			meta.IsStatusConditionTrue(pi.Status.Conditions, v1alpha1.ConditionRetention)
+	})
 	e.verify(t, pi.Status.Image)
 
 	// A build Job whose pod reported a run failure is replaced, its

@@ -46,6 +46,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
+	if err := r.setupRetention(mgr); err != nil {
+		return err
+	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.PoolImage{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&batchv1.Job{}).
@@ -57,6 +60,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}).
 		Named("poolimage").Build(r)
 	if err != nil {
+		return err
+	}
+	if err := r.watchBootcNodePools(mgr, c); err != nil {
 		return err
 	}
 	w := &openShiftWatch{r: r, mgr: mgr, c: c}

@@ -21,6 +21,10 @@ type Policy struct {
 	DeleteUndated bool
 	// Now is the time ages are measured from.
 	Now time.Time
+	// Pools, when set, limits the deletion to the images of these pools
+	// (the controller prunes a PoolImage's own pool in a repository other
+	// pools may share); other pools' images are kept.
+	Pools []string
 }
 
 // Actions of an Image.
@@ -125,6 +129,10 @@ func rank(images []*Image, p Policy) {
 	pools := map[string][]*Image{}
 	for _, im := range images {
 		if im.Index == nil && im.Pool != "" && !im.Gone {
+			if len(p.Pools) > 0 && !slices.Contains(p.Pools, im.Pool) {
+				im.keep("pool " + im.Pool + " is not one this run prunes")
+				continue
+			}
 			k := im.Repo + "\x00" + im.Pool
 			pools[k] = append(pools[k], im)
 		}

@@ -36,3 +36,26 @@ func TestDecideKeepsNewestGood(t *testing.T) {
 		}
 	}
 }
+
+// Policy.Pools limits the deletion to the pools named: another pool's
+// old images in the same repository stay.
+func TestDecidePools(t *testing.T) {
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	var ims []*Image
+	for i := 0; i < 4; i++ {
+		pool := "mine"
+		if i >= 2 {
+			pool = "other"
+		}
+		ims = append(ims, &Image{Repo: "r", Digest: hash(i), Pool: pool, Time: now.Add(-time.Duration(i+1) * time.Hour)})
+	}
+	Decide(ims, &Refs{}, Policy{Keep: 1, Now: now, Pools: []string{"mine"}})
+	for i, want := range []string{ActionKeep, ActionDelete, ActionKeep, ActionKeep} {
+		if ims[i].Action != want {
+			t.Errorf("image %d of pool %s: %s %v, want %s", i, ims[i].Pool, ims[i].Action, ims[i].Reasons, want)
+		}
+	}
+	if !strings.Contains(ims[3].Reasons[0], "pool other is not one this run prunes") {
+		t.Errorf("reason: %v", ims[3].Reasons)
+	}
+}

@@ -66,7 +66,7 @@ func kubeConfig(t testing.TB) *rest.Config {
 		kube.env = &envtest.Environment{
 			CRDDirectoryPaths: []string{filepath.Join("..", "config", "crd"),
 				filepath.Join("..", "test", "fixtures", "testdata", "openshift-crds"),
-				filepath.Join("testdata", "crds")},
+				filepath.Join("..", "test", "fixtures", "testdata", "bootc-operator")},
 			ErrorIfCRDPathMissing: true,
 			BinaryAssetsDirectory: assets,
 		}

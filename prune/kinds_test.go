@@ -134,6 +134,27 @@ status:
 	e.wantNothingDeleted()
 }
 
+// A BootcNodePool (bootc-operator's real CRD) keeps its spec.image.ref,
+// status.targetDigest and status.deployedDigest.
+func TestBootcNodePoolKeeps(t *testing.T) {
+	e := newEnv(t, false)
+	ref, target, deployed, unused := e.push("bootc", true), e.push("bootc", true), e.push("bootc", true), e.push("bootc", true)
+	e.apply(fmt.Sprintf(`apiVersion: node.bootc.dev/v1alpha1
+kind: BootcNodePool
+metadata: {name: %s}
+spec:
+  nodeSelector: {matchLabels: {pool: bootc}}
+  image: {ref: %q}
+status: {targetDigest: %q, deployedDigest: %q, updateAvailable: true}
+`, e.name("pool"), ref.String(), target.DigestStr(), deployed.DigestStr()))
+	res := e.prune(true)
+	e.wantKept(res, ref, "spec.image.ref")
+	e.wantKept(res, target, "status.targetDigest")
+	e.wantKept(res, deployed, "status.deployedDigest")
+	e.wantDeleted(res, unused)
+	e.wantNothingDeleted()
+}
+
 func machineConfig(name, url string, rendered bool) string {
 	owner := ""
 	if rendered {

@@ -135,6 +135,10 @@ type PoolImageSpec struct {
 	// spec.builder Job.
 	// +optional
 	Packages *Packages `json:"packages,omitempty"`
+	// Retention prunes the target repository after good builds
+	// (poolimage_retention.go).
+	// +optional
+	Retention *Retention `json:"retention,omitempty"`
 }
 
 // Builders of spec.builder.
@@ -220,7 +224,7 @@ type BuildSecret struct {
 // status.image; it keeps each in step with status.image and removes it
 // when the PoolImage (or the field) goes.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.machineConfig) || has(self.configMap)",message="publish: give machineConfig, configMap or both"
+// +kubebuilder:validation:XValidation:rule="has(self.machineConfig) || has(self.configMap) || has(self.bootcNodePool)",message="publish: give machineConfig, configMap, bootcNodePool or several"
 type Publish struct {
 	// MachineConfig maintains a MachineConfig for the OpenShift source's
 	// pool that sets osImageURL to status.image (the way OpenShift
@@ -238,6 +242,13 @@ type Publish struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	// +kubebuilder:validation:MaxLength=253
 	ConfigMap string `json:"configMap,omitempty"`
+	// BootcNodePool names a bootc-operator BootcNodePool (cluster-scoped)
+	// whose spec.image.ref the controller keeps at status.image
+	// (poolimage_bootc.go).
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=253
+	BootcNodePool string `json:"bootcNodePool,omitempty"`
 }
 
 // PublishMachineConfig is the osImageURL MachineConfig of the pool.
@@ -416,6 +427,12 @@ type PoolImageStatus struct {
 	// Builds are the last few builds, newest first.
 	// +optional
 	Builds []BuildRecord `json:"builds,omitempty"`
+	// BootcNodePool mirrors spec.publish.bootcNodePool's pool.
+	// +optional
+	BootcNodePool *BootcNodePoolStatus `json:"bootcNodePool,omitempty"`
+	// Retention is the last run of spec.retention.
+	// +optional
+	Retention *RetentionStatus `json:"retention,omitempty"`
 	// Conditions are Ready, Building and Degraded.
 	// +optional
 	// +listType=map
