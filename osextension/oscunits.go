@@ -14,11 +14,10 @@ const nodeAgentUnit = "gardener-node-agent.service"
 // ignitionUnits translates the provision OSC's units: content and
 // drop-ins as Gardener's extension library writes them
 // (UnitsToDiskScript), enabled unless enable is false, as
-// gardener-node-agent enables them. Ignition enables a unit through a
-// preset, so it starts on the first boot; command (start, restart, stop)
-// is what the node agent does to a running node and has no first-boot
-// counterpart beyond that: stop with enable unset still enables, as the
-// node agent does. filePaths must name files of the OSC.
+// gardener-node-agent enables them (enablement). Ignition enables a unit
+// through a preset, so an enabled unit starts on every boot, the first
+// one included; a unit without an [Install] section is started once by
+// the first-boot unit (firstBoot). filePaths must name files of the OSC.
 func ignitionUnits(units []extensionsv1alpha1.Unit, files []extensionsv1alpha1.File) ([]types.Unit, error) {
 	paths := map[string]bool{}
 	for _, f := range files {
@@ -47,8 +46,7 @@ func ignitionUnits(units []extensionsv1alpha1.Unit, files []extensionsv1alpha1.F
 				return nil, fmt.Errorf("%s.filePaths[%d]: %s is not a file of spec.files", field, j, fp)
 			}
 		}
-		enabled := u.Enable == nil || *u.Enable || u.Name == nodeAgentUnit
-		tu := types.Unit{Name: u.Name, Contents: u.Content, Enabled: new(enabled)}
+		tu := types.Unit{Name: u.Name, Contents: u.Content, Enabled: enablement(u)}
 		for j, d := range u.DropIns {
 			if !validDropInName(d.Name) {
 				return nil, fmt.Errorf("%s.dropIns[%d].name: %q is not a drop-in name (NAME.conf)", field, j, d.Name)
@@ -77,4 +75,42 @@ func validUnitName(n string) bool {
 
 func validDropInName(n string) bool {
 	return len(n) > len(".conf") && strings.HasSuffix(n, ".conf") && !strings.ContainsAny(n, "/\x00")
+}
+
+// enablement is the unit's Ignition enabled: true unless enable is false
+// (gardener-node-agent always enables its own unit), nil for a unit whose
+// content has no [Install] section (enabling it does nothing; Ignition
+// warns).
+func enablement(u extensionsv1alpha1.Unit) *bool {
+	if u.Content != nil && !hasInstall(*u.Content) {
+		return nil
+	}
+	return new(u.Enable == nil || *u.Enable || u.Name == nodeAgentUnit)
+}
+
+// startsOnce: a unit gardener-node-agent starts (enable not false, command
+// not stop) that enabling does not start at boot (its content has no
+// [Install] section).
+func startsOnce(u extensionsv1alpha1.Unit) bool {
+	if u.Content == nil || hasInstall(*u.Content) {
+		return false
+	}
+	stop := u.Command != nil && *u.Command == extensionsv1alpha1.CommandStop
+	return (u.Enable == nil || *u.Enable) && !stop
+}
+
+// hasInstall: the unit file has an [Install] section with an option.
+func hasInstall(content string) bool {
+	in := false
+	for _, l := range strings.Split(content, "\n") {
+		l = strings.TrimSpace(l)
+		switch {
+		case l == "" || strings.HasPrefix(l, "#") || strings.HasPrefix(l, ";"):
+		case strings.HasPrefix(l, "["):
+			in = l == "[Install]"
+		case in:
+			return true
+		}
+	}
+	return false
 }

@@ -32,6 +32,12 @@ func userData(p Provision) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if fb, ok := firstBoot(p.OSC.Spec.Units); ok {
+		if err := addUnit(units, fb); err != nil {
+			return nil, err
+		}
+		units = append(units, fb)
+	}
 	if p.Image != "" {
 		pf, pu, err := pivot(p)
 		if err != nil {
@@ -73,11 +79,11 @@ func addFiles(files, more []types.File) ([]types.File, error) {
 	return append(files, more...), nil
 }
 
-// addUnit refuses an OSC unit of the pivot unit's name.
+// addUnit refuses an OSC unit of the name of the extension's unit u.
 func addUnit(units []types.Unit, u types.Unit) error {
 	for i, o := range units {
 		if o.Name == u.Name {
-			return fmt.Errorf("spec.units[%d].name: %s is the pivot unit of the extension", i, u.Name)
+			return fmt.Errorf("spec.units[%d].name: %s is a unit of the extension", i, u.Name)
 		}
 	}
 	return nil
