@@ -1,6 +1,8 @@
 package osextension
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/base64"
 	"fmt"
 	"net/url"
@@ -36,7 +38,7 @@ func ignitionFiles(files []extensionsv1alpha1.File, secrets map[string]map[strin
 			return nil, err
 		}
 		tf := types.File{Node: types.Node{Path: f.Path, Overwrite: new(true)}}
-		tf.Contents.Source = new(dataURL(data, f.Content.TransmitUnencoded != nil && *f.Content.TransmitUnencoded))
+		tf.Contents = contents(data, f.Content.TransmitUnencoded != nil && *f.Content.TransmitUnencoded)
 		if f.Permissions != nil {
 			if *f.Permissions > 0o7777 {
 				return nil, fmt.Errorf("%s.permissions: %#o is not a file mode", field, *f.Permissions)
@@ -78,13 +80,22 @@ func fileContent(field string, c extensionsv1alpha1.FileContent, secrets map[str
 	return nil, fmt.Errorf("%s.content: has none of inline, secretRef", field)
 }
 
-// dataURL is the Ignition source of data. A transmitUnencoded file is
-// percent-encoded, not base64: machine-controller-manager replaces the
+// contents is the Ignition source of data: a data URL, base64 of the
+// gzip-compressed bytes when that is shorter (cloud providers limit the
+// size of user data: 16 KiB on AWS). A transmitUnencoded file is
+// percent-encoded instead: machine-controller-manager replaces the
 // URL-encoded placeholders (<<BOOTSTRAP_TOKEN>>, <<MACHINE_NAME>>) in the
 // user data, which it could not find in base64.
-func dataURL(data []byte, unencoded bool) string {
+func contents(data []byte, unencoded bool) types.Resource {
 	if unencoded {
-		return "data:," + url.PathEscape(string(data))
+		return types.Resource{Source: new("data:," + url.PathEscape(string(data)))}
 	}
-	return "data:;base64," + base64.StdEncoding.EncodeToString(data)
+	var z bytes.Buffer
+	w, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
+	_, _ = w.Write(data)
+	_ = w.Close()
+	if z.Len() < len(data) {
+		return types.Resource{Source: new("data:;base64," + base64.StdEncoding.EncodeToString(z.Bytes())), Compression: new("gzip")}
+	}
+	return types.Resource{Source: new("data:;base64," + base64.StdEncoding.EncodeToString(data))}
 }

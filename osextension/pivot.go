@@ -147,6 +147,6 @@ func keyPaths(policy []byte) ([]string, error) {
 func plainFile(p string, mode int, content string) types.File {
 	f := types.File{Node: types.Node{Path: p, Overwrite: new(true)}}
 	f.Mode = new(mode)
-	f.Contents.Source = new(dataURL([]byte(content), false))
+	f.Contents = contents([]byte(content), false)
 	return f
 }

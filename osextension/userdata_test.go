@@ -200,3 +200,18 @@ func fileData(t *testing.T, f extensionsv1alpha1.File, secrets map[string]map[st
 	}
 	return []byte(f.Content.Inline.Data)
 }
+
+// TestUserDataSize: the user data of gardener's provision OSC with the
+// pivot and its policy fits AWS's 16 KiB user data limit (the smallest
+// of the providers), as os-coreos's user data for the same OSC does.
+func TestUserDataSize(t *testing.T) {
+	policy, sigstore, pub, _ := trustBundle(t)
+	ud, err := UserData(Provision{OSC: gardenerProvisionOSC(t), Image: testImage, Policy: policy, SigstoreConfig: sigstore, PublicKey: pub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("user data: %d bytes", len(ud))
+	if len(ud) > 16<<10 {
+		t.Errorf("user data of %d bytes exceeds 16 KiB", len(ud))
+	}
+}
