@@ -59,13 +59,31 @@ booted_bootc() {
 	return 1
 }
 
-# booted_rpmostree IMAGE DIGEST: rpm-ostree's booted deployment runs IMAGE.
+# booted_rpmostree IMAGE DIGEST: rpm-ostree's booted deployment runs IMAGE
+# (a deployment object of "deployments" with "booted":true and the digest
+# or the reference; --booted may or may not filter the JSON).
 booted_rpmostree() {
-	s=$(rpm-ostree status --json --booted 2>/dev/null | compact) || return 1
-	case $s in
-	*"\"container-image-reference-digest\":\"$2\""* | *"\"container-image-reference\":\"ostree-image-signed:docker://$1\""*) return 0 ;;
-	esac
-	return 1
+	rpm-ostree status --json --booted 2>/dev/null | compact | awk \
+		-v d="\"container-image-reference-digest\":\"$2\"" \
+		-v r="\"container-image-reference\":\"ostree-image-signed:docker://$1\"" '
+	{ s = s $0 }
+	END {
+		i = index(s, "\"deployments\":[")
+		if (i == 0) exit 1
+		s = substr(s, i + 15)
+		depth = 0; obj = ""; found = 0
+		for (k = 1; k <= length(s); k++) {
+			c = substr(s, k, 1)
+			if (c == "{") depth++
+			if (depth > 0) obj = obj c
+			if (c == "}" && --depth == 0) {
+				if (index(obj, "\"booted\":true") && (index(obj, d) || index(obj, r))) found = 1
+				obj = ""
+			}
+			if (depth == 0 && c == "]") break
+		}
+		exit !found
+	}'
 }
 
 # classify OUTPUT-FILE WHAT fails with the class of a failed switch.

@@ -2,6 +2,7 @@ package osextension
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,7 +51,7 @@ type node struct {
 func newNode(t *testing.T, standIns ...string) *node {
 	t.Helper()
 	n := &node{t: t, dir: t.TempDir(), bin: t.TempDir()}
-	for _, tool := range []string{"sh", "tr", "grep", "tail", "mktemp", "cat", "rm", "basename"} {
+	for _, tool := range []string{"sh", "tr", "grep", "tail", "mktemp", "cat", "rm", "basename", "awk"} {
 		p, err := exec.LookPath(tool)
 		if err != nil {
 			t.Skipf("no %s: %v", tool, err)
@@ -140,12 +141,22 @@ func bootcStatus(booted, rollback string) string {
 `
 }
 
-// rpmOstreeStatus is `rpm-ostree status --json --booted` of a deployment
-// from a container image.
-func rpmOstreeStatus(image, digest string) string {
-	return `{"deployments":[{"id":"fedora-coreos-41a1.0","osname":"fedora-coreos","booted":true,` +
-		`"container-image-reference":"ostree-image-signed:docker://` + image + `",` +
-		`"container-image-reference-digest":"` + digest + `","checksum":"41a1"}],"transaction":null,"cached-update":null}` + "\n"
+// rpmOstreeStatus is `rpm-ostree status --json` of a node booted from
+// image (by digest), with a staged deployment of staged first when it is
+// not "" (whether --booted filters the JSON or not).
+func rpmOstreeStatus(image, digest, staged string) string {
+	dep := func(ref, d string, booted bool) string {
+		return fmt.Sprintf(`{"id":"fedora-coreos-%.6s.0","osname":"fedora-coreos","booted":%v,"staged":%v,`+
+			`"base-commit-meta":{"ostree.manifest-digest":"%s","version":"41"},`+
+			`"container-image-reference":"ostree-image-signed:docker://%s",`+
+			`"container-image-reference-digest":"%s","checksum":"41a1"}`, d[7:], booted, !booted, d, ref, d)
+	}
+	deps := dep(image, digest, true)
+	if staged != "" {
+		_, sd, _ := strings.Cut(staged, "@")
+		deps = dep(staged, sd, false) + ",\n  " + deps
+	}
+	return "{\"deployments\":[\n  " + deps + "\n],\"transaction\":null,\"cached-update\":null}\n"
 }
 
 func expectCalls(t *testing.T, n *node, want ...string) {
@@ -240,7 +251,8 @@ func TestUpdateInvalidArguments(t *testing.T) {
 
 func TestUpdateRpmOstree(t *testing.T) {
 	n := newNode(t, "rpm-ostree", "systemctl")
-	n.set("rpm-ostree.status", rpmOstreeStatus("registry.example:5000/pools/worker@"+otherDigest, otherDigest))
+	// A deployment of the image is staged, not booted: rebase and reboot.
+	n.set("rpm-ostree.status", rpmOstreeStatus("registry.example:5000/pools/worker@"+otherDigest, otherDigest, testImage))
 	out, code := n.run(testImage)
 	expectClass(t, out, code, 0, "")
 	expectCalls(t, n, "rpm-ostree status --json --booted",
@@ -249,7 +261,7 @@ func TestUpdateRpmOstree(t *testing.T) {
 
 func TestUpdateRpmOstreeAlreadyBooted(t *testing.T) {
 	n := newNode(t, "rpm-ostree", "systemctl")
-	n.set("rpm-ostree.status", rpmOstreeStatus(testImage, testDigest))
+	n.set("rpm-ostree.status", rpmOstreeStatus(testImage, testDigest, "registry.example:5000/pools/worker@"+otherDigest))
 	out, code := n.run(testImage)
 	expectClass(t, out, code, 0, "")
 	expectCalls(t, n, "rpm-ostree status --json --booted")

@@ -215,7 +215,7 @@ func (n *oscNode) readyForUpdate() {
 // stand-ins for bootc and systemctl.
 func (n *oscNode) runOnNode() {
 	bin := n.t.TempDir()
-	for _, tool := range []string{"sh", "tr", "grep", "tail", "mktemp", "cat", "rm", "basename"} {
+	for _, tool := range []string{"sh", "tr", "grep", "tail", "mktemp", "cat", "rm", "basename", "awk"} {
 		if err := os.Symlink(regtest.Require(n.t, tool), filepath.Join(bin, tool)); err != nil {
 			n.t.Fatal(err)
 		}
