@@ -145,7 +145,7 @@ func TestUserDataAppliedWithPivot(t *testing.T) {
 	expectFile(t, root, keyPath, pub, 0o644)
 	unit, _ := readNode(t, root, "/etc/systemd/system/"+PivotUnit)
 	for _, want := range []string{
-		"ExecStart=" + UpdateCommand + " " + testImage + "\n",
+		"ExecStart=" + UpdateCommand + " --retry " + testImage + "\n",
 		"Before=gardener-node-init.service gardener-node-agent.service kubelet.service\n",
 		"ConditionPathExists=!" + PivotStamp + "\n",
 	} {

@@ -1,5 +1,5 @@
 #!/bin/sh
-# os-update IMAGE [VERSION]
+# os-update [--retry] IMAGE [VERSION]
 #
 # Switches this node to the pool image IMAGE (a reference by digest,
 # REGISTRY/REPOSITORY@sha256:HEX) and reboots into it: `bootc switch
@@ -13,6 +13,10 @@
 # its output: "network problems" is retried, "invalid arguments" and
 # "system failure" are not. Exit codes: 0 switched (or already running
 # IMAGE), 64 invalid arguments, 70 system failure, 75 network problems.
+#
+# --retry (the pivot of a new machine) runs it again after network
+# problems, every $OS_UPDATE_RETRY_SECONDS (default 15) seconds, until it
+# succeeds or fails otherwise.
 set -u
 
 me=os-update
@@ -112,7 +116,18 @@ run() {
 	rm -f "$out"
 }
 
-[ $# -ge 1 ] && [ $# -le 2 ] || invalid "usage: $me IMAGE@sha256:HEX [VERSION]"
+if [ "${1:-}" = --retry ]; then
+	shift
+	while :; do
+		"$0" "$@" && exit 0
+		rc=$?
+		[ $rc -eq 75 ] || exit $rc
+		echo "$me: retrying in ${OS_UPDATE_RETRY_SECONDS:-15} s" >&2
+		sleep "${OS_UPDATE_RETRY_SECONDS:-15}"
+	done
+fi
+
+[ $# -ge 1 ] && [ $# -le 2 ] || invalid "usage: $me [--retry] IMAGE@sha256:HEX [VERSION]"
 image=$1
 version=${2:-}
 digest=$(digest_of "$image") || exit $?

@@ -51,9 +51,10 @@ func pivot(p Provision) ([]types.File, types.Unit, error) {
 
 // pivotUnit is the pivot unit's content. The update command switches and
 // reboots; after the reboot it finds the image booted and exits 0, and
-// the stamp is written. A network failure (exit 75) is retried; invalid
-// arguments (64) and a system failure (70) are not, and the machine then
-// joins on its base image (the next in-place update moves it).
+// the stamp is written. It retries network problems itself, so that the
+// units after it wait (a oneshot unit has no start timeout); invalid
+// arguments and a system failure fail the unit, and the machine joins on
+// its base image (the next in-place update moves it).
 func pivotUnit(image string) string {
 	return `[Unit]
 Description=Switch to the pool image before the node joins
@@ -65,11 +66,9 @@ ConditionPathExists=!` + PivotStamp + `
 [Service]
 Type=oneshot
 RemainAfterExit=yes
-ExecStart=` + UpdateCommand + ` ` + image + `
+TimeoutStartSec=infinity
+ExecStart=` + UpdateCommand + ` --retry ` + image + `
 ExecStartPost=/bin/sh -c 'mkdir -p ` + path.Dir(PivotStamp) + ` && touch ` + PivotStamp + `'
-Restart=on-failure
-RestartSec=15
-RestartPreventExitStatus=64 70
 
 [Install]
 WantedBy=multi-user.target

@@ -26,7 +26,9 @@ const (
 )
 
 // standIn records its name and arguments in $STANDIN_DIR/calls and, for
-// `status`, prints $STANDIN_DIR/NAME.status; otherwise it prints
+// `status`, prints $STANDIN_DIR/NAME.status. Otherwise, with a count in
+// NAME.failures, it fails (NAME.stderr to stderr, exit 1) while the count,
+// which it decrements, is above 0, then exits 0; without one it prints
 // NAME.stderr to stderr and exits with NAME.exit (0 when missing).
 const standIn = `#!/bin/sh
 n=$(basename "$0")
@@ -34,6 +36,13 @@ printf '%s\n' "$n $*" >>"$STANDIN_DIR/calls"
 if [ "$1" = status ]; then
 	cat "$STANDIN_DIR/$n.status" 2>/dev/null
 	exit 0
+fi
+if [ -f "$STANDIN_DIR/$n.failures" ]; then
+	k=$(cat "$STANDIN_DIR/$n.failures")
+	[ "$k" -gt 0 ] || exit 0
+	echo $((k - 1)) >"$STANDIN_DIR/$n.failures"
+	cat "$STANDIN_DIR/$n.stderr" >&2
+	exit 1
 fi
 [ -f "$STANDIN_DIR/$n.stderr" ] && cat "$STANDIN_DIR/$n.stderr" >&2
 exit "$(cat "$STANDIN_DIR/$n.exit" 2>/dev/null || echo 0)"
@@ -51,7 +60,7 @@ type node struct {
 func newNode(t *testing.T, standIns ...string) *node {
 	t.Helper()
 	n := &node{t: t, dir: t.TempDir(), bin: t.TempDir()}
-	for _, tool := range []string{"sh", "tr", "grep", "tail", "mktemp", "cat", "rm", "basename", "awk"} {
+	for _, tool := range []string{"sh", "tr", "grep", "tail", "mktemp", "cat", "rm", "basename", "awk", "sleep"} {
 		p, err := exec.LookPath(tool)
 		if err != nil {
 			t.Skipf("no %s: %v", tool, err)
@@ -82,7 +91,7 @@ func (n *node) set(file, content string) { n.write(filepath.Join(n.dir, file), c
 func (n *node) run(args ...string) (string, int) {
 	n.t.Helper()
 	c := exec.Command(n.cmd, args...)
-	c.Env = []string{"PATH=" + n.bin, "STANDIN_DIR=" + n.dir}
+	c.Env = []string{"PATH=" + n.bin, "STANDIN_DIR=" + n.dir, "OS_UPDATE_RETRY_SECONDS=0"}
 	out, err := c.CombinedOutput()
 	var ee *exec.ExitError
 	switch {
@@ -282,4 +291,29 @@ func TestUpdateNeitherTool(t *testing.T) {
 	out, code := n.run(testImage)
 	expectClass(t, out, code, 70, "fatal")
 	expectCalls(t, n)
+}
+
+// TestUpdateRetry: --retry (the pivot) runs the switch again after
+// network problems until it succeeds, and stops at a fatal failure.
+func TestUpdateRetry(t *testing.T) {
+	const refused = "dial tcp 10.0.0.5:5000: connect: connection refused\n"
+	n := newNode(t, "bootc")
+	n.set("bootc.status", bootcStatus(otherDigest, otherDigest))
+	n.set("bootc.stderr", refused)
+	n.set("bootc.failures", "2")
+	out, code := n.run("--retry", testImage)
+	expectClass(t, out, code, 0, "retriable") // the failures' messages stay in the output
+	var want []string
+	for range 3 {
+		want = append(want, "bootc status --json", "bootc switch --apply "+testImage)
+	}
+	expectCalls(t, n, want...)
+
+	n = newNode(t, "bootc")
+	n.set("bootc.status", bootcStatus(otherDigest, otherDigest))
+	n.set("bootc.stderr", "error: reading manifest: manifest unknown\n")
+	n.set("bootc.exit", "1")
+	out, code = n.run("--retry", testImage)
+	expectClass(t, out, code, 64, "fatal")
+	expectCalls(t, n, "bootc status --json", "bootc switch --apply "+testImage)
 }
