@@ -64,7 +64,12 @@ func ExtensionUnits(r Reconcile) []extensionsv1alpha1.Unit {
 }
 
 // OSUpdate is status.inPlaceUpdates.osUpdate: the command that switches
-// the node to r.Image.
+// the node to r.Image (`os-update IMAGE [VERSION]`, VERSION only
+// reported).
 func OSUpdate(r Reconcile) *extensionsv1alpha1.OSUpdate {
-	return &extensionsv1alpha1.OSUpdate{Command: UpdateCommand, Args: []string{r.Image}}
+	args := []string{r.Image}
+	if r.Version != "" {
+		args = append(args, r.Version)
+	}
+	return &extensionsv1alpha1.OSUpdate{Command: UpdateCommand, Args: args}
 }

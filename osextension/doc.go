@@ -7,5 +7,6 @@
 //
 // The controller (the extension module's actuator, built on Gardener's
 // extension library) builds the pool image with the shared pipeline and
-// calls this package for the node side.
+// calls this package for the node side. docs/extension-node.md describes
+// what lands on a node and the update command's contract.
 package osextension

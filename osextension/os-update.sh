@@ -1,0 +1,154 @@
+#!/bin/sh
+# os-update [--retry] IMAGE [VERSION]
+#
+# Switches this node to the pool image IMAGE (a reference by digest,
+# REGISTRY/REPOSITORY@sha256:HEX) and reboots into it: `bootc switch
+# --apply IMAGE` where bootc exists, else `rpm-ostree rebase
+# ostree-image-signed:docker://IMAGE` and `systemctl reboot`. The
+# signature is checked by the node's /etc/containers/policy.json.
+# VERSION (the operating system version the image carries in
+# /etc/os-release PRETTY_NAME) is only reported.
+#
+# gardener-node-agent runs this as status.inPlaceUpdates.osUpdate and reads
+# its output: "network problems" is retried, "invalid arguments" and
+# "system failure" are not. Exit codes: 0 switched (or already running
+# IMAGE), 64 invalid arguments, 70 system failure, 75 network problems.
+#
+# --retry (the pivot of a new machine) runs it again after network
+# problems, every $OS_UPDATE_RETRY_SECONDS (default 15) seconds, until it
+# succeeds or fails otherwise.
+set -u
+
+me=os-update
+
+fail() {
+	# fail CODE CLASS MESSAGE
+	echo "$me: $2: $3" >&2
+	exit "$1"
+}
+invalid() { fail 64 "invalid arguments" "$1"; }
+system() { fail 70 "system failure" "$1"; }
+network() { fail 75 "network problems" "$1"; }
+
+# digest_of IMAGE prints IMAGE's sha256:HEX or fails with invalid arguments.
+digest_of() {
+	case $1 in
+	*@sha256:*) ;;
+	*) invalid "image $1 is not a reference by digest (NAME@sha256:HEX)" ;;
+	esac
+	hex=${1##*@sha256:}
+	name=${1%@sha256:*}
+	case $hex in
+	*[!0-9a-f]*) invalid "image $1: the digest is not lower-case hex" ;;
+	esac
+	[ ${#hex} -eq 64 ] || invalid "image $1: the digest has ${#hex} hex digits, not 64"
+	case $name in
+	'' | *[!A-Za-z0-9._:/-]*) invalid "image $1: the repository name is empty or has invalid characters" ;;
+	esac
+	echo "sha256:$hex"
+}
+
+# compact prints its standard input without white space.
+compact() { tr -d ' \t\r\n'; }
+
+# booted_bootc DIGEST: bootc's booted deployment runs DIGEST.
+booted_bootc() {
+	s=$(bootc status --json 2>/dev/null | compact) || return 1
+	b=${s#*\"booted\":}
+	[ "$b" != "$s" ] || return 1
+	b=${b%%\"rollback\":*}
+	case $b in
+	*"\"imageDigest\":\"$1\""*) return 0 ;;
+	esac
+	return 1
+}
+
+# booted_rpmostree IMAGE DIGEST: rpm-ostree's booted deployment runs IMAGE
+# (a deployment object of "deployments" with "booted":true and the digest
+# or the reference; --booted may or may not filter the JSON).
+booted_rpmostree() {
+	rpm-ostree status --json --booted 2>/dev/null | compact | awk \
+		-v d="\"container-image-reference-digest\":\"$2\"" \
+		-v r="\"container-image-reference\":\"ostree-image-signed:docker://$1\"" '
+	{ s = s $0 }
+	END {
+		i = index(s, "\"deployments\":[")
+		if (i == 0) exit 1
+		s = substr(s, i + 15)
+		depth = 0; obj = ""; found = 0
+		for (k = 1; k <= length(s); k++) {
+			c = substr(s, k, 1)
+			if (c == "{") depth++
+			if (depth > 0) obj = obj c
+			if (c == "}" && --depth == 0) {
+				if (index(obj, "\"booted\":true") && (index(obj, d) || index(obj, r))) found = 1
+				obj = ""
+			}
+			if (depth == 0 && c == "]") break
+		}
+		exit !found
+	}'
+}
+
+# classify OUTPUT-FILE WHAT fails with the class of a failed switch.
+classify() {
+	last=$(grep -v '^[[:space:]]*$' "$1" | tail -n 1)
+	if grep -Eqi 'connection refused|connection reset|dial tcp|i/o timeout|tls handshake timeout|no such host|temporary failure in name resolution|network is unreachable|no route to host|timeout exceeded|unexpected eof|502 bad gateway|503 service unavailable|504 gateway|429 too many requests|toomanyrequests' "$1"; then
+		network "$2: $last"
+	fi
+	if grep -Eqi 'manifest unknown|name unknown|invalid reference format' "$1"; then
+		invalid "$2: $last"
+	fi
+	system "$2: $last"
+}
+
+# run WHAT CMD... runs CMD, its output to stderr, and classifies a failure.
+run() {
+	what=$1
+	shift
+	out=$(mktemp) || system "mktemp failed"
+	"$@" >"$out" 2>&1
+	rc=$?
+	cat "$out" >&2
+	if [ $rc -ne 0 ]; then
+		classify "$out" "$what failed (exit $rc)"
+	fi
+	rm -f "$out"
+}
+
+if [ "${1:-}" = --retry ]; then
+	shift
+	while :; do
+		"$0" "$@" && exit 0
+		rc=$?
+		[ $rc -eq 75 ] || exit $rc
+		echo "$me: retrying in ${OS_UPDATE_RETRY_SECONDS:-15} s" >&2
+		sleep "${OS_UPDATE_RETRY_SECONDS:-15}"
+	done
+fi
+
+[ $# -ge 1 ] && [ $# -le 2 ] || invalid "usage: $me [--retry] IMAGE@sha256:HEX [VERSION]"
+image=$1
+version=${2:-}
+digest=$(digest_of "$image") || exit $?
+
+if command -v bootc >/dev/null 2>&1; then
+	if booted_bootc "$digest"; then
+		echo "$me: the node already runs $image${version:+ ($version)}"
+		exit 0
+	fi
+	echo "$me: switching to $image${version:+ ($version)} with bootc"
+	run "bootc switch" bootc switch --apply "$image"
+	exit 0
+fi
+if command -v rpm-ostree >/dev/null 2>&1; then
+	if booted_rpmostree "$image" "$digest"; then
+		echo "$me: the node already runs $image${version:+ ($version)}"
+		exit 0
+	fi
+	echo "$me: rebasing onto $image${version:+ ($version)} with rpm-ostree"
+	run "rpm-ostree rebase" rpm-ostree rebase "ostree-image-signed:docker://$image"
+	run "systemctl reboot" systemctl reboot
+	exit 0
+fi
+system "neither bootc nor rpm-ostree is installed"
