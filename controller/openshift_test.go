@@ -109,9 +109,58 @@ func (e *env) openShiftPool(t *testing.T, pool string, spec mcfgv1.MachineConfig
 	return mco, mco.render(t)
 }
 
-// kubeletSecret is where an OpenShift pool's rendered MachineConfig puts
-// the cluster's pull secret (/var/lib/kubelet/config.json) in the image.
+// kubeletSecret is where an OpenShift pool's rendered MachineConfig would
+// put the cluster's pull secret (/var/lib/kubelet/config.json) in the
+// image, were it baked.
 const kubeletSecret = "/usr/lib/oslayer/var/var/lib/kubelet/config.json"
+
+// noPullSecret checks that the image holds no pull secret: no file at
+// kubeletSecret or its node path, no entry for it in the ownership
+// manifest, and none of the credentials of spec's pull secret in any
+// layer or the config.
+func noPullSecret(t *testing.T, image string, spec mcfgv1.MachineConfigSpec) {
+	t.Helper()
+	files, blobs := imageFiles(t, image)
+	for _, p := range []string{kubeletSecret, "/var/lib/kubelet/config.json"} {
+		if _, ok := files[strings.TrimPrefix(p, "/")]; ok {
+			t.Errorf("the image has %s", p)
+		}
+	}
+	man := files["usr/lib/oslayer/manifest.json"]
+	if man == "" || strings.Contains(man, "kubelet/config.json") {
+		t.Errorf("ownership manifest (%d bytes) lists the pull secret", len(man))
+	}
+	var ign struct {
+		Storage struct {
+			Files []struct {
+				Path     string `json:"path"`
+				Contents struct {
+					Source string `json:"source"`
+				} `json:"contents"`
+			} `json:"files"`
+		} `json:"storage"`
+	}
+	if err := json.Unmarshal(spec.Config.Raw, &ign); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range ign.Storage.Files {
+		if f.Path != "/var/lib/kubelet/config.json" {
+			continue
+		}
+		secret, err := url.PathUnescape(strings.TrimPrefix(f.Contents.Source, "data:,"))
+		if err != nil || len(secret) < 20 {
+			t.Fatalf("the fixture's pull secret %q: %v", f.Contents.Source, err)
+		}
+		found = true
+		if strings.Contains(blobs, secret) {
+			t.Error("the pull secret is in a layer or the config of the image")
+		}
+	}
+	if !found {
+		t.Fatal("the fixture has no pull secret")
+	}
+}
 
 // realRendered is the spec of a rendered worker MachineConfig the MCO's
 // own merge produced (test/fixtures/testdata/mco/aws/rendered-worker.yaml).
@@ -155,9 +204,9 @@ func ignitionFile(path, content string) runtime.RawExtension {
 // TestOpenShiftPool runs the OpenShift source against a real API server
 // with OpenShift's MachineConfig and MachineConfigPool CRDs. The pool's
 // MachineConfig is a real rendered worker config (the MCO's merge of its
-// templates): preflight stops it for the pull secret it holds until
-// spec.preflight.allowSecrets names the path. Then a pool with a
-// rendered MachineConfig gives a Ready PoolImage whose image `oslayer
+// templates): its pull secret is runtime-delivered (not in the image,
+// no spec.preflight.allowSecrets needed). A pool with a rendered
+// MachineConfig gives a Ready PoolImage whose image `oslayer
 // verify` and skopeo with the node's policy (the `oslayer trust` files)
 // accept; spec.publish keeps an osImageURL MachineConfig labelled with the
 // pool's role and a ConfigMap at that image (a MachineConfig of that name
@@ -187,21 +236,9 @@ func TestOpenShiftPool(t *testing.T) {
 	pi.Spec.Publish = &v1alpha1.Publish{MachineConfig: &v1alpha1.PublishMachineConfig{}, ConfigMap: "pool-image"}
 	e.create(t, pi)
 
-	// The real rendered worker config holds the pull secret: preflight
-	// stops the build, naming the check and the path, until the
-	// PoolImage allows it there.
-	pi = e.wait(t, "pool", "Degraded", degraded)
-	if c := meta.FindStatusCondition(pi.Status.Conditions, v1alpha1.ConditionDegraded); c.Reason != controller.ReasonInvalid ||
-		!strings.Contains(c.Message, "secrets") || !strings.Contains(c.Message, strings.TrimPrefix(kubeletSecret, "/")) || pi.Status.Image != "" {
-		t.Fatalf("Degraded %s: %s; image %q", c.Reason, c.Message, pi.Status.Image)
-	} else {
-		t.Logf("Degraded: %s", c.Message)
-	}
-	pi.Spec.Preflight = &v1alpha1.Preflight{AllowSecrets: []string{kubeletSecret}}
-	if err := e.c.Update(ctx, pi); err != nil {
-		t.Fatal(err)
-	}
-
+	// The real rendered worker config holds the pull secret: the
+	// platform delivers it (the daemon writes it on every node), so it is
+	// runtime-delivered, not baked, and needs no allowSecrets.
 	pi = e.wait(t, "pool", "Ready and a publish failure", func(pi *v1alpha1.PoolImage) bool { return ready(pi) && degraded(pi) })
 	if c := meta.FindStatusCondition(pi.Status.Conditions, v1alpha1.ConditionDegraded); c.Reason != controller.ReasonPublishFailed ||
 		!strings.Contains(c.Message, "spec.publish.machineConfig: MachineConfig "+mcName+" exists and was made by someone else") {
@@ -216,11 +253,12 @@ func TestOpenShiftPool(t *testing.T) {
 	// Once it is gone the controller publishes (a retry).
 	pi = e.wait(t, "pool", "publish", func(pi *v1alpha1.PoolImage) bool { return ready(pi) && !degraded(pi) })
 	first := pi.Status.Image
-	if !strings.HasPrefix(first, e.host+"/os/pool@sha256:") || !pi.Status.Signed || len(pi.Status.Builds) != 2 {
+	if !strings.HasPrefix(first, e.host+"/os/pool@sha256:") || !pi.Status.Signed || len(pi.Status.Builds) != 1 {
 		t.Fatalf("status %+v", pi.Status)
 	}
 	t.Logf("%s built from %s in %s s: %s", pool, rendered, pi.Status.Builds[0].Seconds, first)
 	e.verify(t, first)
+	noPullSecret(t, first, real)
 	e.nodeAccepts(t, skopeoBin, first)
 	e.published(t, mcName, pool, first)
 
@@ -232,7 +270,7 @@ func TestOpenShiftPool(t *testing.T) {
 	if again == rendered {
 		t.Fatalf("the osImageURL MachineConfig did not change the rendered MachineConfig %s", rendered)
 	}
-	e.noBuild(t, "pool", first, 2)
+	e.noBuild(t, "pool", first, 1)
 
 	// New content: a new rendered MachineConfig, a new image, published.
 	var src mcfgv1.MachineConfig
@@ -247,14 +285,14 @@ func TestOpenShiftPool(t *testing.T) {
 	pi = e.wait(t, "pool", "a new image", func(pi *v1alpha1.PoolImage) bool { return ready(pi) && pi.Status.Image != first })
 	second := pi.Status.Image
 	t.Logf("new content built in %s s: %s", pi.Status.Builds[0].Seconds, second)
-	if len(pi.Status.Builds) != 3 {
+	if len(pi.Status.Builds) != 2 {
 		t.Errorf("builds %+v", pi.Status.Builds)
 	}
 	e.verify(t, second)
 	e.published(t, mcName, pool, second)
 	e.proxy.Reset()
 	mco.render(t)
-	e.noBuild(t, "pool", second, 3)
+	e.noBuild(t, "pool", second, 2)
 
 	// A rendered MachineConfig that does not render: Degraded names the
 	// rendered MachineConfig and the field; the last good image stays, and
