@@ -73,7 +73,8 @@ func TestOneRenderPerChange(t *testing.T) {
 			return image != old && mco.current(t).Spec.OSImageURL == image
 		})
 		renders, n := mco.rendersSince(before)
-		t.Logf("%s: the pool passed through %d rendered config(s) %v, the last with %s", c.name, len(renders), renders, image)
+		t.Logf("%s: the pool passed through %d rendered config(s) %v, the last with %s (built in %s s of the %s window)",
+			c.name, len(renders), renders, image, e.get(t, "pool").Status.Builds[0].Seconds, renderDelay)
 		if len(renders) != 1 {
 			t.Errorf("%s: the pool passed through %d rendered configs %v, want 1", c.name, len(renders), renders)
 		}
