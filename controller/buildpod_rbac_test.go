@@ -170,7 +170,11 @@ func TestBuildPodRBAC(t *testing.T) {
 		{Namespace: e.ns, Verb: "create", Resource: "pods"},
 		{Namespace: e.ns, Verb: "create", Group: "batch", Resource: "jobs"},
 		{Verb: "update", Group: "machineconfiguration.openshift.io", Resource: "machineconfigs"},
-		{Verb: "list", Group: "machineconfiguration.openshift.io", Resource: "machineconfigs"},
+		// The pool's MachineConfigs are listed (by its selector), never
+		// read one by one or watched.
+		{Verb: "get", Group: "machineconfiguration.openshift.io", Resource: "machineconfigs"},
+		{Verb: "watch", Group: "machineconfiguration.openshift.io", Resource: "machineconfigs"},
+		{Verb: "list", Group: "machineconfiguration.openshift.io", Resource: "machineconfigpools"},
 	} {
 		if allowed(ra) {
 			t.Errorf("the build ServiceAccount may %s %s %s/%s in %q: more than it needs", ra.Verb, ra.Group, ra.Resource, ra.Subresource, ra.Namespace)

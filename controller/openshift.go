@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -15,50 +17,98 @@ import (
 	"github.com/oslayer/oslayer/sources/machineconfig"
 )
 
-// The OpenShift source: a MachineConfigPool whose rendered MachineConfig
-// (status.configuration.name) is the MCO's own merge of the pool's
-// MachineConfigs. The controller builds that one document through the
-// MachineConfig path of package layers.
+// The OpenShift source: a MachineConfigPool and the MachineConfigs its
+// spec.machineConfigSelector selects, read as the MCO's render controller
+// reads them (openshift/machine-config-operator @
+// 7ff337a4ffac8e7562692181178ede61e4b2eec5,
+// pkg/controller/render/render_controller.go syncMachineConfigPool) and
+// merged by package machineconfig as the MCO merges them. The controller
+// builds from the pool's MachineConfigs, not from its rendered
+// MachineConfig (status.configuration.name): the rendered one exists only
+// after the MCO's render, and the osImageURL MachineConfig published
+// after it would make the MCO render a second time, so the pool would
+// roll twice for one change. Read this way, the build starts at the
+// user's MachineConfig change, and the osImageURL MachineConfig is
+// published while the MCO still waits to render (its renderDelay, 5 s):
+// its one render has both. docs/controller.md ("One rollout per change")
+// states the window.
 //
-// The rendered MachineConfig is read normalized: its metadata is replaced
-// by a fixed name (rendered-POOL) and the role label of the pool, and its
-// spec.osImageURL is cleared. The base is spec.base, so osImageURL never
-// feeds the image; clearing it is what keeps the published osImageURL
-// MachineConfig (spec.publish.machineConfig) out of the inputs: the MCO
-// renders it into a new rendered MachineConfig (a new name, the same
-// content otherwise), which reads as the same input and builds nothing.
+// What the MCO adds from elsewhere (ControllerConfig's osImageURL and
+// extensions image) does not feed the image, and every osImageURL is
+// cleared: the base is spec.base. Left out are the MachineConfigs the
+// controller published (LabelManagedBy) and rendered MachineConfigs (a
+// MachineConfigPool controls them), so the published osImageURL never
+// feeds the inputs. The documents are normalized (name, labels, spec;
+// the pool: name and selector), so status and metadata churn reads as the
+// same input and builds nothing.
 
-// renderedDoc reads the pool's rendered MachineConfig. It returns the
-// normalized document and the rendered MachineConfig's real name.
-func renderedDoc(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) (document, string, error) {
+// poolDocs reads the pool and its MachineConfigs. from says what they
+// were read from, for messages.
+func poolDocs(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) (docs []document, from string, err error) {
 	const field = "spec.source.openshift.machineConfigPool"
 	pool := pi.Spec.Source.OpenShift.MachineConfigPool
 	mcp, err := getPool(ctx, c, pool, field)
 	if err != nil {
-		return document{}, "", err
+		return nil, "", err
 	}
-	name := mcp.Status.Configuration.Name
-	if name == "" {
-		return document{}, "", inputErrorf("%s: MachineConfigPool %s has no rendered MachineConfig yet (status.configuration.name is empty)", field, pool)
-	}
-	var mc mcfgv1.MachineConfig
-	if err := c.Get(ctx, types.NamespacedName{Name: name}, &mc); err != nil {
-		return document{}, "", openShiftInput(err, field+" (status.configuration.name)", "MachineConfig", name)
-	}
-	spec := mc.Spec
-	spec.OSImageURL = ""
-	b, err := yaml.Marshal(map[string]any{
-		"apiVersion": machineconfig.APIVersion, "kind": machineconfig.Kind,
-		"metadata": map[string]any{
-			"name":   "rendered-" + pool,
-			"labels": map[string]string{machineconfig.RoleLabel: poolName(pi)},
-		},
-		"spec": spec,
-	})
+	sel, err := metav1.LabelSelectorAsSelector(mcp.Spec.MachineConfigSelector)
 	if err != nil {
-		return document{}, "", fmt.Errorf("MachineConfig %s: %w", name, err)
+		return nil, "", inputErrorf("%s: MachineConfigPool %s spec.machineConfigSelector: %v", field, pool, err)
 	}
-	return document{Name: "MachineConfigPool/" + pool + "/rendered-" + pool, Kind: machineconfig.Kind, Content: b}, name, nil
+	if mcp.Spec.MachineConfigSelector == nil || sel.Empty() {
+		return nil, "", inputErrorf("%s: MachineConfigPool %s spec.machineConfigSelector is empty: the MCO renders nothing for such a pool", field, pool)
+	}
+	var list mcfgv1.MachineConfigList
+	if err := c.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, "", openShiftInput(err, field, "MachineConfig", sel.String())
+	}
+	// Named as the build's pool (spec.pool, if set), which picks it.
+	pd, err := normalized(machineconfig.PoolKind, poolName(pi), nil, map[string]any{"machineConfigSelector": mcp.Spec.MachineConfigSelector})
+	if err != nil {
+		return nil, "", err
+	}
+	docs = append(docs, document{Name: machineconfig.PoolKind + "/" + pool, Kind: machineconfig.PoolKind, Content: pd})
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	for i := range list.Items {
+		mc := &list.Items[i]
+		if !poolInput(mc) {
+			continue
+		}
+		spec := mc.Spec
+		spec.OSImageURL = ""
+		b, err := normalized(machineconfig.Kind, mc.Name, mc.Labels, spec)
+		if err != nil {
+			return nil, "", err
+		}
+		docs = append(docs, document{Name: machineconfig.Kind + "/" + mc.Name, Kind: machineconfig.Kind, Content: b})
+	}
+	if len(docs) == 1 {
+		return nil, "", inputErrorf("%s: MachineConfigPool %s selects no MachineConfig (spec.machineConfigSelector %q)", field, pool, sel.String())
+	}
+	return docs, fmt.Sprintf("MachineConfigPool %s, %d MachineConfig(s)", pool, len(docs)-1), nil
+}
+
+// poolInput reports whether a selected MachineConfig is an input: not
+// one the controller published, not a rendered one.
+func poolInput(mc *mcfgv1.MachineConfig) bool {
+	if mc.Labels[LabelManagedBy] == ManagedBy {
+		return false
+	}
+	o := metav1.GetControllerOf(mc)
+	return o == nil || o.Kind != machineconfig.PoolKind
+}
+
+// normalized is the document of kind with only name, labels and spec.
+func normalized(kind, name string, labels map[string]string, spec any) ([]byte, error) {
+	meta := map[string]any{"name": name}
+	if len(labels) > 0 {
+		meta["labels"] = labels
+	}
+	b, err := yaml.Marshal(map[string]any{"apiVersion": machineconfig.APIVersion, "kind": kind, "metadata": meta, "spec": spec})
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", kind, name, err)
+	}
+	return b, nil
 }
 
 func getPool(ctx context.Context, c client.Reader, name, field string) (*mcfgv1.MachineConfigPool, error) {
@@ -95,6 +145,13 @@ func (r machineConfigReader) Get(ctx context.Context, key client.ObjectKey, obj 
 		return r.mc.Get(ctx, key, obj, opts...)
 	}
 	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (r machineConfigReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*mcfgv1.MachineConfigList); ok {
+		return r.mc.List(ctx, list, opts...)
+	}
+	return r.Reader.List(ctx, list, opts...)
 }
 
 // reader is the client the reconciler reads with: MachineConfigs from

@@ -109,9 +109,58 @@ func (e *env) openShiftPool(t *testing.T, pool string, spec mcfgv1.MachineConfig
 	return mco, mco.render(t)
 }
 
-// kubeletSecret is where an OpenShift pool's rendered MachineConfig puts
-// the cluster's pull secret (/var/lib/kubelet/config.json) in the image.
+// kubeletSecret is where an OpenShift pool's rendered MachineConfig would
+// put the cluster's pull secret (/var/lib/kubelet/config.json) in the
+// image, were it baked.
 const kubeletSecret = "/usr/lib/oslayer/var/var/lib/kubelet/config.json"
+
+// noPullSecret checks that the image holds no pull secret: no file at
+// kubeletSecret or its node path, no entry for it in the ownership
+// manifest, and none of the credentials of spec's pull secret in any
+// layer or the config.
+func noPullSecret(t *testing.T, image string, spec mcfgv1.MachineConfigSpec) {
+	t.Helper()
+	files, blobs := imageFiles(t, image)
+	for _, p := range []string{kubeletSecret, "/var/lib/kubelet/config.json"} {
+		if _, ok := files[strings.TrimPrefix(p, "/")]; ok {
+			t.Errorf("the image has %s", p)
+		}
+	}
+	man := files["usr/lib/oslayer/manifest.json"]
+	if man == "" || strings.Contains(man, "kubelet/config.json") {
+		t.Errorf("ownership manifest (%d bytes) lists the pull secret", len(man))
+	}
+	var ign struct {
+		Storage struct {
+			Files []struct {
+				Path     string `json:"path"`
+				Contents struct {
+					Source string `json:"source"`
+				} `json:"contents"`
+			} `json:"files"`
+		} `json:"storage"`
+	}
+	if err := json.Unmarshal(spec.Config.Raw, &ign); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range ign.Storage.Files {
+		if f.Path != "/var/lib/kubelet/config.json" {
+			continue
+		}
+		secret, err := url.PathUnescape(strings.TrimPrefix(f.Contents.Source, "data:,"))
+		if err != nil || len(secret) < 20 {
+			t.Fatalf("the fixture's pull secret %q: %v", f.Contents.Source, err)
+		}
+		found = true
+		if strings.Contains(blobs, secret) {
+			t.Error("the pull secret is in a layer or the config of the image")
+		}
+	}
+	if !found {
+		t.Fatal("the fixture has no pull secret")
+	}
+}
 
 // realRendered is the spec of a rendered worker MachineConfig the MCO's
 // own merge produced (test/fixtures/testdata/mco/aws/rendered-worker.yaml).
@@ -154,21 +203,20 @@ func ignitionFile(path, content string) runtime.RawExtension {
 
 // TestOpenShiftPool runs the OpenShift source against a real API server
 // with OpenShift's MachineConfig and MachineConfigPool CRDs. The pool's
-// MachineConfig is a real rendered worker config (the MCO's merge of its
-// templates): preflight stops it for the pull secret it holds until
-// spec.preflight.allowSecrets names the path. Then a pool with a
-// rendered MachineConfig gives a Ready PoolImage whose image `oslayer
-// verify` and skopeo with the node's policy (the `oslayer trust` files)
-// accept; spec.publish keeps an osImageURL MachineConfig labelled with the
-// pool's role and a ConfigMap at that image (a MachineConfig of that name
-// made by someone else is left alone and Degraded says so until it is
-// gone). The MCO rendering the
-// osImageURL MachineConfig into a new rendered MachineConfig builds
-// nothing (no build recorded, no upload); a new rendered MachineConfig
-// with other content builds a new image, and both published objects
-// follow it. A changed osImageURL MachineConfig is put back; deleting the
-// PoolImage deletes it. The controller runs as its ServiceAccount with the
-// RBAC of config/ and is denied nothing.
+// one MachineConfig is a real rendered worker config (the MCO's merge of
+// its templates): its pull secret is runtime-delivered (not in the image,
+// no spec.preflight.allowSecrets needed). The PoolImage is Ready with an
+// image `oslayer verify` and skopeo with the node's policy (the `oslayer
+// trust` files) accept; spec.publish keeps an osImageURL MachineConfig
+// labelled with the pool's role and a ConfigMap at that image (a
+// MachineConfig of that name made by someone else is left alone and
+// Degraded says so until it is gone). The MCO rendering the osImageURL
+// MachineConfig into a new rendered MachineConfig builds nothing (no
+// build recorded, no upload); a MachineConfig with other content builds a
+// new image, and both published objects follow it. A changed osImageURL
+// MachineConfig is put back; deleting the PoolImage deletes it. The
+// controller runs as its ServiceAccount with the RBAC of config/ and is
+// denied nothing.
 func TestOpenShiftPool(t *testing.T) {
 	skopeoBin := regtest.Require(t, "skopeo")
 	e := newEnv(t)
@@ -187,21 +235,9 @@ func TestOpenShiftPool(t *testing.T) {
 	pi.Spec.Publish = &v1alpha1.Publish{MachineConfig: &v1alpha1.PublishMachineConfig{}, ConfigMap: "pool-image"}
 	e.create(t, pi)
 
-	// The real rendered worker config holds the pull secret: preflight
-	// stops the build, naming the check and the path, until the
-	// PoolImage allows it there.
-	pi = e.wait(t, "pool", "Degraded", degraded)
-	if c := meta.FindStatusCondition(pi.Status.Conditions, v1alpha1.ConditionDegraded); c.Reason != controller.ReasonInvalid ||
-		!strings.Contains(c.Message, "secrets") || !strings.Contains(c.Message, strings.TrimPrefix(kubeletSecret, "/")) || pi.Status.Image != "" {
-		t.Fatalf("Degraded %s: %s; image %q", c.Reason, c.Message, pi.Status.Image)
-	} else {
-		t.Logf("Degraded: %s", c.Message)
-	}
-	pi.Spec.Preflight = &v1alpha1.Preflight{AllowSecrets: []string{kubeletSecret}}
-	if err := e.c.Update(ctx, pi); err != nil {
-		t.Fatal(err)
-	}
-
+	// The real rendered worker config holds the pull secret: the
+	// platform delivers it (the daemon writes it on every node), so it is
+	// runtime-delivered, not baked, and needs no allowSecrets.
 	pi = e.wait(t, "pool", "Ready and a publish failure", func(pi *v1alpha1.PoolImage) bool { return ready(pi) && degraded(pi) })
 	if c := meta.FindStatusCondition(pi.Status.Conditions, v1alpha1.ConditionDegraded); c.Reason != controller.ReasonPublishFailed ||
 		!strings.Contains(c.Message, "spec.publish.machineConfig: MachineConfig "+mcName+" exists and was made by someone else") {
@@ -216,23 +252,27 @@ func TestOpenShiftPool(t *testing.T) {
 	// Once it is gone the controller publishes (a retry).
 	pi = e.wait(t, "pool", "publish", func(pi *v1alpha1.PoolImage) bool { return ready(pi) && !degraded(pi) })
 	first := pi.Status.Image
-	if !strings.HasPrefix(first, e.host+"/os/pool@sha256:") || !pi.Status.Signed || len(pi.Status.Builds) != 2 {
+	if !strings.HasPrefix(first, e.host+"/os/pool@sha256:") || !pi.Status.Signed || len(pi.Status.Builds) != 1 {
 		t.Fatalf("status %+v", pi.Status)
 	}
-	t.Logf("%s built from %s in %s s: %s", pool, rendered, pi.Status.Builds[0].Seconds, first)
+	t.Logf("%s built from its MachineConfig (rendered as %s) in %s s: %s", pool, rendered, pi.Status.Builds[0].Seconds, first)
 	e.verify(t, first)
+	noPullSecret(t, first, real)
 	e.nodeAccepts(t, skopeoBin, first)
 	e.published(t, mcName, pool, first)
 
 	// The MCO renders the osImageURL MachineConfig: a new rendered
-	// MachineConfig whose only change is osImageURL. The controller looks
-	// (it reads the pool and checks the image) and builds nothing.
+	// MachineConfig whose only change is osImageURL. It is no input;
+	// metadata churn of the pool's MachineConfig is none either: the
+	// controller looks (it reads the MachineConfigs and checks the image)
+	// and builds nothing.
 	e.proxy.Reset()
 	again := mco.render(t)
 	if again == rendered {
 		t.Fatalf("the osImageURL MachineConfig did not change the rendered MachineConfig %s", rendered)
 	}
-	e.noBuild(t, "pool", first, 2)
+	e.annotate(t, "00-"+pool)
+	e.noBuild(t, "pool", first, 1)
 
 	// New content: a new rendered MachineConfig, a new image, published.
 	var src mcfgv1.MachineConfig
@@ -247,29 +287,33 @@ func TestOpenShiftPool(t *testing.T) {
 	pi = e.wait(t, "pool", "a new image", func(pi *v1alpha1.PoolImage) bool { return ready(pi) && pi.Status.Image != first })
 	second := pi.Status.Image
 	t.Logf("new content built in %s s: %s", pi.Status.Builds[0].Seconds, second)
-	if len(pi.Status.Builds) != 3 {
+	if len(pi.Status.Builds) != 2 {
 		t.Errorf("builds %+v", pi.Status.Builds)
 	}
 	e.verify(t, second)
 	e.published(t, mcName, pool, second)
 	e.proxy.Reset()
 	mco.render(t)
-	e.noBuild(t, "pool", second, 3)
+	e.annotate(t, "00-"+pool)
+	e.noBuild(t, "pool", second, 2)
 
-	// A rendered MachineConfig that does not render: Degraded names the
-	// rendered MachineConfig and the field; the last good image stays, and
-	// stays published.
+	// A MachineConfig that does not render: Degraded names the
+	// MachineConfig and the field; the last good image stays, and stays
+	// published.
+	if err := e.c.Get(ctx, client.ObjectKey{Name: "00-" + pool}, &src); err != nil {
+		t.Fatal(err)
+	}
 	src.Spec.Config = ignitionFile("etc/relative", "x")
 	if err := e.c.Update(ctx, &src); err != nil {
 		t.Fatal(err)
 	}
-	bad := mco.render(t)
+	mco.render(t)
 	pi = e.wait(t, "pool", "Degraded", degraded)
 	c := meta.FindStatusCondition(pi.Status.Conditions, v1alpha1.ConditionDegraded)
 	t.Logf("Degraded: %s: %s", c.Reason, c.Message)
-	if c.Reason != controller.ReasonInvalid || !strings.Contains(c.Message, "MachineConfig "+bad) ||
+	if c.Reason != controller.ReasonInvalid || !strings.Contains(c.Message, "MachineConfig 00-"+pool) ||
 		!strings.Contains(c.Message, "spec.config") || !strings.HasPrefix(c.Message, "render") {
-		t.Errorf("Degraded %s: %q does not name the step, the rendered MachineConfig and the field", c.Reason, c.Message)
+		t.Errorf("Degraded %s: %q does not name the step, the MachineConfig and the field", c.Reason, c.Message)
 	}
 	if pi.Status.Image != second {
 		t.Errorf("status.image %s, want the last good %s", pi.Status.Image, second)
@@ -306,6 +350,20 @@ func TestOpenShiftPool(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	e.denied(t)
+}
+
+// annotate changes the MachineConfig name's metadata only (an
+// annotation), as other controllers do.
+func (e *env) annotate(t *testing.T, name string) {
+	t.Helper()
+	var mc mcfgv1.MachineConfig
+	if err := e.c.Get(context.Background(), client.ObjectKey{Name: name}, &mc); err != nil {
+		t.Fatal(err)
+	}
+	metav1.SetMetaDataAnnotation(&mc.ObjectMeta, "example.com/touched", time.Now().String())
+	if err := e.c.Update(context.Background(), &mc); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // published waits until the osImageURL MachineConfig and the ConfigMap
@@ -400,9 +458,9 @@ func (e *env) nodeAccepts(t *testing.T, skopeoBin, image string) {
 // OpenShift's CRDs appear: the same manager logs one line and requeues
 // the PoolImage, now Degraded for the missing pool; the pool and its
 // rendered MachineConfig appear: the PoolImage builds and publishes, and a
-// change of the rendered MachineConfig in place (the MachineConfig watch)
-// and a new rendered MachineConfig of the pool (the MachineConfigPool
-// watch) each build a new image, without a restart.
+// new MachineConfig of the pool (the MachineConfig watch) and a pool
+// selecting one more role (the MachineConfigPool watch) each build a new
+// image, without a restart.
 func TestWithoutOpenShiftAPI(t *testing.T) {
 	assets := k8senv.Assets(t)
 	te := &envtest.Environment{
@@ -455,7 +513,7 @@ func TestWithoutOpenShiftAPI(t *testing.T) {
 	})
 	ctx := context.Background()
 	const pool = "worker"
-	mco, rendered := e.openShiftPool(t, pool, mcfgv1.MachineConfigSpec{Config: ignitionFile("/etc/oslayer/pool.conf", "one")})
+	e.openShiftPool(t, pool, mcfgv1.MachineConfigSpec{Config: ignitionFile("/etc/oslayer/pool.conf", "one")})
 	pi = e.wait(t, "pool", "Ready", func(pi *v1alpha1.PoolImage) bool { return ready(pi) && !degraded(pi) })
 	first := pi.Status.Image
 	e.verify(t, first)
@@ -466,33 +524,30 @@ func TestWithoutOpenShiftAPI(t *testing.T) {
 		t.Errorf("%d log lines %q, want 1", n, appeared)
 	}
 
-	// The rendered MachineConfig changes in place: the MachineConfig watch.
-	var mc mcfgv1.MachineConfig
-	if err := e.c.Get(ctx, client.ObjectKey{Name: rendered}, &mc); err != nil {
-		t.Fatal(err)
-	}
-	mc.Spec.Config = ignitionFile("/etc/oslayer/pool.conf", "two")
-	if err := e.c.Update(ctx, &mc); err != nil {
-		t.Fatal(err)
-	}
-	pi = e.wait(t, "pool", "an image of the changed rendered MachineConfig", func(pi *v1alpha1.PoolImage) bool { return ready(pi) && pi.Status.Image != first })
+	// A new MachineConfig of the pool's role: the MachineConfig watch.
+	e.create(t, &mcfgv1.MachineConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "50-" + pool, Labels: map[string]string{roleLabel: pool}},
+		Spec:       mcfgv1.MachineConfigSpec{Config: ignitionFile("/etc/oslayer/extra.conf", "two")},
+	})
+	pi = e.wait(t, "pool", "an image of the new MachineConfig", func(pi *v1alpha1.PoolImage) bool { return ready(pi) && pi.Status.Image != first })
 	second := pi.Status.Image
 	e.published(t, mcName, pool, second)
 
-	// A new rendered MachineConfig of the pool: the MachineConfigPool
-	// watch.
-	var src mcfgv1.MachineConfig
-	if err := e.c.Get(ctx, client.ObjectKey{Name: "00-" + pool}, &src); err != nil {
+	// The pool selects one more role: the MachineConfigPool watch.
+	e.create(t, &mcfgv1.MachineConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "60-" + pool + "-b", Labels: map[string]string{roleLabel: pool + "-b"}},
+		Spec:       mcfgv1.MachineConfigSpec{Config: ignitionFile("/etc/oslayer/b.conf", "three")},
+	})
+	var mcp mcfgv1.MachineConfigPool
+	if err := e.c.Get(ctx, client.ObjectKey{Name: pool}, &mcp); err != nil {
 		t.Fatal(err)
 	}
-	src.Spec.Config = ignitionFile("/etc/oslayer/pool.conf", "three")
-	if err := e.c.Update(ctx, &src); err != nil {
+	mcp.Spec.MachineConfigSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: roleLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{pool, pool + "-b"}}}}
+	if err := e.c.Update(ctx, &mcp); err != nil {
 		t.Fatal(err)
 	}
-	if again := mco.render(t); again == rendered {
-		t.Fatalf("the pool's rendered MachineConfig is still %s", rendered)
-	}
-	pi = e.wait(t, "pool", "an image of the new rendered MachineConfig", func(pi *v1alpha1.PoolImage) bool {
+	pi = e.wait(t, "pool", "an image of the pool's new selection", func(pi *v1alpha1.PoolImage) bool {
 		return ready(pi) && pi.Status.Image != first && pi.Status.Image != second
 	})
 	if len(pi.Status.Builds) != 3 { // three images (a source failure builds nothing)

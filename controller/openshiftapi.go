@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -57,13 +58,15 @@ func (w *openShiftWatch) served() bool {
 	return true
 }
 
-// watch starts the watches: MachineConfigPools, and MachineConfigs'
-// metadata only.
+// watch starts the watches: MachineConfigPools (spec changes only: the
+// status changes all through a rollout and is no input), and
+// MachineConfigs' metadata only.
 func (w *openShiftWatch) watch() error {
 	mc := &metav1.PartialObjectMetadata{}
 	mc.SetGroupVersionKind(mcfgv1.GroupVersion.WithKind("MachineConfig"))
 	for _, src := range []source.Source{
-		source.Kind[client.Object](w.mgr.GetCache(), &mcfgv1.MachineConfigPool{}, handler.EnqueueRequestsFromMapFunc(w.r.poolReaders)),
+		source.Kind[client.Object](w.mgr.GetCache(), &mcfgv1.MachineConfigPool{}, handler.EnqueueRequestsFromMapFunc(w.r.poolReaders),
+			predicate.GenerationChangedPredicate{}),
 		source.Kind[client.Object](w.mgr.GetCache(), mc, handler.EnqueueRequestsFromMapFunc(w.r.machineConfigReaders)),
 	} {
 		if err := w.c.Watch(src); err != nil {

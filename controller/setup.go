@@ -30,12 +30,11 @@ import (
 // change of a source reconciles every PoolImage that names or selects it
 // (an update is mapped with the old and the new labels, so a Secret that
 // stops matching a selector reconciles too). When the cluster serves the
-// MachineConfig API (OpenShift), it also watches MachineConfigPools (a new
-// rendered MachineConfig in status.configuration.name) and MachineConfigs
-// (the rendered ones the pools name, and the osImageURL MachineConfigs it
-// publishes; their metadata only). A controller started before the
-// OpenShift CRDs were installed starts those watches when the API appears
-// (openshiftapi.go).
+// MachineConfig API (OpenShift), it also watches MachineConfigPools (their
+// spec: a new machineConfigSelector) and MachineConfigs (those the pools
+// select, and the osImageURL MachineConfigs it publishes; their metadata
+// only). A controller started before the OpenShift CRDs were installed
+// starts those watches when the API appears (openshiftapi.go).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -100,24 +99,27 @@ func (r *Reconciler) poolReaders(ctx context.Context, obj client.Object) []recon
 	})
 }
 
-// machineConfigReaders are the PoolImages whose pool's rendered
-// MachineConfig obj is, and the one that published obj.
+// machineConfigReaders are the PoolImages whose pool's
+// spec.machineConfigSelector selects obj (as the MCO's render controller
+// maps a MachineConfig to its pools: getPoolsForMachineConfig), and the
+// one that published obj.
 func (r *Reconciler) machineConfigReaders(ctx context.Context, obj client.Object) []reconcile.Request {
-	rendered := map[string]string{} // pool → its rendered MachineConfig
+	selects := map[string]bool{} // pool → selects obj
 	return append(r.poolImages(ctx, func(pi *v1alpha1.PoolImage) bool {
 		o := pi.Spec.Source.OpenShift
 		if o == nil {
 			return false
 		}
-		name, ok := rendered[o.MachineConfigPool]
-		if !ok {
+		ok, seen := selects[o.MachineConfigPool]
+		if !seen {
 			var mcp mcfgv1.MachineConfigPool
 			if err := r.Client.Get(ctx, client.ObjectKey{Name: o.MachineConfigPool}, &mcp); err == nil {
-				name = mcp.Status.Configuration.Name
+				sel, err := metav1.LabelSelectorAsSelector(mcp.Spec.MachineConfigSelector)
+				ok = err == nil && !sel.Empty() && sel.Matches(labels.Set(obj.GetLabels()))
 			}
-			rendered[o.MachineConfigPool] = name
+			selects[o.MachineConfigPool] = ok
 		}
-		return name != "" && name == obj.GetName()
+		return ok
 	}), r.publisher(obj)...)
 }
 

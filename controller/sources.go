@@ -47,8 +47,8 @@ type inputs struct {
 	// digest covers the spec (but spec.publish) and every document's name
 	// and content.
 	digest string
-	// from names the object the documents were read from when it is not
-	// in their names (the OpenShift pool's rendered MachineConfig).
+	// from names what the documents were read from when their names do
+	// not say it (the OpenShift pool and its MachineConfigs).
 	from string
 }
 
@@ -59,11 +59,11 @@ func readInputs(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) (*
 	src := pi.Spec.Source
 	switch {
 	case src.OpenShift != nil:
-		d, name, err := renderedDoc(ctx, c, pi)
+		d, f, err := poolDocs(ctx, c, pi)
 		if err != nil {
 			return nil, err
 		}
-		docs, from = append(docs, d), "MachineConfig "+name
+		docs, from = append(docs, d...), f
 
 	case src.Gardener != nil:
 		g := src.Gardener

@@ -66,26 +66,27 @@ func classify(p string, it *render.ManifestItem, files, units, refused map[strin
 }
 
 // runtimePathChanges lists the runtime-delivered files (appended
-// content) that only one side has.
+// content, the credentials the daemon writes) that only one side has or
+// whose content differs.
 func runtimePathChanges(old, new *Side) []string {
-	paths := func(s *Side) map[string]bool {
-		m := map[string]bool{}
+	paths := func(s *Side) map[string]string {
+		m := map[string]string{}
 		for _, r := range s.Runtime {
 			if strings.HasPrefix(r.Item, "/") && r.Origin.Kind == machineconfig.Kind {
-				m[r.Item] = true
+				m[r.Item] = r.SHA256
 			}
 		}
 		return m
 	}
 	o, n := paths(old), paths(new)
 	var out []string
-	for p := range o {
-		if !n[p] {
+	for p, d := range o {
+		if nd, ok := n[p]; !ok || nd != d {
 			out = append(out, p)
 		}
 	}
 	for p := range n {
-		if !o[p] {
+		if _, ok := o[p]; !ok {
 			out = append(out, p)
 		}
 	}

@@ -151,7 +151,7 @@ func (p *Pipeline) request(reg *registry.Options, env Env) build.Request {
 		Render: render.Request{
 			OSCs: in.OSCs, Stdin: env.Stdin, MachineConfigs: in.MachineConfigs, MachineConfigPools: in.MachineConfigPools,
 			Pool: in.Pool, SecretsDir: in.SecretsDir, BakeSecrets: in.BakeSecrets, Strict: in.Strict,
-			AllowTopLevel: in.AllowTopLevel, Epoch: in.Epoch,
+			AllowTopLevel: in.AllowTopLevel, Epoch: in.Epoch, AllowSecrets: spec.Preflight.AllowSecrets,
 		},
 		Base:     spec.Base,
 		Registry: reg,

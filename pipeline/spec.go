@@ -72,7 +72,9 @@ type Inputs struct {
 	MachineConfigPools []string
 	// SecretsDir holds the Secret manifests of Gardener secretRef files.
 	SecretsDir string
-	// BakeSecrets bakes secretRef content into the image.
+	// BakeSecrets bakes secretRef content, and the credentials a
+	// MachineConfig holds that the platform delivers itself
+	// (machineconfig.CredentialPaths), into the image.
 	BakeSecrets bool
 	// Strict refuses OSC fields the API does not have.
 	Strict bool
@@ -125,7 +127,9 @@ type Preflight struct {
 	// prefix of the image's.
 	RequireBase string
 	// AllowSecrets are paths (or path.Match patterns) that may hold a
-	// secret.
+	// secret. A MachineConfig credential the platform delivers itself is
+	// baked only when named here (or BakeSecrets): one rule for every
+	// front-end.
 	AllowSecrets []string
 	// MaxAddedBytes bounds the compressed added layers (0: 2 GiB).
 	MaxAddedBytes int64

@@ -103,8 +103,12 @@ type Request struct {
 	// SecretsDir holds Secret manifests for Gardener secretRef files.
 	SecretsDir string
 	// BakeSecrets bakes secretRef content into the image (off by default:
-	// an image is readable by everyone who can pull it).
+	// an image is readable by everyone who can pull it). It bakes the
+	// credentials a MachineConfig holds (the pull secret) too.
 	BakeSecrets bool
+	// AllowSecrets are preflight's allowSecrets: a MachineConfig
+	// credential they name is baked (bakeCredential).
+	AllowSecrets []string
 	// Strict refuses Gardener OSC fields the OSC API does not have; by
 	// default they are ignored with a warning, as gardener-node-agent
 	// ignores them.

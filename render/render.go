@@ -71,6 +71,7 @@ func (req Request) machineConfigOptions() (machineconfig.Options, error) {
 		}
 	}
 	opts.Base, opts.BaseName = req.Base, req.BaseName
+	opts.BakeCredential = req.bakeCredential
 	return opts, nil
 }
 

@@ -103,8 +103,11 @@ type PoolImageSpec struct {
 	// Preflight are the options of the preflight checks (as the CLI's).
 	// +optional
 	Preflight *Preflight `json:"preflight,omitempty"`
-	// BakeSecrets bakes Gardener secretRef content into the image (off by
-	// default: an image is readable by everyone who can pull it).
+	// BakeSecrets bakes Gardener secretRef content and the credentials a
+	// MachineConfig holds that the platform delivers itself (the pull
+	// secret /var/lib/kubelet/config.json, the kubelet's bootstrap
+	// kubeconfig) into the image (off by default: they are reported as
+	// runtime-delivered; an image is readable by everyone who can pull it).
 	// +optional
 	BakeSecrets bool `json:"bakeSecrets,omitempty"`
 	// Strict refuses OperatingSystemConfig fields the OSC API does not
@@ -390,6 +393,8 @@ type Preflight struct {
 	// OpenShift pool's rendered MachineConfig puts the cluster's pull
 	// secret) or as in the image (oslayer keeps such a file under
 	// /usr/lib/oslayer/var, as /usr/lib/oslayer/var/var/lib/kubelet/config.json).
+	// Such a MachineConfig credential is runtime-delivered unless named
+	// here: naming it bakes it.
 	// +optional
 	AllowSecrets []string `json:"allowSecrets,omitempty"`
 }

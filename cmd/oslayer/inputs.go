@@ -38,7 +38,7 @@ func (f *inputFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.mcps, "machineconfigpool", nil, "MachineConfigPool file; its machineConfigSelector selects the MachineConfigs (repeatable; --pool NAME picks one of several)")
 	fs.StringVar(&f.pool, "pool", "", "pool name; selects MachineConfigs labelled machineconfiguration.openshift.io/role=NAME (with --machineconfigpool: the pool of that name)")
 	fs.StringVar(&f.secretsDir, "secrets", "", "directory of Secret manifests for Gardener secretRef files")
-	fs.BoolVar(&f.bakeSecrets, "bake-secrets", false, "bake secretRef content into the image (default: report it as runtime-delivered)")
+	fs.BoolVar(&f.bakeSecrets, "bake-secrets", false, "bake secretRef content and the credentials a MachineConfig holds (the pull secret) into the image (default: report them as runtime-delivered; --allow-secret PATH bakes one MachineConfig credential)")
 	fs.BoolVar(&f.strict, "strict", false, "refuse OperatingSystemConfig fields the OSC API does not have (default: ignore them with a warning, as gardener-node-agent does)")
 	fs.StringArrayVar(&f.allowTopLevel, "allow-toplevel", nil, "allow content under this extra top-level directory (survives only on composefs bases; repeatable)")
 	fs.StringVar(&f.imageBudget, "imageref-budget", "1GiB", "total size of all Gardener imageRef files read by one run (bytes, or with KiB, MiB, GiB)")

@@ -19,8 +19,9 @@ func TestBuildWarningsAndErrorsOnce(t *testing.T) {
 			"--machineconfig", mcs, "--push", "oci:" + filepath.Join(t.TempDir(), "out")}, extra...)
 	}
 
-	// The AWS worker configs bake a pull secret: preflight fails.
-	text, err := runCLI(t, args()...)
+	// The AWS worker configs' pull secret, baked on purpose: preflight
+	// fails.
+	text, err := runCLI(t, args("--bake-secrets")...)
 	if err == nil || !strings.Contains(err.Error(), "holds registry credentials") {
 		t.Fatalf("build with a baked pull secret: %v\n%s", err, text)
 	}

@@ -39,7 +39,8 @@
 // (symbolic or hard) and units (contents, enabled, mask, drop-ins) become
 // model items. The "overwrite" flag has no meaning in an image and is
 // ignored. Not representable, reported as model.Runtime: files with
-// "append", passwd users and groups (SSH keys live under /var/home), fips,
+// "append", the credentials the platform delivers itself (credentials.go),
+// passwd users and groups (SSH keys live under /var/home), fips,
 // storage disks/raid/filesystems/luks, Ignition kernelArguments. Remote
 // content (http, https, s3, gs, tftp, arn URLs) is an error. A
 // verification.hash is checked against the decompressed content, as Ignition
@@ -132,6 +133,9 @@ type Options struct {
 	Base fs.FS
 	// BaseName names the base in messages (default "the base image").
 	BaseName string
+	// BakeCredential reports whether a credential file (CredentialPaths)
+	// at this node path is baked; nil or false: it is runtime-delivered.
+	BakeCredential func(nodePath string) bool
 
 	poolPath, poolDigest string // the pool document, for the inputs
 }
@@ -362,7 +366,7 @@ func merge(ctx context.Context, cfg *model.Config, docs []doc, opts Options) (*m
 		return nil, errors.Join(errs...)
 	}
 	if haveIgn {
-		if err := convert(cfg, merged, origins, own); err != nil {
+		if err := convert(cfg, merged, origins, own, opts.BakeCredential); err != nil {
 			return nil, err
 		}
 	}
@@ -607,8 +611,8 @@ func recordOrigins(c igntypes.Config, o map[string]model.Origin, origin func(str
 }
 
 // convert turns the merged Ignition config into model items.
-func convert(cfg *model.Config, c igntypes.Config, origins map[string]model.Origin, own *owners) error {
-	v := &converter{cfg: cfg, origins: origins, own: own}
+func convert(cfg *model.Config, c igntypes.Config, origins map[string]model.Origin, own *owners, bake func(string) bool) error {
+	v := &converter{cfg: cfg, origins: origins, own: own, bake: bake}
 	if o, ok := origins["ignconfig"]; ok && (len(c.Ignition.Config.Merge) > 0 || c.Ignition.Config.Replace.Source != nil) {
 		v.fail(model.Errorf(o, "", "ignition.config merge/replace fetches other configs; not supported, inline them instead"))
 	}
@@ -634,6 +638,7 @@ type converter struct {
 	cfg     *model.Config
 	origins map[string]model.Origin
 	own     *owners
+	bake    func(string) bool // Options.BakeCredential
 	errs    []error
 }
 
@@ -654,6 +659,10 @@ func (v *converter) file(f igntypes.File) {
 	data, err := contents(f.Contents)
 	if err != nil {
 		v.fail(model.Errorf(o, f.Path, "contents: %v", err))
+		return
+	}
+	if v.runtimeCredential(f.Path) {
+		v.cfg.Runtime = append(v.cfg.Runtime, model.Runtime{Item: f.Path, Reason: ReasonCredential, SHA256: sha(data), Origin: o})
 		return
 	}
 	uid, gid, err := v.own.resolve(f.User, f.Group)

@@ -61,8 +61,13 @@ func (r *rawPool) add(mc map[string]any) {
 	cfg := spec["config"]
 	for _, f := range list(cfg, "storage", "files") {
 		kind := "file"
-		if len(list(f, "append")) > 0 {
+		switch {
+		case len(list(f, "append")) > 0:
 			kind = "append"
+		case str(f, "path") == "/var/lib/kubelet/config.json" || str(f, "path") == "/etc/kubernetes/kubeconfig":
+			// The pull secret and the bootstrap kubeconfig: the
+			// platform delivers them (credentials.go).
+			kind = "credential"
 		}
 		r.paths[str(f, "path")] = kind
 	}
@@ -149,7 +154,12 @@ func (r *rawPool) check(t *testing.T, cfg *model.Config) {
 	for _, x := range cfg.Runtime {
 		if strings.HasPrefix(x.Item, "/") {
 			got[x.Item] = "append"
-			if x.Reason != machineconfig.ReasonAppend {
+			if x.Reason == machineconfig.ReasonCredential {
+				got[x.Item] = "credential"
+				if len(x.SHA256) != 64 {
+					t.Errorf("runtime credential %s: sha256 %q", x.Item, x.SHA256)
+				}
+			} else if x.Reason != machineconfig.ReasonAppend {
 				t.Errorf("runtime %s: reason %q", x.Item, x.Reason)
 			}
 			continue
@@ -315,7 +325,11 @@ func TestKnownContent(t *testing.T) {
 	if kubelet == nil || kubelet.Enabled == nil || !*kubelet.Enabled || kubelet.Contents == nil {
 		t.Errorf("kubelet.service = %+v", kubelet)
 	}
-	if r := cfg.Runtime; len(r) != 1 || r[0].Item != "passwd.users[core]" || r[0].Reason != machineconfig.ReasonPasswd || r[0].Origin.Field != "spec.config.passwd.users[0]" {
+	// The pull secret (files[26]) is delivered by the platform, the
+	// core user's SSH keys live on the node.
+	if r := cfg.Runtime; len(r) != 2 || r[0].Item != "/var/lib/kubelet/config.json" || r[0].Reason != machineconfig.ReasonCredential ||
+		r[0].Origin.Field != "spec.config.storage.files[26]" ||
+		r[1].Item != "passwd.users[core]" || r[1].Reason != machineconfig.ReasonPasswd || r[1].Origin.Field != "spec.config.passwd.users[0]" {
 		t.Errorf("runtime = %+v", r)
 	}
 }

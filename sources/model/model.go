@@ -117,6 +117,9 @@ type Runtime struct {
 	// "spec.criConfig".
 	Item   string `json:"item"`
 	Reason string `json:"reason"`
+	// SHA256 is the digest of a runtime-delivered file's content, when
+	// the input has it, so that a change of it is seen.
+	SHA256 string `json:"sha256,omitempty"`
 	Origin Origin `json:"origin"`
 }
 

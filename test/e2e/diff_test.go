@@ -16,7 +16,8 @@ import (
 )
 
 // pullSecret is the AWS worker pool's pull secret path as oslayer stores
-// it; the diff builds allow it (the secrets check refuses it otherwise).
+// it; the diff builds bake it on purpose (--allow-secret; by default the
+// platform delivers it and it is not in the image).
 const pullSecret = "/usr/lib/oslayer/var/var/lib/kubelet/config.json"
 
 // awsWorkerEdited copies the real AWS worker MachineConfigs, replacing

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/oslayer/oslayer/preflight"
+	"github.com/oslayer/oslayer/sources/machineconfig"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
@@ -126,12 +127,22 @@ func TestContentCheckWritesNothing(t *testing.T) {
 	}
 
 	// The OpenShift worker set: its pull secret /var/lib/kubelet/config.json
+	// is the platform's to deliver: reported as runtime-delivered, not
+	// baked, and the build goes through without --allow-secret.
+	proxy.Reset()
+	var out string
+	out, stderr, code = cli(t, "build", "--base", baseRef, "--pool", "worker", "--machineconfig", fixtures.Path(t, "mco", "aws", "worker"),
+		"--push", proxy.Host+"/os/aws:latest", "-o", "json")
+	if code != 0 || !strings.Contains(out, `"item": "/var/lib/kubelet/config.json",`) || !strings.Contains(out, `"reason": "`+machineconfig.ReasonCredential+`",`) {
+		t.Fatalf("build of the OpenShift worker set: exit %d\n%s\n%s", code, out, stderr)
+	}
+	// Baked on purpose (--bake-secrets), the secrets check stops it: it
 	// never reaches the registry.
 	proxy.Reset()
 	_, stderr, code = cli(t, "build", "--base", baseRef, "--pool", "worker", "--machineconfig", fixtures.Path(t, "mco", "aws", "worker"),
-		"--push", proxy.Host+"/os/aws:latest")
+		"--bake-secrets", "--push", proxy.Host+"/os/aws:latest")
 	if code == 0 || !strings.Contains(stderr, "secrets /") || !strings.Contains(stderr, "kubelet/config.json (layer") {
-		t.Fatalf("build of the OpenShift worker set: exit %d\n%s", code, stderr)
+		t.Fatalf("build of the OpenShift worker set with --bake-secrets: exit %d\n%s", code, stderr)
 	}
 	for _, r := range proxy.Requests() {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {

@@ -21,8 +21,9 @@ func (stubImages) ReadFile(_ context.Context, image, path string) ([]byte, uint3
 }
 
 // TestRenderedPools: the pools oslayer renders from the real fixtures pass
-// preflight on an FCOS-shaped base; the one real problem, the OpenShift pull
-// secret baked into /var/lib/kubelet/config.json, is reported until allowed.
+// preflight on an FCOS-shaped base. The OpenShift pull secret
+// (/var/lib/kubelet/config.json) is not baked by default; baked on purpose
+// (bakeSecrets) it is reported until allowed.
 func TestRenderedPools(t *testing.T) {
 	base, err := synth.FCOSBase(0.001)
 	if err != nil {
@@ -59,6 +60,10 @@ func TestRenderedPools(t *testing.T) {
 	})
 	t.Run("openshift", func(t *testing.T) {
 		b := assemble(render.Request{MachineConfigs: []string{fixtures.Path(t, "mco", "aws", "worker")}, Pool: "worker"})
+		if rep, err := stage(b, preflight.Options{}); err != nil || rep.Errors != 0 || len(rep.Findings) != 0 {
+			t.Fatalf("without the pull secret: err %v, report %+v", err, rep)
+		}
+		b = assemble(render.Request{MachineConfigs: []string{fixtures.Path(t, "mco", "aws", "worker")}, Pool: "worker", BakeSecrets: true})
 		rep, err := stage(b, preflight.Options{})
 		if err == nil || rep == nil || rep.Errors != 1 || len(rep.Findings) != 1 {
 			t.Fatalf("err %v, report %+v", err, rep)

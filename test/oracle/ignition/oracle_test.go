@@ -130,7 +130,10 @@ func compareCase(t *testing.T, tl tools, base string, c mcCase) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	args := []string{"build", "--base", "oci:" + base + ":latest", "--machineconfig", mcDir,
-		"--pool", c.pool, "--push", "oci:" + layoutDir + ":pool", "--skip", "secrets"}
+		"--pool", c.pool, "--push", "oci:" + layoutDir + ":pool", "--skip", "secrets",
+		// ignition-apply writes the pull secret: bake it too, like for like
+		// (a real build leaves it to the platform).
+		"--bake-secrets"}
 	if c.mcp != nil {
 		args = append(args, "--machineconfigpool", c.writePool(t, filepath.Join(work, "pool.yaml")))
 	}
