@@ -249,7 +249,7 @@ func (r *Reconciler) succeeded(ctx context.Context, pi *v1alpha1.PoolImage, dige
 	st.SourcesDigest = digest
 	st.FailedSourcesDigest = ""
 	st.LastBuildTime = &now
-	pushRecord(pi, v1alpha1.BuildRecord{Image: st.Image, InputsDigest: st.InputsDigest, Time: now, Result: "Succeeded",
+	pushRecord(pi, v1alpha1.BuildRecord{Image: st.Image, InputsDigest: st.InputsDigest, BaseDigest: st.BaseDigest, Time: now, Result: "Succeeded",
 		Seconds: fmt.Sprintf("%.3f", seconds), Job: job, Attempt: attempt})
 	setCond(pi, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonBuilt, "built "+st.Image)
 	setCond(pi, v1alpha1.ConditionBuilding, metav1.ConditionFalse, ReasonIdle, "")

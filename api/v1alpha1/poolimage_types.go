@@ -127,6 +127,12 @@ type PoolImageSpec struct {
 	// +kubebuilder:default=InProcess
 	// +kubebuilder:validation:Enum=InProcess;Job
 	Builder string `json:"builder,omitempty"`
+	// Pin holds the published image at this digest (sha256:...) of a good
+	// build in status.builds, until it is removed; newer builds are still
+	// built and recorded (status.published, condition Pinned).
+	// +optional
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	Pin string `json:"pin,omitempty"`
 	// Job configures the build pod of spec.builder Job.
 	// +optional
 	Job *JobOptions `json:"job,omitempty"`
@@ -416,6 +422,12 @@ type PoolImageStatus struct {
 	// Builds are the last few builds, newest first.
 	// +optional
 	Builds []BuildRecord `json:"builds,omitempty"`
+	// Published is the image spec.publish hands on, and why.
+	// +optional
+	Published *PublishedImage `json:"published,omitempty"`
+	// Change is what the last change does to the nodes.
+	// +optional
+	Change *ImageChange `json:"change,omitempty"`
 	// Conditions are Ready, Building and Degraded.
 	// +optional
 	// +listType=map
@@ -432,6 +444,9 @@ type BuildRecord struct {
 	// InputsDigest is the build's inputs digest, when it got that far.
 	// +optional
 	InputsDigest string `json:"inputsDigest,omitempty"`
+	// BaseDigest is the build's base digest.
+	// +optional
+	BaseDigest string `json:"baseDigest,omitempty"`
 	// Time is when the build ended.
 	Time metav1.Time `json:"time"`
 	// Result is Succeeded or Failed.
