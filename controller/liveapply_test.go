@@ -162,7 +162,9 @@ func TestLiveApply(t *testing.T) {
 				SSHKey: opv1.NodeDisruptionPolicySpecSSHKey{Actions: []opv1.NodeDisruptionPolicySpecAction{{Type: opv1.NoneSpecAction}}}}}}
 	e.create(t, policy)
 	t.Cleanup(func() { _ = e.c.Delete(context.Background(), policy) })
-	e.changePool(t, mco, func(s *mcfgv1.MachineConfigSpec) { s.Config = withFile(t, s.Config, "/etc/oslayer-live/pool.conf", "live") })
+	e.changePool(t, mco, func(s *mcfgv1.MachineConfigSpec) {
+		s.Config = withFile(t, s.Config, "/etc/oslayer-live/pool.conf", "live")
+	})
 	pi = e.newBuild(t, "pool", "a build held by the cluster's policy", []string{first, second}, decided(v1alpha1.DecisionLiveApplied))
 	third, ch := pi.Status.Image, pi.Status.Change
 	if ch.From != first || changedPath(ch, "/etc/oslayer-live/pool.conf") == nil || changedPath(ch, "/var/lib/kubelet/config.json") == nil ||
@@ -172,7 +174,9 @@ func TestLiveApply(t *testing.T) {
 	e.published(t, mcName, pool, first)
 
 	// A file no policy names: the daemon reboots, published at once.
-	e.changePool(t, mco, func(s *mcfgv1.MachineConfigSpec) { s.Config = withFile(t, s.Config, "/etc/oslayer-reboot.conf", "reboot") })
+	e.changePool(t, mco, func(s *mcfgv1.MachineConfigSpec) {
+		s.Config = withFile(t, s.Config, "/etc/oslayer-reboot.conf", "reboot")
+	})
 	pi = e.newBuild(t, "pool", "a build published at once", []string{first, second, third}, decided(v1alpha1.DecisionBuilt))
 	fourth := pi.Status.Image
 	if p := platform(t, pi.Status.Change, "openshift"); pi.Status.Published.Image != fourth || p.Action != "reboot" ||
