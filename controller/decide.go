@@ -60,10 +60,18 @@ func Decide(in PublishInput) Decision {
 		return Decision{Candidate: b, Decision: v1alpha1.DecisionBuilt, Message: "the newest build"}
 	case b.InputsDigest != "" && b.InputsDigest == p.InputsDigest && b.BaseDigest == p.BaseDigest:
 		return keep(p, v1alpha1.DecisionNoNodeChange, fmt.Sprintf("%s has the inputs digest %s and the base of the published image: no node content changed", b.Image, b.InputsDigest))
+	case noNodeChange(in.Change, p.Image, b.Image):
+		return keep(p, v1alpha1.DecisionNoNodeChange, fmt.Sprintf("%s changes no node path, kernel argument, base or package of the published image (only what is delivered at runtime, or oslayer's records)", b.Image))
 	case !in.LiveApply:
 		return Decision{Candidate: b, Decision: v1alpha1.DecisionBuilt, Message: "the newest build"}
 	}
 	return decideLive(in)
+}
+
+// noNodeChange reports an analysed change from one image to the other
+// that no node sees.
+func noNodeChange(c *v1alpha1.ImageChange, from, to string) bool {
+	return c != nil && c.From == from && c.To == to && c.Error == "" && c.PathsTotal == 0 && !c.KernelArgs && !c.Base && !c.Packages
 }
 
 // decideLive holds a newer build back when the machine-config daemon

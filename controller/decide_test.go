@@ -27,7 +27,7 @@ func TestDecide(t *testing.T) {
 		{Image: a, InputsDigest: "in-a", BaseDigest: "base-1", Result: "Succeeded"},
 	}
 	change := func(action string, mod func(*v1alpha1.ImageChange)) *v1alpha1.ImageChange {
-		ch := &v1alpha1.ImageChange{From: a, To: b, Platforms: []v1alpha1.PlatformAction{
+		ch := &v1alpha1.ImageChange{From: a, To: b, PathsTotal: 1, Platforms: []v1alpha1.PlatformAction{
 			{Platform: "openshift", Action: action, Applies: true, Why: "/var/lib/kubelet/config.json: policy"},
 			{Platform: "openshift-image", Action: "reboot", Applies: true}}}
 		if mod != nil {
@@ -49,6 +49,13 @@ func TestDecide(t *testing.T) {
 		{"no live apply: newest", controller.PublishInput{Built: built, Published: pubA, Change: change("none", nil)}, b, v1alpha1.DecisionBuilt, "newest", ""},
 		{"same inputs and base: held", controller.PublishInput{Built: controller.Candidate{Image: b, InputsDigest: "in-a", BaseDigest: "base-1"}, Published: pubA},
 			a, v1alpha1.DecisionNoNodeChange, "no node content changed", ""},
+		{"no node path changed: held", controller.PublishInput{Built: built, Published: pubA,
+			Change: &v1alpha1.ImageChange{From: a, To: b, DownloadBytes: 900, Platforms: []v1alpha1.PlatformAction{{Platform: "bootc", Action: "soft-reboot"}}}},
+			a, v1alpha1.DecisionNoNodeChange, "changes no node path", ""},
+		{"no node path changed but kernel arguments", controller.PublishInput{Built: built, Published: pubA,
+			Change: &v1alpha1.ImageChange{From: a, To: b, KernelArgs: true}}, b, v1alpha1.DecisionBuilt, "newest", ""},
+		{"a path changed, no live apply: newest", controller.PublishInput{Built: built, Published: pubA,
+			Change: &v1alpha1.ImageChange{From: a, To: b, PathsTotal: 1}}, b, v1alpha1.DecisionBuilt, "newest", ""},
 		{"same inputs, new base: newest", controller.PublishInput{Built: controller.Candidate{Image: b, InputsDigest: "in-a", BaseDigest: "base-2"}, Published: pubA, LiveApply: true,
 			Change: change("reboot", func(c *v1alpha1.ImageChange) { c.Base = true })}, b, v1alpha1.DecisionBuilt, "base image changed", ""},
 		{"live: none held", controller.PublishInput{Built: built, Published: pubA, LiveApply: true, Change: change("none", nil)},

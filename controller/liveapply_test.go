@@ -44,6 +44,21 @@ func replaceFile(t *testing.T, raw runtime.RawExtension, path, content string) r
 	return runtime.RawExtension{Raw: b}
 }
 
+// withSSHKey is the Ignition config raw with core's SSH keys set to key.
+func withSSHKey(t *testing.T, raw runtime.RawExtension, key string) runtime.RawExtension {
+	t.Helper()
+	var cfg map[string]any
+	if err := json.Unmarshal(raw.Raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["passwd"] = map[string]any{"users": []any{map[string]any{"name": "core", "sshAuthorizedKeys": []any{key}}}}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runtime.RawExtension{Raw: b}
+}
+
 // changePool changes the pool's MachineConfig 00-POOL and renders it.
 func (e *env) changePool(t *testing.T, mco *fakeMCO, mod func(*mcfgv1.MachineConfigSpec)) {
 	t.Helper()
@@ -98,8 +113,9 @@ func decided(decision string) func(*v1alpha1.PoolImage) bool {
 
 // TestLiveApply runs an OpenShift pool with spec.publish.machineConfig
 // (the real MachineConfig, MachineConfigPool and MachineConfiguration
-// CRDs, a real registry, the controller as its ServiceAccount): a
-// rotated pull secret (the daemon's policy: None) builds and signs a new
+// CRDs, a real registry, the controller as its ServiceAccount): a new SSH
+// key builds an image that changes no node path (NoNodeChange: nothing
+// new published); a rotated pull secret (the daemon's policy: None) builds and signs a new
 // image but the osImageURL MachineConfig and the ConfigMap keep the first
 // (status.published LiveApplied, status.change with the action per
 // platform, the download and the path with its source, an Event
@@ -126,11 +142,25 @@ func TestLiveApply(t *testing.T) {
 	}
 	e.published(t, mcName, pool, first)
 
+	// A new SSH key for core: the daemon writes it (policy None) and no
+	// image carries it: a new image (its inputs digest covers the rendered
+	// MachineConfig) without a changed path, not published.
+	e.changePool(t, mco, func(s *mcfgv1.MachineConfigSpec) {
+		s.Config = withSSHKey(t, s.Config, "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOslayerLiveApply core@new")
+	})
+	pi = e.newBuild(t, "pool", "an SSH key build", []string{first}, decided(v1alpha1.DecisionNoNodeChange))
+	sshKey := pi.Status.Image
+	t.Logf("SSH key: built %s, published %s (%s)", sshKey, pi.Status.Published.Image, pi.Status.Published.Message)
+	if pi.Status.Published.Image != first || pi.Status.Change.PathsTotal != 0 || len(pi.Status.Builds) != 2 {
+		t.Errorf("an SSH key change: published %+v, change %+v", pi.Status.Published, pi.Status.Change)
+	}
+	e.published(t, mcName, pool, first)
+
 	// The cluster's pull secret rotates: built and signed, not published.
 	e.changePool(t, mco, func(s *mcfgv1.MachineConfigSpec) {
 		s.Config = replaceFile(t, s.Config, "/var/lib/kubelet/config.json", `{"auths":{"quay.io":{"auth":"cm90YXRlZDpzZWNyZXQ="}}}`)
 	})
-	pi = e.newBuild(t, "pool", "a held build", []string{first}, decided(v1alpha1.DecisionLiveApplied))
+	pi = e.newBuild(t, "pool", "a held build", []string{first, sshKey}, decided(v1alpha1.DecisionLiveApplied))
 	second := pi.Status.Image
 	ch := pi.Status.Change
 	t.Logf("held: %s\nchange: %+v", pi.Status.Published.Message, *ch)
@@ -149,8 +179,12 @@ func TestLiveApply(t *testing.T) {
 	}
 	e.verify(t, second)
 	e.published(t, mcName, pool, first)
-	if ev := e.events(t, "pool")["PublishHeld"]; len(ev) == 0 || !strings.Contains(ev[0].Note, "in place") {
-		t.Errorf("PublishHeld Events %+v", ev)
+	held := false
+	for _, ev := range e.events(t, "pool")["PublishHeld"] {
+		held = held || strings.Contains(ev.Note, "keeps "+first+": built "+second+"; the machine-config daemon applies the change in place")
+	}
+	if !held {
+		t.Errorf("no PublishHeld Event for %s: %+v", second, e.events(t, "pool")["PublishHeld"])
 	}
 
 	// The cluster's policy makes /etc/oslayer-live None: a file there is
@@ -165,7 +199,7 @@ func TestLiveApply(t *testing.T) {
 	e.changePool(t, mco, func(s *mcfgv1.MachineConfigSpec) {
 		s.Config = withFile(t, s.Config, "/etc/oslayer-live/pool.conf", "live")
 	})
-	pi = e.newBuild(t, "pool", "a build held by the cluster's policy", []string{first, second}, decided(v1alpha1.DecisionLiveApplied))
+	pi = e.newBuild(t, "pool", "a build held by the cluster's policy", []string{first, sshKey, second}, decided(v1alpha1.DecisionLiveApplied))
 	third, ch := pi.Status.Image, pi.Status.Change
 	if ch.From != first || changedPath(ch, "/etc/oslayer-live/pool.conf") == nil || changedPath(ch, "/var/lib/kubelet/config.json") == nil ||
 		platform(t, ch, "openshift").Action != "none" || pi.Status.Published.Image != first {
@@ -177,7 +211,7 @@ func TestLiveApply(t *testing.T) {
 	e.changePool(t, mco, func(s *mcfgv1.MachineConfigSpec) {
 		s.Config = withFile(t, s.Config, "/etc/oslayer-reboot.conf", "reboot")
 	})
-	pi = e.newBuild(t, "pool", "a build published at once", []string{first, second, third}, decided(v1alpha1.DecisionBuilt))
+	pi = e.newBuild(t, "pool", "a build published at once", []string{first, sshKey, second, third}, decided(v1alpha1.DecisionBuilt))
 	fourth := pi.Status.Image
 	if p := platform(t, pi.Status.Change, "openshift"); pi.Status.Published.Image != fourth || p.Action != "reboot" ||
 		!strings.Contains(p.Why, "/etc/oslayer-reboot.conf") || !strings.Contains(pi.Status.Published.Message, "reboots") {
@@ -187,13 +221,13 @@ func TestLiveApply(t *testing.T) {
 
 	// New kernel arguments: published at once.
 	e.changePool(t, mco, func(s *mcfgv1.MachineConfigSpec) { s.KernelArguments = append(s.KernelArguments, "oslayer.live=1") })
-	pi = e.newBuild(t, "pool", "a kernel arguments build", []string{first, second, third, fourth}, decided(v1alpha1.DecisionBuilt))
+	pi = e.newBuild(t, "pool", "a kernel arguments build", []string{first, sshKey, second, third, fourth}, decided(v1alpha1.DecisionBuilt))
 	fifth := pi.Status.Image
 	if !pi.Status.Change.KernelArgs || pi.Status.Published.Image != fifth || !strings.Contains(pi.Status.Published.Message, "kernel arguments") {
 		t.Errorf("status.published %+v, change %+v", pi.Status.Published, pi.Status.Change)
 	}
 	e.published(t, mcName, pool, fifth)
-	e.historyCLI(t, []string{fifth, fourth, third, second, first})
+	e.historyCLI(t, []string{fifth, fourth, third, second, sshKey})
 }
 
 // historyCLI runs oslayer history and oslayer diff on the PoolImage
