@@ -56,6 +56,8 @@ func Decide(in PublishInput) Decision {
 		return keep(p, "", "nothing built yet")
 	case p == nil || p.Image == "":
 		return Decision{Candidate: b, Decision: v1alpha1.DecisionBuilt, Message: "the first image"}
+	case p.Image == b.Image && p.Decision == v1alpha1.DecisionBuilt:
+		return keep(p, "", "") // published for its reason, which stays
 	case p.Image == b.Image:
 		return Decision{Candidate: b, Decision: v1alpha1.DecisionBuilt, Message: "the newest build"}
 	case b.InputsDigest != "" && b.InputsDigest == p.InputsDigest && b.BaseDigest == p.BaseDigest:

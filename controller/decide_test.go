@@ -44,7 +44,9 @@ func TestDecide(t *testing.T) {
 		pinErr   string // a part of the refusal
 	}{
 		{"first image", controller.PublishInput{Built: built}, b, v1alpha1.DecisionBuilt, "first", ""},
-		{"same image", controller.PublishInput{Built: built, Published: &v1alpha1.PublishedImage{Image: b}}, b, v1alpha1.DecisionBuilt, "newest", ""},
+		{"same image, was pinned", controller.PublishInput{Built: built, Published: &v1alpha1.PublishedImage{Image: b, Decision: v1alpha1.DecisionPinned}}, b, v1alpha1.DecisionBuilt, "newest", ""},
+		{"same image: its reason stays", controller.PublishInput{Built: built, Published: &v1alpha1.PublishedImage{Image: b, Decision: v1alpha1.DecisionBuilt,
+			Message: "published at once: the kernel arguments changed"}}, b, v1alpha1.DecisionBuilt, "kernel arguments", ""},
 		{"nothing built", controller.PublishInput{}, "", "", "nothing built", ""},
 		{"no live apply: newest", controller.PublishInput{Built: built, Published: pubA, Change: change("none", nil)}, b, v1alpha1.DecisionBuilt, "newest", ""},
 		{"same inputs and base: held", controller.PublishInput{Built: controller.Candidate{Image: b, InputsDigest: "in-a", BaseDigest: "base-1"}, Published: pubA},

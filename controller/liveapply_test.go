@@ -227,6 +227,9 @@ func TestLiveApply(t *testing.T) {
 		t.Errorf("status.published %+v, change %+v", pi.Status.Published, pi.Status.Change)
 	}
 	e.published(t, mcName, pool, fifth)
+	if pi := e.get(t, "pool"); !strings.Contains(pi.Status.Published.Message, "kernel arguments") {
+		t.Errorf("after publishing, status.published lost its reason: %+v", pi.Status.Published)
+	}
 	e.historyCLI(t, []string{fifth, fourth, third, second, sshKey})
 }
 

@@ -21,7 +21,9 @@ func (e *env) configMapSays(t *testing.T, name, image string) {
 	e.until(t, &corev1.ConfigMapList{}, []client.ListOption{client.InNamespace(e.ns)}, func() bool {
 		err := e.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: name}, &cm)
 		return err == nil && cm.Data[controller.ConfigMapImage] == image
-	}, func() string { return "ConfigMap " + name + " does not say " + image + ": " + cm.Data[controller.ConfigMapImage] })
+	}, func() string {
+		return "ConfigMap " + name + " does not say " + image + ": " + cm.Data[controller.ConfigMapImage]
+	})
 }
 
 // setPin sets spec.pin ("" removes it).
