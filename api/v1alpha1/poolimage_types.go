@@ -30,6 +30,7 @@ const (
 // +kubebuilder:resource:shortName=pi
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.status.image`
+// +kubebuilder:printcolumn:name="Published",type=string,JSONPath=`.status.published.decision`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type PoolImage struct {
 	metav1.TypeMeta   `json:",inline"`
