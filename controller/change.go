@@ -131,7 +131,8 @@ func Summarize(from, to string, res *diff.Result) *v1alpha1.ImageChange {
 	return ch
 }
 
-// why names the first rules of a prediction ("ITEM: RULE; ...").
+// why names the first rules of a prediction ("ITEM: RULE; ..."), and for
+// OpenShift its notes (the node disruption policy used).
 func why(p diff.Prediction) string {
 	var parts []string
 	for i, r := range p.Rules {
@@ -142,7 +143,11 @@ func why(p diff.Prediction) string {
 		parts = append(parts, r.Item+": "+r.Rule)
 	}
 	if len(parts) == 0 && p.Action == diff.None {
-		return "nothing to do"
+		parts = append(parts, "nothing to do")
+	}
+	if p.Platform == diff.PlatformOpenShift {
+		// Which policies decided: the defaults or the cluster's.
+		parts = append(parts, p.Notes...)
 	}
 	return strings.Join(parts, "; ")
 }

@@ -22,8 +22,20 @@ const (
 // build first when it was not (status.change), and sets Pinned and a
 // refused spec.pin's Degraded. The status is written when it changed.
 func (r *Reconciler) choose(ctx context.Context, pi *v1alpha1.PoolImage) error {
+	before := pi.Status.DeepCopy()
+	r.decide(ctx, pi)
+	if equality.Semantic.DeepEqual(before, &pi.Status) {
+		return nil
+	}
+	return r.Client.Status().Update(ctx, pi)
+}
+
+// decide is choose without the write: a caller that writes the status
+// anyway calls it first, so that one write carries the decision (a
+// second write would show a reconcile reading the cache in between a
+// status without it).
+func (r *Reconciler) decide(ctx context.Context, pi *v1alpha1.PoolImage) {
 	st := &pi.Status
-	before := st.DeepCopy()
 	built := Candidate{Image: st.Image, InputsDigest: st.InputsDigest, BaseDigest: st.BaseDigest}
 	if p := st.Published; p != nil && p.Image != "" && built.Image != "" && p.Image != built.Image &&
 		(st.Change == nil || st.Change.From != p.Image || st.Change.To != built.Image) {
@@ -32,10 +44,6 @@ func (r *Reconciler) choose(ctx context.Context, pi *v1alpha1.PoolImage) error {
 	d := Decide(PublishInput{Built: built, Published: st.Published, Pin: pi.Spec.Pin, History: st.Builds,
 		LiveApply: liveApply(pi), Change: st.Change})
 	r.applyDecision(pi, d)
-	if equality.Semantic.DeepEqual(before, st) {
-		return nil
-	}
-	return r.Client.Status().Update(ctx, pi)
 }
 
 // liveApply reports whether the image goes to an OpenShift pool as its
@@ -77,11 +85,15 @@ func (r *Reconciler) pinConditions(pi *v1alpha1.PoolImage, d Decision) {
 	switch {
 	case d.PinError != "":
 		c := meta.FindStatusCondition(conds, v1alpha1.ConditionDegraded)
-		if c == nil || c.Reason != v1alpha1.ReasonPinInvalid || c.Message != d.PinError {
+		if p := meta.FindStatusCondition(conds, v1alpha1.ConditionPinned); p == nil || p.Reason != v1alpha1.ReasonPinInvalid || p.Message != d.PinError {
 			r.event(pi, corev1.EventTypeWarning, v1alpha1.ReasonPinInvalid, "publish", "%s", d.PinError)
 		}
-		setCond(pi, v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonPinInvalid, d.PinError)
 		setCond(pi, v1alpha1.ConditionPinned, metav1.ConditionFalse, v1alpha1.ReasonPinInvalid, d.PinError)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason == v1alpha1.ReasonPinInvalid {
+			// A failed build's Degraded stays (it keeps its input from
+			// being built again); Pinned says why the pin is refused.
+			setCond(pi, v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonPinInvalid, d.PinError)
+		}
 		return
 	case d.Decision == v1alpha1.DecisionPinned:
 		setCond(pi, v1alpha1.ConditionPinned, metav1.ConditionTrue, ReasonPinned, d.Message)
