@@ -21,10 +21,10 @@ type platformDigests struct {
 }
 
 // digestMatches reports whether digest (a node's or pool's booted image)
-// is status.image: its digest or, when status.image is an index, the
+// is status.published.image: its digest or, when status.published.image is an index, the
 // digest of one of its platform images.
 func (r *Reconciler) digestMatches(ctx context.Context, pi *v1alpha1.PoolImage, digest string) (bool, error) {
-	image := pi.Status.Image
+	image := publishedImage(pi)
 	want := image[strings.LastIndex(image, "@")+1:]
 	if digest = digest[strings.LastIndex(digest, "@")+1:]; digest == want {
 		return true, nil
@@ -60,11 +60,11 @@ func (r *Reconciler) platformsOf(ctx context.Context, pi *v1alpha1.PoolImage, im
 	_, reg.Shared = r.pushed.options(cred)
 	ref, err := reg.ParseReference(image)
 	if err != nil {
-		return nil, fmt.Errorf("status.image %s: %w", image, err)
+		return nil, fmt.Errorf("status.published.image %s: %w", image, err)
 	}
 	desc, err := remote.Get(ref, reg.RemoteOptions(ctx)...)
 	if err != nil {
-		return nil, fmt.Errorf("reading status.image %s: %w", image, err)
+		return nil, fmt.Errorf("reading status.published.image %s: %w", image, err)
 	}
 	if desc.MediaType.IsIndex() {
 		idx, err := desc.ImageIndex()

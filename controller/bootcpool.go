@@ -17,7 +17,7 @@ import (
 	"github.com/oslayer/oslayer/api/v1alpha1"
 )
 
-// spec.publish.bootcNodePool hands status.image to bootc-operator: the
+// spec.publish.bootcNodePool hands status.published.image to bootc-operator: the
 // controller keeps the BootcNodePool's spec.image.ref at the digested
 // reference (REPO@sha256:..., never a tag, so the operator resolves
 // nothing) and mirrors the pool's status.targetDigest, deployedDigest,
@@ -70,7 +70,7 @@ func (r *Reconciler) handOff(ctx context.Context, pi *v1alpha1.PoolImage) error 
 		return nil
 	}
 	where := "spec.publish.bootcNodePool: BootcNodePool " + want
-	ref, err := digestRef(pi.Status.Image)
+	ref, err := digestRef(publishedImage(pi))
 	if err != nil || ref == "" {
 		return err
 	}
@@ -79,7 +79,7 @@ func (r *Reconciler) handOff(ctx context.Context, pi *v1alpha1.PoolImage) error 
 	err = r.reader().Get(ctx, client.ObjectKey{Name: want}, pool)
 	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 		setCond(pi, v1alpha1.ConditionBootcNodePool, metav1.ConditionFalse, ReasonBootcNodePoolNotFound,
-			where+" not found (bootc-operator's node.bootc.dev/v1alpha1); status.image "+ref+" is not handed off")
+			where+" not found (bootc-operator's node.bootc.dev/v1alpha1); status.published.image "+ref+" is not handed off")
 		return nil
 	}
 	if err == nil {
@@ -159,7 +159,17 @@ func digestRef(image string) (string, error) {
 	}
 	d, err := name.NewDigest(image, name.WeakValidation)
 	if err != nil {
-		return "", fmt.Errorf("status.image %q is not a digested reference: %w", image, err)
+		return "", fmt.Errorf("status.published.image %q is not a digested reference: %w", image, err)
 	}
 	return d.Context().Name() + "@" + d.DigestStr(), nil
+}
+
+// publishedImage is the image spec.publish hands on: status.published
+// (the newest build, a pinned one, or an older one held while the change
+// is applied in place), "" before the first decision.
+func publishedImage(pi *v1alpha1.PoolImage) string {
+	if pi.Status.Published == nil {
+		return ""
+	}
+	return pi.Status.Published.Image
 }

@@ -152,6 +152,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			pi.Status.ObservedGeneration = pi.Generation
 			setCond(&pi, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonUpToDate, "image "+st.Image+" is the image of the current inputs")
 			setCond(&pi, v1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonUpToDate, "")
+			r.decide(ctx, &pi)
 			if err := r.Client.Status().Update(ctx, &pi); err != nil {
 				return ctrl.Result{}, err
 			}
@@ -254,12 +255,13 @@ func (r *Reconciler) succeeded(ctx context.Context, pi *v1alpha1.PoolImage, dige
 	st.SourcesDigest = digest
 	st.FailedSourcesDigest = ""
 	st.LastBuildTime = &now
-	pushRecord(pi, v1alpha1.BuildRecord{Image: st.Image, InputsDigest: st.InputsDigest, Time: now, Result: "Succeeded",
+	pushRecord(pi, v1alpha1.BuildRecord{Image: st.Image, InputsDigest: st.InputsDigest, BaseDigest: st.BaseDigest, Time: now, Result: "Succeeded",
 		Seconds: fmt.Sprintf("%.3f", seconds), Job: job, Attempt: attempt})
 	setCond(pi, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonBuilt, "built "+st.Image)
 	setCond(pi, v1alpha1.ConditionBuilding, metav1.ConditionFalse, ReasonIdle, "")
 	setCond(pi, v1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonBuilt, "")
 	r.event(pi, corev1.EventTypeNormal, "Built", "build", "built %s", st.Image)
+	r.decide(ctx, pi) // in the same write
 	if err := r.Client.Status().Update(ctx, pi); err != nil {
 		return err
 	}

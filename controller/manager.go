@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	opv1 "github.com/openshift/api/operator/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -64,6 +65,10 @@ func Scheme() (*runtime.Scheme, error) {
 		return nil, err
 	}
 	if err := mcfgv1.Install(s); err != nil {
+		return nil, err
+	}
+	// The MachineConfiguration "cluster" (its node disruption policy).
+	if err := opv1.Install(s); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -61,6 +61,9 @@ func PublishedMachineConfigName(pool string) string { return "99-" + pool + "-os
 // a failure sets it (reason PublishFailed) and is retried; a success
 // clears an earlier publish failure.
 func (r *Reconciler) published(ctx context.Context, pi *v1alpha1.PoolImage) error {
+	if err := r.choose(ctx, pi); err != nil {
+		return err
+	}
 	err := r.publish(ctx, pi)
 	c := meta.FindStatusCondition(pi.Status.Conditions, v1alpha1.ConditionDegraded)
 	wasFailing := c != nil && c.Status == metav1.ConditionTrue && c.Reason == ReasonPublishFailed
@@ -83,8 +86,8 @@ func (r *Reconciler) published(ctx context.Context, pi *v1alpha1.PoolImage) erro
 	return nil
 }
 
-// publish makes the published objects say status.image and removes those
-// the spec no longer asks for.
+// publish makes the published objects say status.published.image and
+// removes those the spec no longer asks for.
 func (r *Reconciler) publish(ctx context.Context, pi *v1alpha1.PoolImage) error {
 	var wantMC, wantCM string
 	if p := pi.Spec.Publish; p != nil {
@@ -96,16 +99,17 @@ func (r *Reconciler) publish(ctx context.Context, pi *v1alpha1.PoolImage) error 
 	if err := r.prunePublished(ctx, client.ObjectKeyFromObject(pi), wantMC, wantCM); err != nil {
 		return err
 	}
-	if pi.Status.Image == "" {
+	img := pi.Status.Published
+	if img == nil || img.Image == "" {
 		return nil
 	}
 	if wantMC != "" {
-		if err := r.publishMachineConfig(ctx, pi, wantMC); err != nil {
+		if err := r.publishMachineConfig(ctx, pi, wantMC, img.Image); err != nil {
 			return fmt.Errorf("spec.publish.machineConfig: %w", err)
 		}
 	}
 	if wantCM != "" {
-		if err := r.publishConfigMap(ctx, pi, wantCM); err != nil {
+		if err := r.publishConfigMap(ctx, pi, wantCM, img); err != nil {
 			return fmt.Errorf("spec.publish.configMap: %w", err)
 		}
 	}
@@ -170,8 +174,9 @@ func mine(pi *v1alpha1.PoolImage, obj client.Object) error {
 	return nil
 }
 
-// publishMachineConfig keeps the osImageURL MachineConfig of the pool.
-func (r *Reconciler) publishMachineConfig(ctx context.Context, pi *v1alpha1.PoolImage, name string) error {
+// publishMachineConfig keeps the osImageURL MachineConfig of the pool at
+// image.
+func (r *Reconciler) publishMachineConfig(ctx context.Context, pi *v1alpha1.PoolImage, name, image string) error {
 	pool := pi.Spec.Source.OpenShift.MachineConfigPool
 	mcp, err := getPool(ctx, r.Client, pool, "spec.source.openshift.machineConfigPool")
 	if err != nil {
@@ -190,26 +195,26 @@ func (r *Reconciler) publishMachineConfig(ctx context.Context, pi *v1alpha1.Pool
 	if err != nil {
 		mc = mcfgv1.MachineConfig{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l, Annotations: a},
-			Spec:       mcfgv1.MachineConfigSpec{OSImageURL: pi.Status.Image},
+			Spec:       mcfgv1.MachineConfigSpec{OSImageURL: image},
 		}
 		if err := r.Client.Create(ctx, &mc); err != nil {
 			return fmt.Errorf("creating MachineConfig %s: %w", name, err)
 		}
-		r.event(pi, corev1.EventTypeNormal, "Published", "publish", "MachineConfig %s sets osImageURL %s", name, pi.Status.Image)
+		r.event(pi, corev1.EventTypeNormal, "Published", "publish", "MachineConfig %s sets osImageURL %s", name, image)
 		return nil
 	}
 	if err := mine(pi, &mc); err != nil {
 		return fmt.Errorf("MachineConfig %w", err)
 	}
-	if mc.Spec.OSImageURL == pi.Status.Image && subset(l, mc.Labels) && subset(a, mc.Annotations) {
+	if mc.Spec.OSImageURL == image && subset(l, mc.Labels) && subset(a, mc.Annotations) {
 		return nil
 	}
-	mc.Spec.OSImageURL = pi.Status.Image
+	mc.Spec.OSImageURL = image
 	mc.Labels, mc.Annotations = merged(mc.Labels, l), merged(mc.Annotations, a)
 	if err := r.Client.Update(ctx, &mc); err != nil {
 		return fmt.Errorf("updating MachineConfig %s: %w", name, err)
 	}
-	r.event(pi, corev1.EventTypeNormal, "Published", "publish", "MachineConfig %s sets osImageURL %s", name, pi.Status.Image)
+	r.event(pi, corev1.EventTypeNormal, "Published", "publish", "MachineConfig %s sets osImageURL %s", name, image)
 	return nil
 }
 
@@ -239,15 +244,11 @@ func poolRole(mcp *mcfgv1.MachineConfigPool, want string) (string, error) {
 		where, sel.String(), machineconfig.RoleLabel, strings.Join(nonEmpty(cands), " or "))
 }
 
-// publishConfigMap keeps the ConfigMap with the current image.
-func (r *Reconciler) publishConfigMap(ctx context.Context, pi *v1alpha1.PoolImage, name string) error {
-	digest := pi.Status.Image
-	if i := strings.LastIndex(digest, "@"); i >= 0 {
-		digest = digest[i+1:]
-	}
+// publishConfigMap keeps the ConfigMap with the published image.
+func (r *Reconciler) publishConfigMap(ctx context.Context, pi *v1alpha1.PoolImage, name string, img *v1alpha1.PublishedImage) error {
 	data := map[string]string{
-		ConfigMapImage: pi.Status.Image, ConfigMapDigest: digest, ConfigMapPool: poolName(pi),
-		ConfigMapInputsDigest: pi.Status.InputsDigest, ConfigMapBaseDigest: pi.Status.BaseDigest,
+		ConfigMapImage: img.Image, ConfigMapDigest: digestOf(img.Image), ConfigMapPool: poolName(pi),
+		ConfigMapInputsDigest: img.InputsDigest, ConfigMapBaseDigest: img.BaseDigest,
 	}
 	l, a := publishedMeta(pi, nil)
 	var cm corev1.ConfigMap

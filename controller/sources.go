@@ -44,7 +44,7 @@ type inputs struct {
 	// packageReason names what asks for it.
 	packageStage  bool
 	packageReason string
-	// digest covers the spec (but spec.publish) and every document's name
+	// digest covers the spec (but spec.publish and spec.pin) and every document's name
 	// and content.
 	digest string
 	// from names what the documents were read from when their names do
@@ -136,9 +136,10 @@ func readInputs(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) (*
 		docs = append(docs, pd...)
 	}
 	h := sha256.New()
-	// Where the image is published changes nothing that is built.
+	// Where the image is published, and which one (spec.pin), changes
+	// nothing that is built.
 	s := pi.Spec
-	s.Publish = nil
+	s.Publish, s.Pin = nil, ""
 	spec, err := json.Marshal(s)
 	if err != nil {
 		return nil, err

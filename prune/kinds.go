@@ -35,6 +35,11 @@ func (c *collector) poolImage(o obj) error {
 	if err := c.ref(o, "PoolImage", pool, last, "status", "image"); err != nil {
 		return err
 	}
+	// The image spec.publish hands on (pinned, or held while the change
+	// since it is applied in place) may have left the build history.
+	if err := c.ref(o, "PoolImage", pool, last, "status", "published", "image"); err != nil {
+		return err
+	}
 	if err := c.ref(o, "base", pool, time.Time{}, "status", "baseDigest"); err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 
 func TestPoolImageStatusKeeps(t *testing.T) {
 	e := newEnv(t, false)
-	current, history, unused := e.push("worker", true), e.push("worker", true), e.push("worker", true)
+	current, history, unused, pinned := e.push("worker", true), e.push("worker", true), e.push("worker", true), e.push("worker", true)
 	now := time.Now().UTC().Format(time.RFC3339)
 	e.apply(fmt.Sprintf(`apiVersion: oslayer.dev/v1alpha1
 kind: PoolImage
@@ -21,13 +21,15 @@ spec: {source: {documents: {objects: [{kind: ConfigMap, name: osc}]}}, base: qua
 status:
   image: %s
   lastBuildTime: %s
+  published: {image: %s, decision: Pinned}
   builds:
   - {image: %s, time: %s, result: Succeeded}
   - {image: %s, time: %s, result: Succeeded}
-`, e.ns, e.repo, current, now, current, now, history, now))
+`, e.ns, e.repo, current, now, pinned, current, now, history, now))
 	res := e.prune(true)
 	e.wantKept(res, current, "PoolImage "+e.ns+"/worker status.image")
 	e.wantKept(res, history, "PoolImage "+e.ns+"/worker status.builds[1].image")
+	e.wantKept(res, pinned, "PoolImage "+e.ns+"/worker status.published.image")
 	e.wantDeleted(res, unused)
 	e.wantNothingDeleted()
 }

@@ -30,6 +30,7 @@ const (
 // +kubebuilder:resource:shortName=pi
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.status.image`
+// +kubebuilder:printcolumn:name="Published",type=string,JSONPath=`.status.published.decision`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type PoolImage struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -130,6 +131,12 @@ type PoolImageSpec struct {
 	// +kubebuilder:default=InProcess
 	// +kubebuilder:validation:Enum=InProcess;Job
 	Builder string `json:"builder,omitempty"`
+	// Pin holds the published image at this digest (sha256:...) of a good
+	// build in status.builds, until it is removed; newer builds are still
+	// built and recorded (status.published, condition Pinned).
+	// +optional
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	Pin string `json:"pin,omitempty"`
 	// Job configures the build pod of spec.builder Job.
 	// +optional
 	Job *JobOptions `json:"job,omitempty"`
@@ -438,6 +445,12 @@ type PoolImageStatus struct {
 	// Retention is the last run of spec.retention.
 	// +optional
 	Retention *RetentionStatus `json:"retention,omitempty"`
+	// Published is the image spec.publish hands on, and why.
+	// +optional
+	Published *PublishedImage `json:"published,omitempty"`
+	// Change is what the last change does to the nodes.
+	// +optional
+	Change *ImageChange `json:"change,omitempty"`
 	// Conditions are Ready, Building and Degraded.
 	// +optional
 	// +listType=map
@@ -454,6 +467,9 @@ type BuildRecord struct {
 	// InputsDigest is the build's inputs digest, when it got that far.
 	// +optional
 	InputsDigest string `json:"inputsDigest,omitempty"`
+	// BaseDigest is the build's base digest.
+	// +optional
+	BaseDigest string `json:"baseDigest,omitempty"`
 	// Time is when the build ended.
 	Time metav1.Time `json:"time"`
 	// Result is Succeeded or Failed.

@@ -26,6 +26,7 @@ type diffFlags struct {
 	policy         string
 	failOn         string
 	platforms      []string
+	kube           kubeFlags
 }
 
 func newDiffCmd(g *globals) *cobra.Command {
@@ -53,9 +54,12 @@ Actions, least disruptive first: none, reload, restart, drain, soft-reboot,
 reboot.
 
 OLD and NEW are image references oslayer prints (a registry reference or
-oci:DIR[:TAG], by tag or digest). Without NEW, the new side is the input set
-of --new-machineconfig/--new-osc; without OLD either, the old side is
---old-machineconfig/--old-osc. --machineconfig and --osc add inputs to both
+oci:DIR[:TAG], by tag or digest), or entries of a PoolImage's build history
+read from the cluster (--kubeconfig): poolimage:NAMESPACE/NAME@N is
+status.builds[N] (0 the newest; oslayer history lists them),
+poolimage:NAMESPACE/NAME@published the image spec.publish hands on.
+Without NEW, the new side is the input set of --new-machineconfig/--new-osc;
+without OLD either, the old side is --old-machineconfig/--old-osc. --machineconfig and --osc add inputs to both
 input sets. No base layer is read: an image's manifest, labels and metadata
 layer (the ownership manifest) are enough.
 
@@ -63,9 +67,10 @@ SSH keys and FIPS are not in an image (they are delivered at runtime): only
 input sets show their changes.
 
 Exit codes: 0 done (the action is below --fail-on), 1 the predicted action
-is at least --fail-on, 2 bad input (a reference that does not resolve, OLD
-and NEW of different pools or architectures, a policy file that is not a
-MachineConfiguration); nothing is written.`,
+is at least --fail-on, 2 bad input (a reference that does not resolve, a
+history index the PoolImage does not have, OLD and NEW of different pools
+or architectures, a policy file that is not a MachineConfiguration);
+nothing is written.`,
 		Example: `  # Two builds of a pool
   oslayer diff registry.example.com/os/worker@sha256:1111... registry.example.com/os/worker:latest
 
@@ -73,6 +78,9 @@ MachineConfiguration); nothing is written.`,
   oslayer diff --machineconfig mcs/ --pool worker \
       --old-machineconfig old/99-worker-ssh.yaml --new-machineconfig new/99-worker-ssh.yaml \
       --node-disruption-policy machineconfiguration-cluster.yaml --platform openshift --fail-on drain
+
+  # The last change of a PoolImage, read from the cluster
+  oslayer diff poolimage:openshift-oslayer/worker@1 poolimage:openshift-oslayer/worker@0
 
   # What the running image becomes with new inputs
   oslayer diff oci:out/worker:latest --new-osc osc-worker.yaml -o json`,
@@ -108,6 +116,7 @@ func (f *diffFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.arch, "arch", "", "architecture of the images and --base (default amd64)")
 	fs.StringVar(&f.policy, "node-disruption-policy", "", "MachineConfiguration manifest (operator.openshift.io/v1) whose spec.nodeDisruptionPolicy the cluster uses (default: the MCO's defaults)")
 	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when the predicted action is at least this: none, reload, restart, drain, soft-reboot, reboot")
+	f.kube.register(fs, "poolimage: arguments are read from")
 	fs.StringArrayVar(&f.platforms, "platform", nil, "platform whose action --fail-on and the overall action consider: openshift, openshift-image, bootc, gardener (repeatable; default: every platform the inputs are for)")
 }
 
@@ -125,6 +134,9 @@ func (f *diffFlags) run(cmd *cobra.Command, g *globals, args []string) (*diff.Re
 	}
 	ro, err := f.reg.options()
 	if err != nil {
+		return nil, err
+	}
+	if args, err = f.kube.resolvePoolImageRefs(ctx, args); err != nil {
 		return nil, err
 	}
 	old, new, err := f.sides(ctx, cmd, g, ro, args)

@@ -84,6 +84,7 @@ signs it, so nodes rebase onto one verified, reproducible image.`,
 		newFleetCmd,
 		newControllerCmd,
 		newPruneCmd,
+		newHistoryCmd,
 	} {
 		root.AddCommand(c(g))
 	}
