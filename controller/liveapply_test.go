@@ -143,8 +143,8 @@ func TestLiveApply(t *testing.T) {
 	e.published(t, mcName, pool, first)
 
 	// A new SSH key for core: the daemon writes it (policy None) and no
-	// image carries it: a new image (its inputs digest covers the rendered
-	// MachineConfig) without a changed path, not published.
+	// image carries it: a new image (its inputs digest covers the pool's
+	// MachineConfigs) without a changed path, not published.
 	e.changePool(t, mco, func(s *mcfgv1.MachineConfigSpec) {
 		s.Config = withSSHKey(t, s.Config, "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOslayerLiveApply core@new")
 	})
@@ -174,7 +174,7 @@ func TestLiveApply(t *testing.T) {
 		t.Errorf("openshift-image prediction %+v, want reboot", p)
 	}
 	if cp := changedPath(ch, "/var/lib/kubelet/config.json"); cp == nil || cp.Change != "changed" ||
-		!strings.Contains(cp.Source, "(MachineConfig rendered-"+pool) || !strings.Contains(cp.Source, "spec.config.storage.files[") {
+		!strings.Contains(cp.Source, "(MachineConfig 00-"+pool+")") || !strings.Contains(cp.Source, "spec.config.storage.files[") {
 		t.Errorf("changed paths %+v: no /var/lib/kubelet/config.json with its source", ch.Paths)
 	}
 	e.verify(t, second)
