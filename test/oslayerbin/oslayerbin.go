@@ -264,11 +264,12 @@ func (v *variant) key(root string) (string, error) {
 }
 
 // buildInput reports whether a file named name can change what go build
-// makes: Go, C and assembly sources, .syso objects, go.mod and go.sum. (No
-// package of the command embeds other files; a test keeps it so.)
+// makes: Go, C and assembly sources, .syso objects, go.mod and go.sum,
+// and the shell scripts packages embed (a test checks every embedded file
+// is one of these).
 func buildInput(name string) bool {
 	switch filepath.Ext(name) {
-	case ".go", ".c", ".h", ".s", ".S", ".syso":
+	case ".go", ".c", ".h", ".s", ".S", ".syso", ".sh":
 		return true
 	}
 	return name == "go.mod" || name == "go.sum"
