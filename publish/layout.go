@@ -502,7 +502,7 @@ func (l *layoutPublisher) Commit(ctx context.Context, b *build.Built, pub *build
 }
 
 // commit points the layout's tag at the manifest (an image's or an
-// index's) d, which Write or WriteIndex put in the layout as pub.
+// index's) d, which Write put in the layout as pub.
 func (l *layoutPublisher) commit(ctx context.Context, pub *build.Published, d v1.Hash, mt types.MediaType, raw []byte) error {
 	p := l.p
 	fail := func(step string, err error) error {

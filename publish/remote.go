@@ -171,7 +171,7 @@ func (r *remotePublisher) Commit(ctx context.Context, b *build.Built, pub *build
 }
 
 // moveTag moves the target's tag to the manifest m (an image or an index)
-// with digest d, which Write or WriteIndex published as pub.
+// with digest d, which Write published as pub.
 func (p *Publisher) moveTag(ctx context.Context, pub *build.Published, d v1.Hash, m remote.Taggable) error {
 	if pub.Digest == nil || pub.Digest.DigestStr() != d.String() || pub.Digest.Context().String() != p.tag.Context().String() {
 		return fmt.Errorf("push %s: commit of %s, which this publisher did not write", p.target, pub.Ref)
