@@ -117,9 +117,9 @@ type Result struct {
 	// build, in index order (nil for a single image).
 	Platforms []*Result `json:"platforms,omitempty"`
 
-	// What was built and written, for Retag and the index.
+	// What was built (an image or an index) and written, for Retag and
+	// the index.
 	built     *Built
-	index     *BuiltIndex
 	published *Published
 	indexOpts IndexOptions
 }
@@ -163,8 +163,8 @@ type Targeter interface{ Target() string }
 // failure stops the build with an error that names the step ("render:
 // ...", "push: ...", "preflight: ...") and leaves the tag where it was.
 // When req.Arch names several architectures (or ArchAll) it builds one
-// image per platform and publishes an index of them (pub must then be an
-// IndexPublisher). The returned Result is filled as far as the build got,
+// image per platform and publishes an index of them with the same
+// publisher and stages (Built.IsIndex). The returned Result is filled as far as the build got,
 // also on error.
 func Build(ctx context.Context, req Request, pub Publisher, stages ...Stage) (*Result, error) {
 	var res *Result

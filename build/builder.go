@@ -22,9 +22,11 @@
 // the same base reads no base blob. Request.BaseIndex "off" keeps the base
 // unread and the result says what was assumed instead.
 //
-// The later stages live in packages that come after builder in the pipeline
-// (preflight, registry/push, registry/sign); builder only defines the
-// interfaces they implement, so it imports none of them.
+// The later stages live in packages that come after build in the pipeline
+// (preflight, publish, sign); build only defines the interfaces they
+// implement (Publisher, Stage, PreWrite, OnIndex), so it imports none of
+// them. An image and a multi-platform index go through the same ones: a
+// Built is either (IsIndex).
 package build
 
 import (
@@ -73,9 +75,20 @@ type Base struct {
 	Index *baseindex.Index `json:"-"`
 }
 
-// Built is an assembled image that has not been published yet.
+// Built is what a build assembled and has not published yet: one image
+// (Image), or for a multi-platform build an OCI index (Index) of one
+// Built image per platform (Platforms, in index order, each written
+// before the index). An index's Built sets only Index, Digest, Pool and
+// Platforms. Publishers and stages take either (IsIndex tells them
+// apart), as ko's publishers take an image or an index as one
+// build.Result.
 type Built struct {
-	Image  v1.Image
+	Image v1.Image
+	// Index is the multi-platform build's index (nil for an image).
+	Index v1.ImageIndex
+	// Platforms are an index's platform images, in index order.
+	Platforms []*Built
+	// Digest is the image's or the index's manifest digest.
 	Digest v1.Hash
 	Base   Base
 	// Official is the official base when Base is a package base built
@@ -102,6 +115,9 @@ type Built struct {
 	Files []render.Baked
 }
 
+// IsIndex reports whether b is a multi-platform build's index.
+func (b *Built) IsIndex() bool { return b != nil && b.Index != nil }
+
 // AddedLayer describes one appended layer.
 type AddedLayer struct {
 	Digest v1.Hash `json:"digest"`
@@ -110,7 +126,8 @@ type AddedLayer struct {
 	Source string  `json:"source"`
 }
 
-// Published is where an image was written by digest (not yet tagged).
+// Published is where an image or index was written by digest (not yet
+// tagged).
 type Published struct {
 	// Ref is the digested reference, e.g. "127.0.0.1:5000/pool@sha256:...",
 	// or "oci:DIR@sha256:..." for a layout.
@@ -136,8 +153,11 @@ type Attached struct {
 	Descriptor v1.Descriptor `json:"descriptor"`
 }
 
-// Publisher writes an image by digest and, once every stage succeeded, moves
-// the tag. If Commit is never called the tag stays where it was.
+// Publisher writes what was built, an image or an index, by digest and,
+// once every stage succeeded, moves the tag. If Commit is never called
+// the tag stays where it was. An index is written after its platform
+// images (Write of each): a registry refuses an index naming a manifest
+// it lacks.
 type Publisher interface {
 	Write(ctx context.Context, b *Built) (*Published, error)
 	Commit(ctx context.Context, b *Built, p *Published) error
@@ -146,9 +166,26 @@ type Publisher interface {
 // Stage runs after the image is written by digest and before the tag moves
 // (preflight, signature, attestation). An error stops the build; the tag does
 // not move. The returned value is recorded in the build result under Name.
+// A multi-platform build runs it on each platform's image and, when it
+// implements OnIndex, on the written index too.
 type Stage interface {
 	Name() string
 	Run(ctx context.Context, b *Built, p *Published) (any, error)
+}
+
+// OnIndex is implemented by the stages that apply to a multi-platform
+// build's index as well as to its platform images (the signature): Build
+// runs them on the written index after every platform succeeded and
+// before the tag moves. The others (preflight, the provenance, which
+// names one platform's base and layers) run per platform only.
+type OnIndex interface {
+	OnIndex() bool
+}
+
+// RunsOnIndex reports whether s runs on a multi-platform build's index.
+func RunsOnIndex(s Stage) bool {
+	oi, ok := s.(OnIndex)
+	return ok && oi.OnIndex() && !IsPreWrite(s)
 }
 
 // PreWrite is implemented by stages that read only the assembled image (its

@@ -19,36 +19,6 @@ import (
 // ArchAll (--arch all) builds for every platform of the base's index.
 const ArchAll = "all"
 
-// BuiltIndex is a multi-platform pool image that has not been published
-// yet: an OCI index of one Built image per platform, in the order built.
-type BuiltIndex struct {
-	Index  v1.ImageIndex
-	Digest v1.Hash
-	Pool   string
-	// Platforms are the per-platform images, as written (Published)
-	// before the index.
-	Platforms []*Built
-	Published []*Published
-}
-
-// IndexPublisher is a Publisher that also publishes an OCI index of images
-// it wrote: WriteIndex writes the index by digest (every platform image
-// is already there), CommitIndex moves the tag to it.
-type IndexPublisher interface {
-	Publisher
-	WriteIndex(ctx context.Context, ix *BuiltIndex) (*Published, error)
-	CommitIndex(ctx context.Context, ix *BuiltIndex, p *Published) error
-}
-
-// IndexStage is implemented by the stages that apply to the index too
-// (its signature): a multi-platform Build runs them on the written index after every
-// platform's stages succeeded and before the tag moves. Stages that do
-// not implement it run per platform only.
-type IndexStage interface {
-	Stage
-	RunIndex(ctx context.Context, ix *BuiltIndex, p *Published) (any, error)
-}
-
 // ParseArches splits a --arch value: "" and one architecture give one
 // entry (a single-platform build), "a,b" several, "all" ArchAll. Names are
 // normalized (x86_64 → amd64); duplicates and empty entries are errors.
@@ -130,18 +100,16 @@ func (r Request) Platforms(ctx context.Context) ([]v1.Platform, error) {
 // buildIndex builds the pool once per platform (build on that platform's
 // base manifest, with the platform's imageRef content, running every
 // stage: preflight, signature and attestation of each platform image),
-// then writes one OCI index of the platform images, runs the IndexStages
-// on it (its signature) and only then moves the tag to the index. Any
+// then writes one OCI index of the platform images with the same
+// publisher, runs the OnIndex stages on it (its signature) and only then
+// moves the tag to the index. Any
 // failure stops before the tag moves: nothing is tagged unless every
 // platform succeeded. The same inputs give the same index digest.
 func buildIndex(ctx context.Context, req Request, pub Publisher, stages []Stage) (*Result, error) {
 	res := &Result{Pool: req.Render.Pool, Platforms: []*Result{}, Target: target(pub)}
-	ipub, ok := pub.(IndexPublisher)
 	switch {
 	case pub == nil:
 		return res, errors.New("build: no publisher (give a push target or an output layout)")
-	case !ok:
-		return res, errors.New("build: the publisher cannot write a multi-platform image (an OCI index)")
 	case req.BaseImage != nil:
 		return res, errors.New("build: a multi-platform build resolves each platform's base itself or through Bases (BaseImage must be nil)")
 	}
@@ -154,7 +122,7 @@ func buildIndex(ctx context.Context, req Request, pub Publisher, stages []Stage)
 			return res, err
 		}
 	}
-	if err := res.publishIndex(ctx, ipub, platforms, stages); err != nil {
+	if err := res.publishIndex(ctx, pub, platforms, stages); err != nil {
 		return res, err
 	}
 	for _, r := range res.Platforms {
@@ -214,25 +182,23 @@ func (res *Result) buildPlatform(ctx context.Context, req Request, p v1.Platform
 
 // publishIndex writes the index of the platform images by digest, runs
 // the index stages on it and moves the tag.
-func (res *Result) publishIndex(ctx context.Context, pub IndexPublisher, platforms []v1.Platform, stages []Stage) error {
+func (res *Result) publishIndex(ctx context.Context, pub Publisher, platforms []v1.Platform, stages []Stage) error {
 	phase := res.phase(nil)
 	built := make([]*Built, len(res.Platforms))
-	written := make([]*Published, len(res.Platforms))
 	for i, r := range res.Platforms {
-		built[i], written[i] = r.built, r.published
+		built[i] = r.built
 	}
-	var ix *BuiltIndex
+	var ix *Built
 	if err := phase("index", func() (err error) {
 		ix, err = NewIndex(res.Pool, built, platforms)
 		return err
 	}); err != nil {
 		return err
 	}
-	ix.Published = written
 	res.Digest = ix.Digest
 	var ip *Published
 	if err := phase("push-index", func() (err error) {
-		ip, err = pub.WriteIndex(ctx, ix)
+		ip, err = pub.Write(ctx, ix)
 		if err == nil && ip == nil {
 			err = errors.New("publisher returned nothing")
 		}
@@ -242,26 +208,25 @@ func (res *Result) publishIndex(ctx context.Context, pub IndexPublisher, platfor
 	}
 	res.Image = ip.Ref
 	for _, s := range stages {
-		is, ok := s.(IndexStage)
-		if !ok || IsPreWrite(s) {
+		if s == nil || !RunsOnIndex(s) {
 			continue
 		}
-		if err := runStage(phase, &res.Stages, s.Name(), func() (any, error) { return is.RunIndex(ctx, ix, ip) }); err != nil {
+		if err := runStage(phase, &res.Stages, s.Name(), func() (any, error) { return s.Run(ctx, ix, ip) }); err != nil {
 			return err
 		}
 	}
-	if err := phase("tag", func() error { return pub.CommitIndex(ctx, ix, ip) }); err != nil {
+	if err := phase("tag", func() error { return pub.Commit(ctx, ix, ip) }); err != nil {
 		return err
 	}
 	res.Tagged = true
-	res.index, res.published = ix, ip
+	res.built, res.published = ix, ip
 	return nil
 }
 
-// NewIndex returns the OCI index of the platform images (in the order
-// given), each described with its platform (OS, architecture and variant
-// from its config).
-func NewIndex(pool string, built []*Built, platforms []v1.Platform) (*BuiltIndex, error) {
+// NewIndex returns what a multi-platform build publishes: the OCI index
+// of the platform images (in the order given), each described with its
+// platform (OS, architecture and variant from its config).
+func NewIndex(pool string, built []*Built, platforms []v1.Platform) (*Built, error) {
 	if len(built) == 0 || len(built) != len(platforms) {
 		return nil, fmt.Errorf("pool %s: %d images for %d platforms", pool, len(built), len(platforms))
 	}
@@ -293,7 +258,7 @@ func NewIndex(pool string, built []*Built, platforms []v1.Platform) (*BuiltIndex
 	if err != nil {
 		return nil, err
 	}
-	return &BuiltIndex{Index: idx, Digest: d, Pool: pool, Platforms: built}, nil
+	return &Built{Index: idx, Digest: d, Pool: pool, Platforms: built}, nil
 }
 
 // plainImage describes an image in an index without the artifactType

@@ -13,31 +13,25 @@ import (
 // signature is per digest). The publisher sends what its Commit sends for
 // an image already there: for a registry, a look at the tag (nothing more
 // when it names the image already) and one PUT of the manifest by tag.
-// pub must write into built's repository (and, for an index, be an
-// IndexPublisher). The result is built's (its stage outputs, such as the
+// pub must write into built's repository. The result is built's (its stage outputs, such as the
 // signature tag, and its platforms included) with pub's target, nothing
 // uploaded, and the one phase "tag"; a failure leaves the tag where it
 // was.
 func Retag(ctx context.Context, built *Result, pub Publisher) (*Result, error) {
-	if built == nil || !built.Tagged || built.published == nil || (built.built == nil && built.index == nil) {
+	if built == nil || !built.Tagged || built.published == nil || built.built == nil {
 		return nil, errors.New("tag: no image built and tagged to move the tag to")
 	}
 	if pub == nil {
 		return nil, errors.New("tag: no publisher")
 	}
 	res := built.movedTo(target(pub))
-	commit := func() error { return pub.Commit(ctx, built.built, built.published) }
 	if built.IsIndex() {
-		ipub, ok := pub.(IndexPublisher)
-		if !ok {
-			return nil, errors.New("tag: the publisher cannot move a tag to an index")
-		}
 		res.Platforms = make([]*Result, len(built.Platforms))
 		for i, p := range built.Platforms {
 			res.Platforms[i] = p.movedTo(res.Target)
 		}
-		commit = func() error { return ipub.CommitIndex(ctx, built.index, built.published) }
 	}
+	commit := func() error { return pub.Commit(ctx, built.built, built.published) }
 	if err := TimePhase(&res.Phases, "tag", commit); err != nil {
 		err = fmt.Errorf("tag: %w", err)
 		res.Tagged, res.Error = false, err.Error()

@@ -54,72 +54,9 @@ type inputs struct {
 
 // readInputs reads the PoolImage's source objects.
 func readInputs(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) (*inputs, error) {
-	var docs []document
-	var from string
-	src := pi.Spec.Source
-	switch {
-	case src.OpenShift != nil:
-		d, f, err := poolDocs(ctx, c, pi)
-		if err != nil {
-			return nil, err
-		}
-		docs, from = append(docs, d...), f
-
-	case src.Gardener != nil:
-		g := src.Gardener
-		ns := g.Namespace
-		if ns == "" {
-			ns = pi.Namespace
-		}
-		s, err := oscSecret(ctx, c, ns, g)
-		if err != nil {
-			return nil, err
-		}
-		b, err := secretManifest(s)
-		if err != nil {
-			return nil, err
-		}
-		docs = append(docs, document{Name: objName("Secret", ns, s.Name, ""), Kind: "OSC", Content: b})
-		for i, name := range g.SecretRefs {
-			s, err := getSecret(ctx, c, ns, name, fmt.Sprintf("spec.source.gardener.secretRefs[%d]", i))
-			if err != nil {
-				return nil, err
-			}
-			b, err := secretManifest(s)
-			if err != nil {
-				return nil, err
-			}
-			docs = append(docs, document{Name: objName("Secret", ns, name, ""), Kind: "Secret", Content: b})
-		}
-	case src.Documents != nil:
-		for i, o := range src.Documents.Objects {
-			field := fmt.Sprintf("spec.source.documents.objects[%d]", i)
-			data, err := objectData(ctx, c, pi.Namespace, o, field)
-			if err != nil {
-				return nil, err
-			}
-			keys := o.Keys
-			if len(keys) == 0 {
-				for k := range data {
-					keys = append(keys, k)
-				}
-				sort.Strings(keys)
-			}
-			for _, k := range keys {
-				v, ok := data[k]
-				if !ok {
-					return nil, inputErrorf("%s: %s %s/%s has no data key %q", field+".keys", o.Kind, pi.Namespace, o.Name, k)
-				}
-				name := objName(o.Kind, pi.Namespace, o.Name, k)
-				kind, err := documentKind(v)
-				if err != nil {
-					return nil, inputErrorf("%s: %s: %v", field, name, err)
-				}
-				docs = append(docs, document{Name: name, Kind: kind, Content: v})
-			}
-		}
-	default:
-		return nil, inputErrorf("spec.source: exactly one of gardener, openshift, documents must be set")
+	docs, from, err := readSource(ctx, c, pi)
+	if err != nil {
+		return nil, err
 	}
 	var reasons []string
 	for _, d := range docs {
@@ -135,14 +72,107 @@ func readInputs(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) (*
 		}
 		docs = append(docs, pd...)
 	}
-	h := sha256.New()
-	// Where the image is published, and which one (spec.pin), changes
-	// nothing that is built.
-	s := pi.Spec
-	s.Publish, s.Pin = nil, ""
-	spec, err := json.Marshal(s)
+	digest, err := inputsDigest(pi.Spec, docs)
 	if err != nil {
 		return nil, err
+	}
+	return &inputs{docs: docs, from: from, digest: digest,
+		packageStage: len(reasons) > 0, packageReason: strings.Join(reasons, ", ")}, nil
+}
+
+// readSource reads the documents of spec.source (exactly one of
+// openshift, gardener, documents); from names the object they were read
+// from when it is not in their names.
+func readSource(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) (docs []document, from string, err error) {
+	src := pi.Spec.Source
+	switch {
+	case src.OpenShift != nil:
+		return poolDocs(ctx, c, pi)
+	case src.Gardener != nil:
+		docs, err = gardenerDocs(ctx, c, pi)
+		return docs, "", err
+	case src.Documents != nil:
+		docs, err = objectDocs(ctx, c, pi)
+		return docs, "", err
+	default:
+		return nil, "", inputErrorf("spec.source: exactly one of gardener, openshift, documents must be set")
+	}
+}
+
+// gardenerDocs reads the node agent's OSC Secret and the Secrets its
+// units and files refer to (spec.source.gardener).
+func gardenerDocs(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) ([]document, error) {
+	g := pi.Spec.Source.Gardener
+	ns := g.Namespace
+	if ns == "" {
+		ns = pi.Namespace
+	}
+	s, err := oscSecret(ctx, c, ns, g)
+	if err != nil {
+		return nil, err
+	}
+	b, err := secretManifest(s)
+	if err != nil {
+		return nil, err
+	}
+	docs := []document{{Name: objName("Secret", ns, s.Name, ""), Kind: "OSC", Content: b}}
+	for i, name := range g.SecretRefs {
+		s, err := getSecret(ctx, c, ns, name, fmt.Sprintf("spec.source.gardener.secretRefs[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		b, err := secretManifest(s)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, document{Name: objName("Secret", ns, name, ""), Kind: "Secret", Content: b})
+	}
+	return docs, nil
+}
+
+// objectDocs reads the documents of spec.source.documents: the given
+// keys of each object (every key, in order, when none is given).
+func objectDocs(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) ([]document, error) {
+	var docs []document
+	for i, o := range pi.Spec.Source.Documents.Objects {
+		field := fmt.Sprintf("spec.source.documents.objects[%d]", i)
+		data, err := objectData(ctx, c, pi.Namespace, o, field)
+		if err != nil {
+			return nil, err
+		}
+		keys := o.Keys
+		if len(keys) == 0 {
+			for k := range data {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+		}
+		for _, k := range keys {
+			v, ok := data[k]
+			if !ok {
+				return nil, inputErrorf("%s: %s %s/%s has no data key %q", field+".keys", o.Kind, pi.Namespace, o.Name, k)
+			}
+			name := objName(o.Kind, pi.Namespace, o.Name, k)
+			kind, err := documentKind(v)
+			if err != nil {
+				return nil, inputErrorf("%s: %s: %v", field, name, err)
+			}
+			docs = append(docs, document{Name: name, Kind: kind, Content: v})
+		}
+	}
+	return docs, nil
+}
+
+// inputsDigest covers the spec (but spec.publish, spec.pin and
+// spec.retention) and every document's name, kind and content.
+func inputsDigest(s v1alpha1.PoolImageSpec, docs []document) (string, error) {
+	h := sha256.New()
+	// Where the image is published, which one (spec.pin) and how long it
+	// is kept (spec.retention) change nothing that is built.
+	s.Publish, s.Pin, s.Retention = nil, "", nil
+	spec, err := json.Marshal(s)
+	if err != nil {
+		return "", err
 	}
 	writeField(h, spec)
 	for _, d := range docs {
@@ -150,8 +180,7 @@ func readInputs(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) (*
 		writeField(h, []byte(d.Kind))
 		writeField(h, d.Content)
 	}
-	return &inputs{docs: docs, from: from, digest: "sha256:" + hex.EncodeToString(h.Sum(nil)),
-		packageStage: len(reasons) > 0, packageReason: strings.Join(reasons, ", ")}, nil
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Document kinds of the package inputs read from ConfigMaps.

@@ -349,8 +349,33 @@ func (p *Plan) resolve(dir string) ([]Pool, Errors) {
 	return pools, errs
 }
 
+// addFunc records a problem at a plan path.
+type addFunc func(path, format string, args ...any)
+
 // check validates what one level sets and makes its paths absolute.
 func (s *Settings) check(path, dir string, add func(path, format string, args ...any)) {
+	s.checkFiles(path, dir, add)
+	s.checkBase(path, dir, add)
+	if registry.IsLayout(s.Target) {
+		if l, tag, err := registry.SplitLayout(s.Target); err == nil && !filepath.IsAbs(l) {
+			s.Target = registry.LayoutPrefix + filepath.Join(dir, l)
+			if tag != "" {
+				s.Target += ":" + tag
+			}
+		}
+	}
+	s.checkArch(path, add)
+	switch s.BaseIndex {
+	case "", "auto", "off":
+	default:
+		add(path+".baseIndex", "%q: want auto or off", s.BaseIndex)
+	}
+	s.checkPreflight(path, add)
+}
+
+// checkFiles makes the input, secrets and key paths absolute against dir
+// and checks they exist.
+func (s *Settings) checkFiles(path, dir string, add addFunc) {
 	files := func(field string, l []string, wantDir int) {
 		for i := range l {
 			fp := fmt.Sprintf("%s.%s[%d]", path, field, i)
@@ -369,52 +394,61 @@ func (s *Settings) check(path, dir string, add func(path, format string, args ..
 	if s.SignKeyPasswordFile != "" {
 		s.SignKeyPasswordFile = checkPath(path+".signKeyPasswordFile", dir, s.SignKeyPasswordFile, 0, add)
 	}
-	if s.Base != "" {
-		if registry.IsLayout(s.Base) {
-			if l, err := registry.ParseLayout(s.Base); err != nil {
-				add(path+".base", "%v", err)
-			} else {
-				d := checkPath(path+".base", dir, l.Dir, 1, add)
-				s.Base = registry.LayoutPrefix + d + strings.TrimPrefix(s.Base, registry.LayoutPrefix+l.Dir)
-			}
-		} else if _, err := (&registry.Options{}).ParseReference(s.Base); err != nil {
+}
+
+// checkBase checks the base reference; a layout's directory is made
+// absolute against dir.
+func (s *Settings) checkBase(path, dir string, add addFunc) {
+	if s.Base == "" {
+		return
+	}
+	if !registry.IsLayout(s.Base) {
+		if _, err := (&registry.Options{}).ParseReference(s.Base); err != nil {
 			add(path+".base", "%v", err)
 		}
+		return
 	}
-	if registry.IsLayout(s.Target) {
-		if l, tag, err := registry.SplitLayout(s.Target); err == nil && !filepath.IsAbs(l) {
-			s.Target = registry.LayoutPrefix + filepath.Join(dir, l)
-			if tag != "" {
-				s.Target += ":" + tag
-			}
+	l, err := registry.ParseLayout(s.Base)
+	if err != nil {
+		add(path+".base", "%v", err)
+		return
+	}
+	d := checkPath(path+".base", dir, l.Dir, 1, add)
+	s.Base = registry.LayoutPrefix + d + strings.TrimPrefix(s.Base, registry.LayoutPrefix+l.Dir)
+}
+
+// checkArch checks arch: one known architecture, a list of them or all.
+func (s *Settings) checkArch(path string, add addFunc) {
+	if s.Arch == "" {
+		return
+	}
+	arches, err := build.ParseArches(s.Arch)
+	if err != nil {
+		add(path+".arch", "%v", strings.TrimPrefix(err.Error(), "--arch "))
+		return
+	}
+	for _, a := range arches {
+		if a != build.ArchAll && !knownArch[a] {
+			add(path+".arch", "%q: want one of amd64, arm64, ppc64le, s390x (or x86_64, aarch64), a list of them (amd64,arm64) or all", a)
 		}
 	}
-	if s.Arch != "" {
-		if arches, err := build.ParseArches(s.Arch); err != nil {
-			add(path+".arch", "%v", strings.TrimPrefix(err.Error(), "--arch "))
-		} else {
-			for _, a := range arches {
-				if a != build.ArchAll && !knownArch[a] {
-					add(path+".arch", "%q: want one of amd64, arm64, ppc64le, s390x (or x86_64, aarch64), a list of them (amd64,arm64) or all", a)
-				}
-			}
+}
+
+// checkPreflight checks the preflight options: known checks to skip and a
+// size limit that parses.
+func (s *Settings) checkPreflight(path string, add addFunc) {
+	pf := s.Preflight
+	if pf == nil {
+		return
+	}
+	for i, sk := range pf.Skip {
+		if err := preflight.CheckKnown(sk, nil); err != nil {
+			add(fmt.Sprintf("%s.preflight.skip[%d]", path, i), "%v", err)
 		}
 	}
-	switch s.BaseIndex {
-	case "", "auto", "off":
-	default:
-		add(path+".baseIndex", "%q: want auto or off", s.BaseIndex)
-	}
-	if pf := s.Preflight; pf != nil {
-		for i, sk := range pf.Skip {
-			if err := preflight.CheckKnown(sk, nil); err != nil {
-				add(fmt.Sprintf("%s.preflight.skip[%d]", path, i), "%v", err)
-			}
-		}
-		if pf.MaxAddedBytes != "" {
-			if _, err := preflight.ParseBytes(pf.MaxAddedBytes); err != nil {
-				add(path+".preflight.maxAddedBytes", "%q: %v", pf.MaxAddedBytes, err)
-			}
+	if pf.MaxAddedBytes != "" {
+		if _, err := preflight.ParseBytes(pf.MaxAddedBytes); err != nil {
+			add(path+".preflight.maxAddedBytes", "%q: %v", pf.MaxAddedBytes, err)
 		}
 	}
 }

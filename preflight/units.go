@@ -116,10 +116,32 @@ func templateOf(name string) string {
 	return name[:at+1] + name[dot:]
 }
 
+// Run checks every unit file and enablement link the added layers hold.
 func (c unitsCheck) Run(ctx context.Context, t *Target) ([]Finding, error) {
 	var out []Finding
-	units := map[string]bool{} // unit names present in the added layers
+	units := addedUnits(t.Added)
 	for _, l := range t.Added {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		for i := range l.Entries {
+			e := &l.Entries[i]
+			if e.Whiteout || e.Opaque || e.IsDir() {
+				continue
+			}
+			if f, ok := c.entry(l, e, units); ok {
+				out = append(out, f)
+			}
+		}
+	}
+	return out, nil
+}
+
+// addedUnits are the unit names the added layers hold in a unit
+// directory.
+func addedUnits(added []*LayerContent) map[string]bool {
+	units := map[string]bool{}
+	for _, l := range added {
 		for i := range l.Entries {
 			e := &l.Entries[i]
 			if e.Whiteout || e.Opaque || e.IsDir() {
@@ -130,41 +152,41 @@ func (c unitsCheck) Run(ctx context.Context, t *Target) ([]Finding, error) {
 			}
 		}
 	}
-	for _, l := range t.Added {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		for i := range l.Entries {
-			e := &l.Entries[i]
-			if e.Whiteout || e.Opaque || e.IsDir() {
-				continue
-			}
-			r, ok := unitRel(e.Path)
-			if !ok {
-				continue
-			}
-			if isUnitPath(e.Path) && e.IsReg() {
-				f, ok := l.Files[e.Path]
-				if !ok || f.Truncated {
-					out = append(out, l.Finding(c, Warning, e.Path, "unit file too large to check (over the scan limit)"))
-					continue
-				}
-				if err := ParseUnit(f.Data); err != nil {
-					out = append(out, l.Finding(c, Error, e.Path, fmt.Sprintf("not a valid systemd unit file: %v; systemd ignores it", err)))
-				}
-				continue
-			}
-			dir, name := path.Split(r)
-			dir = strings.TrimSuffix(dir, "/")
-			if strings.Contains(dir, "/") || !(strings.HasSuffix(dir, ".wants") || strings.HasSuffix(dir, ".requires")) {
-				continue
-			}
-			if msg := c.checkLink(e, name, units); msg != "" {
-				out = append(out, l.Finding(c, Warning, e.Path, msg))
-			}
-		}
+	return units
+}
+
+// entry checks entry e of layer l under a unit directory: a unit file
+// must parse, an enablement link (in a .wants or .requires directory)
+// must name its unit; ok reports a finding.
+func (c unitsCheck) entry(l *LayerContent, e *Entry, units map[string]bool) (Finding, bool) {
+	r, ok := unitRel(e.Path)
+	if !ok {
+		return Finding{}, false
 	}
-	return out, nil
+	if isUnitPath(e.Path) && e.IsReg() {
+		return c.unitFile(l, e)
+	}
+	dir, name := path.Split(r)
+	dir = strings.TrimSuffix(dir, "/")
+	if strings.Contains(dir, "/") || !(strings.HasSuffix(dir, ".wants") || strings.HasSuffix(dir, ".requires")) {
+		return Finding{}, false
+	}
+	if msg := c.checkLink(e, name, units); msg != "" {
+		return l.Finding(c, Warning, e.Path, msg), true
+	}
+	return Finding{}, false
+}
+
+// unitFile checks that unit file e parses as systemd reads it.
+func (c unitsCheck) unitFile(l *LayerContent, e *Entry) (Finding, bool) {
+	f, ok := l.Files[e.Path]
+	if !ok || f.Truncated {
+		return l.Finding(c, Warning, e.Path, "unit file too large to check (over the scan limit)"), true
+	}
+	if err := ParseUnit(f.Data); err != nil {
+		return l.Finding(c, Error, e.Path, fmt.Sprintf("not a valid systemd unit file: %v; systemd ignores it", err)), true
+	}
+	return Finding{}, false
 }
 
 // checkLink checks one enablement link; "" means fine.

@@ -107,67 +107,91 @@ func (t counting) RoundTrip(req *http.Request) (*http.Response, error) {
 // roundTrip sends req through inner and counts it.
 func (c *counter) roundTrip(inner http.RoundTripper, req *http.Request) (*http.Response, error) {
 	ours := req.URL.Host == c.host && strings.HasPrefix(req.URL.Path, c.prefix)
-	// Blob data goes in PATCH and PUT bodies, possibly to a storage host the
-	// registry redirects uploads to; token requests (GET/POST to the auth
-	// realm) are not uploads.
-	sends := req.Method == http.MethodPatch || req.Method == http.MethodPut || (ours && req.Method == http.MethodPost)
-	var body *countingBody
-	if sends && req.Body != nil && req.Body != http.NoBody {
-		r2 := req.Clone(req.Context())
-		body = &countingBody{rc: req.Body}
-		r2.Body = body
-		if req.GetBody != nil {
-			get := req.GetBody
-			r2.GetBody = func() (io.ReadCloser, error) {
-				rc, err := get()
-				if err != nil {
-					return nil, err
-				}
-				body = &countingBody{rc: rc}
-				return body, nil
-			}
-		}
-		req = r2
-	}
+	req, sent := countedRequest(req, ours)
 	resp, err := inner.RoundTrip(req)
 	if err != nil {
 		return resp, err
 	}
-	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if body != nil && ok {
-		c.uploaded += body.count()
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		c.uploaded += sent()
 	}
-	if !ours {
-		return resp, nil
-	}
-	rest := strings.TrimPrefix(req.URL.Path, c.prefix)
-	switch {
-	case req.Method == http.MethodHead && strings.HasPrefix(rest, "blobs/") && resp.StatusCode == http.StatusOK:
-		if h, err := v1.NewHash(strings.TrimPrefix(rest, "blobs/")); err == nil && !c.seen[h] {
-			c.seen[h] = true
-			c.skipped += c.sizes[h]
-			c.log.Debug("blob already in the target", "digest", h.String(), "bytes", c.sizes[h])
-		}
-	case req.Method == http.MethodHead && rest == "manifests/"+c.manifest.String() && resp.StatusCode == http.StatusOK:
-		c.manifestExists = true
-	case req.Method == http.MethodPost && strings.HasPrefix(rest, "blobs/uploads") && resp.StatusCode == http.StatusCreated:
-		q, _ := url.ParseQuery(req.URL.RawQuery)
-		if h, err := v1.NewHash(q.Get("mount")); err == nil && !c.seen[h] {
-			c.seen[h] = true
-			c.mounted += c.sizes[h]
-			c.log.Debug("blob mounted", "digest", h.String(), "from", q.Get("from"), "bytes", c.sizes[h])
-		}
-	case req.Method == http.MethodPut && strings.HasPrefix(rest, "blobs/uploads/") && resp.StatusCode == http.StatusCreated:
-		c.blobPuts++
-		q, _ := url.ParseQuery(req.URL.RawQuery)
-		if h, err := v1.NewHash(q.Get("digest")); err == nil {
-			c.seen[h] = true
-			c.log.Debug("blob uploaded", "digest", h.String(), "bytes", c.sizes[h])
-		}
+	if ours {
+		c.record(req, strings.TrimPrefix(req.URL.Path, c.prefix), resp.StatusCode)
 	}
 	return resp, nil
+}
+
+// countedRequest returns req with its body counted when it uploads, and
+// the function that says how many bytes the last attempt sent. Blob data
+// goes in PATCH and PUT bodies, possibly to a storage host the registry
+// redirects uploads to; token requests (GET/POST to the auth realm) are
+// not uploads.
+func countedRequest(req *http.Request, ours bool) (*http.Request, func() int64) {
+	sends := req.Method == http.MethodPatch || req.Method == http.MethodPut || (ours && req.Method == http.MethodPost)
+	if !sends || req.Body == nil || req.Body == http.NoBody {
+		return req, func() int64 { return 0 }
+	}
+	r2 := req.Clone(req.Context())
+	body := &countingBody{rc: req.Body}
+	r2.Body = body
+	if req.GetBody != nil {
+		get := req.GetBody
+		r2.GetBody = func() (io.ReadCloser, error) {
+			rc, err := get()
+			if err != nil {
+				return nil, err
+			}
+			body = &countingBody{rc: rc}
+			return body, nil
+		}
+	}
+	return r2, func() int64 { return body.count() }
+}
+
+// record counts a request to the target repository (rest is its path
+// under /v2/REPOSITORY/) that was answered with status; c.mu is held.
+func (c *counter) record(req *http.Request, rest string, status int) {
+	switch {
+	case req.Method == http.MethodHead && strings.HasPrefix(rest, "blobs/") && status == http.StatusOK:
+		c.blobThere(strings.TrimPrefix(rest, "blobs/"))
+	case req.Method == http.MethodHead && rest == "manifests/"+c.manifest.String() && status == http.StatusOK:
+		c.manifestExists = true
+	case req.Method == http.MethodPost && strings.HasPrefix(rest, "blobs/uploads") && status == http.StatusCreated:
+		c.blobMounted(req.URL.RawQuery)
+	case req.Method == http.MethodPut && strings.HasPrefix(rest, "blobs/uploads/") && status == http.StatusCreated:
+		c.blobUploaded(req.URL.RawQuery)
+	}
+}
+
+// blobThere counts the blob digest a HEAD found in the target.
+func (c *counter) blobThere(digest string) {
+	if h, err := v1.NewHash(digest); err == nil && !c.seen[h] {
+		c.seen[h] = true
+		c.skipped += c.sizes[h]
+		c.log.Debug("blob already in the target", "digest", h.String(), "bytes", c.sizes[h])
+	}
+}
+
+// blobMounted counts the blob a POST ?mount=...&from=... mounted.
+func (c *counter) blobMounted(rawQuery string) {
+	q, _ := url.ParseQuery(rawQuery)
+	if h, err := v1.NewHash(q.Get("mount")); err == nil && !c.seen[h] {
+		c.seen[h] = true
+		c.mounted += c.sizes[h]
+		c.log.Debug("blob mounted", "digest", h.String(), "from", q.Get("from"), "bytes", c.sizes[h])
+	}
+}
+
+// blobUploaded counts the upload a PUT ?digest=... completed.
+func (c *counter) blobUploaded(rawQuery string) {
+	c.blobPuts++
+	q, _ := url.ParseQuery(rawQuery)
+	if h, err := v1.NewHash(q.Get("digest")); err == nil {
+		c.seen[h] = true
+		c.log.Debug("blob uploaded", "digest", h.String(), "bytes", c.sizes[h])
+	}
 }
 
 // stats returns uploaded, skipped (including mounted) and mounted bytes.

@@ -13,11 +13,11 @@ import (
 	"github.com/oslayer/oslayer/internal/registry"
 )
 
-var _ build.IndexPublisher = (*Publisher)(nil)
+var _ build.Publisher = (*Publisher)(nil)
 
 // indexManifest checks ix and returns its digest, media type and raw
 // manifest.
-func indexManifest(ix *build.BuiltIndex, target string) (v1.Hash, []byte, error) {
+func indexManifest(ix *build.Built, target string) (v1.Hash, []byte, error) {
 	if ix == nil || ix.Index == nil {
 		return v1.Hash{}, nil, fmt.Errorf("push %s: no index", target)
 	}
@@ -35,11 +35,11 @@ func indexManifest(ix *build.BuiltIndex, target string) (v1.Hash, []byte, error)
 	return d, raw, nil
 }
 
-// WriteIndex implements build.IndexPublisher: it writes the index by
-// digest. Every image it names must have been written by Write before (a
-// registry refuses an index naming a manifest it lacks; a layout is
-// checked here).
-func (p *Publisher) WriteIndex(ctx context.Context, ix *build.BuiltIndex) (*build.Published, error) {
+// writeIndex is Write of a multi-platform build's index: it writes the
+// index by digest. Every image it names must have been written by Write
+// before (a registry refuses an index naming a manifest it lacks; a
+// layout is checked here).
+func (p *Publisher) writeIndex(ctx context.Context, ix *build.Built) (*build.Published, error) {
 	d, raw, err := indexManifest(ix, p.target)
 	if err != nil {
 		return nil, err
@@ -71,9 +71,9 @@ func (p *Publisher) WriteIndex(ctx context.Context, ix *build.BuiltIndex) (*buil
 	return pub, nil
 }
 
-// CommitIndex implements build.IndexPublisher: it moves the tag to the
-// index WriteIndex wrote (left alone when it already names it).
-func (p *Publisher) CommitIndex(ctx context.Context, ix *build.BuiltIndex, pub *build.Published) error {
+// commitIndex is Commit of an index: it moves the tag to the index
+// writeIndex wrote (left alone when it already names it).
+func (p *Publisher) commitIndex(ctx context.Context, ix *build.Built, pub *build.Published) error {
 	d, raw, err := indexManifest(ix, p.target)
 	if err != nil {
 		return err
@@ -93,7 +93,7 @@ func (p *Publisher) CommitIndex(ctx context.Context, ix *build.BuiltIndex, pub *
 
 // writeLayoutIndex writes the index manifest as a blob of the layout once
 // every manifest it names is there.
-func (p *Publisher) writeLayoutIndex(ctx context.Context, ix *build.BuiltIndex, d v1.Hash, raw []byte) (*build.Published, error) {
+func (p *Publisher) writeLayoutIndex(ctx context.Context, ix *build.Built, d v1.Hash, raw []byte) (*build.Published, error) {
 	fail := func(step string, err error) (*build.Published, error) {
 		return nil, fmt.Errorf("write OCI layout %s: %s: %w", p.dir, step, err)
 	}

@@ -47,72 +47,128 @@ type blobSource struct {
 	what   string
 }
 
+// layoutImage is what a layout write reads of the image: its digest,
+// manifest, config and layers.
+type layoutImage struct {
+	d           v1.Hash
+	m           *v1.Manifest
+	rawManifest []byte
+	rawConfig   []byte
+	layers      []v1.Layer
+}
+
+// Write writes b's blobs into the layout (those it has are checked and
+// kept), the config and the manifest last; Commit moves the tag.
 func (l *layoutPublisher) Write(ctx context.Context, b *build.Built) (*build.Published, error) {
 	p := l.p
-	fail := func(step string, err error) (*build.Published, error) {
-		return nil, fmt.Errorf("write OCI layout %s: %s: %w", p.dir, step, err)
-	}
-	d, err := checkDigest(b)
+	pub, err := l.write(ctx, b)
 	if err != nil {
-		return fail("image", err)
+		return nil, fmt.Errorf("write OCI layout %s: %w", p.dir, err)
 	}
-	m, err := b.Image.Manifest()
+	return pub, nil
+}
+
+// write reads the image, prepares the layout and its temp dir, and
+// writes the blobs.
+func (l *layoutPublisher) write(ctx context.Context, b *build.Built) (*build.Published, error) {
+	p := l.p
+	img, err := readLayoutImage(b)
 	if err != nil {
-		return fail("read manifest", err)
-	}
-	rawManifest, err := b.Image.RawManifest()
-	if err != nil {
-		return fail("read manifest", err)
-	}
-	rawConfig, err := b.Image.RawConfigFile()
-	if err != nil {
-		return fail("read config", err)
-	}
-	layers, err := b.Image.Layers()
-	if err != nil {
-		return fail("read layers", err)
-	}
-	if len(layers) != len(m.Layers) {
-		return fail("read layers", fmt.Errorf("manifest lists %d layers, image has %d", len(m.Layers), len(layers)))
+		return nil, err
 	}
 	if err := ensureDir(p.dir); err != nil {
-		return fail("create layout", err)
+		return nil, failed("create layout", err)
 	}
 	rt, err := newRunTemp(p.dir, p.o.log)
 	if err != nil {
-		return fail("create temp dir", err)
+		return nil, failed("create temp dir", err)
 	}
 	defer rt.close()
 	if err := ensureLayout(p.dir, rt.dir); err != nil {
-		return fail("create layout", err)
+		return nil, failed("create layout", err)
 	}
-	var srcs []blobSource
-	seen := map[v1.Hash]bool{}
-	var total int64
-	for i, desc := range m.Layers {
-		if seen[desc.Digest] {
-			continue
-		}
-		seen[desc.Digest] = true
-		layer := layers[i]
-		srcs = append(srcs, blobSource{digest: desc.Digest, size: desc.Size, open: layer.Compressed, what: fmt.Sprintf("layer %d (%s)", i+1, desc.Digest)})
-		total += desc.Size
-	}
-	prog := newProgress(p.o, "write oci:"+p.dir, total+int64(len(rawConfig)+len(rawManifest)))
+	srcs, total := img.layerSources()
+	prog := newProgress(p.o, "write oci:"+p.dir, total+int64(len(img.rawConfig)+len(img.rawManifest)))
 	if prog != nil {
 		close(prog.updates)
 		<-prog.done
 	}
-	log := p.o.log.With("layout", p.dir, "digest", d.String())
+	log := p.o.log.With("layout", p.dir, "digest", img.d.String())
 	log.Info("writing image to OCI layout", "blobs", len(srcs)+2, "bytes", total)
-
 	w := &layoutWriter{dir: p.dir, tmp: rt.dir, log: log, prog: prog}
-	prog.setMoved("written", "already there", func() (int64, int64) {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return w.written, w.skipped
-	})
-	jobs := p.reg.Jobs
+	prog.setMoved("written", "already there", w.counts)
+	err = w.writeImage(ctx, srcs, img, p.reg.Jobs)
+	if prog != nil {
+		prog.finish(err)
+	}
+	if err != nil {
+		return nil, failed("write blobs", err)
+	}
+	log.Info("image written to OCI layout", "written", w.written, "skipped", w.skipped)
+	return &build.Published{Ref: registry.LayoutPrefix + p.dir + "@" + img.d.String(), Uploaded: w.written, Skipped: w.skipped}, nil
+}
+
+// readLayoutImage reads what a layout write needs of b's image.
+func readLayoutImage(b *build.Built) (*layoutImage, error) {
+	d, err := checkDigest(b)
+	if err != nil {
+		return nil, failed("image", err)
+	}
+	img := &layoutImage{d: d}
+	if img.m, err = b.Image.Manifest(); err != nil {
+		return nil, failed("read manifest", err)
+	}
+	if img.rawManifest, err = b.Image.RawManifest(); err != nil {
+		return nil, failed("read manifest", err)
+	}
+	if img.rawConfig, err = b.Image.RawConfigFile(); err != nil {
+		return nil, failed("read config", err)
+	}
+	if img.layers, err = b.Image.Layers(); err != nil {
+		return nil, failed("read layers", err)
+	}
+	if len(img.layers) != len(img.m.Layers) {
+		return nil, failed("read layers", fmt.Errorf("manifest lists %d layers, image has %d", len(img.m.Layers), len(img.layers)))
+	}
+	return img, nil
+}
+
+// layerSources are the image's distinct layer blobs and their total size.
+func (img *layoutImage) layerSources() ([]blobSource, int64) {
+	var srcs []blobSource
+	seen := map[v1.Hash]bool{}
+	var total int64
+	for i, desc := range img.m.Layers {
+		if seen[desc.Digest] {
+			continue
+		}
+		seen[desc.Digest] = true
+		srcs = append(srcs, blobSource{digest: desc.Digest, size: desc.Size, open: img.layers[i].Compressed, what: fmt.Sprintf("layer %d (%s)", i+1, desc.Digest)})
+		total += desc.Size
+	}
+	return srcs, total
+}
+
+// writeImage writes the layer blobs, jobs at a time (0: 4), then the
+// config, then the manifest last: a manifest blob in the layout means
+// every blob it names is there.
+func (w *layoutWriter) writeImage(ctx context.Context, srcs []blobSource, img *layoutImage, jobs int) error {
+	if err := w.writeAll(ctx, srcs, jobs); err != nil {
+		return err
+	}
+	for _, s := range []blobSource{
+		{digest: img.m.Config.Digest, size: int64(len(img.rawConfig)), open: bytesOpener(img.rawConfig), what: "config " + img.m.Config.Digest.String()},
+		{digest: img.d, size: int64(len(img.rawManifest)), open: bytesOpener(img.rawManifest), what: "manifest " + img.d.String()},
+	} {
+		if err := w.write(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeAll writes srcs, jobs at a time (0: 4).
+func (w *layoutWriter) writeAll(ctx context.Context, srcs []blobSource, jobs int) error {
 	if jobs <= 0 {
 		jobs = 4
 	}
@@ -131,30 +187,14 @@ func (l *layoutPublisher) Write(ctx context.Context, b *build.Built) (*build.Pub
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		if prog != nil {
-			prog.finish(err)
-		}
-		return fail("write blobs", err)
-	}
-	// The config, then the manifest last: a manifest blob in the layout
-	// means every blob it names is there.
-	for _, s := range []blobSource{
-		{digest: m.Config.Digest, size: int64(len(rawConfig)), open: bytesOpener(rawConfig), what: "config " + m.Config.Digest.String()},
-		{digest: d, size: int64(len(rawManifest)), open: bytesOpener(rawManifest), what: "manifest " + d.String()},
-	} {
-		if err := w.write(ctx, s); err != nil {
-			if prog != nil {
-				prog.finish(err)
-			}
-			return fail("write blobs", err)
-		}
-	}
-	if prog != nil {
-		prog.finish(nil)
-	}
-	log.Info("image written to OCI layout", "written", w.written, "skipped", w.skipped)
-	return &build.Published{Ref: registry.LayoutPrefix + p.dir + "@" + d.String(), Uploaded: w.written, Skipped: w.skipped}, nil
+	return errors.Join(errs...)
+}
+
+// counts are the bytes written and found already there so far.
+func (w *layoutWriter) counts() (int64, int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.written, w.skipped
 }
 
 // layoutWriter writes blobs into a layout and counts them.
@@ -499,131 +539,4 @@ func (l *layoutPublisher) Commit(ctx context.Context, b *build.Built, pub *build
 		return fail("read manifest", err)
 	}
 	return l.commit(ctx, pub, d, mt, raw)
-}
-
-// commit points the layout's tag at the manifest (an image's or an
-// index's) d, which Write or WriteIndex put in the layout as pub.
-func (l *layoutPublisher) commit(ctx context.Context, pub *build.Published, d v1.Hash, mt types.MediaType, raw []byte) error {
-	p := l.p
-	fail := func(step string, err error) error {
-		return fmt.Errorf("commit OCI layout %s:%s: %s: %w", p.dir, p.layoutTag, step, err)
-	}
-	if want := registry.LayoutPrefix + p.dir + "@" + d.String(); pub.Ref != want {
-		return fail("check", fmt.Errorf("commit of %s, which this publisher did not write (want %s)", pub.Ref, want))
-	}
-	if err := ctx.Err(); err != nil {
-		return fail("check", err)
-	}
-	if st, err := os.Stat(blobPath(p.dir, d)); err != nil || st.Size() != int64(len(raw)) {
-		return fail("check", fmt.Errorf("manifest blob %s is not in the layout (was Write called?)", d))
-	}
-	unlock, err := registry.LockLayout(p.dir)
-	if err != nil {
-		return fail("lock", err)
-	}
-	defer unlock()
-	rt, err := newRunTemp(p.dir, p.o.log)
-	if err != nil {
-		return fail("create temp dir", err)
-	}
-	defer rt.close()
-	ib, err := os.ReadFile(filepath.Join(p.dir, "index.json"))
-	if err != nil {
-		return fail("read index.json", err)
-	}
-	// Only "manifests" changes: other fields of index.json and of the
-	// entries kept are preserved byte for byte.
-	var idx map[string]json.RawMessage
-	if err := json.Unmarshal(ib, &idx); err != nil || idx == nil {
-		return fail("read index.json", fmt.Errorf("not a JSON object"))
-	}
-	var entries []json.RawMessage
-	if m, ok := idx["manifests"]; ok && string(m) != "null" {
-		if err := json.Unmarshal(m, &entries); err != nil {
-			return fail("read index.json", fmt.Errorf("manifests: not an array"))
-		}
-	}
-	kept := make([]json.RawMessage, 0, len(entries)+1+len(pub.Attached))
-	var replaced []string
-	signed := len(pub.Attached) > 0
-	for i, e := range entries {
-		var desc struct {
-			Digest      string            `json:"digest"`
-			Annotations map[string]string `json:"annotations"`
-		}
-		if err := json.Unmarshal(e, &desc); err != nil {
-			return fail("read index.json", fmt.Errorf("manifests[%d]: not a descriptor", i))
-		}
-		if desc.Annotations[RefNameAnnotation] == p.layoutTag {
-			replaced = append(replaced, desc.Digest)
-			continue
-		}
-		if signed {
-			// The layout's signatures now belong to this image: the
-			// earlier signatures and attestations go, an earlier
-			// signed image stays as a plain tagged entry.
-			switch desc.Annotations[KindAnnotation] {
-			case KindSignatures, KindAttestations:
-				continue
-			case KindImage:
-				var full map[string]any
-				if err := json.Unmarshal(e, &full); err != nil {
-					return fail("read index.json", fmt.Errorf("manifests[%d]: %v", i, err))
-				}
-				ann, _ := full["annotations"].(map[string]any)
-				delete(ann, KindAnnotation)
-				if len(ann) == 0 {
-					delete(full, "annotations")
-				}
-				if e, err = json.Marshal(full); err != nil {
-					return fail("write index.json", err)
-				}
-			}
-		}
-		kept = append(kept, e)
-	}
-	ann := map[string]string{RefNameAnnotation: p.layoutTag}
-	if signed {
-		ann[KindAnnotation] = KindImage
-	}
-	entry, err := json.Marshal(v1.Descriptor{
-		MediaType:   mt,
-		Digest:      d,
-		Size:        int64(len(raw)),
-		Annotations: ann,
-	})
-	if err != nil {
-		return fail("write index.json", err)
-	}
-	kept = append(kept, entry)
-	for _, a := range pub.Attached {
-		if st, err := os.Stat(blobPath(p.dir, a.Descriptor.Digest)); err != nil || st.Size() != a.Descriptor.Size {
-			return fail("check", fmt.Errorf("%s manifest %s is not in the layout", a.Kind, a.Descriptor.Digest))
-		}
-		desc := a.Descriptor
-		desc.Annotations = map[string]string{KindAnnotation: a.Kind}
-		e, err := json.Marshal(desc)
-		if err != nil {
-			return fail("write index.json", err)
-		}
-		kept = append(kept, e)
-	}
-	if idx["manifests"], err = json.Marshal(kept); err != nil {
-		return fail("write index.json", err)
-	}
-	if _, ok := idx["schemaVersion"]; !ok {
-		idx["schemaVersion"] = json.RawMessage("2")
-	}
-	if _, ok := idx["mediaType"]; !ok {
-		idx["mediaType"] = json.RawMessage(`"` + string(types.OCIImageIndex) + `"`)
-	}
-	out, err := json.Marshal(idx)
-	if err != nil {
-		return fail("write index.json", err)
-	}
-	if err := writeFileAtomic(p.dir, rt.dir, "index.json", out); err != nil {
-		return fail("write index.json", err)
-	}
-	p.o.log.Info("tag moved", "layout", p.dir, "tag", p.layoutTag, "digest", d.String(), "replaced", replaced)
-	return nil
 }

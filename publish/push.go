@@ -287,17 +287,24 @@ func (p *Publisher) Target() string {
 	return registry.LayoutPrefix + p.dir + ":" + p.layoutTag
 }
 
-// Write implements build.Publisher: it writes b by digest only.
+// Write implements build.Publisher: it writes b, an image or an index,
+// by digest only.
 func (p *Publisher) Write(ctx context.Context, b *build.Built) (*build.Published, error) {
+	if b.IsIndex() {
+		return p.writeIndex(ctx, b)
+	}
 	if b == nil || b.Image == nil {
 		return nil, fmt.Errorf("push %s: no image", p.target)
 	}
 	return p.impl.Write(ctx, b)
 }
 
-// Commit implements build.Publisher: it moves the tag to the digest
-// Write published.
+// Commit implements build.Publisher: it moves the tag to the image or
+// index Write published.
 func (p *Publisher) Commit(ctx context.Context, b *build.Built, pub *build.Published) error {
+	if b.IsIndex() {
+		return p.commitIndex(ctx, b, pub)
+	}
 	if b == nil || b.Image == nil || pub == nil {
 		return fmt.Errorf("push %s: commit without a written image", p.target)
 	}

@@ -3,6 +3,7 @@ package publish
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -43,123 +44,191 @@ func checkDigest(b *build.Built) (v1.Hash, error) {
 	return d, nil
 }
 
+// remoteWrite is the state of one image's write by digest to a
+// registry: what it writes, the counter of its transfers, its progress
+// and its session.
+type remoteWrite struct {
+	p     *Publisher
+	b     *build.Built
+	d     v1.Hash
+	dref  name.Digest
+	sizes map[v1.Hash]int64
+	total int64
+	raw   []byte
+	log   *slog.Logger
+	ctr   *counter
+	prog  *progress
+	s     *session
+}
+
+// Write writes b's blobs and manifest by digest (the manifest by tag,
+// in Commit, for a publisher that puts by tag), unless the image is
+// there already.
 func (r *remotePublisher) Write(ctx context.Context, b *build.Built) (*build.Published, error) {
-	p := r.p
+	w, err := r.p.newRemoteWrite(b)
+	if err != nil {
+		return nil, err
+	}
+	ctx = withCounter(ctx, w.ctr)
+	found, err := w.write(ctx)
+	if found != "" {
+		w.prog.setMoved("uploaded", "already there", func() (int64, int64) { return 0, w.total })
+	}
+	w.finish(err)
+	if err != nil {
+		return nil, err
+	}
+	return w.published(found), nil
+}
+
+// newRemoteWrite checks b's digest, reads its blob sizes and manifest and
+// sets up the counter and the progress.
+func (p *Publisher) newRemoteWrite(b *build.Built) (*remoteWrite, error) {
 	d, err := checkDigest(b)
 	if err != nil {
 		return nil, fmt.Errorf("push %s: %w", p.target, err)
 	}
-	dref := p.tag.Context().Digest(d.String())
-	fail := func(step string, err error) (*build.Published, error) {
-		return nil, fmt.Errorf("push %s: write image by digest %s: %s: %w", p.target, dref.DigestStr(), step, registry.ExplainRefused(err, dref.Context()))
-	}
-	sizes, total, err := blobSizes(b.Image)
-	if err != nil {
+	w := &remoteWrite{p: p, b: b, d: d, dref: p.tag.Context().Digest(d.String())}
+	if w.sizes, w.total, err = blobSizes(b.Image); err != nil {
 		return nil, fmt.Errorf("push %s: read manifest: %w", p.target, err)
 	}
-	raw, err := b.Image.RawManifest()
-	if err != nil {
+	if w.raw, err = b.Image.RawManifest(); err != nil {
 		return nil, fmt.Errorf("push %s: read manifest: %w", p.target, err)
 	}
-	repo := dref.Context()
-	log := p.o.log.With("target", dref.String())
-	ctr := newCounter(dref.RegistryStr(), dref.RepositoryStr(), d, sizes, log)
-	ctx = withCounter(ctx, ctr)
-	prog := newProgress(p.o, "push "+repo.Name(), total+int64(len(raw)))
-	prog.setMoved("uploaded", "already there or mounted", func() (int64, int64) {
-		up, skipped, _, _, _ := ctr.stats()
+	w.log = p.o.log.With("target", w.dref.String())
+	w.ctr = newCounter(w.dref.RegistryStr(), w.dref.RepositoryStr(), d, w.sizes, w.log)
+	w.prog = newProgress(p.o, "push "+w.dref.Context().Name(), w.total+int64(len(w.raw)))
+	w.prog.setMoved("uploaded", "already there or mounted", func() (int64, int64) {
+		up, skipped, _, _, _ := w.ctr.stats()
 		return up, skipped
 	})
-	finish := func(err error) {
-		if prog != nil {
-			close(prog.updates)
-			<-prog.done
-			if err == nil {
-				prog.complete()
-			}
-			prog.finish(err)
-		}
-	}
-	s, err := p.connect(ctx, p.mountHint(repo, b))
-	if err != nil {
-		finish(err)
-		return fail("connect", err)
-	}
-	s.ctr = ctr
-	exists := func(why string) (*build.Published, error) {
-		prog.setMoved("uploaded", "already there", func() (int64, int64) { return 0, total })
-		finish(nil)
-		pub := &build.Published{Ref: dref.String(), Digest: &dref, Skipped: total}
-		p.keep(pub, s)
-		log.Info("image written by digest", "uploaded", 0, "skipped", total, "mounted", 0, "blobUploads", 0, "manifestExisted", true, "found", why)
-		return pub, nil
-	}
+	return w, nil
+}
 
-	// The sole writer of the tag looks at it first: a tag that names the
-	// image says the image is there, and it stays where it is.
-	if p.o.sole {
-		desc, herr := remote.Head(*p.tag, s.remoteOptions(ctx)...)
-		if herr != nil && !registry.IsStatus(herr, http.StatusNotFound, http.StatusForbidden) {
-			finish(herr)
-			return fail("check tag", herr)
-		}
-		s.tagLooked = true
-		if herr == nil && desc.Digest == d {
-			s.tagCurrent = true
-			return exists("tag")
-		}
-		if herr == nil {
-			s.prev = desc
-		}
-	}
-	// An image already there by digest: send nothing more. The sole
-	// writer of an image put by tag does not ask: its tag names another
-	// image (or none), so the image is new but for a rare one under
-	// another tag, whose blobs the checks below find and whose manifest is
-	// put again, as the tag move of a pool sharing another's image puts
-	// it. (The images of an index are put by digest and are asked for.)
-	if !(s.tagLooked && p.o.byTag) {
-		if desc, herr := remote.Head(dref, s.remoteOptions(ctx)...); herr == nil && desc.Digest == d {
-			return exists("digest")
-		} else if herr != nil && !registry.IsStatus(herr, http.StatusNotFound, http.StatusForbidden) {
-			finish(herr)
-			return fail("check manifest", herr)
-		}
-	}
+// fail is the error of step.
+func (w *remoteWrite) fail(step string, err error) error {
+	return fmt.Errorf("push %s: write image by digest %s: %s: %w", w.p.target, w.dref.DigestStr(), step, registry.ExplainRefused(err, w.dref.Context()))
+}
 
-	blobs, err := imageBlobs(b.Image)
-	if err != nil {
-		finish(err)
-		return nil, fmt.Errorf("push %s: read layers: %w", p.target, err)
+// finish ends the progress (complete when err is nil).
+func (w *remoteWrite) finish(err error) {
+	if w.prog == nil {
+		return
 	}
-	markOwn(blobs, b.Added)
+	close(w.prog.updates)
+	<-w.prog.done
+	if err == nil {
+		w.prog.complete()
+	}
+	w.prog.finish(err)
+}
+
+// write connects, looks whether the image is there ("tag" or "digest":
+// found, nothing more sent) and otherwise uploads it.
+func (w *remoteWrite) write(ctx context.Context) (found string, err error) {
+	s, err := w.p.connect(ctx, w.p.mountHint(w.dref.Context(), w.b))
+	if err != nil {
+		return "", w.fail("connect", err)
+	}
+	s.ctr, w.s = w.ctr, s
+	for _, look := range []func(context.Context) (string, error){w.lookAtTag, w.lookByDigest} {
+		if found, err := look(ctx); found != "" || err != nil {
+			return found, err
+		}
+	}
+	return "", w.upload(ctx)
+}
+
+// lookAtTag: the sole writer of the tag looks at it first: a tag that
+// names the image says the image is there, and it stays where it is.
+func (w *remoteWrite) lookAtTag(ctx context.Context) (string, error) {
+	p, s := w.p, w.s
+	if !p.o.sole {
+		return "", nil
+	}
+	desc, herr := remote.Head(*p.tag, s.remoteOptions(ctx)...)
+	if herr != nil && !registry.IsStatus(herr, http.StatusNotFound, http.StatusForbidden) {
+		return "", w.fail("check tag", herr)
+	}
+	s.tagLooked = true
+	if herr == nil && desc.Digest == w.d {
+		s.tagCurrent = true
+		return "tag", nil
+	}
+	if herr == nil {
+		s.prev = desc
+	}
+	return "", nil
+}
+
+// lookByDigest: an image already there by digest: send nothing more. The
+// sole writer of an image put by tag does not ask: its tag names another
+// image (or none), so the image is new but for a rare one under another
+// tag, whose blobs the checks of the upload find and whose manifest is
+// put again, as the tag move of a pool sharing another's image puts it.
+// (The images of an index are put by digest and are asked for.)
+func (w *remoteWrite) lookByDigest(ctx context.Context) (string, error) {
+	if w.s.tagLooked && w.p.o.byTag {
+		return "", nil
+	}
+	desc, herr := remote.Head(w.dref, w.s.remoteOptions(ctx)...)
+	if herr == nil && desc.Digest == w.d {
+		return "digest", nil
+	}
+	if herr != nil && !registry.IsStatus(herr, http.StatusNotFound, http.StatusForbidden) {
+		return "", w.fail("check manifest", herr)
+	}
+	return "", nil
+}
+
+// upload uploads the blobs the target lacks and puts the manifest by
+// digest (or leaves it to Commit, by tag).
+func (w *remoteWrite) upload(ctx context.Context) error {
+	p, s := w.p, w.s
+	blobs, err := imageBlobs(w.b.Image)
+	if err != nil {
+		return fmt.Errorf("push %s: read layers: %w", p.target, err)
+	}
+	markOwn(blobs, w.b.Added)
 	opts := s.remoteOptions(ctx)
-	if prog != nil {
-		opts = append(opts, remote.WithProgress(prog.updates))
+	if w.prog != nil {
+		opts = append(opts, remote.WithProgress(w.prog.updates))
 	}
 	pusher, err := remote.NewPusher(opts...)
 	if err != nil {
-		finish(err)
-		return fail("upload blobs", err)
+		return w.fail("upload blobs", err)
 	}
-	log.Info("writing image by digest", "blobs", len(sizes), "bytes", total)
-	if err := s.writeBlobs(ctx, pusher, blobs, prog, log); err != nil {
-		finish(err)
-		return fail("upload blobs", err)
+	w.log.Info("writing image by digest", "blobs", len(w.sizes), "bytes", w.total)
+	if err := s.writeBlobs(ctx, pusher, blobs, w.prog, w.log); err != nil {
+		return w.fail("upload blobs", err)
 	}
 	if p.o.byTag {
 		// Commit puts the manifest, by tag.
 		s.manifestPending = true
-	} else if err := s.putManifest(ctx, dref, b.Image, func(ctx context.Context, r name.Reference, img remote.Taggable) error { return pusher.Put(ctx, r, img) }, log); err != nil {
-		finish(err)
-		return fail("put manifest", err)
+		return nil
 	}
-	finish(nil)
-	up, skipped, mounted, puts, _ := ctr.stats()
+	put := func(ctx context.Context, r name.Reference, img remote.Taggable) error { return pusher.Put(ctx, r, img) }
+	if err := s.putManifest(ctx, w.dref, w.b.Image, put, w.log); err != nil {
+		return w.fail("put manifest", err)
+	}
+	return nil
+}
+
+// published is where the image was written, kept with its session for
+// Commit; found says why nothing was sent ("": it was uploaded).
+func (w *remoteWrite) published(found string) *build.Published {
+	dref := w.dref
+	if found != "" {
+		pub := &build.Published{Ref: dref.String(), Digest: &dref, Skipped: w.total}
+		w.p.keep(pub, w.s)
+		w.log.Info("image written by digest", "uploaded", 0, "skipped", w.total, "mounted", 0, "blobUploads", 0, "manifestExisted", true, "found", found)
+		return pub
+	}
+	up, skipped, mounted, puts, _ := w.ctr.stats()
 	pub := &build.Published{Ref: dref.String(), Digest: &dref, Uploaded: up, Skipped: skipped, Mounted: mounted}
-	p.keep(pub, s)
-	log.Info("image written by digest", "uploaded", up, "skipped", skipped, "mounted", mounted, "blobUploads", puts, "manifestExisted", false, "manifestByTag", s.manifestPending)
-	return pub, nil
+	w.p.keep(pub, w.s)
+	w.log.Info("image written by digest", "uploaded", up, "skipped", skipped, "mounted", mounted, "blobUploads", puts, "manifestExisted", false, "manifestByTag", w.s.manifestPending)
+	return pub
 }
 
 func (r *remotePublisher) Commit(ctx context.Context, b *build.Built, pub *build.Published) error {
@@ -171,7 +240,7 @@ func (r *remotePublisher) Commit(ctx context.Context, b *build.Built, pub *build
 }
 
 // moveTag moves the target's tag to the manifest m (an image or an index)
-// with digest d, which Write or WriteIndex published as pub.
+// with digest d, which Write published as pub.
 func (p *Publisher) moveTag(ctx context.Context, pub *build.Published, d v1.Hash, m remote.Taggable) error {
 	if pub.Digest == nil || pub.Digest.DigestStr() != d.String() || pub.Digest.Context().String() != p.tag.Context().String() {
 		return fmt.Errorf("push %s: commit of %s, which this publisher did not write", p.target, pub.Ref)

@@ -240,73 +240,86 @@ func writeTree(ctx context.Context, root string, t *tree.Tree) error {
 	if err := os.Mkdir(root, 0o755); err != nil {
 		return err
 	}
-	chown := os.Geteuid() == 0
+	w := treeWriter{root: root, chown: os.Geteuid() == 0}
 	entries := t.Entries()
-	native := func(p string) string { return filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(p, "/"))) }
 	for i, e := range entries {
 		if i%64 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		p := native(e.Path)
-		switch e.Kind {
-		case tree.Dir:
-			if err := os.Mkdir(p, 0o755); err != nil {
-				return err
-			}
-		case tree.File:
-			if err := os.WriteFile(p, e.Data, 0o600); err != nil {
-				return err
-			}
-			if chown {
-				if err := os.Lchown(p, e.UID, e.GID); err != nil {
-					return err
-				}
-			}
-			// After chown: chown clears setuid/setgid bits.
-			if err := os.Chmod(p, fileMode(e.Mode)); err != nil {
-				return err
-			}
-		case tree.Symlink:
-			if err := os.Symlink(e.Target, p); err != nil {
-				return err
-			}
-			if chown {
-				if err := os.Lchown(p, e.UID, e.GID); err != nil {
-					return err
-				}
-			}
-		case tree.Hardlink:
-			if err := os.Link(native(e.Target), p); err != nil {
-				return err
-			}
-		case tree.Whiteout:
-			// As in the layer: an empty file DIR/.wh.NAME.
-			dir, base := filepath.Split(p)
-			if err := os.WriteFile(filepath.Join(dir, tarball.WhiteoutPrefix+base), nil, 0); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("%s: unsupported entry type %v", e.Path, e.Kind)
-		}
-	}
-	for i := len(entries) - 1; i >= 0; i-- {
-		e := entries[i]
-		if e.Kind != tree.Dir {
-			continue
-		}
-		p := native(e.Path)
-		if chown {
-			if err := os.Lchown(p, e.UID, e.GID); err != nil {
-				return err
-			}
-		}
-		if err := os.Chmod(p, fileMode(e.Mode)); err != nil {
+		if err := w.write(e); err != nil {
 			return err
 		}
 	}
+	for i := len(entries) - 1; i >= 0; i-- {
+		if e := entries[i]; e.Kind == tree.Dir {
+			if err := w.finishDir(e); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// treeWriter unpacks entries under root, with their owners when chown.
+type treeWriter struct {
+	root  string
+	chown bool
+}
+
+// native is the path of p under root.
+func (w treeWriter) native(p string) string {
+	return filepath.Join(w.root, filepath.FromSlash(strings.TrimPrefix(p, "/")))
+}
+
+// lchown sets p's owner when the writer may.
+func (w treeWriter) lchown(p string, uid, gid int) error {
+	if !w.chown {
+		return nil
+	}
+	return os.Lchown(p, uid, gid)
+}
+
+// write creates entry e (a directory with a default mode: finishDir sets
+// its owner and mode).
+func (w treeWriter) write(e *tree.Entry) error {
+	p := w.native(e.Path)
+	switch e.Kind {
+	case tree.Dir:
+		return os.Mkdir(p, 0o755)
+	case tree.File:
+		if err := os.WriteFile(p, e.Data, 0o600); err != nil {
+			return err
+		}
+		if err := w.lchown(p, e.UID, e.GID); err != nil {
+			return err
+		}
+		// After chown: chown clears setuid/setgid bits.
+		return os.Chmod(p, fileMode(e.Mode))
+	case tree.Symlink:
+		if err := os.Symlink(e.Target, p); err != nil {
+			return err
+		}
+		return w.lchown(p, e.UID, e.GID)
+	case tree.Hardlink:
+		return os.Link(w.native(e.Target), p)
+	case tree.Whiteout:
+		// As in the layer: an empty file DIR/.wh.NAME.
+		dir, base := filepath.Split(p)
+		return os.WriteFile(filepath.Join(dir, tarball.WhiteoutPrefix+base), nil, 0)
+	default:
+		return fmt.Errorf("%s: unsupported entry type %v", e.Path, e.Kind)
+	}
+}
+
+// finishDir sets directory e's owner and mode.
+func (w treeWriter) finishDir(e *tree.Entry) error {
+	p := w.native(e.Path)
+	if err := w.lchown(p, e.UID, e.GID); err != nil {
+		return err
+	}
+	return os.Chmod(p, fileMode(e.Mode))
 }
 
 func fileMode(m uint32) os.FileMode {

@@ -360,92 +360,154 @@ func (s *Signer) attest(ctx context.Context, d name.Digest, stms []statement) ([
 	if err != nil {
 		return nil, err
 	}
-	rs := make([]*AttestResult, len(stms))
+	r := &attestRun{s: s, d: d, at: at, oo: oo, stms: stms, rs: make([]*AttestResult, len(stms)), envs: make([]oci.Signature, len(stms))}
 	for i, stm := range stms {
-		rs[i] = &AttestResult{Ref: d.String(), AttestationTag: at.String(), PredicateType: stm.predicateType}
+		r.rs[i] = &AttestResult{Ref: d.String(), AttestationTag: at.String(), PredicateType: stm.predicateType}
 	}
-	envs := make([]oci.Signature, len(stms))
-	writes := 0
 	// Merge, never replace: as in Sign, read, add ours, write, read back,
 	// and merge again while another writer keeps replacing the tag.
 	for attempt := 0; ; attempt++ {
-		raw, err := ociremote.SignedUnknown(d, oo...).Attestations()
+		existing, l, err := r.read()
 		if err != nil {
-			return nil, fmt.Errorf("reading attestations %s: %w", at, err)
-		}
-		existing, l, err := readOnce(raw)
-		if err != nil {
-			return nil, fmt.Errorf("reading attestations %s: %w", at, err)
-		}
-		var missing []int
-		for i, stm := range stms {
-			found := false
-			for _, a := range l {
-				if s.sameAttestation(a, stm.payload) {
-					found = true
-					break
-				}
-			}
-			if !found {
-				missing = append(missing, i)
-			}
-		}
-		if len(missing) == 0 {
-			for _, r := range rs {
-				r.Existing, r.Attestations, r.Writes = attempt == 0, len(l), writes
-			}
-			if attempt == 0 {
-				s.o.log.InfoContext(ctx, "attestation already present", "ref", d.String(), "tag", at.String())
-			} else {
-				s.o.log.InfoContext(ctx, "attested", "ref", d.String(), "tag", at.String(), "writes", writes)
-			}
-			return rs, nil
-		}
-		if err := s.nextWrite(ctx, "attestation", at, attempt); err != nil {
 			return nil, err
 		}
-		ro := &replaceOp{ours: s.ownAttestation, replaced: map[string]int{}}
-		for _, i := range missing {
-			if envs[i] == nil {
-				if envs[i], err = s.envelope(ctx, stms[i]); err != nil {
-					return nil, fmt.Errorf("%s: %w", d, err)
-				}
-			}
-			ro.add = append(ro.add, envs[i])
-			ro.predicateTypes = append(ro.predicateTypes, stms[i].predicateType)
+		missing := r.missing(l)
+		if len(missing) == 0 {
+			r.present(ctx, attempt, len(l))
+			return r.rs, nil
 		}
-		// Compose from exactly what was read, as Sign does (see
-		// writeMerged).
-		replaced, err := ro.Replace(existing, nil)
+		done, err := r.write(ctx, attempt, existing, len(l), missing)
 		if err != nil {
-			return nil, fmt.Errorf("reading attestations %s: %w", at, err)
+			return nil, err
 		}
-		merged, err := mutate.ReplaceSignatures(replaced)
-		if err != nil {
-			return nil, fmt.Errorf("reading attestations %s: %w", at, err)
-		}
-		wrote, err := s.writeMerged(ctx, at, merged, existing)
-		if err != nil {
-			return nil, fmt.Errorf("writing attestation %s: %w", at, err)
-		}
-		total := 0
-		for i, stm := range stms {
-			rs[i].Replaced = ro.replaced[stm.predicateType]
-			total += rs[i].Replaced
-		}
-		if s.o.sole && wrote {
-			for _, r := range rs {
-				r.Writes, r.Attestations = 1, len(l)+len(missing)-total
-			}
-			s.o.log.InfoContext(ctx, "attested", "ref", d.String(), "tag", at.String(), "replaced", total, "writes", 1)
-			return rs, nil
-		}
-		if wrote {
-			writes++
-		} else {
-			s.o.log.InfoContext(ctx, "attestation tag moved since it was read, or the registry refused its manifest while another writer wrote a blob it names; merging again", "tag", at.String())
+		if done {
+			return r.rs, nil
 		}
 	}
+}
+
+// attestRun is the state of one attest: the attestation tag, the
+// statements, their results and envelopes (made once), and the writes
+// so far.
+type attestRun struct {
+	s      *Signer
+	d      name.Digest
+	at     name.Tag
+	oo     []ociremote.Option
+	stms   []statement
+	rs     []*AttestResult
+	envs   []oci.Signature
+	writes int
+}
+
+// read reads the attestations attached to d now.
+func (r *attestRun) read() (oci.Signatures, []oci.Signature, error) {
+	raw, err := ociremote.SignedUnknown(r.d, r.oo...).Attestations()
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading attestations %s: %w", r.at, err)
+	}
+	existing, l, err := readOnce(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading attestations %s: %w", r.at, err)
+	}
+	return existing, l, nil
+}
+
+// missing are the indexes of the statements none of l attests.
+func (r *attestRun) missing(l []oci.Signature) []int {
+	var missing []int
+	for i, stm := range r.stms {
+		found := slices.ContainsFunc(l, func(a oci.Signature) bool { return r.s.sameAttestation(a, stm.payload) })
+		if !found {
+			missing = append(missing, i)
+		}
+	}
+	return missing
+}
+
+// present fills the results once every statement is attested (n
+// attestations attached), at attempt.
+func (r *attestRun) present(ctx context.Context, attempt, n int) {
+	for _, res := range r.rs {
+		res.Existing, res.Attestations, res.Writes = attempt == 0, n, r.writes
+	}
+	if attempt == 0 {
+		r.s.o.log.InfoContext(ctx, "attestation already present", "ref", r.d.String(), "tag", r.at.String())
+	} else {
+		r.s.o.log.InfoContext(ctx, "attested", "ref", r.d.String(), "tag", r.at.String(), "writes", r.writes)
+	}
+}
+
+// write adds the missing statements to what was read (existing, n
+// attestations) and writes the merge; done when the sole writer wrote it
+// (nothing is read back).
+func (r *attestRun) write(ctx context.Context, attempt int, existing oci.Signatures, n int, missing []int) (done bool, err error) {
+	s := r.s
+	if err := s.nextWrite(ctx, "attestation", r.at, attempt); err != nil {
+		return false, err
+	}
+	ro, err := r.replaceOp(ctx, missing)
+	if err != nil {
+		return false, err
+	}
+	wrote, err := r.writeMerged(ctx, ro, existing)
+	if err != nil {
+		return false, err
+	}
+	total := 0
+	for i, stm := range r.stms {
+		r.rs[i].Replaced = ro.replaced[stm.predicateType]
+		total += r.rs[i].Replaced
+	}
+	if s.o.sole && wrote {
+		for _, res := range r.rs {
+			res.Writes, res.Attestations = 1, n+len(missing)-total
+		}
+		s.o.log.InfoContext(ctx, "attested", "ref", r.d.String(), "tag", r.at.String(), "replaced", total, "writes", 1)
+		return true, nil
+	}
+	if wrote {
+		r.writes++
+	} else {
+		s.o.log.InfoContext(ctx, "attestation tag moved since it was read, or the registry refused its manifest while another writer wrote a blob it names; merging again", "tag", r.at.String())
+	}
+	return false, nil
+}
+
+// replaceOp adds the envelopes of the missing statements (made once) in
+// place of our own earlier attestations of their predicate types.
+func (r *attestRun) replaceOp(ctx context.Context, missing []int) (*replaceOp, error) {
+	ro := &replaceOp{ours: r.s.ownAttestation, replaced: map[string]int{}}
+	for _, i := range missing {
+		if r.envs[i] == nil {
+			var err error
+			if r.envs[i], err = r.s.envelope(ctx, r.stms[i]); err != nil {
+				return nil, fmt.Errorf("%s: %w", r.d, err)
+			}
+		}
+		ro.add = append(ro.add, r.envs[i])
+		ro.predicateTypes = append(ro.predicateTypes, r.stms[i].predicateType)
+	}
+	return ro, nil
+}
+
+// writeMerged composes the new attestations image from exactly what was
+// read, as Sign does (see Signer.writeMerged), and writes it; wrote is
+// false when the tag moved meanwhile.
+func (r *attestRun) writeMerged(ctx context.Context, ro *replaceOp, existing oci.Signatures) (bool, error) {
+	replaced, err := ro.Replace(existing, nil)
+	if err != nil {
+		return false, fmt.Errorf("reading attestations %s: %w", r.at, err)
+	}
+	merged, err := mutate.ReplaceSignatures(replaced)
+	if err != nil {
+		return false, fmt.Errorf("reading attestations %s: %w", r.at, err)
+	}
+	wrote, err := r.s.writeMerged(ctx, r.at, merged, existing)
+	if err != nil {
+		return false, fmt.Errorf("writing attestation %s: %w", r.at, err)
+	}
+	return wrote, nil
 }
 
 // ownAttestation reports whether a is a DSSE envelope signed by s's key.

@@ -67,9 +67,15 @@ type signStage struct{ *shared }
 
 func (*signStage) Name() string { return StageSign }
 
+// Run signs the image or index b written as p. Signatures of a
+// multi-platform image in an OCI layout are not written (the layout form
+// of cosign save holds one image): Run refuses them.
 func (s *signStage) Run(ctx context.Context, b *build.Built, p *build.Published) (any, error) {
 	if p == nil {
 		return nil, fmt.Errorf("%s: no published image", StageSign)
+	}
+	if b.IsIndex() && p.Digest == nil {
+		return nil, fmt.Errorf("%s: %s: signing a multi-platform image in an OCI layout is not supported; push it to a registry", StageSign, p.Ref)
 	}
 	sg, err := s.get(ctx)
 	if err != nil {
@@ -87,20 +93,14 @@ func (s *signStage) Run(ctx context.Context, b *build.Built, p *build.Published)
 	return r, nil
 }
 
-// RunIndex signs a multi-platform build's index, so a node that
-// resolves the tag to the index verifies as well as one that resolves a
-// platform's manifest (signed by Run). The provenance stays on each
-// platform image: it names that platform's base and layers.
-// Signatures of a multi-platform image in an OCI layout are not written
-// (the layout form of cosign save holds one image): RunIndex refuses them.
-func (s *signStage) RunIndex(ctx context.Context, ix *build.BuiltIndex, p *build.Published) (any, error) {
-	if p != nil && p.Digest == nil {
-		return nil, fmt.Errorf("%s: %s: signing a multi-platform image in an OCI layout is not supported; push it to a registry", StageSign, p.Ref)
-	}
-	return s.Run(ctx, nil, p)
-}
+// OnIndex implements build.OnIndex: a multi-platform build's index is
+// signed too, so a node that resolves the tag to the index verifies as
+// well as one that resolves a platform's manifest. The provenance
+// (attest) stays on each platform image: it names that platform's base
+// and layers.
+func (*signStage) OnIndex() bool { return true }
 
-var _ build.IndexStage = (*signStage)(nil)
+var _ build.OnIndex = (*signStage)(nil)
 
 type attestStage struct{ *shared }
 

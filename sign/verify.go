@@ -88,6 +88,22 @@ func Verify(ctx context.Context, ref string, pub signature.Verifier, opts ...Opt
 	return verify(ctx, ref, pub, makeOptions(opts))
 }
 
+// verification is the state of one Verify: what the reference resolved
+// to, the cosign options, and what the signature and attestation checks
+// returned, reduced into v step by step.
+type verification struct {
+	ctx    context.Context
+	ref    string
+	o      *options
+	res    registry.Resolved
+	co     *cosign.CheckOpts
+	v      *Verification
+	sigs   []oci.Signature
+	atts   []oci.Signature
+	sigErr error
+	attErr error
+}
+
 func verify(ctx context.Context, ref string, pub signature.Verifier, o *options) (*Verification, error) {
 	// The registry verifies nothing: reading the manifest through
 	// go-containerregistry checks its bytes against a requested digest.
@@ -95,117 +111,171 @@ func verify(ctx context.Context, ref string, pub signature.Verifier, o *options)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrVerify, err)
 	}
-	var v *Verification
-	co := &cosign.CheckOpts{
+	vr := &verification{ctx: ctx, ref: ref, o: o, res: res, co: &cosign.CheckOpts{
 		RegistryClientOpts: []ociremote.Option{ociremote.WithRemoteOptions(o.remoteOpts(ctx)...)},
 		SigVerifier:        pub,
 		IgnoreTlog:         true,
 		IgnoreSCT:          true,
-	}
-	var sigs, atts []oci.Signature
-	var sigErr, attErr error
+	}}
 	if res.Ref == nil {
-		// An OCI layout as `cosign save` writes it: the signatures and
-		// attestations of the image whose entry has the kind annotation.
-		l, err := registry.ParseLayout(ref)
-		if err != nil {
-			return nil, err
+		if err := vr.readLayout(); err != nil {
+			return vr.v, err
 		}
-		v = &Verification{Ref: registry.LayoutPrefix + l.Dir + "@" + res.Digest.String(), Digest: res.Digest.String()}
-		if err := layoutSignedImage(l.Dir, res.Digest); err != nil {
-			return v, fmt.Errorf("%w for %s: %v", ErrVerify, v.Ref, err)
-		}
-		co.ClaimVerifier = cosign.SimpleClaimVerifier
-		sigs, _, sigErr = cosign.VerifyLocalImageSignatures(ctx, l.Dir, co)
-		co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
-		atts, _, attErr = cosign.VerifyLocalImageAttestations(ctx, l.Dir, co)
 	} else {
-		d := res.Ref.Context().Digest(res.Digest.String())
-		v = &Verification{Ref: d.String(), Digest: res.Digest.String()}
-		// The identity a node checks is the repository it pulls, before any
-		// mirror rewriting.
-		want := d.Context().Name()
-		if given, err := name.ParseReference(ref); err == nil {
-			want = given.Context().Name()
-		}
-		co.ClaimVerifier = func(sig oci.Signature, h v1.Hash, ann map[string]interface{}) error {
-			if err := cosign.SimpleClaimVerifier(sig, h, ann); err != nil {
-				return err
-			}
-			id, err := signedIdentity(sig)
-			if err != nil {
-				return err
-			}
-			if !sameRepository(id, want) {
-				return fmt.Errorf("signature names %q, not repository %q", id, want)
-			}
-			return nil
-		}
-		sigs, _, sigErr = cosign.VerifyImageSignatures(ctx, d, co)
-		if res.IndexDigest != nil {
-			v.Index = res.IndexDigest.String()
-			isigs, _, err := cosign.VerifyImageSignatures(ctx, res.Ref.Context().Digest(v.Index), co)
-			if err != nil {
-				v.IndexSignatureError = err.Error()
-			} else if v.IndexSignatures = len(isigs); len(isigs) == 0 {
-				v.IndexSignatureError = "no signature by this key"
-			}
-		}
-		co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
-		atts, _, attErr = cosign.VerifyImageAttestations(ctx, d, co)
+		vr.readRegistry()
 	}
-	if sigErr != nil {
-		v.SignatureError = sigErr.Error()
+	vr.signatures()
+	if vr.attErr != nil {
+		vr.v.AttestationError = vr.attErr.Error()
 	} else {
-		v.Signatures = len(sigs)
-		if len(sigs) > 0 {
-			v.SignedIdentity, _ = signedIdentity(sigs[0])
-		}
+		vr.attestations()
+		vr.missingSBOM()
 	}
-	err = attErr
+	vr.v.provenanceDependencies()
+	return vr.v, vr.v.failure()
+}
+
+// readLayout reads the signatures and attestations of an OCI layout as
+// `cosign save` writes it: those of the image whose entry has the kind
+// annotation.
+func (vr *verification) readLayout() error {
+	l, err := registry.ParseLayout(vr.ref)
 	if err != nil {
-		v.AttestationError = err.Error()
-	} else {
-		for _, a := range atts {
-			st, err := decodeStatement(a)
-			if err == nil && st.PredicateType == SBOMPredicateType && v.SBOM == nil {
-				v.SBOM, v.SBOMError = checkSBOM(a, v.Digest)
-			}
-			if err != nil || st.PredicateType != PredicateType {
-				continue
-			}
-			v.Attestations++
-			if v.Provenance == nil {
-				v.Provenance = st
-			}
+		return err
+	}
+	d := vr.res.Digest.String()
+	vr.v = &Verification{Ref: registry.LayoutPrefix + l.Dir + "@" + d, Digest: d}
+	if err := layoutSignedImage(l.Dir, vr.res.Digest); err != nil {
+		return fmt.Errorf("%w for %s: %v", ErrVerify, vr.v.Ref, err)
+	}
+	vr.co.ClaimVerifier = cosign.SimpleClaimVerifier
+	vr.sigs, _, vr.sigErr = cosign.VerifyLocalImageSignatures(vr.ctx, l.Dir, vr.co)
+	vr.co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
+	vr.atts, _, vr.attErr = cosign.VerifyLocalImageAttestations(vr.ctx, l.Dir, vr.co)
+	return nil
+}
+
+// readRegistry reads the signatures (of the image and of the index the
+// reference named, if any) and the attestations from the registry.
+func (vr *verification) readRegistry() {
+	d := vr.res.Ref.Context().Digest(vr.res.Digest.String())
+	vr.v = &Verification{Ref: d.String(), Digest: vr.res.Digest.String()}
+	vr.co.ClaimVerifier = repositoryClaim(vr.ref, d)
+	vr.sigs, _, vr.sigErr = cosign.VerifyImageSignatures(vr.ctx, d, vr.co)
+	if vr.res.IndexDigest != nil {
+		vr.indexSignatures()
+	}
+	vr.co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
+	vr.atts, _, vr.attErr = cosign.VerifyImageAttestations(vr.ctx, d, vr.co)
+}
+
+// repositoryClaim checks a signature's digest and that it names the
+// repository a node pulls (the given reference's, before any mirror
+// rewriting).
+func repositoryClaim(ref string, d name.Digest) func(oci.Signature, v1.Hash, map[string]interface{}) error {
+	want := d.Context().Name()
+	if given, err := name.ParseReference(ref); err == nil {
+		want = given.Context().Name()
+	}
+	return func(sig oci.Signature, h v1.Hash, ann map[string]interface{}) error {
+		if err := cosign.SimpleClaimVerifier(sig, h, ann); err != nil {
+			return err
 		}
-		if v.Attestations == 0 {
-			v.AttestationError = fmt.Sprintf("no attestation of type %s by this key", PredicateType)
+		id, err := signedIdentity(sig)
+		if err != nil {
+			return err
 		}
-		if v.SBOM == nil && v.SBOMError == "" {
-			// cosign keeps the attestations that verify and drops the
-			// others silently: an SBOM whose statement was edited would
-			// read as no SBOM at all. Only an image with no SBOM
-			// attestation has none.
-			n, err := unverifiedSBOMs(ctx, res.Ref, ref, v.Digest, o)
-			switch {
-			case err != nil:
-				v.SBOMError = "reading the attestations again: " + err.Error()
-			case n > 0:
-				v.SBOMError = fmt.Sprintf("%d SBOM attestation(s) of %s attached, none verifies with this key (its statement or signature was changed, it names another image, or another key signed it)", n, v.Digest)
-			}
+		if !sameRepository(id, want) {
+			return fmt.Errorf("signature names %q, not repository %q", id, want)
+		}
+		return nil
+	}
+}
+
+// indexSignatures checks the signature of the index the reference named.
+func (vr *verification) indexSignatures() {
+	v := vr.v
+	v.Index = vr.res.IndexDigest.String()
+	isigs, _, err := cosign.VerifyImageSignatures(vr.ctx, vr.res.Ref.Context().Digest(v.Index), vr.co)
+	if err != nil {
+		v.IndexSignatureError = err.Error()
+	} else if v.IndexSignatures = len(isigs); len(isigs) == 0 {
+		v.IndexSignatureError = "no signature by this key"
+	}
+}
+
+// signatures records the image's signature check.
+func (vr *verification) signatures() {
+	v := vr.v
+	if vr.sigErr != nil {
+		v.SignatureError = vr.sigErr.Error()
+		return
+	}
+	v.Signatures = len(vr.sigs)
+	if len(vr.sigs) > 0 {
+		v.SignedIdentity, _ = signedIdentity(vr.sigs[0])
+	}
+}
+
+// attestations counts the provenance attestations that verified, keeps
+// the first one's statement and checks the first SBOM.
+func (vr *verification) attestations() {
+	v := vr.v
+	for _, a := range vr.atts {
+		st, err := decodeStatement(a)
+		if err == nil && st.PredicateType == SBOMPredicateType && v.SBOM == nil {
+			v.SBOM, v.SBOMError = checkSBOM(a, v.Digest)
+		}
+		if err != nil || st.PredicateType != PredicateType {
+			continue
+		}
+		v.Attestations++
+		if v.Provenance == nil {
+			v.Provenance = st
 		}
 	}
-	if v.Provenance != nil {
-		for i, rd := range v.Provenance.Predicate.BuildDefinition.ResolvedDependencies {
-			switch rd.Annotations[AnnotationRole] {
-			case "base":
-				v.Base = &v.Provenance.Predicate.BuildDefinition.ResolvedDependencies[i]
-			case "input":
-				v.Inputs = append(v.Inputs, rd)
-			}
+	if v.Attestations == 0 {
+		v.AttestationError = fmt.Sprintf("no attestation of type %s by this key", PredicateType)
+	}
+}
+
+// missingSBOM tells an image without an SBOM from one whose SBOM does not
+// verify: cosign keeps the attestations that verify and drops the others
+// silently, so an SBOM whose statement was edited would read as no SBOM
+// at all. Only an image with no SBOM attestation has none.
+func (vr *verification) missingSBOM() {
+	v := vr.v
+	if v.SBOM != nil || v.SBOMError != "" {
+		return
+	}
+	n, err := unverifiedSBOMs(vr.ctx, vr.res.Ref, vr.ref, v.Digest, vr.o)
+	switch {
+	case err != nil:
+		v.SBOMError = "reading the attestations again: " + err.Error()
+	case n > 0:
+		v.SBOMError = fmt.Sprintf("%d SBOM attestation(s) of %s attached, none verifies with this key (its statement or signature was changed, it names another image, or another key signed it)", n, v.Digest)
+	}
+}
+
+// provenanceDependencies fills Base and Inputs from the provenance.
+func (v *Verification) provenanceDependencies() {
+	if v.Provenance == nil {
+		return
+	}
+	deps := v.Provenance.Predicate.BuildDefinition.ResolvedDependencies
+	for i, rd := range deps {
+		switch rd.Annotations[AnnotationRole] {
+		case "base":
+			v.Base = &deps[i]
+		case "input":
+			v.Inputs = append(v.Inputs, rd)
 		}
 	}
+}
+
+// failure is the error wrapping ErrVerify that names every failed check
+// (nil when all passed).
+func (v *Verification) failure() error {
 	var errs []string
 	if v.SignatureError != "" {
 		errs = append(errs, "signature: "+v.SignatureError)
@@ -220,9 +290,9 @@ func verify(ctx context.Context, ref string, pub signature.Verifier, o *options)
 		errs = append(errs, "sbom: "+v.SBOMError)
 	}
 	if len(errs) > 0 {
-		return v, fmt.Errorf("%w for %s: %s", ErrVerify, v.Ref, strings.Join(errs, "; "))
+		return fmt.Errorf("%w for %s: %s", ErrVerify, v.Ref, strings.Join(errs, "; "))
 	}
-	return v, nil
+	return nil
 }
 
 func signedIdentity(sig oci.Signature) (string, error) {

@@ -406,97 +406,135 @@ func (r *recent) add(p string, b []byte) {
 	}
 }
 
+// tarReader is the state of reading one layer: its change set, and
+// the files, symlinks and small file contents seen so far, for the
+// hardlinks that follow them.
+type tarReader struct {
+	tr    *tar.Reader
+	cs    *changeset
+	files map[string]*Entry
+	rec   recent
+}
+
 // readTar reads one layer's tar stream into a change set.
 func readTar(r io.Reader) (*changeset, error) {
-	cs := &changeset{}
-	tr := tar.NewReader(r)
-	files := map[string]*Entry{} // files and symlinks of this layer, for hardlinks
-	var rec recent
+	lr := &tarReader{tr: tar.NewReader(r), cs: &changeset{}, files: map[string]*Entry{}}
 	for {
-		h, err := tr.Next()
+		h, err := lr.tr.Next()
 		if err == io.EOF {
-			return cs, nil
+			return lr.cs, nil
 		}
 		if err != nil {
 			return nil, err
 		}
 		p := cleanRel(h.Name)
-		if p == "" {
+		if p == "" || lr.whiteout(p) {
 			continue
 		}
-		if inOstreeStore(p) && !strings.HasSuffix(p, ".file") {
-			// Object store directories, xattrs and metadata objects: no
-			// checkout path links to them.
-			continue
+		e, err := lr.entry(h, p)
+		if err != nil {
+			return nil, err
 		}
-		dir, name := path.Split(p)
-		dir = strings.TrimSuffix(dir, "/")
-		switch {
-		case name == ".wh..wh..opq":
-			cs.opaque = append(cs.opaque, dir)
-			continue
-		case strings.HasPrefix(name, ".wh."):
-			cs.whiteouts = append(cs.whiteouts, path.Join(dir, strings.TrimPrefix(name, ".wh.")))
-			continue
+		if e != nil {
+			lr.cs.entries = append(lr.cs.entries, e)
 		}
-		e := &Entry{Path: p, Mode: uint32(h.Mode) & 0o7777, UID: h.Uid, GID: h.Gid}
-		switch h.Typeflag {
-		case tar.TypeReg, tar.TypeRegA, tar.TypeGNUSparse:
-			e.Type, e.Size = TypeFile, h.Size
-			if h.Size < 0 {
-				return nil, fmt.Errorf("%s: negative size", p)
-			}
-			keep := h.Size <= recentMaxFile
-			if (ContentPath(p) && h.Size <= MaxContent) || keep {
-				buf := make([]byte, h.Size)
-				if _, err := io.ReadFull(tr, buf); err != nil {
-					return nil, fmt.Errorf("%s: %w", p, err)
-				}
-				if ContentPath(p) && h.Size <= MaxContent {
-					e.Content, e.Indexed = buf, true
-				}
-				if keep {
-					rec.add(p, buf)
-				}
-			}
-			files[p] = e
-		case tar.TypeDir:
-			e.Type = TypeDir
-		case tar.TypeSymlink:
-			// ostree-ext writes symlink objects too and hardlinks the
-			// checkout's symlinks to them.
-			e.Type, e.Link = TypeSymlink, h.Linkname
-			files[p] = e
-		case tar.TypeLink:
-			target := cleanRel(h.Linkname)
-			src, ok := files[target]
-			if !ok {
-				// A file of a lower layer: resolved when applied.
-				e.Type, e.Link = typeHardlink, target
-				break
-			}
-			c := *src
-			c.Path, c.Content, c.Indexed = p, nil, false
-			if ContentPath(p) && src.Size <= MaxContent {
-				if src.Indexed {
-					c.Content, c.Indexed = src.Content, true
-				} else if data, ok := rec.data[target]; ok {
-					c.Content, c.Indexed = data, true
-				}
-			}
-			e = &c
-			files[p] = e
-		case tar.TypeChar:
-			e.Type = TypeChar
-		case tar.TypeBlock:
-			e.Type = TypeBlock
-		case tar.TypeFifo:
-			e.Type = TypeFifo
-		default:
-			// Extended headers are consumed by archive/tar; anything else
-			// (e.g. a Solaris-specific type) is not part of a root tree.
-			continue
-		}
-		cs.entries = append(cs.entries, e)
 	}
+}
+
+// whiteout records p when it is a whiteout (or opaque marker) and
+// reports whether p is no entry of the tree: a whiteout, or one of the
+// object store's directories, xattrs and metadata objects, to which no
+// checkout path links.
+func (lr *tarReader) whiteout(p string) bool {
+	if inOstreeStore(p) && !strings.HasSuffix(p, ".file") {
+		return true
+	}
+	dir, name := path.Split(p)
+	dir = strings.TrimSuffix(dir, "/")
+	switch {
+	case name == ".wh..wh..opq":
+		lr.cs.opaque = append(lr.cs.opaque, dir)
+		return true
+	case strings.HasPrefix(name, ".wh."):
+		lr.cs.whiteouts = append(lr.cs.whiteouts, path.Join(dir, strings.TrimPrefix(name, ".wh.")))
+		return true
+	}
+	return false
+}
+
+// entry is the tree entry of header h at p (nil for a type that is not
+// part of a root tree: extended headers are consumed by archive/tar,
+// anything else, e.g. a Solaris-specific type, is skipped).
+func (lr *tarReader) entry(h *tar.Header, p string) (*Entry, error) {
+	e := &Entry{Path: p, Mode: uint32(h.Mode) & 0o7777, UID: h.Uid, GID: h.Gid}
+	switch h.Typeflag {
+	case tar.TypeReg, tar.TypeRegA, tar.TypeGNUSparse:
+		return lr.regular(e, h.Size)
+	case tar.TypeDir:
+		e.Type = TypeDir
+	case tar.TypeSymlink:
+		// ostree-ext writes symlink objects too and hardlinks the
+		// checkout's symlinks to them.
+		e.Type, e.Link = TypeSymlink, h.Linkname
+		lr.files[p] = e
+	case tar.TypeLink:
+		return lr.hardlink(e, cleanRel(h.Linkname)), nil
+	case tar.TypeChar:
+		e.Type = TypeChar
+	case tar.TypeBlock:
+		e.Type = TypeBlock
+	case tar.TypeFifo:
+		e.Type = TypeFifo
+	default:
+		return nil, nil
+	}
+	return e, nil
+}
+
+// regular reads a regular file of size bytes: its content when indexed
+// (a content path up to MaxContent), kept for later hardlinks when small.
+func (lr *tarReader) regular(e *Entry, size int64) (*Entry, error) {
+	p := e.Path
+	e.Type, e.Size = TypeFile, size
+	if size < 0 {
+		return nil, fmt.Errorf("%s: negative size", p)
+	}
+	indexed := ContentPath(p) && size <= MaxContent
+	keep := size <= recentMaxFile
+	if indexed || keep {
+		buf := make([]byte, size)
+		if _, err := io.ReadFull(lr.tr, buf); err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		if indexed {
+			e.Content, e.Indexed = buf, true
+		}
+		if keep {
+			lr.rec.add(p, buf)
+		}
+	}
+	lr.files[p] = e
+	return e, nil
+}
+
+// hardlink is e, a hardlink to target: a copy of target's entry when
+// this layer has it (with its content when e is indexed), else a
+// hardlink resolved when the layer is applied (a file of a lower layer).
+func (lr *tarReader) hardlink(e *Entry, target string) *Entry {
+	src, ok := lr.files[target]
+	if !ok {
+		e.Type, e.Link = typeHardlink, target
+		return e
+	}
+	c := *src
+	c.Path, c.Content, c.Indexed = e.Path, nil, false
+	if ContentPath(e.Path) && src.Size <= MaxContent {
+		if src.Indexed {
+			c.Content, c.Indexed = src.Content, true
+		} else if data, ok := lr.rec.data[target]; ok {
+			c.Content, c.Indexed = data, true
+		}
+	}
+	lr.files[e.Path] = &c
+	return &c
 }

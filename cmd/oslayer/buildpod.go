@@ -34,39 +34,23 @@ func (f *podFlags) register(fs *pflag.FlagSet) {
 // does the work (controller.BuildPod); the last line on stdout is the
 // digested reference, or the JobResult with -o json.
 func runBuildPod(cmd *cobra.Command, g *globals, f *buildFlags) error {
-	p := f.pkg
-	if f.in.pool != "" || len(f.in.oscs) > 0 || len(f.in.mcs) > 0 || f.base != "" || f.push != "" ||
-		p.containerfile != "" || p.contextDir != "" || len(p.buildArgs) > 0 || len(p.secrets) > 0 || len(p.repoFiles) > 0 {
+	if f.givesInputs() {
 		return errors.New("--from-poolimage takes the pool, documents, base, target and package inputs from the PoolImage: give none of --pool, --osc, --machineconfig, --base, --push, --containerfile, --context, --build-arg, --build-secret, --repo-file")
 	}
 	ns, name, err := controller.ParseObjectKey(f.pod.poolImage)
 	if err != nil {
 		return fmt.Errorf("--from-poolimage: %w", err)
 	}
-	reg, err := f.reg.options()
+	opts, err := f.podOptions(g)
 	if err != nil {
 		return err
 	}
-	reg.UserAgent = "oslayer/" + version
-	cache, err := baseindex.DefaultCacheDir()
-	if err != nil {
-		return err
-	}
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return err
-	}
-	s, err := controller.Scheme()
-	if err != nil {
-		return err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: s})
+	c, err := clusterClient()
 	if err != nil {
 		return err
 	}
 	res, err := controller.BuildPod(cmd.Context(), c, controller.PodOptions{
-		Options: controller.Options{Registry: *reg, Version: version, IndexCacheDir: cache, Logger: g.log,
-			SecretsDir: f.pod.secretsDir},
+		Options:   opts,
 		Namespace: ns, Name: name, Job: f.pod.job, SourcesDigest: f.pod.sourcesDigest,
 		BuildLog: cmd.ErrOrStderr(),
 	})
@@ -89,6 +73,44 @@ func runBuildPod(cmd *cobra.Command, g *globals, f *buildFlags) error {
 	}
 	_, err = fmt.Fprintln(out, res.Image)
 	return err
+}
+
+// givesInputs reports whether a flag gives what --from-poolimage takes
+// from the PoolImage (pool, documents, base, target, package inputs).
+func (f *buildFlags) givesInputs() bool {
+	p := f.pkg
+	return f.in.pool != "" || len(f.in.oscs) > 0 || len(f.in.mcs) > 0 || f.base != "" || f.push != "" ||
+		p.containerfile != "" || p.contextDir != "" || len(p.buildArgs) > 0 || len(p.secrets) > 0 || len(p.repoFiles) > 0
+}
+
+// podOptions are the controller's options for the build: the registry
+// flags, the version, the base index cache, the mounted Secrets.
+func (f *buildFlags) podOptions(g *globals) (controller.Options, error) {
+	reg, err := f.reg.options()
+	if err != nil {
+		return controller.Options{}, err
+	}
+	reg.UserAgent = "oslayer/" + version
+	cache, err := baseindex.DefaultCacheDir()
+	if err != nil {
+		return controller.Options{}, err
+	}
+	return controller.Options{Registry: *reg, Version: version, IndexCacheDir: cache, Logger: g.log,
+		SecretsDir: f.pod.secretsDir}, nil
+}
+
+// clusterClient is a client of the cluster ($KUBECONFIG or the in-cluster
+// service account) with the controller's scheme.
+func clusterClient() (client.Client, error) {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, err
+	}
+	s, err := controller.Scheme()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: s})
 }
 
 // args are the registry flags as given, for the build pod's command line

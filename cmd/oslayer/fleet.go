@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"time"
@@ -98,84 +99,111 @@ func (f *fleetFlags) shardSpec() (string, error) {
 	return "", nil
 }
 
+// runFleetBuild builds the plan's pools (this shard's) and writes the
+// summary, the Tekton results and the table or JSON.
 func runFleetBuild(cmd *cobra.Command, g *globals, f *fleetFlags, planPath string) error {
-	ctx := cmd.Context()
-	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	if f.jobs < 1 || f.jobs > 256 {
-		return fmt.Errorf("--jobs %d: want 1 to 256", f.jobs)
-	}
-	f.reg.jobs = f.uploadJobs
-	reg, err := f.reg.options()
+	stderr := cmd.ErrOrStderr()
+	opts, err := f.options(g, stderr)
 	if err != nil {
 		return err
 	}
-	reg.UserAgent = "oslayer/" + version
-	budget, err := parseSize(f.imageBudget)
-	if err != nil {
-		return fmt.Errorf("--imageref-budget: %w", err)
-	}
-	if f.imageTimeout < 0 {
-		return fmt.Errorf("--imageref-timeout %s: want a positive duration", f.imageTimeout)
-	}
-	epoch, err := sourceDateEpoch()
+	spec, pools, err := f.shardPools(planPath)
 	if err != nil {
 		return err
 	}
-	spec, err := f.shardSpec()
-	if err != nil {
-		return err
-	}
-	shard, shards := 0, 1
-	if spec != "" {
-		if shard, shards, err = fleet.ParseShard(spec); err != nil {
+	if opts.IndexCacheDir == "" {
+		if opts.IndexCacheDir, err = baseindex.DefaultCacheDir(); err != nil {
 			return err
 		}
 	}
-	pools, err := fleet.Load(planPath)
-	if err != nil {
-		return &exitError{code: 1, err: err}
-	}
-	pools = fleet.Shard(pools, shard, shards)
-	cache := f.indexCache
-	if cache == "" {
-		if cache, err = baseindex.DefaultCacheDir(); err != nil {
-			return err
-		}
-	}
-	sum, err := fleet.Run(ctx, pools, fleet.Options{
-		Registry: reg, Jobs: f.jobs, Version: version, Epoch: epoch, IndexCacheDir: cache,
-		ImageBudget: budget, ImageTimeout: f.imageTimeout,
-		Password: []byte(os.Getenv("COSIGN_PASSWORD")),
-		Progress: stderr, Terminal: publish.IsTerminal(stderr), Logger: g.log,
-	})
+	sum, err := fleet.Run(cmd.Context(), pools, opts)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
 	sum.Shard = spec
-	if f.results != "" {
-		if err := sum.WriteTektonResults(f.results); err != nil {
-			return &exitError{code: 2, err: fmt.Errorf("--tekton-results: %w", err)}
-		}
-	}
-	if f.summary != "" {
-		var b bytes.Buffer
-		if err := sum.WriteJSON(&b); err != nil {
-			return err
-		}
-		if err := writeAtomic(f.summary, b.Bytes()); err != nil {
-			return &exitError{code: 2, err: fmt.Errorf("--summary %s: %w", f.summary, err)}
-		}
+	if err := f.writeSummary(sum); err != nil {
+		return err
 	}
 	if g.json() {
-		err = sum.WriteJSON(stdout)
+		err = sum.WriteJSON(cmd.OutOrStdout())
 	} else {
-		err = sum.WriteTable(stdout)
+		err = sum.WriteTable(cmd.OutOrStdout())
 	}
 	if err != nil {
 		return err
 	}
 	if code := sum.ExitCode(); code != 0 {
 		return &exitError{code: code, err: fmt.Errorf("fleet: %d of %d pools failed", sum.Failed, sum.Total)}
+	}
+	return nil
+}
+
+// options are the run's flags as fleet options (the index cache
+// directory as given: "" for the default).
+func (f *fleetFlags) options(g *globals, stderr io.Writer) (fleet.Options, error) {
+	if f.jobs < 1 || f.jobs > 256 {
+		return fleet.Options{}, fmt.Errorf("--jobs %d: want 1 to 256", f.jobs)
+	}
+	f.reg.jobs = f.uploadJobs
+	reg, err := f.reg.options()
+	if err != nil {
+		return fleet.Options{}, err
+	}
+	reg.UserAgent = "oslayer/" + version
+	budget, err := parseSize(f.imageBudget)
+	if err != nil {
+		return fleet.Options{}, fmt.Errorf("--imageref-budget: %w", err)
+	}
+	if f.imageTimeout < 0 {
+		return fleet.Options{}, fmt.Errorf("--imageref-timeout %s: want a positive duration", f.imageTimeout)
+	}
+	epoch, err := sourceDateEpoch()
+	if err != nil {
+		return fleet.Options{}, err
+	}
+	return fleet.Options{
+		Registry: reg, Jobs: f.jobs, Version: version, Epoch: epoch, IndexCacheDir: f.indexCache,
+		ImageBudget: budget, ImageTimeout: f.imageTimeout,
+		Password: []byte(os.Getenv("COSIGN_PASSWORD")),
+		Progress: stderr, Terminal: publish.IsTerminal(stderr), Logger: g.log,
+	}, nil
+}
+
+// shardPools loads the plan and keeps this shard's pools; spec is the
+// shard ("I/N", "" for the whole plan).
+func (f *fleetFlags) shardPools(planPath string) (spec string, pools []fleet.Pool, err error) {
+	if spec, err = f.shardSpec(); err != nil {
+		return "", nil, err
+	}
+	shard, shards := 0, 1
+	if spec != "" {
+		if shard, shards, err = fleet.ParseShard(spec); err != nil {
+			return "", nil, err
+		}
+	}
+	if pools, err = fleet.Load(planPath); err != nil {
+		return "", nil, &exitError{code: 1, err: err}
+	}
+	return spec, fleet.Shard(pools, shard, shards), nil
+}
+
+// writeSummary writes the Tekton results and the JSON summary file when
+// asked for.
+func (f *fleetFlags) writeSummary(sum *fleet.Summary) error {
+	if f.results != "" {
+		if err := sum.WriteTektonResults(f.results); err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("--tekton-results: %w", err)}
+		}
+	}
+	if f.summary == "" {
+		return nil
+	}
+	var b bytes.Buffer
+	if err := sum.WriteJSON(&b); err != nil {
+		return err
+	}
+	if err := writeAtomic(f.summary, b.Bytes()); err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("--summary %s: %w", f.summary, err)}
 	}
 	return nil
 }

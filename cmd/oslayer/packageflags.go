@@ -42,102 +42,168 @@ var secretID = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 // package bases go to repository ("" for an OCI layout target).
 func (f *packageFlags) config(reg *registry.Options, repository string, log io.Writer) (bud.Config, error) {
 	c := bud.Config{Repository: repository, Registry: reg, Log: log}
-	if f.containerfile != "" {
-		data, err := os.ReadFile(f.containerfile)
-		if err != nil {
-			return c, fmt.Errorf("--containerfile: %w", err)
+	for _, step := range []func(*bud.Config) error{
+		f.readContainerfile, f.readContext, f.readBuildArgs, f.readSecrets, f.readRepoFiles,
+	} {
+		if err := step(&c); err != nil {
+			return c, err
 		}
-		if len(strings.TrimSpace(string(data))) == 0 {
-			return c, fmt.Errorf("--containerfile %s: empty", f.containerfile)
-		}
-		c.Containerfile, c.ContainerfileName = data, f.containerfile
-		c.ContextDir = filepath.Dir(f.containerfile)
 	}
+	return c, nil
+}
+
+// readContainerfile reads --containerfile; its directory is the default
+// build context.
+func (f *packageFlags) readContainerfile(c *bud.Config) error {
+	if f.containerfile == "" {
+		return nil
+	}
+	data, err := os.ReadFile(f.containerfile)
+	if err != nil {
+		return fmt.Errorf("--containerfile: %w", err)
+	}
+	if len(strings.TrimSpace(string(data))) == 0 {
+		return fmt.Errorf("--containerfile %s: empty", f.containerfile)
+	}
+	c.Containerfile, c.ContainerfileName = data, f.containerfile
+	c.ContextDir = filepath.Dir(f.containerfile)
+	return nil
+}
+
+// readContext sets and checks the build context (--context, only with
+// --containerfile).
+func (f *packageFlags) readContext(c *bud.Config) error {
 	if f.contextDir != "" {
 		if f.containerfile == "" {
-			return c, fmt.Errorf("--context %s: only with --containerfile", f.contextDir)
+			return fmt.Errorf("--context %s: only with --containerfile", f.contextDir)
 		}
 		c.ContextDir = f.contextDir
 	}
-	if c.ContextDir != "" {
-		if fi, err := os.Stat(c.ContextDir); err != nil {
-			return c, fmt.Errorf("--context: %w", err)
-		} else if !fi.IsDir() {
-			return c, fmt.Errorf("--context %s: not a directory", c.ContextDir)
-		}
+	if c.ContextDir == "" {
+		return nil
 	}
+	if fi, err := os.Stat(c.ContextDir); err != nil {
+		return fmt.Errorf("--context: %w", err)
+	} else if !fi.IsDir() {
+		return fmt.Errorf("--context %s: not a directory", c.ContextDir)
+	}
+	return nil
+}
+
+// readBuildArgs parses each --build-arg NAME=VALUE (a name once).
+func (f *packageFlags) readBuildArgs(c *bud.Config) error {
 	for _, a := range f.buildArgs {
 		k, v, ok := strings.Cut(a, "=")
 		if !ok || k == "" {
-			return c, fmt.Errorf("--build-arg %q: want NAME=VALUE", a)
+			return fmt.Errorf("--build-arg %q: want NAME=VALUE", a)
 		}
 		if c.BuildArgs == nil {
 			c.BuildArgs = map[string]string{}
 		}
 		if _, dup := c.BuildArgs[k]; dup {
-			return c, fmt.Errorf("--build-arg %s given twice", k)
+			return fmt.Errorf("--build-arg %s given twice", k)
 		}
 		c.BuildArgs[k] = v
 	}
+	return nil
+}
+
+// readSecrets parses each --build-secret id=ID,src=FILE (an id once, a
+// regular file).
+func (f *packageFlags) readSecrets(c *bud.Config) error {
 	for _, s := range f.secrets {
-		id, src := "", ""
-		for _, kv := range strings.Split(s, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			switch k {
-			case "id":
-				id = v
-			case "src":
-				src = v
-			default:
-				return c, fmt.Errorf("--build-secret %q: unknown key %q (want id=ID,src=FILE)", s, k)
-			}
-		}
-		if !secretID.MatchString(id) || src == "" {
-			return c, fmt.Errorf("--build-secret %q: want id=ID,src=FILE (ID of letters, digits, '_', '.', '-')", s)
+		id, src, err := parseSecret(s)
+		if err != nil {
+			return err
 		}
 		if fi, err := os.Stat(src); err != nil {
-			return c, fmt.Errorf("--build-secret id=%s: %w", id, err)
+			return fmt.Errorf("--build-secret id=%s: %w", id, err)
 		} else if !fi.Mode().IsRegular() {
-			return c, fmt.Errorf("--build-secret id=%s: %s is not a regular file", id, src)
+			return fmt.Errorf("--build-secret id=%s: %s is not a regular file", id, src)
 		}
 		if c.Secrets == nil {
 			c.Secrets = map[string]string{}
 		}
 		if _, dup := c.Secrets[id]; dup {
-			return c, fmt.Errorf("--build-secret id=%s given twice", id)
+			return fmt.Errorf("--build-secret id=%s given twice", id)
 		}
 		c.Secrets[id] = src
 	}
-	for _, p := range f.repoFiles {
-		files := []string{p}
-		if fi, err := os.Stat(p); err != nil {
-			return c, fmt.Errorf("--repo-file: %w", err)
-		} else if fi.IsDir() {
-			files, _ = filepath.Glob(filepath.Join(p, "*.repo"))
-			if len(files) == 0 {
-				return c, fmt.Errorf("--repo-file %s: no *.repo file in the directory", p)
-			}
-			sort.Strings(files)
-		}
-		for _, file := range files {
-			name := filepath.Base(file)
-			if !strings.HasSuffix(name, ".repo") {
-				return c, fmt.Errorf("--repo-file %s: want a file whose name ends in .repo", file)
-			}
-			data, err := os.ReadFile(file)
-			if err != nil {
-				return c, fmt.Errorf("--repo-file: %w", err)
-			}
-			if c.Repos == nil {
-				c.Repos = map[string][]byte{}
-			}
-			if _, dup := c.Repos[name]; dup {
-				return c, fmt.Errorf("--repo-file %s: a repository file named %s is given twice", file, name)
-			}
-			c.Repos[name] = data
+	return nil
+}
+
+// parseSecret splits one --build-secret value into its id and source
+// file.
+func parseSecret(s string) (id, src string, err error) {
+	for _, kv := range strings.Split(s, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "id":
+			id = v
+		case "src":
+			src = v
+		default:
+			return "", "", fmt.Errorf("--build-secret %q: unknown key %q (want id=ID,src=FILE)", s, k)
 		}
 	}
-	return c, nil
+	if !secretID.MatchString(id) || src == "" {
+		return "", "", fmt.Errorf("--build-secret %q: want id=ID,src=FILE (ID of letters, digits, '_', '.', '-')", s)
+	}
+	return id, src, nil
+}
+
+// readRepoFiles reads each --repo-file (a *.repo file, or a directory of
+// them), each file name once.
+func (f *packageFlags) readRepoFiles(c *bud.Config) error {
+	for _, p := range f.repoFiles {
+		files, err := repoFiles(p)
+		if err != nil {
+			return err
+		}
+		for _, file := range files {
+			if err := addRepo(c, file); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// repoFiles is p, or the *.repo files of directory p in order.
+func repoFiles(p string) ([]string, error) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return nil, fmt.Errorf("--repo-file: %w", err)
+	}
+	if !fi.IsDir() {
+		return []string{p}, nil
+	}
+	files, _ := filepath.Glob(filepath.Join(p, "*.repo"))
+	if len(files) == 0 {
+		return nil, fmt.Errorf("--repo-file %s: no *.repo file in the directory", p)
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// addRepo reads one repository file into c.Repos under its base name.
+func addRepo(c *bud.Config, file string) error {
+	name := filepath.Base(file)
+	if !strings.HasSuffix(name, ".repo") {
+		return fmt.Errorf("--repo-file %s: want a file whose name ends in .repo", file)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("--repo-file: %w", err)
+	}
+	if c.Repos == nil {
+		c.Repos = map[string][]byte{}
+	}
+	if _, dup := c.Repos[name]; dup {
+		return fmt.Errorf("--repo-file %s: a repository file named %s is given twice", file, name)
+	}
+	c.Repos[name] = data
+	return nil
 }
 
 // spec maps the flags onto the build specification's package stage,

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 	"text/tabwriter"
 
@@ -14,14 +16,18 @@ import (
 	"github.com/oslayer/oslayer/preflight"
 )
 
+// preflightCmd is `oslayer preflight`: its flags, and the run of the
+// checks on one image.
+type preflightCmd struct {
+	g    *globals
+	pf   preflightFlags
+	rf   registryFlags
+	base string
+	arch string
+}
+
 func newPreflightCmd(g *globals) *cobra.Command {
-	var (
-		pf       preflightFlags
-		rf       registryFlags
-		base     string
-		arch     string
-		platform *v1.Platform
-	)
+	c := &preflightCmd{g: g}
 	cmd := &cobra.Command{
 		Use: "preflight IMAGE",
 		Example: `  # An image pushed to a registry, against the base it was built on
@@ -54,76 +60,101 @@ Exit codes: 0 all checks passed, 1 errors found, 2 the checks could not run.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			fail := func(err error) error { return &exitError{code: 2, err: err} }
-			opts, err := pf.options(g)
-			if err != nil {
-				return fail(err)
-			}
-			reg, err := rf.options()
-			if err != nil {
-				return fail(err)
-			}
-			if arch != "" {
-				opts.Arch = arch
-				platform = &v1.Platform{OS: "linux", Architecture: preflight.NormalizeArch(arch)}
-			}
-			ctx := cmd.Context()
-			t := preflight.Target{Ref: args[0]}
-			if t.Image, _, err = reg.Image(ctx, args[0], platform); err != nil {
-				return fail(fmt.Errorf("preflight: %w", err))
-			}
-			if base != "" {
-				if t.Base, _, err = reg.Image(ctx, base, platform); err != nil {
-					return fail(fmt.Errorf("preflight: --base: %w", err))
-				}
-				t.BaseRef = base
-				// A base a build indexed has its index in the disk cache:
-				// the usr-override check reads the base's tree from it (no
-				// base blob is read; without it the check is skipped).
-				if d, err := t.Base.Digest(); err == nil {
-					if dir, err := baseindex.DefaultCacheDir(); err == nil {
-						if ix, err := (baseindex.Cache{Dir: dir}).Load(d); err == nil && ix != nil {
-							t.BaseTree = ix.FS()
-						}
-					}
-				}
-			}
-			if pf.requireBase != "" {
-				if t.Require, _, err = reg.Image(ctx, pf.requireBase, platform); err != nil {
-					return fail(fmt.Errorf("preflight: --require-base: %w", err))
-				}
-				t.RequireRef = pf.requireBase
-			}
-			rep, err := preflight.Run(ctx, t, opts)
-			if err != nil {
-				return fail(err)
-			}
-			out := cmd.OutOrStdout()
-			if g.json() {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
-					return fail(err)
-				}
-			} else if err := printReport(out, rep); err != nil {
-				return fail(err)
-			}
-			if rep.Errors > 0 {
-				return &exitError{code: 1, err: fmt.Errorf("preflight: %s: %s, %s", args[0], count(rep.Errors, "error"), count(rep.Warnings, "warning"))}
-			}
-			return nil
-		},
+		RunE: c.run,
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: 2, err: fmt.Errorf("preflight: %w", err)}
 	})
 	fs := cmd.Flags()
-	fs.StringVar(&base, "base", "", "base image the IMAGE was built on: its layers must be a prefix, and the layers after it are the added layers")
-	fs.StringVar(&arch, "arch", "", "architecture of the nodes (amd64, arm64, x86_64, aarch64); also selects the image from a multi-arch index")
-	pf.register(fs)
-	rf.registerReads(fs)
+	fs.StringVar(&c.base, "base", "", "base image the IMAGE was built on: its layers must be a prefix, and the layers after it are the added layers")
+	fs.StringVar(&c.arch, "arch", "", "architecture of the nodes (amd64, arm64, x86_64, aarch64); also selects the image from a multi-arch index")
+	c.pf.register(fs)
+	c.rf.registerReads(fs)
 	return cmd
+}
+
+// run checks the image args[0]; every error but the checks' findings
+// exits 2.
+func (c *preflightCmd) run(cmd *cobra.Command, args []string) error {
+	fail := func(err error) error { return &exitError{code: 2, err: err} }
+	opts, err := c.pf.options(c.g)
+	if err != nil {
+		return fail(err)
+	}
+	var platform *v1.Platform
+	if c.arch != "" {
+		opts.Arch = c.arch
+		platform = &v1.Platform{OS: "linux", Architecture: preflight.NormalizeArch(c.arch)}
+	}
+	t, err := c.target(cmd.Context(), args[0], platform)
+	if err != nil {
+		return fail(err)
+	}
+	rep, err := preflight.Run(cmd.Context(), t, opts)
+	if err != nil {
+		return fail(err)
+	}
+	if err := c.print(cmd.OutOrStdout(), rep); err != nil {
+		return fail(err)
+	}
+	if rep.Errors > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("preflight: %s: %s, %s", args[0], count(rep.Errors, "error"), count(rep.Warnings, "warning"))}
+	}
+	return nil
+}
+
+// target resolves the image, --base and --require-base for platform.
+func (c *preflightCmd) target(ctx context.Context, ref string, platform *v1.Platform) (preflight.Target, error) {
+	t := preflight.Target{Ref: ref}
+	reg, err := c.rf.options()
+	if err != nil {
+		return t, err
+	}
+	if t.Image, _, err = reg.Image(ctx, ref, platform); err != nil {
+		return t, fmt.Errorf("preflight: %w", err)
+	}
+	if c.base != "" {
+		if t.Base, _, err = reg.Image(ctx, c.base, platform); err != nil {
+			return t, fmt.Errorf("preflight: --base: %w", err)
+		}
+		t.BaseRef = c.base
+		t.BaseTree = cachedBaseTree(t.Base)
+	}
+	if c.pf.requireBase != "" {
+		if t.Require, _, err = reg.Image(ctx, c.pf.requireBase, platform); err != nil {
+			return t, fmt.Errorf("preflight: --require-base: %w", err)
+		}
+		t.RequireRef = c.pf.requireBase
+	}
+	return t, nil
+}
+
+// cachedBaseTree is the tree of a base a build indexed, from the disk
+// cache: the usr-override check reads the base's tree from it (no base
+// blob is read; without it, nil, the check is skipped).
+func cachedBaseTree(base v1.Image) fs.FS {
+	d, err := base.Digest()
+	if err != nil {
+		return nil
+	}
+	dir, err := baseindex.DefaultCacheDir()
+	if err != nil {
+		return nil
+	}
+	if ix, err := (baseindex.Cache{Dir: dir}).Load(d); err == nil && ix != nil {
+		return ix.FS()
+	}
+	return nil
+}
+
+// print writes the report as JSON (-o json) or as the human table.
+func (c *preflightCmd) print(out io.Writer, rep *preflight.Report) error {
+	if !c.g.json() {
+		return printReport(out, rep)
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
 }
 
 // printReport writes the human table: CHECK, SEVERITY, LAYER, PATH, MESSAGE

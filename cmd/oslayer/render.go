@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -14,16 +15,21 @@ import (
 	"github.com/oslayer/oslayer/render"
 )
 
+// renderCmd is `oslayer render`: its flags, and the render into a
+// directory.
+type renderCmd struct {
+	g      *globals
+	in     inputFlags
+	reg    registryFlags
+	index  baseIndexFlags
+	pkg    packageFlags
+	outDir string
+	base   string
+	arch   string
+}
+
 func newRenderCmd(g *globals) *cobra.Command {
-	var (
-		in     inputFlags
-		reg    registryFlags
-		index  baseIndexFlags
-		pkg    packageFlags
-		outDir string
-		base   string
-		arch   string
-	)
+	c := &renderCmd{g: g}
 	cmd := &cobra.Command{
 		Use:   "render --output-dir DIR [--osc FILE]... [--machineconfig FILE|DIR]... [--pool NAME] [--base REF]",
 		Short: "Render node configuration into ostree-correct, reproducible layers",
@@ -56,66 +62,74 @@ existing DIR is replaced only when an earlier render wrote it (it holds the
   oslayer render --osc osc.yaml --mirror europe-docker.pkg.dev=mirror.local:5000 \
       --output-dir out/pool -o json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if outDir == "" {
-				return fmt.Errorf("--output-dir DIR is required")
-			}
-			ro, err := reg.options()
-			if err != nil {
-				return err
-			}
-			in.stdin = cmd.InOrStdin()
-			req, err := in.request(ro)
-			if err != nil {
-				return err
-			}
-			info, b, err := index.renderBase(cmd.Context(), base, arch, ro, g.log)
-			if err != nil {
-				return err
-			}
-			if b != nil {
-				req.Base = b.Index.FS()
-				req.BaseName = fmt.Sprintf("base %s (%s)", b.Ref, b.Digest)
-				fmt.Fprintf(cmd.ErrOrStderr(), "base %s @ %s: index %s from %s\n", b.Ref, b.Digest, info.Digest, info.Source)
-			}
-			res, err := render.Render(cmd.Context(), req)
-			if err != nil {
-				return err
-			}
-			plan, err := planPackages(&in, &pkg, res, b, arch)
-			if err != nil {
-				return err
-			}
-			if err := res.WriteDir(cmd.Context(), outDir); err != nil {
-				return fmt.Errorf("write %s: %w", outDir, err)
-			}
-			out := cmd.OutOrStdout()
-			if g.json() {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(renderOutput{Result: res, PackageStage: plan})
-			}
-			// Warnings go to stderr, as build's do.
-			res.SummaryWarn(out, g.warn)
-			if plan != nil {
-				key := "its key needs --base"
-				if plan.Key != "" {
-					key = "key " + plan.Key
-				}
-				fmt.Fprintf(out, "package stage (build runs it): %d commands, %s\n", len(plan.Commands), key)
-			}
-			fmt.Fprintf(out, "written to %s\n", outDir)
-			return nil
-		},
+		RunE: c.run,
 	}
-	in.register(cmd.Flags())
-	pkg.register(cmd.Flags())
-	reg.registerReads(cmd.Flags())
-	index.register(cmd.Flags())
-	cmd.Flags().StringVar(&base, "base", "", "base image (registry reference or oci:DIR[:TAG]) whose units, enablement links and users rendering follows (read once per digest through the base index); without it the report says what was assumed")
-	cmd.Flags().StringVar(&arch, "arch", "", "architecture of --base (amd64, arm64, x86_64, aarch64, ...): selects the platform of a multi-arch base and must match a single-arch one (default amd64)")
-	cmd.Flags().StringVar(&outDir, "output-dir", "", "output directory (rootfs/, layers/, report.json); replaced only if an earlier render wrote it (or it is empty)")
+	c.in.register(cmd.Flags())
+	c.pkg.register(cmd.Flags())
+	c.reg.registerReads(cmd.Flags())
+	c.index.register(cmd.Flags())
+	cmd.Flags().StringVar(&c.base, "base", "", "base image (registry reference or oci:DIR[:TAG]) whose units, enablement links and users rendering follows (read once per digest through the base index); without it the report says what was assumed")
+	cmd.Flags().StringVar(&c.arch, "arch", "", "architecture of --base (amd64, arm64, x86_64, aarch64, ...): selects the platform of a multi-arch base and must match a single-arch one (default amd64)")
+	cmd.Flags().StringVar(&c.outDir, "output-dir", "", "output directory (rootfs/, layers/, report.json); replaced only if an earlier render wrote it (or it is empty)")
 	return cmd
+}
+
+// run renders onto the base's index (when --base is given), plans the
+// package stage, writes the directory and prints the result.
+func (c *renderCmd) run(cmd *cobra.Command, _ []string) error {
+	if c.outDir == "" {
+		return fmt.Errorf("--output-dir DIR is required")
+	}
+	ro, err := c.reg.options()
+	if err != nil {
+		return err
+	}
+	c.in.stdin = cmd.InOrStdin()
+	req, err := c.in.request(ro)
+	if err != nil {
+		return err
+	}
+	info, b, err := c.index.renderBase(cmd.Context(), c.base, c.arch, ro, c.g.log)
+	if err != nil {
+		return err
+	}
+	if b != nil {
+		req.Base = b.Index.FS()
+		req.BaseName = fmt.Sprintf("base %s (%s)", b.Ref, b.Digest)
+		fmt.Fprintf(cmd.ErrOrStderr(), "base %s @ %s: index %s from %s\n", b.Ref, b.Digest, info.Digest, info.Source)
+	}
+	res, err := render.Render(cmd.Context(), req)
+	if err != nil {
+		return err
+	}
+	plan, err := planPackages(&c.in, &c.pkg, res, b, c.arch)
+	if err != nil {
+		return err
+	}
+	if err := res.WriteDir(cmd.Context(), c.outDir); err != nil {
+		return fmt.Errorf("write %s: %w", c.outDir, err)
+	}
+	return c.print(cmd.OutOrStdout(), res, plan)
+}
+
+// print writes the result as JSON (-o json) or as a summary, its
+// warnings on stderr as build's.
+func (c *renderCmd) print(out io.Writer, res *render.Result, plan *packagePlan) error {
+	if c.g.json() {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(renderOutput{Result: res, PackageStage: plan})
+	}
+	res.SummaryWarn(out, c.g.warn)
+	if plan != nil {
+		key := "its key needs --base"
+		if plan.Key != "" {
+			key = "key " + plan.Key
+		}
+		fmt.Fprintf(out, "package stage (build runs it): %d commands, %s\n", len(plan.Commands), key)
+	}
+	fmt.Fprintf(out, "written to %s\n", c.outDir)
+	return nil
 }
 
 // renderOutput is render's JSON: the render result and the planned

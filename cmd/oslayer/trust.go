@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -13,9 +14,15 @@ import (
 	"github.com/oslayer/oslayer/sign"
 )
 
+// trustCmd is `oslayer trust`: its flags, and the files it writes.
+type trustCmd struct {
+	g                          *globals
+	key, repo, out, basePolicy string
+	o                          sign.TrustOptions
+}
+
 func newTrustCmd(g *globals) *cobra.Command {
-	var key, repo, out, basePolicy string
-	var o sign.TrustOptions
+	c := &trustCmd{g: g}
 	cmd := &cobra.Command{
 		Use: "trust --key cosign.pub --repo REG/REPO --output-dir DIR",
 		Example: `  # Node trust files for a repository, plus ready oslayer inputs
@@ -49,55 +56,65 @@ key. On OpenShift the Machine Config Operator owns policy.json and
 generates it from these objects: apply that (oc apply -f) instead of baking
 policy.json into the pool image.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if key == "" || repo == "" || out == "" {
-				return errors.New("trust: --key, --repo and --output-dir are required")
-			}
-			pub, err := inputfile.Read(key)
-			if err != nil {
-				return fmt.Errorf("trust: --key: %w", err)
-			}
-			if basePolicy != "" {
-				if o.BasePolicy, err = inputfile.Read(basePolicy); err != nil {
-					return fmt.Errorf("trust: --base-policy: %w", err)
-				}
-			}
-			b, err := sign.Trust(repo, pub, o)
-			if err != nil {
-				return fmt.Errorf("trust: %w", err)
-			}
-			for _, f := range b.Files {
-				p := filepath.Join(out, filepath.FromSlash(f.Path))
-				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-					return fmt.Errorf("trust: --output-dir %s: %w", out, err)
-				}
-				if err := writeKeyFile(p, f.Content, os.FileMode(f.Mode)); err != nil {
-					return fmt.Errorf("trust: %w", err)
-				}
-			}
-			if g.json() {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(b)
-			}
-			for _, f := range b.Files {
-				if f.NodePath != "" {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s\t(node: %s)\n", filepath.Join(out, f.Path), f.NodePath)
-				} else {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s\n", filepath.Join(out, f.Path))
-				}
-			}
-			return nil
-		},
+		RunE: c.run,
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&key, "key", "", "cosign public key (cosign.pub)")
-	fs.StringVar(&repo, "repo", "", "repository the pool images are pushed to: REG/REPO")
-	fs.StringVar(&out, "output-dir", "", "directory to write the files to")
-	fs.StringVar(&o.NodeKeyPath, "node-key-path", "", "where the public key lives on the node (default /etc/pki/containers/oslayer-HASH.pub)")
-	fs.StringVar(&o.Pool, "pool", "worker", "MachineConfig role label (machineconfiguration.openshift.io/role)")
-	fs.StringVar(&basePolicy, "base-policy", "", "the nodes' current policy.json to add REG/REPO to (default: the stock Fedora CoreOS policy, accept anything else)")
-	fs.BoolVar(&o.ClusterImagePolicy, "cluster-image-policy", false, "also write clusterimagepolicy.yaml, an OpenShift ClusterImagePolicy (config.openshift.io/v1) for REG/REPO and the key")
-	fs.StringVar(&o.OSCType, "osc-type", "coreos", "OperatingSystemConfig spec.type")
+	fs.StringVar(&c.key, "key", "", "cosign public key (cosign.pub)")
+	fs.StringVar(&c.repo, "repo", "", "repository the pool images are pushed to: REG/REPO")
+	fs.StringVar(&c.out, "output-dir", "", "directory to write the files to")
+	fs.StringVar(&c.o.NodeKeyPath, "node-key-path", "", "where the public key lives on the node (default /etc/pki/containers/oslayer-HASH.pub)")
+	fs.StringVar(&c.o.Pool, "pool", "worker", "MachineConfig role label (machineconfiguration.openshift.io/role)")
+	fs.StringVar(&c.basePolicy, "base-policy", "", "the nodes' current policy.json to add REG/REPO to (default: the stock Fedora CoreOS policy, accept anything else)")
+	fs.BoolVar(&c.o.ClusterImagePolicy, "cluster-image-policy", false, "also write clusterimagepolicy.yaml, an OpenShift ClusterImagePolicy (config.openshift.io/v1) for REG/REPO and the key")
+	fs.StringVar(&c.o.OSCType, "osc-type", "coreos", "OperatingSystemConfig spec.type")
 	return cmd
+}
+
+// run writes the trust files for the key and repository into the output
+// directory and lists them.
+func (c *trustCmd) run(cmd *cobra.Command, _ []string) error {
+	if c.key == "" || c.repo == "" || c.out == "" {
+		return errors.New("trust: --key, --repo and --output-dir are required")
+	}
+	pub, err := inputfile.Read(c.key)
+	if err != nil {
+		return fmt.Errorf("trust: --key: %w", err)
+	}
+	if c.basePolicy != "" {
+		if c.o.BasePolicy, err = inputfile.Read(c.basePolicy); err != nil {
+			return fmt.Errorf("trust: --base-policy: %w", err)
+		}
+	}
+	b, err := sign.Trust(c.repo, pub, c.o)
+	if err != nil {
+		return fmt.Errorf("trust: %w", err)
+	}
+	for _, f := range b.Files {
+		p := filepath.Join(c.out, filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("trust: --output-dir %s: %w", c.out, err)
+		}
+		if err := writeKeyFile(p, f.Content, os.FileMode(f.Mode)); err != nil {
+			return fmt.Errorf("trust: %w", err)
+		}
+	}
+	return c.print(cmd.OutOrStdout(), b)
+}
+
+// print writes the bundle as JSON (-o json) or lists its files, with
+// where each goes on the node.
+func (c *trustCmd) print(w io.Writer, b *sign.TrustBundle) error {
+	if c.g.json() {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(b)
+	}
+	for _, f := range b.Files {
+		if f.NodePath != "" {
+			fmt.Fprintf(w, "%s\t(node: %s)\n", filepath.Join(c.out, f.Path), f.NodePath)
+		} else {
+			fmt.Fprintf(w, "%s\n", filepath.Join(c.out, f.Path))
+		}
+	}
+	return nil
 }

@@ -193,32 +193,67 @@ func tarGzip(l layer) (gz []byte, diffID string, err error) {
 	return zb.Bytes(), digest(tb.Bytes()), nil
 }
 
+// hist is one config history entry.
+type hist struct {
+	Created   string `json:"created"`
+	CreatedBy string `json:"created_by"`
+}
+
+// blobSet holds the layout's blobs by digest.
+type blobSet map[string][]byte
+
+// add stores b and returns its digest.
+func (bs blobSet) add(b []byte) string {
+	d := digest(b)
+	bs[d] = b
+	return d
+}
+
 // generate writes the layout into out (removing what was there).
 func generate(out string) error {
-	blobs := map[string][]byte{}
-	add := func(b []byte) string {
-		d := digest(b)
-		blobs[d] = b
-		return d
-	}
+	blobs := blobSet{}
 	var layerDescs []desc
 	var diffIDs []string
-	type hist struct {
-		Created   string `json:"created"`
-		CreatedBy string `json:"created_by"`
-	}
 	var history []hist
 	for _, l := range content() {
 		gz, diffID, err := tarGzip(l)
 		if err != nil {
 			return fmt.Errorf("layer %q: %w", l.name, err)
 		}
-		layerDescs = append(layerDescs, desc{MediaType: "application/vnd.oci.image.layer.v1.tar+gzip", Digest: add(gz), Size: len(gz)})
+		layerDescs = append(layerDescs, desc{MediaType: "application/vnd.oci.image.layer.v1.tar+gzip", Digest: blobs.add(gz), Size: len(gz)})
 		diffIDs = append(diffIDs, diffID)
 		history = append(history, hist{Created: epoch.Format(time.RFC3339), CreatedBy: "examples/gen: " + l.name})
 	}
+	cfg, err := json.Marshal(imageConfig(diffIDs, history))
+	if err != nil {
+		return err
+	}
+	manifest, err := json.Marshal(map[string]any{
+		"schemaVersion": 2,
+		"mediaType":     "application/vnd.oci.image.manifest.v1+json",
+		"config":        desc{MediaType: "application/vnd.oci.image.config.v1+json", Digest: blobs.add(cfg), Size: len(cfg)},
+		"layers":        layerDescs,
+	})
+	if err != nil {
+		return err
+	}
+	index, err := json.Marshal(map[string]any{
+		"schemaVersion": 2,
+		"mediaType":     "application/vnd.oci.image.index.v1+json",
+		"manifests": []desc{{MediaType: "application/vnd.oci.image.manifest.v1+json", Digest: blobs.add(manifest), Size: len(manifest),
+			Annotations: map[string]string{"org.opencontainers.image.ref.name": Tag}}},
+	})
+	if err != nil {
+		return err
+	}
+	return writeLayout(out, index, blobs)
+}
+
+// imageConfig is the base's image config: an ostree-native OS image's
+// labels, the layers' diff IDs and history.
+func imageConfig(diffIDs []string, history []hist) map[string]any {
 	commit := sha256.Sum256([]byte("oslayer example base " + Version))
-	config := map[string]any{
+	return map[string]any{
 		"architecture": "amd64",
 		"os":           "linux",
 		"created":      epoch.Format(time.RFC3339),
@@ -239,28 +274,11 @@ func generate(out string) error {
 		"rootfs":  map[string]any{"type": "layers", "diff_ids": diffIDs},
 		"history": history,
 	}
-	cfg, err := json.Marshal(config)
-	if err != nil {
-		return err
-	}
-	manifest, err := json.Marshal(map[string]any{
-		"schemaVersion": 2,
-		"mediaType":     "application/vnd.oci.image.manifest.v1+json",
-		"config":        desc{MediaType: "application/vnd.oci.image.config.v1+json", Digest: add(cfg), Size: len(cfg)},
-		"layers":        layerDescs,
-	})
-	if err != nil {
-		return err
-	}
-	index, err := json.Marshal(map[string]any{
-		"schemaVersion": 2,
-		"mediaType":     "application/vnd.oci.image.index.v1+json",
-		"manifests": []desc{{MediaType: "application/vnd.oci.image.manifest.v1+json", Digest: add(manifest), Size: len(manifest),
-			Annotations: map[string]string{"org.opencontainers.image.ref.name": Tag}}},
-	})
-	if err != nil {
-		return err
-	}
+}
+
+// writeLayout replaces out with the layout: oci-layout, index.json and
+// the blobs.
+func writeLayout(out string, index []byte, blobs blobSet) error {
 	if err := os.RemoveAll(out); err != nil {
 		return err
 	}

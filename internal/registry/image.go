@@ -99,55 +99,23 @@ func (o *Options) Image(ctx context.Context, ref string, platform *v1.Platform) 
 	return img, res, nil
 }
 
+// layoutImage resolves an "oci:DIR[:TAG|@DIGEST]" reference to the image
+// for platform (picked from an index the reference names).
 func layoutImage(ref string, platform v1.Platform) (v1.Image, Resolved, error) {
 	l, err := ParseLayout(ref)
 	if err != nil {
 		return nil, Resolved{}, err
 	}
-	dir, tag := l.Dir, l.Tag
-	res := Resolved{Given: ref, LayoutDir: dir, LayoutTag: tag, Pinned: l.Digest != v1.Hash{}}
-	if _, err := os.Stat(dir); err != nil {
-		return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
-	}
-	// A pipe or device among the layout's files would block or stream
-	// without end when read.
-	if err := inputfile.CheckTree(dir); err != nil {
-		return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
-	}
-	p, err := layout.FromPath(dir)
+	dir := l.Dir
+	res := Resolved{Given: ref, LayoutDir: dir, LayoutTag: l.Tag, Pinned: l.Digest != v1.Hash{}}
+	idx, im, err := readLayoutIndex(dir)
 	if err != nil {
-		return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
+		return nil, res, err
 	}
-	idx, err := p.ImageIndex()
+	d, err := layoutEntry(im, l)
 	if err != nil {
-		return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
+		return nil, res, err
 	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
-	}
-	var matches []v1.Descriptor
-	for _, d := range im.Manifests {
-		switch {
-		case res.Pinned:
-			if d.Digest == l.Digest {
-				matches = append(matches, d)
-			}
-		case tag == "" || d.Annotations["org.opencontainers.image.ref.name"] == tag:
-			matches = append(matches, d)
-		}
-	}
-	switch {
-	case len(matches) == 0 && res.Pinned:
-		return nil, res, fmt.Errorf("OCI layout %s: no manifest %s in index.json", dir, l.Digest)
-	case len(matches) == 0 && tag != "":
-		return nil, res, fmt.Errorf("OCI layout %s: no image tagged %q", dir, tag)
-	case len(matches) == 0:
-		return nil, res, fmt.Errorf("OCI layout %s: no image in index.json", dir)
-	case len(matches) > 1 && tag == "" && !res.Pinned:
-		return nil, res, fmt.Errorf("OCI layout %s holds %d images: name one with oci:%s:TAG", dir, len(matches), dir)
-	}
-	d := matches[0]
 	var img v1.Image
 	if d.MediaType.IsIndex() {
 		sub, err := idx.ImageIndex(d.Digest)
@@ -166,6 +134,59 @@ func layoutImage(ref string, platform v1.Platform) (v1.Image, Resolved, error) {
 		return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
 	}
 	return img, res, nil
+}
+
+// readLayoutIndex reads the index of the layout in dir, once its files
+// are checked: a pipe or device among them would block or stream without
+// end when read.
+func readLayoutIndex(dir string) (v1.ImageIndex, *v1.IndexManifest, error) {
+	if _, err := os.Stat(dir); err != nil {
+		return nil, nil, fmt.Errorf("OCI layout %s: %w", dir, err)
+	}
+	if err := inputfile.CheckTree(dir); err != nil {
+		return nil, nil, fmt.Errorf("OCI layout %s: %w", dir, err)
+	}
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("OCI layout %s: %w", dir, err)
+	}
+	idx, err := p.ImageIndex()
+	if err != nil {
+		return nil, nil, fmt.Errorf("OCI layout %s: %w", dir, err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, nil, fmt.Errorf("OCI layout %s: %w", dir, err)
+	}
+	return idx, im, nil
+}
+
+// layoutEntry is the entry of the layout's index.json that l names: by
+// digest, by tag, or the only one.
+func layoutEntry(im *v1.IndexManifest, l Layout) (v1.Descriptor, error) {
+	pinned := l.Digest != v1.Hash{}
+	var matches []v1.Descriptor
+	for _, d := range im.Manifests {
+		switch {
+		case pinned:
+			if d.Digest == l.Digest {
+				matches = append(matches, d)
+			}
+		case l.Tag == "" || d.Annotations["org.opencontainers.image.ref.name"] == l.Tag:
+			matches = append(matches, d)
+		}
+	}
+	switch {
+	case len(matches) == 0 && pinned:
+		return v1.Descriptor{}, fmt.Errorf("OCI layout %s: no manifest %s in index.json", l.Dir, l.Digest)
+	case len(matches) == 0 && l.Tag != "":
+		return v1.Descriptor{}, fmt.Errorf("OCI layout %s: no image tagged %q", l.Dir, l.Tag)
+	case len(matches) == 0:
+		return v1.Descriptor{}, fmt.Errorf("OCI layout %s: no image in index.json", l.Dir)
+	case len(matches) > 1 && l.Tag == "" && !pinned:
+		return v1.Descriptor{}, fmt.Errorf("OCI layout %s holds %d images: name one with oci:%s:TAG", l.Dir, len(matches), l.Dir)
+	}
+	return matches[0], nil
 }
 
 // ErrNoPlatform is returned when an index has no image for the platform.
@@ -196,54 +217,76 @@ func pickPlatform(idx v1.ImageIndex, want v1.Platform, ref string) (v1.Image, er
 // from.
 func (o *Options) Platforms(ctx context.Context, ref string) ([]v1.Platform, error) {
 	var idx v1.ImageIndex
+	var err error
 	if IsLayout(ref) {
-		l, err := ParseLayout(ref)
-		if err != nil {
-			return nil, err
-		}
-		p, err := layout.FromPath(l.Dir)
-		if err != nil {
-			return nil, fmt.Errorf("OCI layout %s: %w", l.Dir, err)
-		}
-		top, err := p.ImageIndex()
-		if err != nil {
-			return nil, fmt.Errorf("OCI layout %s: %w", l.Dir, err)
-		}
-		im, err := top.IndexManifest()
-		if err != nil {
-			return nil, fmt.Errorf("OCI layout %s: %w", l.Dir, err)
-		}
-		for _, d := range im.Manifests {
-			match := d.Annotations["org.opencontainers.image.ref.name"] == l.Tag || l.Tag == ""
-			if l.Digest != (v1.Hash{}) {
-				match = d.Digest == l.Digest
-			}
-			if match && d.MediaType.IsIndex() {
-				if idx, err = top.ImageIndex(d.Digest); err != nil {
-					return nil, fmt.Errorf("OCI layout %s: %w", l.Dir, err)
-				}
-				break
-			}
-		}
-		if idx == nil {
-			return nil, fmt.Errorf("image %s: not a multi-platform index", ref)
-		}
+		idx, err = layoutIndex(ref)
 	} else {
-		r, err := o.ParseReference(ref)
-		if err != nil {
-			return nil, err
-		}
-		desc, err := remote.Get(r, o.RemoteOptions(ctx)...)
-		if err != nil {
-			return nil, fmt.Errorf("image %s: %w", ref, err)
-		}
-		if !desc.MediaType.IsIndex() {
-			return nil, fmt.Errorf("image %s: not a multi-platform index (it is one %s image)", ref, desc.MediaType)
-		}
-		if idx, err = desc.ImageIndex(); err != nil {
-			return nil, fmt.Errorf("image %s: %w", ref, err)
-		}
+		idx, err = o.remoteIndex(ctx, ref)
 	}
+	if err != nil {
+		return nil, err
+	}
+	return platformsOf(idx, ref)
+}
+
+// layoutIndex is the multi-platform index an "oci:DIR[:TAG|@DIGEST]"
+// reference names.
+func layoutIndex(ref string) (v1.ImageIndex, error) {
+	l, err := ParseLayout(ref)
+	if err != nil {
+		return nil, err
+	}
+	p, err := layout.FromPath(l.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("OCI layout %s: %w", l.Dir, err)
+	}
+	top, err := p.ImageIndex()
+	if err != nil {
+		return nil, fmt.Errorf("OCI layout %s: %w", l.Dir, err)
+	}
+	im, err := top.IndexManifest()
+	if err != nil {
+		return nil, fmt.Errorf("OCI layout %s: %w", l.Dir, err)
+	}
+	for _, d := range im.Manifests {
+		match := d.Annotations["org.opencontainers.image.ref.name"] == l.Tag || l.Tag == ""
+		if l.Digest != (v1.Hash{}) {
+			match = d.Digest == l.Digest
+		}
+		if !match || !d.MediaType.IsIndex() {
+			continue
+		}
+		idx, err := top.ImageIndex(d.Digest)
+		if err != nil {
+			return nil, fmt.Errorf("OCI layout %s: %w", l.Dir, err)
+		}
+		return idx, nil
+	}
+	return nil, fmt.Errorf("image %s: not a multi-platform index", ref)
+}
+
+// remoteIndex is the multi-platform index a registry reference names.
+func (o *Options) remoteIndex(ctx context.Context, ref string) (v1.ImageIndex, error) {
+	r, err := o.ParseReference(ref)
+	if err != nil {
+		return nil, err
+	}
+	desc, err := remote.Get(r, o.RemoteOptions(ctx)...)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", ref, err)
+	}
+	if !desc.MediaType.IsIndex() {
+		return nil, fmt.Errorf("image %s: not a multi-platform index (it is one %s image)", ref, desc.MediaType)
+	}
+	idx, err := desc.ImageIndex()
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", ref, err)
+	}
+	return idx, nil
+}
+
+// platformsOf lists the platforms of index idx (of ref), in order.
+func platformsOf(idx v1.ImageIndex, ref string) ([]v1.Platform, error) {
 	im, err := idx.IndexManifest()
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", ref, err)

@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,15 +25,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
-	"github.com/sirupsen/logrus"
-	"golang.org/x/sys/unix"
 
 	"go.podman.io/buildah"
-	"go.podman.io/buildah/define"
-	"go.podman.io/buildah/imagebuildah"
 	"go.podman.io/image/v5/docker"
-	"go.podman.io/image/v5/transports/alltransports"
-	"go.podman.io/image/v5/types"
 	"go.podman.io/storage"
 
 	"github.com/oslayer/oslayer/build"
@@ -293,166 +286,6 @@ func describe(ctx context.Context, reg *registry.Options, res *Result, repo stri
 // policy accepts any image: the base is pinned by digest and verified by
 // its digest, not by signature policy.
 const policy = `{"default":[{"type":"insecureAcceptAnything"}]}`
-
-// build runs buildah and pushes the result by digest and under the key's
-// tag.
-func runBuild(ctx context.Context, o Options, reg *registry.Options, scratch string, log io.Writer, res *Result) error {
-	plan := o.Plan
-	policyPath := filepath.Join(scratch, "policy.json")
-	cfPath := filepath.Join(scratch, "Containerfile")
-	if err := os.WriteFile(policyPath, []byte(policy), 0o600); err != nil {
-		return err
-	}
-	if err := os.WriteFile(cfPath, plan.Containerfile.Bytes(), 0o600); err != nil {
-		return err
-	}
-	contextDir := plan.ContextDir
-	if contextDir == "" {
-		contextDir = filepath.Join(scratch, "context")
-		if err := os.Mkdir(contextDir, 0o700); err != nil {
-			return err
-		}
-	}
-	var extra map[string]*define.AdditionalBuildContext
-	if len(plan.Repos) > 0 {
-		dir := filepath.Join(scratch, "repos")
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			return err
-		}
-		for n, data := range plan.Repos {
-			if err := os.WriteFile(filepath.Join(dir, n), data, 0o644); err != nil {
-				return err
-			}
-		}
-		extra = map[string]*define.AdditionalBuildContext{packagestage.ReposContext: {Value: dir}}
-	}
-	var store storage.Store
-	if err := build.TimePhase(&res.Phases, "storage", func() (err error) {
-		store, res.StorageDriver, err = openStore(scratch, o.StorageDriver)
-		return err
-	}); err != nil {
-		return err
-	}
-	defer store.Shutdown(true)
-
-	// The blob info cache (which layer has which compressed digest where)
-	// lives in the scratch directory too.
-	sys := &types.SystemContext{SignaturePolicyPath: policyPath, BlobInfoCacheDir: scratch}
-	// The credentials oslayer has for the base's and the target's
-	// registries, as an auth file in the scratch directory.
-	authPath, err := writeAuthFile(scratch, reg, o.Base, o.Repository)
-	if err != nil {
-		return err
-	}
-	// The credentials leave with the steps and the push, not with the
-	// scratch directory (which may be removed in the background).
-	defer os.Remove(authPath)
-	sys.AuthFilePath = authPath
-	host := strings.SplitN(o.Repository, "/", 2)[0]
-	if reg.IsInsecure(host) || strings.HasPrefix(host, "127.0.0.1") || strings.HasPrefix(host, "localhost") || strings.HasPrefix(host, "[::1]") {
-		sys.DockerInsecureSkipTLSVerify = types.OptionalBoolTrue
-	}
-	args := map[string]string{packagestage.BaseArg: o.Base}
-	for k, v := range plan.BuildArgs {
-		args[k] = v
-	}
-	var secrets []string
-	for id, src := range o.Secrets {
-		secrets = append(secrets, "id="+id+",src="+src)
-	}
-	// buildah raises nofile and nproc for RUN steps unless told; a pod or
-	// container may not raise them, so the steps keep the current limits.
-	var ulimits []string
-	for _, l := range []struct {
-		name string
-		res  int
-	}{{"nofile", unix.RLIMIT_NOFILE}, {"nproc", unix.RLIMIT_NPROC}} {
-		var lim unix.Rlimit
-		if err := unix.Getrlimit(l.res, &lim); err != nil {
-			return fmt.Errorf("package stage: %s limit: %w", l.name, err)
-		}
-		ulimits = append(ulimits, l.name+"="+strconv.FormatUint(lim.Cur, 10)+":"+strconv.FormatUint(lim.Max, 10))
-	}
-	output := "localhost/oslayer-packages:" + plan.Key.Tag()
-	// The output of the steps, kept for the error of a failing one, without
-	// buildah's noise.
-	tail := &tailBuffer{max: 64 << 10}
-	outw := &noiseFilter{w: io.MultiWriter(log, tail)}
-	defer outw.Flush()
-	quietLogrus.Do(func() {
-		// buildah logs "network namespace isolation not supported with
-		// chroot isolation, forcing host network" at info level for every
-		// RUN: only warnings and errors of buildah's log, unless a level
-		// was chosen.
-		if logrus.GetLevel() == logrus.InfoLevel {
-			logrus.SetLevel(logrus.WarnLevel)
-		}
-	})
-	// The base is pulled on its own first (the build finds it in the
-	// storage), so that the pull and the steps are timed apart.
-	if err := build.TimePhase(&res.Phases, "pull", func() error {
-		_, err := buildah.Pull(ctx, "docker://"+o.Base, buildah.PullOptions{
-			Store:               store,
-			SystemContext:       sys,
-			SignaturePolicyPath: policyPath,
-			ReportWriter:        log,
-			MaxRetries:          3,
-			PullPolicy:          define.PullIfMissing,
-		})
-		return err
-	}); err != nil {
-		return fmt.Errorf("package stage: pulling the base %s: %w", o.Base, refused(err, o.Base))
-	}
-	var id string
-	err = build.TimePhase(&res.Phases, "build", func() (err error) {
-		id, _, err = imagebuildah.BuildDockerfiles(ctx, store, define.BuildOptions{
-			ContextDirectory:        contextDir,
-			PullPolicy:              define.PullIfMissing,
-			Isolation:               define.IsolationChroot,
-			Args:                    args,
-			AdditionalBuildContexts: extra,
-			Output:                  output,
-			OutputFormat:            define.OCIv1ImageManifest,
-			Labels:                  []string{packagestage.LabelKey + "=" + plan.Key.String()},
-			CommonBuildOpts: &define.CommonBuildOptions{
-				Ulimit:  ulimits,
-				Secrets: secrets,
-			},
-			SystemContext:       sys,
-			SignaturePolicyPath: policyPath,
-			Out:                 outw,
-			Err:                 outw,
-			ReportWriter:        outw,
-			NoCache:             true,
-		}, cfPath)
-		return err
-	})
-	if err != nil {
-		outw.Flush()
-		return stepError(plan.Containerfile, err, tail.String())
-	}
-	dest, err := alltransports.ParseImageName("docker://" + o.Repository + ":" + plan.Key.Tag())
-	if err != nil {
-		return fmt.Errorf("package stage: repository %s: %w", o.Repository, err)
-	}
-	if err := build.TimePhase(&res.Phases, "push", func() error {
-		if err := copyBaseLayers(ctx, reg, o.Base, o.Repository); err != nil {
-			return err
-		}
-		_, _, err := buildah.Push(ctx, id, dest, buildah.PushOptions{
-			Store:               store,
-			SystemContext:       sys,
-			SignaturePolicyPath: policyPath,
-			ManifestType:        v1MediaTypeOCIManifest,
-			ReportWriter:        log,
-			MaxRetries:          3,
-		})
-		return err
-	}); err != nil {
-		return fmt.Errorf("package stage: pushing to %s: %w", o.Repository, refused(err, o.Repository))
-	}
-	return nil
-}
 
 const v1MediaTypeOCIManifest = "application/vnd.oci.image.manifest.v1+json"
 

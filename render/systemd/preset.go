@@ -232,42 +232,7 @@ func PresetAll(fsys fs.FS, mode PresetMode) (PresetChange, error) {
 	if err != nil {
 		return PresetChange{}, err
 	}
-	var plus []UnitFile
-	var minus []string
-	seen := map[string]bool{}
-	for _, dir := range unitDirs {
-		entries, err := fs.ReadDir(fsys, rel(dir))
-		if err != nil {
-			continue
-		}
-		for _, e := range entries {
-			name := e.Name()
-			if Classify(name) == Invalid || seen[name] {
-				continue
-			}
-			if t := e.Type(); t != fs.ModeSymlink && t != 0 {
-				continue
-			}
-			seen[name] = true
-			u, err := loadFollowingLinks(fsys, name)
-			if err != nil || u.Name != name {
-				continue // unloadable, masked, or an alias of another unit
-			}
-			enable, instances := ps.Query(name)
-			switch {
-			case !enable:
-				minus = append(minus, name)
-			case len(instances) > 0:
-				for _, in := range instances {
-					if iu, err := LoadFromFS(fsys, in); err == nil {
-						plus = append(plus, iu)
-					}
-				}
-			default:
-				plus = append(plus, u)
-			}
-		}
-	}
+	plus, minus := presetUnits(fsys, ps)
 	var ch PresetChange
 	var errs []error
 	view := fsys
@@ -279,26 +244,87 @@ func PresetAll(fsys fs.FS, mode PresetMode) (PresetChange, error) {
 		view = Without(fsys, ch.Removed)
 	}
 	if mode != PresetDisableOnly {
-		created := map[string]string{}
-		for _, u := range plus {
-			links, err := EnableLinks(u, FSLookup(view))
-			if err != nil && !alsoOnly(err) {
-				errs = append(errs, err)
-			}
-			for _, l := range links {
-				if _, ok := created[l.Path]; ok {
-					continue
-				}
-				if _, err := lstat(view, l.Path); err == nil {
-					continue
-				}
-				created[l.Path] = l.Target
-				ch.Links = append(ch.Links, l)
-			}
-		}
-		sort.Slice(ch.Links, func(i, j int) bool { return ch.Links[i].Path < ch.Links[j].Path })
+		ch.Links, errs = presetEnable(view, plus, errs)
 	}
 	return ch, errors.Join(errs...)
+}
+
+// presetUnits sorts every unit directly in a unit directory, once by name,
+// by what the presets say: plus are the units (or a template's named
+// instances) to enable, minus the names to disable.
+func presetUnits(fsys fs.FS, ps Presets) (plus []UnitFile, minus []string) {
+	seen := map[string]bool{}
+	for _, dir := range unitDirs {
+		entries, err := fs.ReadDir(fsys, rel(dir))
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			u, ok := presetCandidate(fsys, e, seen)
+			if !ok {
+				continue
+			}
+			enable, instances := ps.Query(u.Name)
+			switch {
+			case !enable:
+				minus = append(minus, u.Name)
+			case len(instances) > 0:
+				for _, in := range instances {
+					if iu, err := LoadFromFS(fsys, in); err == nil {
+						plus = append(plus, iu)
+					}
+				}
+			default:
+				plus = append(plus, u)
+			}
+		}
+	}
+	return plus, minus
+}
+
+// presetCandidate loads the unit of directory entry e when presets
+// consider it: a unit file or symlink with a valid name not seen yet,
+// loadable, neither masked nor an alias of another unit.
+func presetCandidate(fsys fs.FS, e fs.DirEntry, seen map[string]bool) (UnitFile, bool) {
+	name := e.Name()
+	if Classify(name) == Invalid || seen[name] {
+		return UnitFile{}, false
+	}
+	if t := e.Type(); t != fs.ModeSymlink && t != 0 {
+		return UnitFile{}, false
+	}
+	seen[name] = true
+	u, err := loadFollowingLinks(fsys, name)
+	if err != nil || u.Name != name {
+		return UnitFile{}, false
+	}
+	return u, true
+}
+
+// presetEnable enables the units plus in view as EnableLinks does (its
+// Also= failures ignored) and returns the links whose path does not exist
+// yet, by path, with errs and the errors of the others.
+func presetEnable(view fs.FS, plus []UnitFile, errs []error) ([]Link, []error) {
+	var out []Link
+	created := map[string]string{}
+	for _, u := range plus {
+		links, err := EnableLinks(u, FSLookup(view))
+		if err != nil && !alsoOnly(err) {
+			errs = append(errs, err)
+		}
+		for _, l := range links {
+			if _, ok := created[l.Path]; ok {
+				continue
+			}
+			if _, err := lstat(view, l.Path); err == nil {
+				continue
+			}
+			created[l.Path] = l.Target
+			out = append(out, l)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, errs
 }
 
 // alsoOnly reports whether every error of a joined EnableLinks error is

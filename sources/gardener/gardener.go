@@ -621,27 +621,14 @@ func checkText(s string, limit int) error {
 
 // file resolves one OSC file into a baked File or a Runtime item.
 func (l *loader) file(ctx context.Context, o model.Origin, f extv1alpha1.File) (*model.File, *model.Runtime, error) {
-	if err := model.ValidatePath(f.Path); err != nil {
-		return nil, nil, model.Errorf(o, "", "%v", err)
-	}
-	if f.Permissions != nil && *f.Permissions&^0o7777 != 0 {
-		return nil, nil, model.Errorf(o, f.Path, "permissions %d (%#o) has bits outside 07777", *f.Permissions, *f.Permissions)
+	if err := checkFile(o, f); err != nil {
+		return nil, nil, err
 	}
 	c := f.Content
-	mode := FileMode(f.Permissions, c.ImageRef != nil)
-	n := 0
-	for _, set := range []bool{c.Inline != nil, c.SecretRef != nil, c.ImageRef != nil} {
-		if set {
-			n++
-		}
-	}
-	if n != 1 {
-		return nil, nil, model.Errorf(o, f.Path, "content must have exactly one of inline, secretRef, imageRef (has %d)", n)
-	}
 	if f.HostName != nil {
 		return nil, &model.Runtime{Item: f.Path, Reason: fmt.Sprintf(ReasonHostName, *f.HostName), Origin: o}, nil
 	}
-	out := &model.File{Path: f.Path, Mode: mode, Origin: o}
+	out := &model.File{Path: f.Path, Mode: FileMode(f.Permissions, c.ImageRef != nil), Origin: o}
 	switch {
 	case c.Inline != nil:
 		data, err := decodeInline(c.Inline, l.opts.maxContent())
@@ -650,47 +637,81 @@ func (l *loader) file(ctx context.Context, o model.Origin, f extv1alpha1.File) (
 		}
 		out.Data = data
 	case c.SecretRef != nil:
-		ref := c.SecretRef
-		if ref.Name == "" || ref.DataKey == "" {
-			return nil, nil, model.Errorf(o, f.Path, "content.secretRef needs name and dataKey")
-		}
-		if l.opts.SecretsDir == "" {
-			if l.opts.BakeSecrets {
-				return nil, nil, model.Errorf(o, f.Path, "content.secretRef %s key %s: baking secrets needs a secrets directory (--secrets DIR)", ref.Name, ref.DataKey)
-			}
-			return nil, &model.Runtime{Item: f.Path, Reason: ReasonSecret, Origin: o}, nil
-		}
-		data, err := l.secret(ref.Name, ref.DataKey)
-		if err != nil {
-			return nil, nil, model.Errorf(o, f.Path, "content.secretRef: %v", err)
-		}
-		if !l.opts.BakeSecrets {
-			return nil, &model.Runtime{Item: f.Path, Reason: ReasonSecret, Origin: o}, nil
-		}
-		out.Data = data
-		out.Secret = true
-		if l.used == nil {
-			l.used = map[string]bool{}
-		}
-		l.used[ref.Name] = true
+		return l.secretFile(o, out, c.SecretRef)
 	case c.ImageRef != nil:
-		ref := c.ImageRef
-		if ref.Image == "" || ref.FilePathInImage == "" {
-			return nil, nil, model.Errorf(o, f.Path, "content.imageRef needs image and filePathInImage")
-		}
-		if l.opts.Images == nil {
-			return nil, nil, model.Errorf(o, f.Path, "content.imageRef %s:%s: no image reader configured", ref.Image, ref.FilePathInImage)
-		}
-		data, _, pinned, err := l.opts.Images.ReadFile(ctx, ref.Image, ref.FilePathInImage)
-		if err != nil {
-			return nil, nil, model.Errorf(o, f.Path, "content.imageRef: %v", err)
-		}
-		if len(data) > model.MaxImageFileSize {
-			return nil, nil, model.Errorf(o, f.Path, "content.imageRef %s:%s: %d bytes exceed the limit of %d bytes", ref.Image, ref.FilePathInImage, len(data), model.MaxImageFileSize)
-		}
-		out.Data = data
-		out.FromImage = pinned
+		return l.imageFile(ctx, o, out, c.ImageRef)
 	}
+	return out, nil, nil
+}
+
+// checkFile checks an OSC file's path, permissions and that its content
+// has exactly one source.
+func checkFile(o model.Origin, f extv1alpha1.File) error {
+	if err := model.ValidatePath(f.Path); err != nil {
+		return model.Errorf(o, "", "%v", err)
+	}
+	if f.Permissions != nil && *f.Permissions&^0o7777 != 0 {
+		return model.Errorf(o, f.Path, "permissions %d (%#o) has bits outside 07777", *f.Permissions, *f.Permissions)
+	}
+	c := f.Content
+	n := 0
+	for _, set := range []bool{c.Inline != nil, c.SecretRef != nil, c.ImageRef != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return model.Errorf(o, f.Path, "content must have exactly one of inline, secretRef, imageRef (has %d)", n)
+	}
+	return nil
+}
+
+// secretFile is out with the content of a Secret's key: baked only with
+// BakeSecrets (and a secrets directory), else delivered at runtime.
+func (l *loader) secretFile(o model.Origin, out *model.File, ref *extv1alpha1.FileContentSecretRef) (*model.File, *model.Runtime, error) {
+	if ref.Name == "" || ref.DataKey == "" {
+		return nil, nil, model.Errorf(o, out.Path, "content.secretRef needs name and dataKey")
+	}
+	if l.opts.SecretsDir == "" {
+		if l.opts.BakeSecrets {
+			return nil, nil, model.Errorf(o, out.Path, "content.secretRef %s key %s: baking secrets needs a secrets directory (--secrets DIR)", ref.Name, ref.DataKey)
+		}
+		return nil, &model.Runtime{Item: out.Path, Reason: ReasonSecret, Origin: o}, nil
+	}
+	data, err := l.secret(ref.Name, ref.DataKey)
+	if err != nil {
+		return nil, nil, model.Errorf(o, out.Path, "content.secretRef: %v", err)
+	}
+	if !l.opts.BakeSecrets {
+		return nil, &model.Runtime{Item: out.Path, Reason: ReasonSecret, Origin: o}, nil
+	}
+	out.Data = data
+	out.Secret = true
+	if l.used == nil {
+		l.used = map[string]bool{}
+	}
+	l.used[ref.Name] = true
+	return out, nil, nil
+}
+
+// imageFile is out with the content of a file in an image, read through
+// the image reader.
+func (l *loader) imageFile(ctx context.Context, o model.Origin, out *model.File, ref *extv1alpha1.FileContentImageRef) (*model.File, *model.Runtime, error) {
+	if ref.Image == "" || ref.FilePathInImage == "" {
+		return nil, nil, model.Errorf(o, out.Path, "content.imageRef needs image and filePathInImage")
+	}
+	if l.opts.Images == nil {
+		return nil, nil, model.Errorf(o, out.Path, "content.imageRef %s:%s: no image reader configured", ref.Image, ref.FilePathInImage)
+	}
+	data, _, pinned, err := l.opts.Images.ReadFile(ctx, ref.Image, ref.FilePathInImage)
+	if err != nil {
+		return nil, nil, model.Errorf(o, out.Path, "content.imageRef: %v", err)
+	}
+	if len(data) > model.MaxImageFileSize {
+		return nil, nil, model.Errorf(o, out.Path, "content.imageRef %s:%s: %d bytes exceed the limit of %d bytes", ref.Image, ref.FilePathInImage, len(data), model.MaxImageFileSize)
+	}
+	out.Data = data
+	out.FromImage = pinned
 	return out, nil, nil
 }
 

@@ -423,12 +423,12 @@ func (r *Reader) decide(ctx context.Context, l v1.Layer, i int, anc []string, st
 // in anc, the whiteouts that concern them, and the content of the last
 // regular entry for the file (anc's last element).
 func (r *Reader) scan(ctx context.Context, l v1.Layer, anc []string) (_ *layerState, err error) {
-	want := anc[len(anc)-1]
-	interest := make(map[string]int, len(anc))
+	sc := &layerScan{r: r, anc: anc, want: anc[len(anc)-1], interest: make(map[string]int, len(anc)),
+		st: &layerState{last: map[string]*entry{}, whiteout: map[string]bool{}, opaque: map[string]bool{}}}
 	for i, a := range anc {
-		interest[a] = i
+		sc.interest[a] = i
 	}
-	st := &layerState{last: map[string]*entry{}, whiteout: map[string]bool{}, opaque: map[string]bool{}}
+	st := sc.st
 	defer func() {
 		if err != nil {
 			st.close()
@@ -439,65 +439,108 @@ func (r *Reader) scan(ctx context.Context, l v1.Layer, anc []string) (_ *layerSt
 		return nil, err
 	}
 	defer rc.Close()
-	tr := tar.NewReader(rc)
+	sc.tr = tar.NewReader(rc)
 	for n := 0; ; n++ {
-		h, err := tr.Next()
+		h, err := sc.tr.Next()
 		if err == io.EOF {
 			return st, nil
 		}
 		if err != nil {
 			return nil, err
 		}
-		name := entryName(h.Name)
-		dir, base := path.Split(name)
-		dir = strings.TrimSuffix(dir, "/")
-		if strings.HasPrefix(base, ".wh.") {
-			if base == ".wh..wh..opq" {
-				if _, ok := interest[dir]; ok || dir == "" {
-					st.opaque[dir] = true
-				}
-			} else if t := path.Join(dir, strings.TrimPrefix(base, ".wh.")); t != "" {
-				if _, ok := interest[t]; ok {
-					st.whiteout[t] = true
-				}
-			}
-			continue
-		}
-		depth, ok := interest[name]
-		if !ok {
-			continue
-		}
-		// A runtime cannot create an entry below a parent this layer
-		// made a file or a link.
-		for _, a := range anc[:depth] {
-			if e := st.last[a]; e != nil && e.typ != tar.TypeDir {
-				return nil, fmt.Errorf("%s follows %s, a %s, in the same layer; a runtime cannot unpack this layer", name, a, kind(e.typ))
-			}
-		}
-		e := &entry{typ: h.Typeflag, size: h.Size, mode: uint32(h.Mode) & 0o7777, linkname: h.Linkname, ordinal: n, sparse: isSparse(h)}
-		if e.typ != tar.TypeDir {
-			// A non-directory replaces the whole tree below it.
-			for _, d := range anc[depth+1:] {
-				delete(st.last, d)
-			}
-			if depth < len(anc)-1 && st.content != nil {
-				st.content.Close()
-				st.content = nil
-			}
-		}
-		st.last[name] = e
-		if name == want && regular(e.typ) && !e.sparse {
-			if st.content != nil {
-				st.content.Close()
-				st.content = nil
-			}
-			if e.refused = r.fits(want, h.Size); e.refused == nil {
-				if st.content, err = r.stream(tr, h.Size); err != nil {
-					return nil, err
-				}
-			}
+		if err := sc.entry(h, n); err != nil {
+			return nil, err
 		}
 	}
+}
+
+// layerScan is the state of one scan: the paths of interest (the file,
+// anc's last element, and its ancestors, by depth) and what the layer
+// says of them so far.
+type layerScan struct {
+	r        *Reader
+	anc      []string
+	want     string
+	interest map[string]int
+	st       *layerState
+	tr       *tar.Reader
+}
+
+// entry records the n-th entry of the layer, h, when it concerns a path
+// of interest.
+func (sc *layerScan) entry(h *tar.Header, n int) error {
+	name := entryName(h.Name)
+	if sc.whiteout(name) {
+		return nil
+	}
+	depth, ok := sc.interest[name]
+	if !ok {
+		return nil
+	}
+	// A runtime cannot create an entry below a parent this layer made a
+	// file or a link.
+	for _, a := range sc.anc[:depth] {
+		if e := sc.st.last[a]; e != nil && e.typ != tar.TypeDir {
+			return fmt.Errorf("%s follows %s, a %s, in the same layer; a runtime cannot unpack this layer", name, a, kind(e.typ))
+		}
+	}
+	e := &entry{typ: h.Typeflag, size: h.Size, mode: uint32(h.Mode) & 0o7777, linkname: h.Linkname, ordinal: n, sparse: isSparse(h)}
+	if e.typ != tar.TypeDir {
+		sc.replaceTree(depth)
+	}
+	sc.st.last[name] = e
+	if name == sc.want && regular(e.typ) && !e.sparse {
+		return sc.keepContent(e, h.Size)
+	}
+	return nil
+}
+
+// whiteout records name when it is a whiteout (or an opaque marker) of a
+// path of interest, and reports whether it is one at all.
+func (sc *layerScan) whiteout(name string) bool {
+	dir, base := path.Split(name)
+	dir = strings.TrimSuffix(dir, "/")
+	if !strings.HasPrefix(base, ".wh.") {
+		return false
+	}
+	if base == ".wh..wh..opq" {
+		if _, ok := sc.interest[dir]; ok || dir == "" {
+			sc.st.opaque[dir] = true
+		}
+	} else if t := path.Join(dir, strings.TrimPrefix(base, ".wh.")); t != "" {
+		if _, ok := sc.interest[t]; ok {
+			sc.st.whiteout[t] = true
+		}
+	}
+	return true
+}
+
+// replaceTree forgets what lies below depth: a non-directory there
+// replaces the whole tree below it.
+func (sc *layerScan) replaceTree(depth int) {
+	for _, d := range sc.anc[depth+1:] {
+		delete(sc.st.last, d)
+	}
+	if depth < len(sc.anc)-1 && sc.st.content != nil {
+		sc.st.content.Close()
+		sc.st.content = nil
+	}
+}
+
+// keepContent keeps the content of the file's regular entry e of size
+// bytes (the last one wins) unless the bounds refuse it.
+func (sc *layerScan) keepContent(e *entry, size int64) error {
+	st := sc.st
+	if st.content != nil {
+		st.content.Close()
+		st.content = nil
+	}
+	if e.refused = sc.r.fits(sc.want, size); e.refused != nil {
+		return nil
+	}
+	var err error
+	st.content, err = sc.r.stream(sc.tr, size)
+	return err
 }
 
 // isSparse reports a GNU sparse entry (old GNU format or PAX GNU.sparse.*):

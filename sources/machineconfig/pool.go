@@ -20,79 +20,127 @@ const PoolKind = "MachineConfigPool"
 // source document; they select MachineConfigs by the pool's
 // spec.machineConfigSelector.
 func LoadPool(paths []string, name string) (Options, error) {
-	type found struct {
-		pool   mcfgv1.MachineConfigPool
-		where  string
-		path   string
-		digest string
-	}
-	var pools []found
+	var pools []foundPool
 	for _, p := range paths {
-		data, err := inputfile.Read(p)
+		fp, err := readPools(p)
 		if err != nil {
-			return Options{}, fmt.Errorf("MachineConfigPool input: %w", err)
+			return Options{}, err
 		}
-		for i, d := range model.SplitDocuments(data) {
-			where := p
-			if i > 0 {
-				where = fmt.Sprintf("%s (document %d)", p, i+1)
-			}
-			items := [][]byte{d}
-			tm, err := model.PeekType(d)
-			if err != nil {
-				return Options{}, fmt.Errorf("%s: %v", where, err)
-			}
-			if tm.Kind == "List" || tm.Kind == "MachineConfigPoolList" {
-				items, err = listItems(d)
-				if err != nil {
-					return Options{}, fmt.Errorf("%s: %s: %v", where, tm.Kind, err)
-				}
-			} else if tm.Kind != PoolKind {
-				return Options{}, fmt.Errorf("%s: kind %q (apiVersion %q) is not a %s", where, tm.Kind, tm.APIVersion, PoolKind)
-			}
-			for j, it := range items {
-				iw := where
-				if len(items) > 1 || tm.Kind != PoolKind {
-					iw = fmt.Sprintf("%s items[%d]", where, j)
-				}
-				var mcp mcfgv1.MachineConfigPool
-				if err := model.DecodeStrict(it, &mcp); err != nil {
-					return Options{}, fmt.Errorf("%s: %s: %v", iw, PoolKind, err)
-				}
-				if mcp.Kind != PoolKind && !(mcp.Kind == "" && tm.Kind == "MachineConfigPoolList") {
-					return Options{}, fmt.Errorf("%s: kind %q is not a %s", iw, mcp.Kind, PoolKind)
-				}
-				if mcp.APIVersion != "" && mcp.APIVersion != APIVersion {
-					return Options{}, fmt.Errorf("%s: %s %s: apiVersion %q, want %s", iw, PoolKind, mcp.Name, mcp.APIVersion, APIVersion)
-				}
-				if mcp.Name == "" {
-					return Options{}, fmt.Errorf("%s: %s without metadata.name", iw, PoolKind)
-				}
-				pools = append(pools, found{mcp, iw, p, sha(it)})
-			}
-		}
+		pools = append(pools, fp...)
 	}
-	var names []string
-	var pick *found
-	for i := range pools {
-		names = append(names, pools[i].pool.Name)
-		if name == "" || pools[i].pool.Name == name {
-			if pick != nil {
-				if name == "" {
-					return Options{}, fmt.Errorf("several MachineConfigPools given (%s): choose one with --pool NAME", strings.Join(names, ", "))
-				}
-				return Options{}, fmt.Errorf("MachineConfigPool %s is defined twice: %s and %s", name, pick.where, pools[i].where)
-			}
-			pick = &pools[i]
-		}
-	}
-	if pick == nil {
-		if len(pools) == 0 {
-			return Options{}, fmt.Errorf("no MachineConfigPool in %s", strings.Join(paths, ", "))
-		}
-		return Options{}, fmt.Errorf("no MachineConfigPool named %q among %s", name, strings.Join(names, ", "))
+	pick, err := pickPool(pools, name, paths)
+	if err != nil {
+		return Options{}, err
 	}
 	return Options{Pool: pick.pool.Name, MachineConfigPool: &pick.pool, PoolSource: pick.where, poolPath: pick.path, poolDigest: pick.digest}, nil
+}
+
+// foundPool is a MachineConfigPool read from a file: where it was (file,
+// document, item) and the digest of its document.
+type foundPool struct {
+	pool   mcfgv1.MachineConfigPool
+	where  string
+	path   string
+	digest string
+}
+
+// readPools reads the MachineConfigPools of file p: each document a pool
+// or a list of them.
+func readPools(p string) ([]foundPool, error) {
+	data, err := inputfile.Read(p)
+	if err != nil {
+		return nil, fmt.Errorf("MachineConfigPool input: %w", err)
+	}
+	var pools []foundPool
+	for i, d := range model.SplitDocuments(data) {
+		where := p
+		if i > 0 {
+			where = fmt.Sprintf("%s (document %d)", p, i+1)
+		}
+		items, kind, err := poolItems(d, where)
+		if err != nil {
+			return nil, err
+		}
+		for j, it := range items {
+			iw := where
+			if len(items) > 1 || kind != PoolKind {
+				iw = fmt.Sprintf("%s items[%d]", where, j)
+			}
+			mcp, err := decodePool(it, iw, kind)
+			if err != nil {
+				return nil, err
+			}
+			pools = append(pools, foundPool{mcp, iw, p, sha(it)})
+		}
+	}
+	return pools, nil
+}
+
+// poolItems are the pools of document d: d itself, or a list's items;
+// kind is d's kind.
+func poolItems(d []byte, where string) ([][]byte, string, error) {
+	tm, err := model.PeekType(d)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %v", where, err)
+	}
+	switch tm.Kind {
+	case "List", "MachineConfigPoolList":
+		items, err := listItems(d)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s: %s: %v", where, tm.Kind, err)
+		}
+		return items, tm.Kind, nil
+	case PoolKind:
+		return [][]byte{d}, tm.Kind, nil
+	default:
+		return nil, "", fmt.Errorf("%s: kind %q (apiVersion %q) is not a %s", where, tm.Kind, tm.APIVersion, PoolKind)
+	}
+}
+
+// decodePool decodes one pool (at iw, in a document of kind docKind)
+// and checks its kind, apiVersion and name.
+func decodePool(it []byte, iw, docKind string) (mcfgv1.MachineConfigPool, error) {
+	var mcp mcfgv1.MachineConfigPool
+	if err := model.DecodeStrict(it, &mcp); err != nil {
+		return mcp, fmt.Errorf("%s: %s: %v", iw, PoolKind, err)
+	}
+	if mcp.Kind != PoolKind && !(mcp.Kind == "" && docKind == "MachineConfigPoolList") {
+		return mcp, fmt.Errorf("%s: kind %q is not a %s", iw, mcp.Kind, PoolKind)
+	}
+	if mcp.APIVersion != "" && mcp.APIVersion != APIVersion {
+		return mcp, fmt.Errorf("%s: %s %s: apiVersion %q, want %s", iw, PoolKind, mcp.Name, mcp.APIVersion, APIVersion)
+	}
+	if mcp.Name == "" {
+		return mcp, fmt.Errorf("%s: %s without metadata.name", iw, PoolKind)
+	}
+	return mcp, nil
+}
+
+// pickPool is the pool named name, or the only one when name is empty.
+func pickPool(pools []foundPool, name string, paths []string) (*foundPool, error) {
+	var names []string
+	var pick *foundPool
+	for i := range pools {
+		names = append(names, pools[i].pool.Name)
+		if name != "" && pools[i].pool.Name != name {
+			continue
+		}
+		if pick == nil {
+			pick = &pools[i]
+			continue
+		}
+		if name == "" {
+			return nil, fmt.Errorf("several MachineConfigPools given (%s): choose one with --pool NAME", strings.Join(names, ", "))
+		}
+		return nil, fmt.Errorf("MachineConfigPool %s is defined twice: %s and %s", name, pick.where, pools[i].where)
+	}
+	if pick != nil {
+		return pick, nil
+	}
+	if len(pools) == 0 {
+		return nil, fmt.Errorf("no MachineConfigPool in %s", strings.Join(paths, ", "))
+	}
+	return nil, fmt.Errorf("no MachineConfigPool named %q among %s", name, strings.Join(names, ", "))
 }
 
 func listItems(d []byte) ([][]byte, error) {

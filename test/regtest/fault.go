@@ -44,6 +44,7 @@ type FaultProxy struct {
 	srv      *http.Server
 	l        net.Listener
 	conns    map[net.Conn]bool
+	rp       *httputil.ReverseProxy
 }
 
 // NewFaultProxy starts a fault-injecting proxy to upstream ("HOST:PORT").
@@ -55,72 +56,8 @@ func NewFaultProxy(t testing.TB, upstream string) *FaultProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	p := &FaultProxy{stop: make(chan struct{}), conns: map[net.Conn]bool{}}
-	reset := func(w http.ResponseWriter, r *http.Request) {
-		// Read what the client sent so far, then reset the connection.
-		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
-		hj, ok := w.(http.Hijacker)
-		if !ok {
-			http.Error(w, "cannot hijack", http.StatusInternalServerError)
-			return
-		}
-		conn, _, err := hj.Hijack()
-		if err != nil {
-			return
-		}
-		if tc, ok := conn.(*net.TCPConn); ok {
-			_ = tc.SetLinger(0) // close with RST, not FIN
-		}
-		conn.Close()
-	}
-	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.mu.Lock()
-		f := p.fault
-		p.mu.Unlock()
-		var fault Fault
-		if f != nil {
-			fault = f(r)
-		}
-		switch {
-		case fault.Down > 0:
-			p.note(r, "down "+fault.Down.String())
-			p.down(fault.Down)
-			reset(w, r)
-		case fault.Reset:
-			p.note(r, "reset")
-			reset(w, r)
-		case fault.Stall:
-			p.note(r, "stall")
-			select {
-			case <-r.Context().Done():
-			case <-p.stop:
-			}
-		case fault.Status != 0:
-			p.note(r, fmt.Sprint(fault.Status))
-			_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
-			for k, v := range fault.Header {
-				w.Header()[k] = v
-			}
-			if fault.Body != "" {
-				w.WriteHeader(fault.Status)
-				_, _ = io.WriteString(w, fault.Body)
-				return
-			}
-			http.Error(w, "injected failure", fault.Status)
-		default:
-			rp.ServeHTTP(w, r)
-		}
-	}), ConnState: func(c net.Conn, st http.ConnState) {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		switch st {
-		case http.StateNew:
-			p.conns[c] = true
-		case http.StateClosed, http.StateHijacked:
-			delete(p.conns, c)
-		}
-	}}
+	p := &FaultProxy{stop: make(chan struct{}), conns: map[net.Conn]bool{}, rp: httputil.NewSingleHostReverseProxy(u)}
+	p.srv = &http.Server{Handler: http.HandlerFunc(p.serve), ConnState: p.connState}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -139,6 +76,84 @@ func NewFaultProxy(t testing.TB, upstream string) *FaultProxy {
 		_ = p.srv.Close()
 	})
 	return p
+}
+
+// serve answers r with the fault the test set for it, or passes it on
+// upstream.
+func (p *FaultProxy) serve(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	f := p.fault
+	p.mu.Unlock()
+	var fault Fault
+	if f != nil {
+		fault = f(r)
+	}
+	switch {
+	case fault.Down > 0:
+		p.note(r, "down "+fault.Down.String())
+		p.down(fault.Down)
+		resetConn(w, r)
+	case fault.Reset:
+		p.note(r, "reset")
+		resetConn(w, r)
+	case fault.Stall:
+		p.note(r, "stall")
+		select {
+		case <-r.Context().Done():
+		case <-p.stop:
+		}
+	case fault.Status != 0:
+		p.note(r, fmt.Sprint(fault.Status))
+		writeStatus(w, r, fault)
+	default:
+		p.rp.ServeHTTP(w, r)
+	}
+}
+
+// writeStatus answers with the fault's status, headers and body (or
+// "injected failure").
+func writeStatus(w http.ResponseWriter, r *http.Request, fault Fault) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+	for k, v := range fault.Header {
+		w.Header()[k] = v
+	}
+	if fault.Body != "" {
+		w.WriteHeader(fault.Status)
+		_, _ = io.WriteString(w, fault.Body)
+		return
+	}
+	http.Error(w, "injected failure", fault.Status)
+}
+
+// resetConn reads what the client sent so far, then resets the
+// connection.
+func resetConn(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		http.Error(w, "cannot hijack", http.StatusInternalServerError)
+		return
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0) // close with RST, not FIN
+	}
+	conn.Close()
+}
+
+// connState tracks the open connections.
+func (p *FaultProxy) connState(c net.Conn, st http.ConnState) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch st {
+	case http.StateNew:
+		p.conns[c] = true
+	case http.StateClosed, http.StateHijacked:
+		delete(p.conns, c)
+	}
 }
 
 // down closes the listener, so connections are refused, and listens again
