@@ -1,10 +1,12 @@
 // Command funclen lists the function declarations of Go files with their
-// length in lines (from "func" to the closing brace), longest first:
+// length in lines (from "func" to the closing brace) and their cyclomatic
+// complexity (gocyclo's count), longest first:
 //
 //	go run ./test/funclen $(git ls-files '*.go' | grep -v _test.go) | awk '$1 > 80'
 //
-// With gocyclo's complexity it measures the shape the project keeps:
-// functions a reader holds in their head.
+// It measures the shape the project keeps: functions a reader holds in
+// their head. Its test (TestShape) fails when a function of the module
+// outside tests is longer than maxLines or more complex than maxComplexity.
 package main
 
 import (
@@ -18,9 +20,10 @@ import (
 
 // fn is one function: its length, name and position.
 type fn struct {
-	lines int
-	name  string
-	pos   string
+	lines      int
+	complexity int
+	name       string
+	pos        string
 }
 
 func main() {
@@ -36,7 +39,7 @@ func main() {
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].lines > all[j].lines })
 	for _, f := range all {
-		fmt.Println(f.lines, f.name, f.pos)
+		fmt.Println(f.lines, f.name, f.pos, "complexity", f.complexity)
 	}
 }
 
@@ -53,7 +56,7 @@ func funcs(fset *token.FileSet, path string, f *ast.File) []fn {
 		if fd.Recv != nil && len(fd.Recv.List) > 0 {
 			name = "(" + recv(fd.Recv.List[0].Type) + ")." + name
 		}
-		out = append(out, fn{end.Line - start.Line + 1, name, fmt.Sprintf("%s:%d", path, start.Line)})
+		out = append(out, fn{end.Line - start.Line + 1, complexity(fd), name, fmt.Sprintf("%s:%d", path, start.Line)})
 	}
 	return out
 }
@@ -71,4 +74,30 @@ func recv(e ast.Expr) string {
 		return recv(t.X)
 	}
 	return "?"
+}
+
+// complexity is gocyclo's cyclomatic complexity of fd: one, plus one per
+// if, for, range, non-default case and communication clause, && and ||.
+func complexity(fd *ast.FuncDecl) int {
+	c := 1
+	ast.Inspect(fd, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.IfStmt, *ast.ForStmt, *ast.RangeStmt:
+			c++
+		case *ast.CaseClause:
+			if n.List != nil {
+				c++
+			}
+		case *ast.CommClause:
+			if n.Comm != nil {
+				c++
+			}
+		case *ast.BinaryExpr:
+			if n.Op == token.LAND || n.Op == token.LOR {
+				c++
+			}
+		}
+		return true
+	})
+	return c
 }
