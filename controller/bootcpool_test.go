@@ -3,8 +3,10 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -14,10 +16,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/controller"
+	"github.com/oslayer/oslayer/test/k8senv"
 	"github.com/oslayer/oslayer/test/synth"
 )
 
@@ -164,4 +168,56 @@ func TestBootcNodePoolIndex(t *testing.T) {
 	unlisted := "sha256:" + strings.Repeat("cd", 32)
 	e.setBootcPoolStatus(t, unlisted, false, metav1.ConditionTrue, "AllUpdated")
 	e.mirrors(t, unlisted, false, "True", "AllUpdated", false)
+}
+
+// TestBootcAPIAppearsLater runs the controller on an API server of its own
+// that serves no node.bootc.dev API at first (bootc-operator not yet
+// installed), as its ServiceAccount: a PoolImage naming a BootcNodePool
+// builds and reports the pool not found. Then bootc-operator's CRDs are
+// installed and the pool created: the same manager logs one line, starts
+// the watch and hands the pool the image, without a restart.
+func TestBootcAPIAppearsLater(t *testing.T) {
+	assets := k8senv.Assets(t)
+	te := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd")},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: assets,
+	}
+	cfg, err := te.Start()
+	if err != nil {
+		t.Fatalf("envtest (kube-apiserver and etcd from %s): %v", assets, err)
+	}
+	t.Cleanup(func() {
+		if err := te.Stop(); err != nil {
+			t.Errorf("stopping envtest: %v", err)
+		}
+	})
+	e := newEnvOn(t, cfg)
+	e.runManagerAs(t, e.asServiceAccount(t), func(o *controller.ManagerOptions) { o.APIInterval = 200 * time.Millisecond })
+	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "osc-worker", Namespace: e.ns}, Data: oscSecret("late")})
+	pi := e.poolImage("worker", v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{SecretName: "osc-worker"}})
+	pi.Spec.Publish = &v1alpha1.Publish{BootcNodePool: e.ns}
+	e.create(t, pi)
+	e.wait(t, "worker", "the pool not found", func(pi *v1alpha1.PoolImage) bool {
+		c := meta.FindStatusCondition(pi.Status.Conditions, v1alpha1.ConditionBootcNodePool)
+		return ready(pi) && c != nil && c.Reason == controller.ReasonBootcNodePoolNotFound
+	})
+
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join("..", "test", "fixtures", "testdata", "bootc-operator")}, ErrorIfPathMissing: true,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e.bootcPool(t, "quay.io/example/os:latest")
+	pi = e.wait(t, "worker", "BootcNodePool true", func(pi *v1alpha1.PoolImage) bool {
+		return meta.IsStatusConditionTrue(pi.Status.Conditions, v1alpha1.ConditionBootcNodePool)
+	})
+	want := pi.Status.Published.Image
+	if ref, _, _ := unstructured.NestedString(e.getBootcPool(t).Object, "spec", "image", "ref"); ref != want || !strings.Contains(ref, "@sha256:") {
+		t.Errorf("spec.image.ref %q, want %q", ref, want)
+	}
+	const appeared = "the cluster serves the BootcNodePool API now"
+	if n := strings.Count(e.logs.String(), appeared); n != 1 {
+		t.Errorf("%d log lines %q, want 1", n, appeared)
+	}
 }

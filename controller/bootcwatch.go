@@ -14,18 +14,22 @@ import (
 	"github.com/oslayer/oslayer/api/v1alpha1"
 )
 
-// watchBootcNodePools watches bootc-operator's BootcNodePools when the
-// cluster serves them at start (a cluster that gets the API later needs
-// a restart of the controller; until then a PoolImage naming a pool
-// reports it not found): a change of a pool's spec or status reconciles
-// the PoolImages that name it in spec.publish.bootcNodePool.
-func (r *Reconciler) watchBootcNodePools(mgr ctrl.Manager, c crcontroller.Controller) error {
-	if _, err := mgr.GetRESTMapper().RESTMapping(BootcNodePoolGVK.GroupKind(), BootcNodePoolGVK.Version); err != nil {
-		return nil
-	}
-	pool := &unstructured.Unstructured{}
-	pool.SetGroupVersionKind(BootcNodePoolGVK)
-	return c.Watch(source.Kind[client.Object](mgr.GetCache(), pool, handler.EnqueueRequestsFromMapFunc(r.bootcPoolReaders)))
+// bootcWatch is the watch of bootc-operator's BootcNodePools: a change
+// of a pool's spec or status reconciles the PoolImages that name it in
+// spec.publish.bootcNodePool. When the cluster serves the API only after
+// the start, the PoolImages that name a pool are requeued then
+// (apiwatch.go); until then they report the pool not found.
+func (r *Reconciler) bootcWatch(mgr ctrl.Manager, c crcontroller.Controller) *apiWatch {
+	return &apiWatch{r: r, mgr: mgr, c: c, gv: BootcNodePoolGVK.GroupVersion(), kinds: []string{BootcNodePoolGVK.Kind},
+		name: "BootcNodePool", what: "BootcNodePools",
+		watch: func() error {
+			pool := &unstructured.Unstructured{}
+			pool.SetGroupVersionKind(BootcNodePoolGVK)
+			return c.Watch(source.Kind[client.Object](mgr.GetCache(), pool, handler.EnqueueRequestsFromMapFunc(r.bootcPoolReaders)))
+		},
+		uses: func(pi *v1alpha1.PoolImage) bool {
+			return pi.Spec.Publish != nil && pi.Spec.Publish.BootcNodePool != ""
+		}}
 }
 
 // bootcPoolReaders are the PoolImages that hand off to the pool obj.

@@ -75,10 +75,10 @@ type Options struct {
 	// MaxConcurrentBuilds is how many PoolImages build at once (0 means
 	// 1); one PoolImage never builds twice at once.
 	MaxConcurrentBuilds int
-	// OpenShiftAPIInterval is how often a controller started on a
-	// cluster that serves no MachineConfig API looks whether it does now
-	// (0 means 30 s; one discovery request each time).
-	OpenShiftAPIInterval time.Duration
+	// APIInterval is how often a controller started on a cluster that
+	// serves no MachineConfig (or BootcNodePool) API looks whether it does
+	// now (0 means 30 s; one discovery request each time).
+	APIInterval time.Duration
 }
 
 // Reconciler reconciles PoolImages.

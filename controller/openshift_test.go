@@ -481,7 +481,7 @@ func TestWithoutOpenShiftAPI(t *testing.T) {
 	})
 	e := newEnvOn(t, cfg)
 	const every = 200 * time.Millisecond
-	e.runManagerAs(t, e.asServiceAccount(t), func(o *controller.ManagerOptions) { o.OpenShiftAPIInterval = every })
+	e.runManagerAs(t, e.asServiceAccount(t), func(o *controller.ManagerOptions) { o.APIInterval = every })
 	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "osc-worker", Namespace: e.ns}, Data: oscSecret("one")})
 	e.create(t, e.poolImage("worker", v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{SecretName: "osc-worker"}}))
 	pi := e.poolImage("pool", v1alpha1.Source{OpenShift: &v1alpha1.OpenShiftSource{MachineConfigPool: "worker"}})

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -61,14 +60,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	if err := r.watchBootcNodePools(mgr, c); err != nil {
+	if err := r.bootcWatch(mgr, c).start(); err != nil {
 		return err
 	}
-	w := &openShiftWatch{r: r, mgr: mgr, c: c}
-	if w.served() {
-		return w.watch()
-	}
-	return mgr.Add(manager.RunnableFunc(w.await))
+	return r.openShiftWatch(mgr, c).start()
 }
 
 // A build that failed to run (registry down) is retried after retryBase,
