@@ -14,6 +14,12 @@ func invalidf(field, format string, a ...any) error {
 	return v1beta1helper.NewErrorWithCodes(fmt.Errorf("%s: %s", field, fmt.Sprintf(format, a...)), gardencorev1beta1.ErrorConfigurationProblem)
 }
 
+// invalid is invalidf of an error that names its fields itself (a
+// field.ErrorList's aggregate).
+func invalid(err error) error {
+	return v1beta1helper.NewErrorWithCodes(err, gardencorev1beta1.ErrorConfigurationProblem)
+}
+
 // fieldErr names the OSC field of a failure that is not (or not only)
 // the OSC's content: a registry or API server failure.
 func fieldErr(field string, err error) error {

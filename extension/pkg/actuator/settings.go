@@ -75,7 +75,7 @@ func decodeConfig(osc *extensionsv1alpha1.OperatingSystemConfig) (*configv1alpha
 		return nil, invalidf(fieldProviderConfig, "%v", err)
 	}
 	if errs := configv1alpha1.Validate(cfg, field.NewPath("spec", "providerConfig")); len(errs) > 0 {
-		return nil, invalidf(fieldProviderConfig, "%v", errs.ToAggregate())
+		return nil, invalid(errs.ToAggregate())
 	}
 	return cfg, nil
 }

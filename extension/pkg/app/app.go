@@ -58,6 +58,8 @@ type Options struct {
 	Version string
 	// Logger receives the builds' logs.
 	Logger *slog.Logger
+	// SkipNameValidation allows several managers in one process (tests).
+	SkipNameValidation bool
 }
 
 // AddFlags registers the options' flags.
@@ -121,7 +123,7 @@ func Add(ctx context.Context, mgr manager.Manager, o Options) error {
 	}
 	return operatingsystemconfig.Add(mgr, operatingsystemconfig.AddArgs{
 		Actuator:          act,
-		ControllerOptions: controller.Options{MaxConcurrentReconciles: workers},
+		ControllerOptions: controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: &o.SkipNameValidation},
 		Predicates:        operatingsystemconfig.DefaultPredicates(ctx, mgr, o.IgnoreOperationAnnotation),
 		Types:             []string{o.Type},
 	})

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+
 	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
@@ -85,7 +87,7 @@ func New(t testing.TB, o Options) *Env {
 // ends.
 func (e *Env) StartManager(t testing.TB, workers int) {
 	t.Helper()
-	o := app.Options{Type: Type, Workers: workers, MetricsAddr: "0", HealthAddr: "0", Version: "test",
+	o := app.Options{Type: Type, Workers: workers, MetricsAddr: "0", HealthAddr: "0", Version: "test", SkipNameValidation: true,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	ctx, cancel := context.WithCancel(e.Ctx)
 	mgr, err := app.NewManager(ctx, e.Cfg, o)
@@ -115,7 +117,25 @@ func (e *Env) Shoot(t testing.TB, pool, version string) string {
 	e.Create(t, Cluster(ns, "test", name, pool, version))
 	e.Create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cosign", Namespace: ns},
 		Data: map[string][]byte{sign.SecretKeyField: e.Key.Private, sign.SecretPasswordField: []byte(e.Password), sign.SecretPublicField: e.Key.Public}})
+	// Before the manager stops (cleanups run last first): the OSCs go
+	// through the extension's Delete, so that no later test's manager
+	// reconciles them against this test's stopped registry.
+	t.Cleanup(func() { e.deleteOSCs(t, ns) })
 	return ns
+}
+
+// deleteOSCs deletes the namespace's OSCs and waits until they are gone.
+func (e *Env) deleteOSCs(t testing.TB, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := e.Client.DeleteAllOf(ctx, &extensionsv1alpha1.OperatingSystemConfig{}, client.InNamespace(ns)); err != nil {
+		t.Errorf("deleting the OSCs of %s: %v", ns, err)
+		return
+	}
+	var list extensionsv1alpha1.OperatingSystemConfigList
+	Until(t, time.Minute, func() bool {
+		return e.Client.List(ctx, &list, client.InNamespace(ns)) == nil && len(list.Items) == 0
+	}, func() string { return fmt.Sprintf("%d OSCs of %s not deleted", len(list.Items), ns) })
 }
 
 // Create creates o, failing the test on error.
