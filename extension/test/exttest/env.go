@@ -87,10 +87,16 @@ func New(t testing.TB, o Options) *Env {
 // ends.
 func (e *Env) StartManager(t testing.TB, workers int) {
 	t.Helper()
+	e.StartManagerAs(t, e.Cfg, workers)
+}
+
+// StartManagerAs is StartManager with the credentials of cfg.
+func (e *Env) StartManagerAs(t testing.TB, cfg *rest.Config, workers int) {
+	t.Helper()
 	o := app.Options{Type: Type, Workers: workers, MetricsAddr: "0", HealthAddr: "0", Version: "test", SkipNameValidation: true,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	ctx, cancel := context.WithCancel(e.Ctx)
-	mgr, err := app.NewManager(ctx, e.Cfg, o)
+	mgr, err := app.NewManager(ctx, cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
