@@ -86,3 +86,13 @@ func NewClient(cfg *rest.Config) (client.Client, error) {
 	}
 	return client.New(cfg, client.Options{Scheme: s})
 }
+
+// KubeConfig is a kubeconfig of the shared API server for user (a
+// process of its own reads it).
+func KubeConfig(_ *rest.Config, user envtest.User) ([]byte, error) {
+	u, err := api.env.AddUser(user, nil)
+	if err != nil {
+		return nil, err
+	}
+	return u.KubeConfig()
+}
