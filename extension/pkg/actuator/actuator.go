@@ -41,6 +41,7 @@ type Actuator struct {
 	client  client.Client
 	options Options
 	keys    pipeline.Keys
+	shared  sharedPush
 }
 
 var _ operatingsystemconfig.Actuator = (*Actuator)(nil)

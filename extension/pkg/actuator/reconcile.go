@@ -14,7 +14,6 @@ import (
 	"github.com/oslayer/oslayer/build"
 	"github.com/oslayer/oslayer/osextension"
 	"github.com/oslayer/oslayer/pipeline"
-	"github.com/oslayer/oslayer/publish"
 
 	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
 )
@@ -56,13 +55,14 @@ func (a *Actuator) build(ctx context.Context, osc *extensionsv1alpha1.OperatingS
 		return nil, err
 	}
 	p, err := pipeline.New(spec, pipeline.Env{Version: a.options.Version, Logger: a.options.Logger,
-		Publish: []publish.Option{publish.WithSingleRequestUploads()}, Keys: &a.keys})
+		Publish: rd.publish, Sign: rd.sign, Keys: &a.keys})
 	if err != nil {
 		return nil, specError(err)
 	}
 	defer p.Close()
 	res, err := p.Run(ctx)
 	if err != nil {
+		a.shared.forget()
 		// Messages name the OSC, not the temporary file it was written to.
 		msg := strings.ReplaceAll(err.Error(), rd.osc, "OperatingSystemConfig "+osc.Namespace+"/"+osc.Name)
 		return nil, buildErr(res, errors.New(msg))
@@ -107,9 +107,12 @@ func (a *Actuator) read(ctx context.Context, osc *extensionsv1alpha1.OperatingSy
 		}
 	}
 	reg := a.options.Registry
-	if reg.Keychain, err = a.keychain(ctx, osc, s.config, dir); err != nil {
+	kc, cred, err := a.keychain(ctx, osc, s.config, dir)
+	if err != nil {
 		return rd, err
 	}
+	reg.Keychain = kc
+	rd.publish, rd.sign, reg.Shared = a.shared.options(cred)
 	rd.registry = &reg
 	rd.signingKey, _, err = a.signingKey(ctx, osc, s.config)
 	return rd, err

@@ -2,6 +2,7 @@ package actuator
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,29 +39,31 @@ func (a *Actuator) secret(ctx context.Context, ns string, ref configv1alpha1.Sec
 
 // keychain is the credentials of registrySecretRef (the default keychain
 // without one), written as a manifest under dir for registry.Keychain.
-func (a *Actuator) keychain(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, cfg *configv1alpha1.OperatingSystemConfiguration, dir string) (authn.Keychain, error) {
+// cred is the digest of the credentials (connections are shared only
+// between builds with the same).
+func (a *Actuator) keychain(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, cfg *configv1alpha1.OperatingSystemConfiguration, dir string) (kc authn.Keychain, cred [sha256.Size]byte, err error) {
 	ref := cfg.RegistrySecretRef
 	if ref == nil {
-		return registry.Keychain("", "")
+		kc, err = registry.Keychain("", "")
+		return kc, cred, err
 	}
 	const field = fieldProviderConfig + ".registrySecretRef"
 	s, err := a.secret(ctx, osc.Namespace, *ref, field)
 	if err != nil {
-		return nil, err
+		return nil, cred, err
 	}
 	b, err := secretManifest(s)
 	if err != nil {
-		return nil, err
+		return nil, cred, err
 	}
 	p := filepath.Join(dir, "auth.yaml")
 	if err := os.WriteFile(p, b, 0o600); err != nil {
-		return nil, err
+		return nil, cred, err
 	}
-	kc, err := registry.Keychain("", p)
-	if err != nil {
-		return nil, invalidf(field, "%v", err)
+	if kc, err = registry.Keychain("", p); err != nil {
+		return nil, cred, invalidf(field, "%v", err)
 	}
-	return kc, nil
+	return kc, sha256.Sum256(b), nil
 }
 
 // signingKey reads signing.keySecretRef (nil without signing).

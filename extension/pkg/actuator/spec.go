@@ -8,6 +8,7 @@ import (
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/pipeline"
 	"github.com/oslayer/oslayer/preflight"
+	"github.com/oslayer/oslayer/publish"
 	"github.com/oslayer/oslayer/sign"
 
 	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
@@ -21,6 +22,9 @@ type read struct {
 	registry   *registry.Options
 	signingKey *sign.KeyMaterial
 	cacheDir   string
+	// publish and sign are the shared push and sign options.
+	publish []publish.Option
+	sign    []sign.Option
 }
 
 // specOf maps an OSC's settings onto the build specification: the OSC

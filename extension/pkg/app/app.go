@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -99,6 +101,10 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (manager.Manag
 		Scheme: scheme, LeaderElection: o.LeaderElection, LeaderElectionID: o.LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace, LeaderElectionReleaseOnCancel: true,
 		Metrics: metricsserver.Options{BindAddress: o.MetricsAddr}, HealthProbeBindAddress: o.HealthAddr,
+		// Secrets are read one at a time (the providerConfig's, the
+		// secretRef files'), never cached: a seed holds many, and the
+		// extension needs neither list nor watch on them.
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 	})
 	if err != nil {
 		return nil, err

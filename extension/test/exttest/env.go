@@ -119,7 +119,7 @@ func (e *Env) Shoot(t testing.TB, pool, version string) string {
 	t.Helper()
 	name := fmt.Sprintf("s%d", shoots.Add(1))
 	ns := "shoot--test--" + name
-	e.Create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	e.Create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"gardener.cloud/role": "shoot"}}})
 	e.Create(t, Cluster(ns, "test", name, pool, version))
 	e.Create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cosign", Namespace: ns},
 		Data: map[string][]byte{sign.SecretKeyField: e.Key.Private, sign.SecretPasswordField: []byte(e.Password), sign.SecretPublicField: e.Key.Public}})
