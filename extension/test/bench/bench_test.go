@@ -5,7 +5,6 @@
 package bench
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -55,7 +54,6 @@ func TestMain(m *testing.M) {
 func BenchmarkExtension(b *testing.B) {
 	e := exttest.New(b, exttest.Options{Scale: *scale, Registry: regtest.Config{Filesystem: true, Quiet: true}})
 	ext := startExtension(b, e)
-	ctx := e.Ctx
 	ns := e.Shoot(b, "worker", "43.1")
 	osc := exttest.OSC(ns, "osc-worker-original", "worker", extensionsv1alpha1.OperatingSystemConfigPurposeReconcile, e.Config(), "change 0")
 	b.ResetTimer()
@@ -77,6 +75,7 @@ func BenchmarkExtension(b *testing.B) {
 		ns := e.Shoot(b, "worker", "43.1")
 		many[i] = exttest.OSC(ns, "osc-worker-original", "worker", extensionsv1alpha1.OperatingSystemConfigPurposeReconcile, e.Config(), "shoot "+ns)
 	}
+	cpu0 := procCPU(b, ext.pid)
 	t0 = time.Now()
 	for _, o := range many {
 		e.Create(b, o)
@@ -85,13 +84,22 @@ func BenchmarkExtension(b *testing.B) {
 		waitImage(b, e, o, "", ext)
 	}
 	total := time.Since(t0)
+	cpu := procCPU(b, ext.pid) - cpu0
 	b.StopTimer()
 	hwm := procHWM(b, ext.pid)
-	report(b, ctx, first, lat, total, hwm)
+	report(b, figures{first: first, lat: lat, total: total, cpu: cpu, hwm: hwm})
+}
+
+// figures are what the benchmark measured.
+type figures struct {
+	first, total, cpu time.Duration
+	lat               []time.Duration
+	hwm               int64
 }
 
 // report prints (and with -bench.md writes) the figures.
-func report(b *testing.B, _ context.Context, first time.Duration, lat []time.Duration, total time.Duration, hwm int64) {
+func report(b *testing.B, f figures) {
+	first, lat, total, hwm := f.first, f.lat, f.total, f.hwm
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	pct := func(p float64) time.Duration {
 		if len(lat) == 0 {
@@ -106,6 +114,7 @@ func report(b *testing.B, _ context.Context, first time.Duration, lat []time.Dur
 	fmt.Fprintf(&s, "| one OSC changed, end to end (n=%d) p50 / p95 / max | %s / %s / %s | p50 ≤ 1 s |\n", len(lat),
 		pct(0.5).Round(time.Millisecond), pct(0.95).Round(time.Millisecond), pct(1).Round(time.Millisecond))
 	fmt.Fprintf(&s, "| %d OSCs (%d shoots × 1 pool) at once, %d workers | %s | ≤ 30 s |\n", *oscs, *oscs, *workers, total.Round(time.Millisecond))
+	fmt.Fprintf(&s, "| extension CPU for the %d OSCs | %s | |\n", *oscs, f.cpu.Round(10*time.Millisecond))
 	fmt.Fprintf(&s, "| extension peak RSS (VmHWM) | %.1f MB | ≤ 300 MB |\n", float64(hwm)/1024)
 	fmt.Fprintf(&s, "\nload average: %s", load)
 	fmt.Print(s.String())
@@ -185,4 +194,18 @@ func procHWM(b *testing.B, pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// procCPU is the user and system CPU time of process pid.
+func procCPU(b *testing.B, pid int) time.Duration {
+	b.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command (which may hold spaces) in parentheses.
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }

@@ -58,6 +58,24 @@ func TestProvision(t *testing.T) {
 	if !bytes.Equal(ud, want) {
 		t.Fatalf("user data differs from osextension.UserData's:\n%s\nwant\n%s", ud, want)
 	}
+
+	// A pool without a pool image yet: the plain base, no pivot.
+	fresh := exttest.OSC(ns, "osc-fresh-downloader", "fresh", extensionsv1alpha1.OperatingSystemConfigPurposeProvision, e.Config(), "fresh")
+	e.Create(t, fresh)
+	got = wait(t, e, fresh, "Succeeded", succeeded)
+	if got.Status.CloudConfig == nil {
+		t.Fatal("no status.cloudConfig")
+	}
+	want, err := osextension.UserData(osextension.Provision{OSC: fresh, Secrets: map[string]map[string][]byte{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.Get(e.Ctx, client.ObjectKey{Namespace: ns, Name: got.Status.CloudConfig.SecretRef.Name}, &s); err != nil {
+		t.Fatal(err)
+	}
+	if ud := s.Data[extensionsv1alpha1.OperatingSystemConfigSecretDataKey]; !bytes.Equal(ud, want) {
+		t.Fatalf("user data without a pool image differs from osextension.UserData's:\n%s\nwant\n%s", ud, want)
+	}
 }
 
 // expectedUserData is osextension.UserData of the provision OSC with the
