@@ -56,6 +56,10 @@ type Options struct {
 	Insecure []string
 	// RegistryTimeout bounds each registry request (0: the default).
 	RegistryTimeout time.Duration
+	// QPS and Burst bound the API requests (each OSC's reconcile writes
+	// about seven times: finalizer, status, Secret, annotation).
+	QPS   float32
+	Burst int
 	// Version is the oslayer version recorded in the images.
 	Version string
 	// Logger receives the builds' logs.
@@ -77,6 +81,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.IndexCacheDir, "index-cache-dir", "", "base index disk cache directory (empty: none)")
 	fs.StringSliceVar(&o.Insecure, "insecure-registry", nil, "registry hosts reached over plain HTTP")
 	fs.DurationVar(&o.RegistryTimeout, "registry-timeout", 0, "deadline of every registry request (0: the default)")
+	fs.Float32Var(&o.QPS, "kube-api-qps", 100, "API requests per second")
+	fs.IntVar(&o.Burst, "kube-api-burst", 150, "API requests in a burst")
 }
 
 // Scheme is the manager's scheme: the Kubernetes types, Gardener's
@@ -96,6 +102,10 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (manager.Manag
 	scheme, err := Scheme()
 	if err != nil {
 		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	if o.QPS > 0 {
+		cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme, LeaderElection: o.LeaderElection, LeaderElectionID: o.LeaderElectionID,

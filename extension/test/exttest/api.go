@@ -46,7 +46,10 @@ func API(t testing.TB) *rest.Config {
 	if api.err != nil {
 		t.Fatalf("envtest (kube-apiserver and etcd from %s) with Gardener's CRDs: %v", assets, api.err)
 	}
-	return rest.CopyConfig(api.cfg)
+	cfg := rest.CopyConfig(api.cfg)
+	// The harness polls many OSCs: no client-side rate limit.
+	cfg.QPS, cfg.Burst = -1, 0
+	return cfg
 }
 
 // Stop stops the shared API server (TestMain calls it).

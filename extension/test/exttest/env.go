@@ -93,7 +93,7 @@ func (e *Env) StartManager(t testing.TB, workers int) {
 // StartManagerAs is StartManager with the credentials of cfg.
 func (e *Env) StartManagerAs(t testing.TB, cfg *rest.Config, workers int) {
 	t.Helper()
-	o := app.Options{Type: Type, Workers: workers, MetricsAddr: "0", HealthAddr: "0", Version: "test", SkipNameValidation: true,
+	o := app.Options{Type: Type, Workers: workers, MetricsAddr: "0", HealthAddr: "0", Version: "test", SkipNameValidation: true, QPS: 100, Burst: 150,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	ctx, cancel := context.WithCancel(e.Ctx)
 	mgr, err := app.NewManager(ctx, cfg, o)
