@@ -71,7 +71,7 @@ type Options struct {
 // AddFlags registers the options' flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Type, "extension-type", DefaultType, "the OperatingSystemConfig spec.type this extension serves")
-	fs.IntVar(&o.Workers, "max-concurrent-reconciles", 5, "how many OperatingSystemConfigs are reconciled at once")
+	fs.IntVar(&o.Workers, "max-concurrent-reconciles", 10, "how many OperatingSystemConfigs are reconciled at once")
 	fs.BoolVar(&o.IgnoreOperationAnnotation, "ignore-operation-annotation", false, "reconcile on every spec change, not only on gardenlet's operation annotation")
 	fs.BoolVar(&o.LeaderElection, "leader-election", true, "elect a leader among the replicas")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", "oslayer-os-extension-leader-election", "the leader election Lease's name")

@@ -30,7 +30,7 @@ var (
 	scale   = flag.Float64("bench.scale", 1.5, "the synthetic base's scale (1.5: about 1 GB)")
 	changes = flag.Int("bench.changes", 20, "OSC changes timed one after another")
 	oscs    = flag.Int("bench.oscs", 100, "OSCs (one shoot each) created at once")
-	workers = flag.Int("bench.workers", 5, "the extension's --max-concurrent-reconciles")
+	workers = flag.Int("bench.workers", 10, "the extension's --max-concurrent-reconciles")
 	mdOut   = flag.String("bench.md", "", "also write the figures (markdown) to this file")
 )
 
@@ -80,9 +80,7 @@ func BenchmarkExtension(b *testing.B) {
 	for _, o := range many {
 		e.Create(b, o)
 	}
-	for _, o := range many {
-		waitImage(b, e, o, "", ext)
-	}
+	waitAll(b, e, many, ext)
 	total := time.Since(t0)
 	cpu := procCPU(b, ext.pid) - cpu0
 	b.StopTimer()

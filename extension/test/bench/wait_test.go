@@ -75,3 +75,42 @@ func tail(b []byte) []byte {
 	}
 	return b
 }
+
+// waitAll lists the OSCs (one request every 100 ms, ten minutes at most)
+// until every one of many reconciled Succeeded with an image.
+func waitAll(b *testing.B, e *exttest.Env, many []*extensionsv1alpha1.OperatingSystemConfig, x *extension) {
+	b.Helper()
+	want := map[client.ObjectKey]bool{}
+	for _, o := range many {
+		want[client.ObjectKeyFromObject(o)] = true
+	}
+	end := time.Now().Add(10 * time.Minute)
+	for {
+		var list extensionsv1alpha1.OperatingSystemConfigList
+		if err := e.Client.List(e.Ctx, &list); err != nil {
+			b.Fatal(err)
+		}
+		done := 0
+		for i := range list.Items {
+			o := &list.Items[i]
+			if want[client.ObjectKeyFromObject(o)] && image(o) != "" &&
+				o.Status.LastOperation.State == gardencorev1beta1.LastOperationStateSucceeded {
+				done++
+			}
+		}
+		if done == len(many) {
+			return
+		}
+		select {
+		case <-x.exited:
+			log, _ := os.ReadFile(x.log)
+			b.Fatalf("the extension exited:\n%s", tail(log))
+		default:
+		}
+		if time.Now().After(end) {
+			log, _ := os.ReadFile(x.log)
+			b.Fatalf("%d of %d OSCs reconciled within 10 minutes\n%s", done, len(many), tail(log))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
