@@ -94,8 +94,8 @@ func BenchmarkExtension(b *testing.B) {
 // figures are what the benchmark measured.
 type figures struct {
 	first, total, cpu, regCPU time.Duration
-	lat               []time.Duration
-	hwm               int64
+	lat                       []time.Duration
+	hwm                       int64
 }
 
 // report prints (and with -bench.md writes) the figures.
