@@ -110,7 +110,7 @@ func report(b *testing.B, f figures) {
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	var s strings.Builder
-	fmt.Fprintf(&s, "| extension, base scale %.2f | figure | target |\n|---|---|---|\n", *scale)
+	fmt.Fprintf(&s, "| extension, base scale %g | figure | target |\n|---|---|---|\n", *scale)
 	fmt.Fprintf(&s, "| first OSC (indexes the base) | %s | |\n", first.Round(time.Millisecond))
 	fmt.Fprintf(&s, "| one OSC changed, end to end (n=%d) p50 / p95 / max | %s / %s / %s | p50 ≤ 1 s |\n", len(lat),
 		pct(0.5).Round(time.Millisecond), pct(0.95).Round(time.Millisecond), pct(1).Round(time.Millisecond))
