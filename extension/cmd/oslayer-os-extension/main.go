@@ -4,6 +4,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -21,6 +22,11 @@ var version = "dev"
 func main() {
 	o := app.Options{Version: version, Logger: slog.New(slog.NewJSONHandler(os.Stderr, nil))}
 	o.AddFlags(pflag.CommandLine)
+	// controller-runtime's --kubeconfig (and no other flag the
+	// dependencies register).
+	if f := flag.CommandLine.Lookup("kubeconfig"); f != nil {
+		pflag.CommandLine.AddGoFlag(f)
+	}
 	pflag.Parse()
 	ctrl.SetLogger(zap.New())
 	ctx := ctrl.SetupSignalHandler()
