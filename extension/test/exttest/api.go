@@ -12,10 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gardener/gardener/pkg/component/extensions/crds"
 
@@ -37,6 +39,8 @@ func API(t testing.TB) *rest.Config {
 	t.Helper()
 	assets := k8senv.Assets(t)
 	api.once.Do(func() {
+		// The library's and envtest's logs are not the tests' output.
+		ctrllog.SetLogger(logr.Discard())
 		api.env = &envtest.Environment{BinaryAssetsDirectory: assets}
 		if api.cfg, api.err = api.env.Start(); api.err != nil {
 			return
