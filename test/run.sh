@@ -69,6 +69,19 @@ echo "== node-agent oracle (test/oracle/nodeagent, a module of its own)"
   go test -count=1 -timeout 20m ./...
 )
 
+echo "== OS extension (extension, a module of its own)"
+(
+  cd extension
+  go mod download
+  # It builds oslayer from this checkout, like the node-agent oracle.
+  go mod tidy -diff
+  go vet ./...
+  go test -count=1 -timeout 20m ./...
+  # Its benchmark once, at a tiny size (the real run: docs/extension.md).
+  go test -count=1 -run '^$' -bench . -benchtime 1x -timeout 10m ./test/bench/ -args \
+    -bench.scale 0.001 -bench.changes 1 -bench.oscs 2
+)
+
 # The Tekton example and the OpenShift API checks: modules of their own.
 for m in test/tekton test/openshift; do
   echo "== $m (a module of its own)"

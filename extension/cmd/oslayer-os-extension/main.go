@@ -1,0 +1,41 @@
+// Command oslayer-os-extension is oslayer's Gardener OS extension: it
+// serves the OperatingSystemConfigs of one OS type in a seed (package
+// app; the work is in package actuator).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/pflag"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/oslayer/oslayer/extension/pkg/app"
+)
+
+// version is set at link time (-X main.version=...).
+var version = "dev"
+
+func main() {
+	o := app.Options{Version: version, Logger: slog.New(slog.NewJSONHandler(os.Stderr, nil))}
+	o.AddFlags(pflag.CommandLine)
+	// controller-runtime's --kubeconfig (and no other flag the
+	// dependencies register).
+	if f := flag.CommandLine.Lookup("kubeconfig"); f != nil {
+		pflag.CommandLine.AddGoFlag(f)
+	}
+	pflag.Parse()
+	ctrl.SetLogger(zap.New())
+	ctx := ctrl.SetupSignalHandler()
+	mgr, err := app.NewManager(ctx, ctrl.GetConfigOrDie(), o)
+	if err == nil {
+		err = mgr.Start(ctx)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "oslayer-os-extension:", err)
+		os.Exit(1)
+	}
+}

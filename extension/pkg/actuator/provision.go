@@ -1,0 +1,115 @@
+package actuator
+
+import (
+	"context"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+
+	"github.com/oslayer/oslayer/osextension"
+	"github.com/oslayer/oslayer/sign"
+
+	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
+)
+
+// provision returns the user data of a provision OSC: its units and
+// files and, once the pool's reconcile OSC has a pool image, the pivot
+// onto it with its signature enforced.
+func (a *Actuator) provision(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig) ([]byte, error) {
+	cfg, err := decodeConfig(osc)
+	if err != nil {
+		return nil, err
+	}
+	pool := osc.Labels[v1beta1constants.LabelWorkerPool]
+	if pool == "" {
+		return nil, invalidf(fieldPoolLabel, "missing: the OSC names no worker pool")
+	}
+	p := osextension.Provision{OSC: osc}
+	if p.Secrets, err = a.secretRefs(ctx, osc); err != nil {
+		return nil, err
+	}
+	if p.Image, err = a.poolImage(ctx, osc, pool); err != nil {
+		return nil, err
+	}
+	if p.Image != "" && cfg.Signing != nil {
+		if err := a.trust(ctx, osc, cfg, &p); err != nil {
+			return nil, err
+		}
+	}
+	ud, err := osextension.UserData(p)
+	if err != nil {
+		return nil, fieldErr("spec.units/spec.files (provision user data)", err)
+	}
+	return ud, nil
+}
+
+// poolImage is the pool image the pool's reconcile OSC of the same type
+// recorded in status.providerStatus ("" when none has one yet); of
+// several, the last reconciled.
+func (a *Actuator) poolImage(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, pool string) (string, error) {
+	var list extensionsv1alpha1.OperatingSystemConfigList
+	if err := a.client.List(ctx, &list, client.InNamespace(osc.Namespace),
+		client.MatchingLabels{v1beta1constants.LabelWorkerPool: pool}); err != nil {
+		return "", fieldErr(fieldPoolLabel+" (the pool's reconcile OSC)", err)
+	}
+	var image string
+	var newest *extensionsv1alpha1.OperatingSystemConfig
+	for i := range list.Items {
+		o := &list.Items[i]
+		st := providerStatus(o)
+		if o.Spec.Purpose != extensionsv1alpha1.OperatingSystemConfigPurposeReconcile || o.Spec.Type != osc.Spec.Type || st == nil || st.Image == "" {
+			continue
+		}
+		if newest == nil || lastUpdate(newest).Before(lastUpdate(o)) {
+			newest, image = o, st.Image
+		}
+	}
+	return image, nil
+}
+
+func lastUpdate(o *extensionsv1alpha1.OperatingSystemConfig) *metav1.Time {
+	if lo := o.Status.LastOperation; lo != nil {
+		return &lo.LastUpdateTime
+	}
+	return &metav1.Time{}
+}
+
+// trust sets the containers policy, registries.d file and public key
+// that make the pivot enforce the pool image's signature (as `oslayer
+// trust` writes them).
+func (a *Actuator) trust(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, cfg *configv1alpha1.OperatingSystemConfiguration, p *osextension.Provision) error {
+	const field = fieldProviderConfig + ".signing.keySecretRef"
+	km, s, err := a.signingKey(ctx, osc, cfg)
+	if err != nil {
+		return err
+	}
+	pub := s.Data[sign.SecretPublicField]
+	if len(pub) == 0 {
+		sv, err := a.keys.Signer(km, nil)
+		if err != nil {
+			return invalidf(field, "%v", err)
+		}
+		pk, err := sv.PublicKey()
+		if err != nil {
+			return invalidf(field, "%v", err)
+		}
+		if pub, err = cryptoutils.MarshalPublicKeyToPEM(pk); err != nil {
+			return invalidf(field, "%v", err)
+		}
+	}
+	d, err := name.NewDigest(p.Image)
+	if err != nil {
+		return fieldErr("status.providerStatus.image", err)
+	}
+	b, err := sign.Trust(d.Context().Name(), pub, sign.TrustOptions{Pool: osc.Labels[v1beta1constants.LabelWorkerPool], OSCType: osc.Spec.Type})
+	if err != nil {
+		return invalidf(field, "%v", err)
+	}
+	p.Policy, p.SigstoreConfig, p.PublicKey = b.Files[0].Content, b.Files[1].Content, b.Files[2].Content
+	return nil
+}

@@ -1,0 +1,119 @@
+package actuator
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-logr/logr"
+
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+
+	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/osextension"
+	"github.com/oslayer/oslayer/pipeline"
+
+	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
+)
+
+// reconcile builds, pushes and signs the pool image of a reconcile OSC,
+// records it in status.providerStatus and returns what the node gets.
+func (a *Actuator) reconcile(ctx context.Context, log logr.Logger, osc *extensionsv1alpha1.OperatingSystemConfig) ([]extensionsv1alpha1.Unit, []extensionsv1alpha1.File, *extensionsv1alpha1.InPlaceUpdatesStatus, error) {
+	s, err := a.settingsOf(ctx, osc)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	res, err := a.build(ctx, osc, s)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	log.Info("Built the pool image", "image", res.Image, "pool", s.pool, "version", s.version)
+	st := &configv1alpha1.OperatingSystemConfigurationStatus{Image: res.Image, Version: s.version, Base: s.base, InputsDigest: res.InputsDigest}
+	if err := a.recordStatus(ctx, osc, st); err != nil {
+		return nil, nil, nil, err
+	}
+	r := osextension.Reconcile{Image: res.Image, Version: s.version}
+	return osextension.ExtensionUnits(r), osextension.ExtensionFiles(r),
+		&extensionsv1alpha1.InPlaceUpdatesStatus{OSUpdate: osextension.OSUpdate(r)}, nil
+}
+
+// build runs the shared pipeline for the OSC.
+func (a *Actuator) build(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, s *settings) (*build.Result, error) {
+	dir, err := os.MkdirTemp("", "oslayer-os-extension-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	rd, err := a.read(ctx, osc, s, dir)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := specOf(s, rd)
+	if err != nil {
+		return nil, err
+	}
+	p, err := pipeline.New(spec, pipeline.Env{Version: a.options.Version, Logger: a.options.Logger,
+		Publish: rd.publish, Sign: rd.sign, Keys: &a.keys})
+	if err != nil {
+		return nil, specError(err)
+	}
+	defer p.Close()
+	res, err := p.Run(ctx)
+	if err != nil {
+		a.shared.forget()
+		// Messages name the OSC, not the temporary file it was written to.
+		msg := strings.ReplaceAll(err.Error(), rd.osc, "OperatingSystemConfig "+osc.Namespace+"/"+osc.Name)
+		return nil, buildErr(res, errors.New(msg))
+	}
+	return res, nil
+}
+
+// buildErr names what failed: a render or preflight failure is the OSC's
+// content (spec.units/spec.files or the providerConfig's base), a push or
+// sign failure the target.
+func buildErr(res *build.Result, err error) error {
+	step := "build"
+	if res != nil && len(res.Phases) > 0 {
+		step = res.Phases[len(res.Phases)-1].Name
+	}
+	switch step {
+	case "render":
+		return invalidf("spec.units/spec.files", "%v", err)
+	case "preflight", "preflight-written":
+		return invalidf("spec.units/spec.files (checked with "+fieldProviderConfig+".preflight)", "%v", err)
+	case "push", "tag", "sign", "attest":
+		return fieldErr(fieldProviderConfig+".target", err)
+	}
+	return fieldErr(fieldProviderConfig+".base ("+step+")", err)
+}
+
+// read reads what the build needs besides the settings: the OSC (as the
+// file the pipeline reads), the secretRef Secrets when they are baked,
+// the registry credentials and the signing key.
+func (a *Actuator) read(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, s *settings, dir string) (read, error) {
+	rd := read{osc: filepath.Join(dir, "osc.yaml"), cacheDir: a.options.IndexCacheDir}
+	b, err := oscDocument(osc)
+	if err != nil {
+		return rd, err
+	}
+	if err := os.WriteFile(rd.osc, b, 0o600); err != nil {
+		return rd, err
+	}
+	if s.config.BakeSecrets {
+		if rd.secretsDir, err = a.writeSecretRefs(ctx, osc, filepath.Join(dir, "secretrefs")); err != nil {
+			return rd, err
+		}
+	}
+	reg := a.options.Registry
+	kc, cred, err := a.keychain(ctx, osc, s.config, dir)
+	if err != nil {
+		return rd, err
+	}
+	reg.Keychain = kc
+	rd.publish, rd.sign, reg.Shared = a.shared.options(cred)
+	rd.registry = &reg
+	rd.signingKey, _, err = a.signingKey(ctx, osc, s.config)
+	return rd, err
+}

@@ -1,0 +1,122 @@
+package actuator
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+
+	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/sign"
+
+	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
+)
+
+// secret reads a Secret a providerConfig field names (its namespace
+// defaults to the OSC's).
+func (a *Actuator) secret(ctx context.Context, ns string, ref configv1alpha1.SecretReference, field string) (*corev1.Secret, error) {
+	if ref.Namespace != "" {
+		ns = ref.Namespace
+	}
+	var s corev1.Secret
+	if err := a.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, invalidf(field, "Secret %s/%s not found", ns, ref.Name)
+		}
+		return nil, fieldErr(field, err)
+	}
+	return &s, nil
+}
+
+// keychain is the credentials of registrySecretRef (the default keychain
+// without one), written as a manifest under dir for registry.Keychain.
+// cred is the digest of the credentials (connections are shared only
+// between builds with the same).
+func (a *Actuator) keychain(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, cfg *configv1alpha1.OperatingSystemConfiguration, dir string) (kc authn.Keychain, cred [sha256.Size]byte, err error) {
+	ref := cfg.RegistrySecretRef
+	if ref == nil {
+		kc, err = registry.Keychain("", "")
+		return kc, cred, err
+	}
+	const field = fieldProviderConfig + ".registrySecretRef"
+	s, err := a.secret(ctx, osc.Namespace, *ref, field)
+	if err != nil {
+		return nil, cred, err
+	}
+	b, err := secretManifest(s)
+	if err != nil {
+		return nil, cred, err
+	}
+	p := filepath.Join(dir, "auth.yaml")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		return nil, cred, err
+	}
+	if kc, err = registry.Keychain("", p); err != nil {
+		return nil, cred, invalidf(field, "%v", err)
+	}
+	return kc, sha256.Sum256(b), nil
+}
+
+// signingKey reads signing.keySecretRef (nil without signing).
+func (a *Actuator) signingKey(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, cfg *configv1alpha1.OperatingSystemConfiguration) (*sign.KeyMaterial, *corev1.Secret, error) {
+	if cfg.Signing == nil {
+		return nil, nil, nil
+	}
+	const field = fieldProviderConfig + ".signing.keySecretRef"
+	s, err := a.secret(ctx, osc.Namespace, cfg.Signing.KeySecretRef, field)
+	if err != nil {
+		return nil, nil, err
+	}
+	km := &sign.KeyMaterial{Source: "Secret " + s.Namespace + "/" + s.Name, PEM: s.Data[sign.SecretKeyField]}
+	if len(km.PEM) == 0 {
+		return nil, nil, invalidf(field, "Secret %s/%s has no data key %s", s.Namespace, s.Name, sign.SecretKeyField)
+	}
+	if p, ok := s.Data[sign.SecretPasswordField]; ok {
+		km.Password, km.HasPassword = p, true
+	}
+	return km, s, nil
+}
+
+// secretRefs reads the Secrets the OSC's secretRef files name: name →
+// data.
+func (a *Actuator) secretRefs(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig) (map[string]map[string][]byte, error) {
+	out := map[string]map[string][]byte{}
+	for i, f := range osc.Spec.Files {
+		ref := f.Content.SecretRef
+		if ref == nil || out[ref.Name] != nil {
+			continue
+		}
+		var s corev1.Secret
+		field := fmt.Sprintf("spec.files[%d].content.secretRef.name", i)
+		if err := a.client.Get(ctx, types.NamespacedName{Namespace: osc.Namespace, Name: ref.Name}, &s); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, invalidf(field, "Secret %s/%s not found", osc.Namespace, ref.Name)
+			}
+			return nil, fieldErr(field, err)
+		}
+		out[ref.Name] = s.Data
+	}
+	return out, nil
+}
+
+// secretManifest writes a Secret as the manifest oslayer's readers take.
+func secretManifest(s *corev1.Secret) ([]byte, error) {
+	m := map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"name": s.Name, "namespace": s.Namespace},
+		"data":     s.Data,
+	}
+	if s.Type != "" {
+		m["type"] = string(s.Type)
+	}
+	return yaml.Marshal(m)
+}

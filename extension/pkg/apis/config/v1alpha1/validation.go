@@ -1,0 +1,110 @@
+package v1alpha1
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Validate checks c; every error names its field under fld
+// (spec.providerConfig). What the build specification checks itself
+// (architectures, preflight check names and limits) is checked when the
+// specification is made, and named the same way.
+func Validate(c *OperatingSystemConfiguration, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validateTarget(c.Target, fld.Child("target"))...)
+	seen := map[string]bool{}
+	for i, im := range c.Images {
+		p := fld.Child("images").Index(i)
+		if im.Version == "" {
+			errs = append(errs, field.Required(p.Child("version"), "the machine image version"))
+		} else if seen[im.Version] {
+			errs = append(errs, field.Duplicate(p.Child("version"), im.Version))
+		}
+		seen[im.Version] = true
+		errs = append(errs, validateImage(im.Base, p.Child("base"))...)
+	}
+	if c.Base != "" {
+		errs = append(errs, validateImage(c.Base, fld.Child("base"))...)
+	} else if len(c.Images) == 0 {
+		errs = append(errs, field.Required(fld.Child("base"), "give base or images"))
+	}
+	if r := c.RegistrySecretRef; r != nil && r.Name == "" {
+		errs = append(errs, field.Required(fld.Child("registrySecretRef", "name"), ""))
+	}
+	if s := c.Signing; s != nil && s.KeySecretRef.Name == "" {
+		errs = append(errs, field.Required(fld.Child("signing", "keySecretRef", "name"), ""))
+	}
+	for i, d := range c.AllowTopLevel {
+		if d == "" || strings.Contains(d, "/") {
+			errs = append(errs, field.Invalid(fld.Child("allowTopLevel").Index(i), d, "a top-level directory name"))
+		}
+	}
+	return errs
+}
+
+// Expand replaces the placeholders of a pattern.
+func Expand(pattern string, values map[string]string) string {
+	for k, v := range values {
+		pattern = strings.ReplaceAll(pattern, k, v)
+	}
+	return pattern
+}
+
+// sample are placeholder values that make a pattern a reference when it
+// is one.
+var sample = map[string]string{
+	PlaceholderNamespace: "shoot--project--name", PlaceholderProject: "project",
+	PlaceholderShoot: "name", PlaceholderPool: "pool", PlaceholderVersion: "1.0.0",
+}
+
+func validateTarget(t string, p *field.Path) field.ErrorList {
+	if t == "" {
+		return field.ErrorList{field.Required(p, "REG/REPO[:TAG] with {namespace}, {project}, {shoot}, {pool}, {version}")}
+	}
+	if left := unknownPlaceholder(t); left != "" {
+		return field.ErrorList{field.Invalid(p, t, fmt.Sprintf("unknown placeholder %s", left))}
+	}
+	if strings.Contains(t, "@") {
+		return field.ErrorList{field.Invalid(p, t, "a repository (and tag), not a digest")}
+	}
+	if _, err := name.NewTag(Expand(t, sample), name.StrictValidation); err != nil {
+		if _, err2 := name.NewRepository(Expand(t, sample), name.StrictValidation); err2 != nil {
+			return field.ErrorList{field.Invalid(p, t, err.Error())}
+		}
+	}
+	return nil
+}
+
+func validateImage(ref string, p *field.Path) field.ErrorList {
+	if ref == "" {
+		return field.ErrorList{field.Required(p, "a base image reference")}
+	}
+	v := strings.ReplaceAll(ref, PlaceholderVersion, "1.0.0")
+	if strings.ContainsAny(v, "{}") {
+		return field.ErrorList{field.Invalid(p, ref, "the only placeholder of a base is {version}")}
+	}
+	if strings.HasPrefix(v, "oci:") {
+		return nil
+	}
+	if _, err := name.ParseReference(v); err != nil {
+		return field.ErrorList{field.Invalid(p, ref, err.Error())}
+	}
+	return nil
+}
+
+// unknownPlaceholder returns the first {...} left after the known ones.
+func unknownPlaceholder(s string) string {
+	s = Expand(s, sample)
+	i := strings.Index(s, "{")
+	if i < 0 {
+		return ""
+	}
+	j := strings.Index(s[i:], "}")
+	if j < 0 {
+		return s[i:]
+	}
+	return s[i : i+j+1]
+}

@@ -1,0 +1,156 @@
+package e2e
+
+import (
+	"archive/tar"
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+
+	"github.com/oslayer/oslayer/osextension"
+	"github.com/oslayer/oslayer/test/regtest"
+	"github.com/oslayer/oslayer/test/synth"
+
+	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
+	"github.com/oslayer/oslayer/extension/test/exttest"
+)
+
+// TestReconcile: an OSC of the extension's type is Succeeded with the
+// pool image built from its units and files, pushed under the version's
+// tag, signed (cosign verifies it), recorded in status.providerStatus,
+// the pool-image extension file and inPlaceUpdates.osUpdate; a changed
+// OSC gives a new image; an OSC of another type in the same namespace is
+// left alone.
+func TestReconcile(t *testing.T) {
+	e := exttest.New(t, exttest.Options{})
+	e.StartManager(t, 2)
+	ns := e.Shoot(t, "worker", "43.1")
+	other := exttest.OSC(ns, "other-type", "worker", extensionsv1alpha1.OperatingSystemConfigPurposeReconcile, e.Config(), "other")
+	other.Spec.Type = "gardenlinux"
+	e.Create(t, other)
+	osc := exttest.OSC(ns, "osc-worker-original", "worker", extensionsv1alpha1.OperatingSystemConfigPurposeReconcile, e.Config(), "one")
+	e.Create(t, osc)
+
+	got := wait(t, e, osc, "Succeeded", succeeded)
+	first := checkImage(t, e, got, ns, "one")
+
+	// The OSC of another type: no finalizer, no status.
+	if o, err := e.Get(other); err != nil || len(o.Finalizers) > 0 || o.Status.LastOperation != nil {
+		t.Errorf("the OSC of type gardenlinux was reconciled: finalizers %v, %s (%v)", o.Finalizers, state(o), err)
+	}
+
+	// gardenlet changes the OSC (and annotates it): a new image.
+	update(t, e, osc, func(o *extensionsv1alpha1.OperatingSystemConfig) {
+		o.Spec.Files[1].Content.Inline.Data = "two\n"
+	})
+	got = wait(t, e, osc, "Succeeded with a new image", func(o *extensionsv1alpha1.OperatingSystemConfig) bool {
+		return succeeded(o) && status(t, o).Image != first
+	})
+	second := checkImage(t, e, got, ns, "two")
+	if second == first {
+		t.Fatalf("the changed OSC kept image %s", first)
+	}
+}
+
+// update changes the OSC as gardenlet does: the spec and the operation
+// annotation.
+func update(t *testing.T, e *exttest.Env, osc *extensionsv1alpha1.OperatingSystemConfig, f func(*extensionsv1alpha1.OperatingSystemConfig)) {
+	t.Helper()
+	o, err := e.Get(osc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(o.DeepCopy())
+	f(o)
+	o.Annotations["gardener.cloud/operation"] = "reconcile"
+	if err := e.Client.Patch(e.Ctx, o, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func status(t *testing.T, o *extensionsv1alpha1.OperatingSystemConfig) *configv1alpha1.OperatingSystemConfigurationStatus {
+	t.Helper()
+	if o.Status.ProviderStatus == nil {
+		return &configv1alpha1.OperatingSystemConfigurationStatus{}
+	}
+	st, err := configv1alpha1.DecodeStatus(o.Status.ProviderStatus.Raw)
+	if err != nil {
+		t.Fatalf("status.providerStatus: %v", err)
+	}
+	return st
+}
+
+// checkImage checks a reconciled OSC's image and status and returns the
+// image.
+func checkImage(t *testing.T, e *exttest.Env, o *extensionsv1alpha1.OperatingSystemConfig, ns, body string) string {
+	t.Helper()
+	st := status(t, o)
+	repo := e.Host + "/os/" + ns + "/worker"
+	if !strings.HasPrefix(st.Image, repo+"@sha256:") || st.Version != "43.1" || st.Base != e.Base {
+		t.Fatalf("status.providerStatus %+v: want %s@sha256:..., version 43.1, base %s", st, repo, e.Base)
+	}
+	r := osextension.Reconcile{Image: st.Image, Version: st.Version}
+	if !reflect.DeepEqual(o.Status.ExtensionFiles, osextension.ExtensionFiles(r)) {
+		t.Errorf("status.extensionFiles %+v: want osextension's %+v", o.Status.ExtensionFiles, osextension.ExtensionFiles(r))
+	}
+	if !reflect.DeepEqual(o.Status.ExtensionUnits, osextension.ExtensionUnits(r)) {
+		t.Errorf("status.extensionUnits %+v: want osextension's %+v", o.Status.ExtensionUnits, osextension.ExtensionUnits(r))
+	}
+	if ip := o.Status.InPlaceUpdates; ip == nil || !reflect.DeepEqual(ip.OSUpdate, osextension.OSUpdate(r)) {
+		t.Errorf("status.inPlaceUpdates %+v: want osUpdate %+v", ip, osextension.OSUpdate(r))
+	}
+	d, err := name.NewDigest(st.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The version's tag names the image.
+	desc, err := remote.Head(d.Context().Tag("43.1"), remote.WithContext(context.Background()))
+	if err != nil || desc.Digest.String() != d.DigestStr() {
+		t.Errorf("tag 43.1: %v (%v), want %s", desc, err, d.DigestStr())
+	}
+	t.Logf("pool image %s (%s)", st.Image, body)
+	checkContent(t, d, body)
+	cosignVerify(t, e, st.Image)
+	return st.Image
+}
+
+// checkContent finds the OSC's file and unit in the image's layers.
+func checkContent(t *testing.T, d name.Digest, body string) {
+	t.Helper()
+	img, err := remote.Image(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]string{}
+	synth.WalkLayers(t, img, func(h *tar.Header, content []byte) {
+		found[strings.TrimPrefix(h.Name, "./")] = string(content)
+	})
+	if got := found["etc/hello.conf"]; got != body+"\n" {
+		t.Errorf("etc/hello.conf in the image: %q, want %q", got, body+"\n")
+	}
+	if !strings.Contains(found["etc/systemd/system/hello.service"], "ExecStart=/usr/local/bin/hello") {
+		t.Errorf("hello.service not in the image")
+	}
+}
+
+// cosignVerify verifies the image with the cosign CLI and the public key.
+func cosignVerify(t *testing.T, e *exttest.Env, image string) {
+	t.Helper()
+	bin := regtest.Require(t, "cosign")
+	home := t.TempDir()
+	pub := filepath.Join(home, "cosign.pub")
+	if err := os.WriteFile(pub, e.Key.Public, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TUF_ROOT=" + filepath.Join(home, "tuf"),
+		"DOCKER_CONFIG=" + filepath.Join(home, "docker"), "NO_PROXY=*", "no_proxy=*"}
+	regtest.Run(t, env, bin, "verify", "--key", pub, "--insecure-ignore-tlog", "--allow-http-registry", image)
+}
