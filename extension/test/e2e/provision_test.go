@@ -35,12 +35,10 @@ func TestProvision(t *testing.T) {
 	e.Create(t, prov)
 	want, werr := expectedUserData(t, e, prov, image)
 	if werr != nil {
-		// osextension's placeholder: the error reaches status.lastError.
-		got := wait(t, e, prov, "lastError", failed)
-		if d := got.Status.LastError.Description; !strings.Contains(d, werr.Error()) || !strings.Contains(d, "provision user data") {
-			t.Fatalf("status.lastError %q: want the user data error %q", d, werr)
-		}
-		t.Skipf("osextension placeholder (%v): the user data comparison needs its implementation", werr)
+		t.Fatalf("osextension.UserData: %v", werr)
+	}
+	if !bytes.Contains(want, []byte(osextension.PivotUnit)) || !bytes.Contains(want, []byte(image[strings.LastIndex(image, "@")+1:])) {
+		t.Fatalf("the expected user data has no %s pivoting onto %s", osextension.PivotUnit, image)
 	}
 	got := wait(t, e, prov, "Succeeded", succeeded)
 	cc := got.Status.CloudConfig
