@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -46,18 +45,11 @@ func (r *Reconciler) platformsOf(ctx context.Context, pi *v1alpha1.PoolImage, im
 	if ok {
 		return plats, nil
 	}
-	dir, err := os.MkdirTemp("", "oslayer-controller-")
+	reg, done, err := r.readRegistry(ctx, pi)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	reg := r.Options.Registry
-	kc, cred, err := r.keychain(ctx, pi, dir)
-	if err != nil {
-		return nil, err
-	}
-	reg.Keychain = kc
-	_, reg.Shared = r.pushed.options(cred)
+	defer done()
 	ref, err := reg.ParseReference(image)
 	if err != nil {
 		return nil, fmt.Errorf("status.published.image %s: %w", image, err)

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -48,24 +47,17 @@ func (r *Reconciler) compare(ctx context.Context, pi *v1alpha1.PoolImage, from, 
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "oslayer-controller-")
+	reg, done, err := r.readRegistry(ctx, pi)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	reg := r.Options.Registry
-	kc, cred, err := r.keychain(ctx, pi, dir)
-	if err != nil {
-		return nil, err
-	}
-	reg.Keychain = kc
-	_, reg.Shared = r.pushed.options(cred)
+	defer done()
 	platform := changePlatform(pi)
-	old, err := diff.LoadImage(ctx, &reg, from, platform)
+	old, err := diff.LoadImage(ctx, reg, from, platform)
 	if err != nil {
 		return nil, fmt.Errorf("reading the published image: %w", err)
 	}
-	new, err := diff.LoadImage(ctx, &reg, to, platform)
+	new, err := diff.LoadImage(ctx, reg, to, platform)
 	if err != nil {
 		return nil, fmt.Errorf("reading the built image: %w", err)
 	}

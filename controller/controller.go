@@ -96,7 +96,7 @@ type Reconciler struct {
 
 	namespaces []string        // the watched namespaces (none: all)
 	keys       pipeline.Keys   // decrypted signing keys
-	pushed     sharedPush      // what builds learnt about the target repositories
+	pushed     pipeline.Shared // what builds learnt about the target repositories
 	jobRetries jobRetries      // when failed build Jobs are retried
 	platforms  platformDigests // the platform images of indexes (bootcmatch.go)
 	// openShift is set once the controller watches MachineConfigPools and
@@ -327,7 +327,7 @@ func (r *Reconciler) run(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs
 		return nil, "config", err
 	}
 	reg.Keychain = kc
-	shared, conns := r.pushed.options(cred)
+	shared, _, conns := r.pushed.Options(cred)
 	reg.Shared = conns
 	rd := Read{OSCs: byKind["OSC"], MachineConfigs: byKind["MachineConfig"], MachineConfigPools: byKind["MachineConfigPool"],
 		SecretsDir: secretsDir, Registry: &reg, IndexCacheDir: r.Options.IndexCacheDir}
@@ -358,7 +358,7 @@ func (r *Reconciler) run(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs
 		res.InputsDigest, res.Base = res.Platforms[0].InputsDigest, res.Platforms[0].Base
 	}
 	if err != nil {
-		r.pushed.forget()
+		r.pushed.Forget()
 		step := "build"
 		if res != nil && len(res.Phases) > 0 {
 			step = res.Phases[len(res.Phases)-1].Name
@@ -426,18 +426,11 @@ func (r *Reconciler) signingKey(ctx context.Context, pi *v1alpha1.PoolImage) (*s
 // imagePresent reports whether the image is still in the registry (a
 // deleted image is built again).
 func (r *Reconciler) imagePresent(ctx context.Context, pi *v1alpha1.PoolImage, ref string) bool {
-	reg := r.Options.Registry
-	dir, err := os.MkdirTemp("", "oslayer-controller-")
+	reg, done, err := r.readRegistry(ctx, pi)
 	if err != nil {
 		return false
 	}
-	defer os.RemoveAll(dir)
-	kc, cred, err := r.keychain(ctx, pi, dir)
-	if err != nil {
-		return false
-	}
-	reg.Keychain = kc
-	_, reg.Shared = r.pushed.options(cred)
+	defer done()
 	_, _, err = reg.Image(ctx, ref, nil)
 	return err == nil
 }

@@ -41,7 +41,7 @@ type Actuator struct {
 	client  client.Client
 	options Options
 	keys    pipeline.Keys
-	shared  sharedPush
+	shared  *pipeline.Shared // sole writer of its targets: one active replica, one reconcile of an OSC at a time, a repository and tag per shoot and pool
 }
 
 var _ operatingsystemconfig.Actuator = (*Actuator)(nil)
@@ -49,7 +49,7 @@ var _ operatingsystemconfig.Actuator = (*Actuator)(nil)
 // New returns the actuator; c reads Secrets, Clusters and OSCs and
 // writes the OSCs' status.providerStatus.
 func New(c client.Client, o Options) *Actuator {
-	return &Actuator{client: c, options: o}
+	return &Actuator{client: c, options: o, shared: &pipeline.Shared{SoleWriter: true}}
 }
 
 // Delete has nothing to clean up: the images stay in the registry (other

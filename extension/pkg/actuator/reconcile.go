@@ -14,6 +14,7 @@ import (
 	"github.com/oslayer/oslayer/build"
 	"github.com/oslayer/oslayer/osextension"
 	"github.com/oslayer/oslayer/pipeline"
+	"github.com/oslayer/oslayer/publish"
 
 	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
 )
@@ -62,7 +63,7 @@ func (a *Actuator) build(ctx context.Context, osc *extensionsv1alpha1.OperatingS
 	defer p.Close()
 	res, err := p.Run(ctx)
 	if err != nil {
-		a.shared.forget()
+		a.shared.Forget()
 		// Messages name the OSC, not the temporary file it was written to.
 		msg := strings.ReplaceAll(err.Error(), rd.osc, "OperatingSystemConfig "+osc.Namespace+"/"+osc.Name)
 		return nil, buildErr(res, errors.New(msg))
@@ -112,7 +113,8 @@ func (a *Actuator) read(ctx context.Context, osc *extensionsv1alpha1.OperatingSy
 		return rd, err
 	}
 	reg.Keychain = kc
-	rd.publish, rd.sign, reg.Shared = a.shared.options(cred)
+	rd.publish, rd.sign, reg.Shared = a.shared.Options(cred)
+	rd.publish = append(rd.publish, publish.WithSingleRequestUploads())
 	rd.registry = &reg
 	rd.signingKey, _, err = a.signingKey(ctx, osc, s.config)
 	return rd, err
