@@ -21,7 +21,6 @@ import (
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/controller"
-	"github.com/oslayer/oslayer/test/k8senv"
 	"github.com/oslayer/oslayer/test/synth"
 )
 
@@ -177,21 +176,7 @@ func TestBootcNodePoolIndex(t *testing.T) {
 // installed and the pool created: the same manager logs one line, starts
 // the watch and hands the pool the image, without a restart.
 func TestBootcAPIAppearsLater(t *testing.T) {
-	assets := k8senv.Assets(t)
-	te := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd")},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: assets,
-	}
-	cfg, err := te.Start()
-	if err != nil {
-		t.Fatalf("envtest (kube-apiserver and etcd from %s): %v", assets, err)
-	}
-	t.Cleanup(func() {
-		if err := te.Stop(); err != nil {
-			t.Errorf("stopping envtest: %v", err)
-		}
-	})
+	cfg := onlyOurAPI(t)
 	e := newEnvOn(t, cfg)
 	e.runManagerAs(t, e.asServiceAccount(t), func(o *controller.ManagerOptions) { o.APIInterval = 200 * time.Millisecond })
 	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "osc-worker", Namespace: e.ns}, Data: oscSecret("late")})

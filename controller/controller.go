@@ -49,6 +49,7 @@ import (
 	"github.com/oslayer/oslayer/preflight"
 	"github.com/oslayer/oslayer/publish"
 	"github.com/oslayer/oslayer/sign"
+	"github.com/oslayer/oslayer/sources/gardener"
 )
 
 // Options configure the reconciler.
@@ -384,7 +385,7 @@ func (r *Reconciler) keychain(ctx context.Context, pi *v1alpha1.PoolImage, dir s
 		if err != nil {
 			return nil, [sha256.Size]byte{}, err
 		}
-		m, err := secretManifest(s)
+		m, err := gardener.SecretManifest(s)
 		if err != nil {
 			return nil, [sha256.Size]byte{}, err
 		}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -464,21 +465,7 @@ func (e *env) nodeAccepts(t *testing.T, skopeoBin, image string) {
 // selecting one more role (the MachineConfigPool watch) each build a new
 // image, without a restart.
 func TestWithoutOpenShiftAPI(t *testing.T) {
-	assets := k8senv.Assets(t)
-	te := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd")},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: assets,
-	}
-	cfg, err := te.Start()
-	if err != nil {
-		t.Fatalf("envtest (kube-apiserver and etcd from %s): %v", assets, err)
-	}
-	t.Cleanup(func() {
-		if err := te.Stop(); err != nil {
-			t.Errorf("stopping envtest: %v", err)
-		}
-	})
+	cfg := onlyOurAPI(t)
 	e := newEnvOn(t, cfg)
 	const every = 200 * time.Millisecond
 	e.runManagerAs(t, e.asServiceAccount(t), func(o *controller.ManagerOptions) { o.APIInterval = every })
@@ -561,4 +548,26 @@ func TestWithoutOpenShiftAPI(t *testing.T) {
 		t.Errorf("%d log lines %q, want 1", n, appeared)
 	}
 	e.denied(t)
+}
+
+// onlyOurAPI starts an API server of the test's own that serves the
+// PoolImage API and no other CRD (no OpenShift, no bootc-operator).
+func onlyOurAPI(t *testing.T) *rest.Config {
+	t.Helper()
+	assets := k8senv.Assets(t)
+	te := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd")},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: assets,
+	}
+	cfg, err := te.Start()
+	if err != nil {
+		t.Fatalf("envtest (kube-apiserver and etcd from %s): %v", assets, err)
+	}
+	t.Cleanup(func() {
+		if err := te.Stop(); err != nil {
+			t.Errorf("stopping envtest: %v", err)
+		}
+	})
+	return cfg
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
+	"github.com/oslayer/oslayer/sources/gardener"
 )
 
 // inputError is a failure of the PoolImage's input (a missing object, a
@@ -111,7 +112,7 @@ func gardenerDocs(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) 
 	if err != nil {
 		return nil, err
 	}
-	b, err := secretManifest(s)
+	b, err := gardener.SecretManifest(s)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +122,7 @@ func gardenerDocs(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) 
 		if err != nil {
 			return nil, err
 		}
-		b, err := secretManifest(s)
+		b, err := gardener.SecretManifest(s)
 		if err != nil {
 			return nil, err
 		}
@@ -365,20 +366,6 @@ func notFoundInput(err error, field, kind, ns, name string) error {
 		return inputErrorf("%s: %s %s/%s not found", field, kind, ns, name)
 	}
 	return fmt.Errorf("%s: reading %s %s/%s: %w", field, kind, ns, name, err)
-}
-
-// secretManifest writes a Secret as the manifest oslayer's readers take
-// (an OSC Secret with data key osc.yaml, a secretRef Secret).
-func secretManifest(s *corev1.Secret) ([]byte, error) {
-	m := map[string]any{
-		"apiVersion": "v1", "kind": "Secret",
-		"metadata": map[string]any{"name": s.Name, "namespace": s.Namespace},
-		"data":     s.Data,
-	}
-	if s.Type != "" {
-		m["type"] = string(s.Type)
-	}
-	return yaml.Marshal(m)
 }
 
 // documentKind says what a document in a ConfigMap or Secret is.

@@ -13,6 +13,7 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
 	"github.com/oslayer/oslayer/osextension"
+	"github.com/oslayer/oslayer/sources/gardener"
 )
 
 // oscDocument is the OSC as the build reads it: its spec, with the
@@ -51,7 +52,7 @@ func (a *Actuator) writeSecretRefs(ctx context.Context, osc *extensionsv1alpha1.
 	}
 	i := 0
 	for name, data := range secrets {
-		b, err := secretManifest(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: osc.Namespace}, Data: data})
+		b, err := gardener.SecretManifest(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: osc.Namespace}, Data: data})
 		if err != nil {
 			return "", err
 		}

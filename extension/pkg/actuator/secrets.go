@@ -11,12 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/yaml"
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/sign"
+	"github.com/oslayer/oslayer/sources/gardener"
 
 	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
 )
@@ -52,7 +52,7 @@ func (a *Actuator) keychain(ctx context.Context, osc *extensionsv1alpha1.Operati
 	if err != nil {
 		return nil, cred, err
 	}
-	b, err := secretManifest(s)
+	b, err := gardener.SecretManifest(s)
 	if err != nil {
 		return nil, cred, err
 	}
@@ -106,17 +106,4 @@ func (a *Actuator) secretRefs(ctx context.Context, osc *extensionsv1alpha1.Opera
 		out[ref.Name] = s.Data
 	}
 	return out, nil
-}
-
-// secretManifest writes a Secret as the manifest oslayer's readers take.
-func secretManifest(s *corev1.Secret) ([]byte, error) {
-	m := map[string]any{
-		"apiVersion": "v1", "kind": "Secret",
-		"metadata": map[string]any{"name": s.Name, "namespace": s.Namespace},
-		"data":     s.Data,
-	}
-	if s.Type != "" {
-		m["type"] = string(s.Type)
-	}
-	return yaml.Marshal(m)
 }
