@@ -206,8 +206,9 @@ var envKeys = []string{"GOFLAGS", "GOEXPERIMENT", "GOOS", "GOARCH", "GOAMD64", "
 
 // key hashes what the build depends on: the Go toolchain (the go command
 // on PATH, by path, size and time), the variant's flags, the environment
-// (envKeys), and the build inputs of the module at root outside test/ and
-// hidden folders, except *_test.go (by path, mode and content).
+// (envKeys), and the build inputs of the module at root outside test/,
+// hidden folders and modules of their own, except *_test.go (by path,
+// mode and content).
 func (v *variant) key(root string) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s %s %s\n%q\n%q\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, v.args, v.vars)
@@ -228,7 +229,7 @@ func (v *variant) key(root string) (string, error) {
 		rel, _ := filepath.Rel(root, p)
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			if rel == ".git" || rel == "test" || (rel != "." && strings.HasPrefix(d.Name(), ".")) {
+			if rel == ".git" || rel == "test" || (rel != "." && (strings.HasPrefix(d.Name(), ".") || ownModule(p))) {
 				return filepath.SkipDir
 			}
 			return nil
@@ -261,6 +262,13 @@ func (v *variant) key(root string) (string, error) {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:24], nil
+}
+
+// ownModule reports whether the folder dir holds a Go module of its own
+// (the Gardener OS extension): none of it goes into the command.
+func ownModule(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "go.mod"))
+	return err == nil
 }
 
 // buildInput reports whether a file named name can change what go build
