@@ -112,12 +112,28 @@ func Retryable(err error) bool {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, net.ErrClosed) {
+		errors.Is(err, net.ErrClosed) || serverClosedIdle(err) {
 		return true
 	}
 	var t interface{ Temporary() bool }
 	if errors.As(err, &t) && t.Temporary() {
 		return true
+	}
+	return false
+}
+
+// errServerClosedIdle is net/http's (unexported) error for a request
+// sent on a kept-alive connection the server closed meanwhile (a registry
+// restarting): net/http itself retries it only for idempotent methods, so
+// an upload's PATCH or PUT surfaces it.
+const errServerClosedIdle = "http: server closed idle connection"
+
+// serverClosedIdle reports whether err is, or wraps, errServerClosedIdle.
+func serverClosedIdle(err error) bool {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if err.Error() == errServerClosedIdle {
+			return true
+		}
 	}
 	return false
 }

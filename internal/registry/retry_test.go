@@ -33,6 +33,8 @@ func TestRetryable(t *testing.T) {
 		{&url.Error{Op: "Get", URL: "http://x", Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}, true},
 		{&url.Error{Op: "Put", URL: "http://x", Err: &StallError{Host: "x", Method: "PUT", Path: "/v2/", Deadline: time.Second, Err: context.Canceled}}, false},
 		{&url.Error{Op: "Put", URL: "http://x", Err: syscall.EPIPE}, true},
+		{fmt.Errorf("upload blobs: %w", &url.Error{Op: "Patch", URL: "http://x", Err: errors.New("http: server closed idle connection")}), true},
+		{errors.New("upload: http: server closed idle connection, and more"), false},
 		{context.Canceled, false},
 		{fmt.Errorf("x: %w", context.DeadlineExceeded), false},
 		{errors.New("manifest invalid"), false},
