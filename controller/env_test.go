@@ -22,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/controller"
@@ -53,19 +52,16 @@ import (
 
 // kube is the package's API server, started by the first test that needs
 // it and stopped by TestMain.
-var kube struct {
-	once sync.Once
-	env  *envtest.Environment
-	cfg  *rest.Config
-	err  error
+var kube = &k8senv.Shared{
+	Dirs: []string{filepath.Join("..", "config", "crd"),
+		filepath.Join("..", "test", "fixtures", "testdata", "openshift-crds"),
+		filepath.Join("..", "test", "fixtures", "testdata", "bootc-operator")},
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if kube.env != nil {
-		if err := kube.env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
-		}
+	if err := kube.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
 	}
 	os.Exit(code)
 }
@@ -75,21 +71,7 @@ func TestMain(m *testing.M) {
 // OSLAYER_REQUIRE_KUBE=1).
 func kubeConfig(t *testing.T) *rest.Config {
 	t.Helper()
-	assets := k8senv.Assets(t)
-	kube.once.Do(func() {
-		kube.env = &envtest.Environment{
-			CRDDirectoryPaths: []string{filepath.Join("..", "config", "crd"),
-				filepath.Join("..", "test", "fixtures", "testdata", "openshift-crds"),
-				filepath.Join("..", "test", "fixtures", "testdata", "bootc-operator")},
-			ErrorIfCRDPathMissing: true,
-			BinaryAssetsDirectory: assets,
-		}
-		kube.cfg, kube.err = kube.env.Start()
-	})
-	if kube.err != nil {
-		t.Fatalf("envtest (kube-apiserver and etcd from %s): %v", assets, kube.err)
-	}
-	return rest.CopyConfig(kube.cfg)
+	return kube.Config(t)
 }
 
 // env is one test's view of the harness.

@@ -167,7 +167,7 @@ func TestLeaderKilledMidBuild(t *testing.T) {
 func (e *env) kubeconfig(t *testing.T) string {
 	t.Helper()
 	kubeConfig(t)
-	u, err := kube.env.AddUser(envtest.User{Name: "oslayer-controller", Groups: []string{"system:masters"}}, nil)
+	u, err := kube.Env().AddUser(envtest.User{Name: "oslayer-controller", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

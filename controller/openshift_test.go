@@ -554,20 +554,5 @@ func TestWithoutOpenShiftAPI(t *testing.T) {
 // PoolImage API and no other CRD (no OpenShift, no bootc-operator).
 func onlyOurAPI(t *testing.T) *rest.Config {
 	t.Helper()
-	assets := k8senv.Assets(t)
-	te := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd")},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: assets,
-	}
-	cfg, err := te.Start()
-	if err != nil {
-		t.Fatalf("envtest (kube-apiserver and etcd from %s): %v", assets, err)
-	}
-	t.Cleanup(func() {
-		if err := te.Stop(); err != nil {
-			t.Errorf("stopping envtest: %v", err)
-		}
-	})
-	return cfg
+	return k8senv.Start(t, filepath.Join("..", "config", "crd"))
 }

@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/oslayer/oslayer/build"
@@ -33,11 +32,10 @@ import (
 )
 
 // kube is the API server the package's tests share (started once).
-var kube struct {
-	once sync.Once
-	env  *envtest.Environment
-	cfg  *rest.Config
-	err  error
+var kube = &k8senv.Shared{
+	Dirs: []string{filepath.Join("..", "config", "crd"),
+		filepath.Join("..", "test", "fixtures", "testdata", "openshift-crds"),
+		filepath.Join("..", "test", "fixtures", "testdata", "bootc-operator")},
 }
 
 // signer is the cosign key the tests sign with (scrypt is slow: once).
@@ -49,10 +47,8 @@ var signer struct {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if kube.env != nil {
-		if err := kube.env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
-		}
+	if err := kube.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
 	}
 	os.Exit(code)
 }
@@ -61,21 +57,7 @@ func TestMain(m *testing.M) {
 // MachineConfig and bootc-operator CRDs.
 func kubeConfig(t testing.TB) *rest.Config {
 	t.Helper()
-	assets := k8senv.Assets(t)
-	kube.once.Do(func() {
-		kube.env = &envtest.Environment{
-			CRDDirectoryPaths: []string{filepath.Join("..", "config", "crd"),
-				filepath.Join("..", "test", "fixtures", "testdata", "openshift-crds"),
-				filepath.Join("..", "test", "fixtures", "testdata", "bootc-operator")},
-			ErrorIfCRDPathMissing: true,
-			BinaryAssetsDirectory: assets,
-		}
-		kube.cfg, kube.err = kube.env.Start()
-	})
-	if kube.err != nil {
-		t.Fatalf("envtest (kube-apiserver and etcd from %s): %v", assets, kube.err)
-	}
-	return rest.CopyConfig(kube.cfg)
+	return kube.Config(t)
 }
 
 // env is one test's registry repository and cluster.
