@@ -24,6 +24,18 @@ const pullSecret = "/usr/lib/oslayer/var/var/lib/kubelet/config.json"
 // the content of the file path in document doc.
 func awsWorkerEdited(t *testing.T, doc, path, dataURL string) string {
 	t.Helper()
+	return awsWorker(t, func(name string, data []byte) []byte {
+		if name == doc {
+			return editFile(t, data, path, dataURL)
+		}
+		return data
+	})
+}
+
+// awsWorker copies the real AWS worker MachineConfigs into a new folder,
+// each document through edit.
+func awsWorker(t *testing.T, edit func(name string, data []byte) []byte) string {
+	t.Helper()
 	dir := t.TempDir()
 	src := fixtures.Path(t, "mco", "aws", "worker")
 	ents, err := os.ReadDir(src)
@@ -35,10 +47,7 @@ func awsWorkerEdited(t *testing.T, doc, path, dataURL string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.Name() == doc {
-			data = editFile(t, data, path, dataURL)
-		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), edit(e.Name(), data), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -197,23 +206,9 @@ func baseLayerDigests(t *testing.T) map[string]bool {
 // relabel copies the AWS worker MachineConfigs with another role.
 func relabel(t *testing.T, role string) string {
 	t.Helper()
-	dir := t.TempDir()
-	src := fixtures.Path(t, "mco", "aws", "worker")
-	ents, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		data, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		data = []byte(strings.ReplaceAll(string(data), "machineconfiguration.openshift.io/role: worker", "machineconfiguration.openshift.io/role: "+role))
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	return awsWorker(t, func(_ string, data []byte) []byte {
+		return []byte(strings.ReplaceAll(string(data), "machineconfiguration.openshift.io/role: worker", "machineconfiguration.openshift.io/role: "+role))
+	})
 }
 
 // Bad input exits 2 naming the input, with nothing on stdout: a reference
