@@ -191,7 +191,17 @@ func TestMetricsAndEvents(t *testing.T) {
 		s.Data = map[string][]byte{"osc.yaml": []byte(synth.OSCFiles("  - path: etc/relative\n    content:\n      inline:\n        data: x\n"))}
 	})
 	e.wait(t, "worker", "Degraded", degraded)
+	// controller-runtime counts a reconcile once Reconcile has returned,
+	// which is after the status the wait above saw was written.
 	after := scrape(t, metrics)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); after = scrape(t, metrics) {
+		a, _ := metric(after, "controller_runtime_reconcile_total", map[string]string{"controller": "poolimage"})
+		b, _ := metric(before, "controller_runtime_reconcile_total", map[string]string{"controller": "poolimage"})
+		if a-b >= 2 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 
 	delta := func(name string, labels map[string]string) float64 {
 		t.Helper()
