@@ -66,7 +66,9 @@ type ImageChange struct {
 	// +optional
 	Platforms []PlatformAction `json:"platforms,omitempty"`
 	// DownloadBytes is what a node on From downloads to get To (the
-	// compressed layers it lacks); DownloadLayers counts them.
+	// compressed layers it lacks); DownloadLayers counts them. For a
+	// multi-platform image they are the sums over Architectures (one node
+	// of each architecture).
 	// +optional
 	DownloadBytes int64 `json:"downloadBytes,omitempty"`
 	// +optional
@@ -89,6 +91,38 @@ type ImageChange struct {
 	// be read); the newest build is then published at once.
 	// +optional
 	Error string `json:"error,omitempty"`
+	// Architectures are, for a multi-platform image (an index), the
+	// architectures of To, each compared with the same platform of From;
+	// the fields above merge them (the most disruptive action per
+	// platform, the union of the paths and of the changes). Empty for one
+	// image.
+	// +optional
+	// +listType=atomic
+	Architectures []ArchChange `json:"architectures,omitempty"`
+}
+
+// ArchChange is one architecture's part of a multi-platform change.
+type ArchChange struct {
+	// Architecture is the platform's architecture ("arm64"; with its
+	// variant, "arm/v7").
+	Architecture string `json:"architecture"`
+	// Action is the most disruptive action, for nodes of this
+	// architecture, of the platforms that apply (empty when the change
+	// could not be analysed).
+	// +optional
+	Action string `json:"action,omitempty"`
+	// Added is set when From has no image of this architecture: its nodes
+	// have no published image to stay on, and every platform's action is
+	// reboot.
+	// +optional
+	Added bool `json:"added,omitempty"`
+	// DownloadBytes and DownloadLayers are what a node of this
+	// architecture on From downloads to get To (the whole image when
+	// Added).
+	// +optional
+	DownloadBytes int64 `json:"downloadBytes,omitempty"`
+	// +optional
+	DownloadLayers int32 `json:"downloadLayers,omitempty"`
 }
 
 // PlatformAction is one platform's predicted action.

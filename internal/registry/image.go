@@ -192,6 +192,10 @@ func layoutEntry(im *v1.IndexManifest, l Layout) (v1.Descriptor, error) {
 // ErrNoPlatform is returned when an index has no image for the platform.
 var ErrNoPlatform = errors.New("no image for platform")
 
+// ErrNotIndex is returned by Platforms for a reference that names one
+// image, not a multi-platform index.
+var ErrNotIndex = errors.New("not a multi-platform index")
+
 func pickPlatform(idx v1.ImageIndex, want v1.Platform, ref string) (v1.Image, error) {
 	im, err := idx.IndexManifest()
 	if err != nil {
@@ -262,7 +266,7 @@ func layoutIndex(ref string) (v1.ImageIndex, error) {
 		}
 		return idx, nil
 	}
-	return nil, fmt.Errorf("image %s: not a multi-platform index", ref)
+	return nil, fmt.Errorf("image %s: %w", ref, ErrNotIndex)
 }
 
 // remoteIndex is the multi-platform index a registry reference names.
@@ -276,7 +280,7 @@ func (o *Options) remoteIndex(ctx context.Context, ref string) (v1.ImageIndex, e
 		return nil, fmt.Errorf("image %s: %w", ref, err)
 	}
 	if !desc.MediaType.IsIndex() {
-		return nil, fmt.Errorf("image %s: not a multi-platform index (it is one %s image)", ref, desc.MediaType)
+		return nil, fmt.Errorf("image %s: %w (it is one %s image)", ref, ErrNotIndex, desc.MediaType)
 	}
 	idx, err := desc.ImageIndex()
 	if err != nil {
