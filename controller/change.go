@@ -29,20 +29,23 @@ const ClusterPolicyName = "cluster"
 
 // analyse compares two images of the PoolImage as oslayer diff does (the
 // manifests, labels and metadata layers; no base layer) under the
-// cluster's node disruption policies. A failure is recorded in the
-// change, not returned.
+// cluster's node disruption policies: one image, or every architecture
+// of a multi-platform built image (compareArches). A failure is recorded
+// in the change, not returned.
 func (r *Reconciler) analyse(ctx context.Context, pi *v1alpha1.PoolImage, from, to string) *v1alpha1.ImageChange {
-	ch := &v1alpha1.ImageChange{From: from, To: to}
-	res, err := r.compare(ctx, pi, from, to)
+	ch, err := r.compare(ctx, pi, from, to)
 	if err != nil {
+		if ch == nil {
+			ch = &v1alpha1.ImageChange{From: from, To: to}
+		}
 		ch.Error = err.Error()
-		return ch
 	}
-	return Summarize(from, to, res)
+	return ch
 }
 
-// compare loads both images and diffs them.
-func (r *Reconciler) compare(ctx context.Context, pi *v1alpha1.PoolImage, from, to string) (*diff.Result, error) {
+// compare loads both images and diffs them: when the built image is an
+// index, each of its platforms.
+func (r *Reconciler) compare(ctx context.Context, pi *v1alpha1.PoolImage, from, to string) (*v1alpha1.ImageChange, error) {
 	opts, err := r.policies(ctx, pi)
 	if err != nil {
 		return nil, err
@@ -52,20 +55,38 @@ func (r *Reconciler) compare(ctx context.Context, pi *v1alpha1.PoolImage, from, 
 		return nil, err
 	}
 	defer done()
+	platforms, err := diff.ImagePlatforms(ctx, reg, to)
+	if err != nil {
+		return nil, fmt.Errorf("reading the built image: %w", err)
+	}
+	if platforms != nil {
+		return compareArches(ctx, reg, from, to, platforms, opts)
+	}
 	platform := changePlatform(pi)
-	old, err := diff.LoadImage(ctx, reg, from, platform)
+	res, err := compareOne(ctx, reg, from, to, platform, platform, opts)
+	if err != nil {
+		return nil, err
+	}
+	return Summarize(from, to, res), nil
+}
+
+// compareOne diffs the image of platform oldP in from with that of newP
+// in to (nil: linux/amd64; both name one platform).
+func compareOne(ctx context.Context, reg *registry.Options, from, to string, oldP, newP *v1.Platform, opts diff.Options) (*diff.Result, error) {
+	old, err := diff.LoadImage(ctx, reg, from, oldP)
 	if err != nil {
 		return nil, fmt.Errorf("reading the published image: %w", err)
 	}
-	new, err := diff.LoadImage(ctx, reg, to, platform)
+	new, err := diff.LoadImage(ctx, reg, to, newP)
 	if err != nil {
 		return nil, fmt.Errorf("reading the built image: %w", err)
 	}
 	return diff.Compare(old, new, opts)
 }
 
-// changePlatform is the platform compared in a multi-platform image: the
-// first of spec.arch (nil: linux/amd64).
+// changePlatform is the platform compared when the built image is one
+// image: the first of spec.arch (nil: linux/amd64), which picks it from a
+// published index.
 func changePlatform(pi *v1alpha1.PoolImage) *v1.Platform {
 	if len(pi.Spec.Arch) == 0 || pi.Spec.Arch[0] == "all" {
 		return nil
@@ -108,7 +129,14 @@ func Summarize(from, to string, res *diff.Result) *v1alpha1.ImageChange {
 		ch.Platforms = append(ch.Platforms, v1alpha1.PlatformAction{Platform: p.Platform, Action: string(p.Action),
 			Applies: p.Applies, Why: why(p)})
 	}
-	for i, pc := range res.Paths {
+	ch.Paths = changedPaths(res.Paths)
+	return ch
+}
+
+// changedPaths are the first maxChangedPaths paths with their sources.
+func changedPaths(paths []diff.PathChange) []v1alpha1.ChangedPath {
+	var out []v1alpha1.ChangedPath
+	for i, pc := range paths {
 		if i == maxChangedPaths {
 			break
 		}
@@ -118,9 +146,9 @@ func Summarize(from, to string, res *diff.Result) *v1alpha1.ImageChange {
 		} else if pc.Old != nil {
 			cp.Source = strings.TrimSpace(pc.Old.Source.String())
 		}
-		ch.Paths = append(ch.Paths, cp)
+		out = append(out, cp)
 	}
-	return ch
+	return out
 }
 
 // why names the first rules of a prediction ("ITEM: RULE; ..."), and for

@@ -60,7 +60,7 @@ func Decide(in PublishInput) Decision {
 		return keep(p, "", "") // published for its reason, which stays
 	case p.Image == b.Image:
 		return Decision{Candidate: b, Decision: v1alpha1.DecisionBuilt, Message: "the newest build"}
-	case b.InputsDigest != "" && b.InputsDigest == p.InputsDigest && b.BaseDigest == p.BaseDigest:
+	case b.InputsDigest != "" && b.InputsDigest == p.InputsDigest && b.BaseDigest == p.BaseDigest && !multiArch(in.Change, p.Image, b.Image):
 		return keep(p, v1alpha1.DecisionNoNodeChange, fmt.Sprintf("%s has the inputs digest %s and the base of the published image: no node content changed", b.Image, b.InputsDigest))
 	case noNodeChange(in.Change, p.Image, b.Image):
 		return keep(p, v1alpha1.DecisionNoNodeChange, fmt.Sprintf("%s changes no node path, kernel argument, base or package of the published image (only what is delivered at runtime, or oslayer's records)", b.Image))
@@ -71,9 +71,28 @@ func Decide(in PublishInput) Decision {
 }
 
 // noNodeChange reports an analysed change from one image to the other
-// that no node sees.
+// that no node sees (of any architecture).
 func noNodeChange(c *v1alpha1.ImageChange, from, to string) bool {
-	return c != nil && c.From == from && c.To == to && c.Error == "" && c.PathsTotal == 0 && !c.KernelArgs && !c.Base && !c.Packages
+	return c != nil && c.From == from && c.To == to && c.Error == "" && c.PathsTotal == 0 && !c.KernelArgs && !c.Base && !c.Packages &&
+		addedArch(c) == ""
+}
+
+// multiArch reports a change from one image to the other that compares a
+// multi-platform image: the inputs and base digests of the status name
+// the first platform's only, so they cannot say that no node changed.
+func multiArch(c *v1alpha1.ImageChange, from, to string) bool {
+	return c != nil && c.From == from && c.To == to && len(c.Architectures) > 0
+}
+
+// addedArch is the first architecture of the change that the published
+// image lacks ("": none).
+func addedArch(c *v1alpha1.ImageChange) string {
+	for _, a := range c.Architectures {
+		if a.Added {
+			return a.Architecture
+		}
+	}
+	return ""
 }
 
 // decideLive holds a newer build back when the machine-config daemon
@@ -88,6 +107,8 @@ func decideLive(in PublishInput) Decision {
 		return now("the change from " + p.Image + " is not analysed")
 	case c.Error != "":
 		return now("the change could not be analysed: " + c.Error)
+	case addedArch(c) != "":
+		return now("the published image has no image for " + addedArch(c) + " (its nodes have none to stay on)")
 	case c.Base:
 		return now("the base image changed (a new OS: the node reboots)")
 	case c.KernelArgs:

@@ -75,6 +75,26 @@ func TestDecide(t *testing.T) {
 			Change: change("none", func(c *v1alpha1.ImageChange) { c.From = c.To })}, b, v1alpha1.DecisionBuilt, "not analysed", ""},
 		{"live: no openshift prediction", controller.PublishInput{Built: built, Published: pubA, LiveApply: true,
 			Change: change("none", func(c *v1alpha1.ImageChange) { c.Platforms = c.Platforms[1:] })}, b, v1alpha1.DecisionBuilt, "no prediction", ""},
+		{"multi-arch, same first-platform inputs and base, another architecture's base changed: newest", controller.PublishInput{
+			Built: controller.Candidate{Image: b, InputsDigest: "in-a", BaseDigest: "base-1"}, Published: pubA,
+			Change: &v1alpha1.ImageChange{From: a, To: b, Base: true, Architectures: []v1alpha1.ArchChange{{Architecture: "amd64", Action: "none"}, {Architecture: "arm64", Action: "reboot"}}}},
+			b, v1alpha1.DecisionBuilt, "newest", ""},
+		{"multi-arch, no architecture changed: held", controller.PublishInput{
+			Built: controller.Candidate{Image: b, InputsDigest: "in-a", BaseDigest: "base-1"}, Published: pubA,
+			Change: &v1alpha1.ImageChange{From: a, To: b, Architectures: []v1alpha1.ArchChange{{Architecture: "amd64", Action: "none"}, {Architecture: "arm64", Action: "none"}}}},
+			a, v1alpha1.DecisionNoNodeChange, "changes no node path", ""},
+		{"multi-arch, analysis failed: newest", controller.PublishInput{
+			Built: controller.Candidate{Image: b, InputsDigest: "in-a", BaseDigest: "base-1"}, Published: pubA,
+			Change: &v1alpha1.ImageChange{From: a, To: b, Error: "arm64: reading the built image: 404", Architectures: []v1alpha1.ArchChange{{Architecture: "amd64"}, {Architecture: "arm64"}}}},
+			b, v1alpha1.DecisionBuilt, "newest", ""},
+		{"multi-arch, an architecture added: newest", controller.PublishInput{
+			Built: controller.Candidate{Image: b, InputsDigest: "in-a", BaseDigest: "base-1"}, Published: pubA,
+			Change: &v1alpha1.ImageChange{From: a, To: b, Architectures: []v1alpha1.ArchChange{{Architecture: "amd64", Action: "none"}, {Architecture: "arm64", Action: "reboot", Added: true}}}},
+			b, v1alpha1.DecisionBuilt, "newest", ""},
+		{"live: multi-arch, an architecture added", controller.PublishInput{Built: built, Published: pubA, LiveApply: true,
+			Change: change("none", func(c *v1alpha1.ImageChange) {
+				c.PathsTotal, c.Architectures = 0, []v1alpha1.ArchChange{{Architecture: "amd64", Action: "none"}, {Architecture: "arm64", Action: "reboot", Added: true}}
+			})}, b, v1alpha1.DecisionBuilt, "no image for arm64", ""},
 		{"pin an older good build", controller.PublishInput{Built: built, Published: &v1alpha1.PublishedImage{Image: b}, Pin: dA, History: history},
 			a, v1alpha1.DecisionPinned, "newer build " + b + " is held back", ""},
 		{"pin the newest", controller.PublishInput{Built: built, Published: pubA, Pin: dB, History: history}, b, v1alpha1.DecisionPinned, "spec.pin publishes " + b, ""},
