@@ -104,6 +104,8 @@ func TestMultiArchChange(t *testing.T) {
 		t.Errorf("status.published %+v, want the new index %s (Built)", p, pi.Status.Image)
 	}
 
+	checkDiffCLI(t, first["multi"].Status.Image, pi.Status.Image)
+
 	pi = e.newBuild(t, "single", "the arm64 base change", []string{first["single"].Status.Image}, func(*v1alpha1.PoolImage) bool { return true })
 	from, to := first["single"].Status.Image, pi.Status.Image
 	reg := &registry.Options{Insecure: []string{e.host}}
@@ -145,5 +147,21 @@ func (e *env) checkGrown(t *testing.T, first *v1alpha1.PoolImage) {
 	}
 	if p := pi.Status.Published; p.Image != pi.Status.Image || p.Decision != v1alpha1.DecisionBuilt {
 		t.Errorf("status.published %+v, want the index %s (Built)", p, pi.Status.Image)
+	}
+}
+
+// checkDiffCLI: oslayer diff of two multi-platform images compares each
+// architecture, says so, shows arm64's result (the reboot) and gates on
+// it; with --arch amd64 it compares amd64 alone.
+func checkDiffCLI(t *testing.T, from, to string) {
+	t.Helper()
+	out := runOslayer(t, 1, "diff", from, to, "--fail-on", "reboot")
+	t.Logf("oslayer diff:\n%s", out)
+	if !strings.Contains(out, "compared each architecture OLD has too (amd64 none, arm64 reboot); shown: arm64") || !strings.Contains(out, "predicted action reboot is at least --fail-on reboot") {
+		t.Errorf("oslayer diff %s %s:\n%s", from, to, out)
+	}
+	out = runOslayer(t, 0, "diff", from, to, "--arch", "amd64", "--fail-on", "soft-reboot")
+	if strings.Contains(out, "compared each architecture") {
+		t.Errorf("oslayer diff --arch amd64 %s %s:\n%s", from, to, out)
 	}
 }

@@ -63,6 +63,13 @@ without OLD either, the old side is --old-machineconfig/--old-osc. --machineconf
 input sets. No base layer is read: an image's manifest, labels and metadata
 layer (the ownership manifest) are enough.
 
+When NEW is a multi-platform index and no --arch is given, every
+architecture of NEW that OLD has (OLD an index, or one image of that
+architecture) is compared; the result shown, and gated by --fail-on, is
+that of the architecture with the most disruptive action (the first of
+the index on a tie), and a warning lists each architecture's action and
+those NEW alone has. --arch compares that one architecture.
+
 SSH keys and FIPS are not in an image (they are delivered at runtime): only
 input sets show their changes.
 
@@ -113,7 +120,7 @@ func (f *diffFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.oldOSC, "old-osc", nil, "OperatingSystemConfig of the old input set (repeatable)")
 	fs.StringArrayVar(&f.newOSC, "new-osc", nil, "OperatingSystemConfig of the new input set (repeatable)")
 	fs.StringVar(&f.base, "base", "", "base both input sets are rendered on (registry reference or oci:DIR[:TAG], read through the base index)")
-	fs.StringVar(&f.arch, "arch", "", "architecture of the images and --base (default amd64)")
+	fs.StringVar(&f.arch, "arch", "", "architecture of the images and --base (default amd64; without it, two images of which NEW is a multi-platform index are compared for each architecture)")
 	fs.StringVar(&f.policy, "node-disruption-policy", "", "MachineConfiguration manifest (operator.openshift.io/v1) whose spec.nodeDisruptionPolicy the cluster uses (default: the MCO's defaults)")
 	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when the predicted action is at least this: none, reload, restart, drain, soft-reboot, reboot")
 	f.kube.register(fs, "poolimage: arguments are read from")
@@ -138,6 +145,9 @@ func (f *diffFlags) run(cmd *cobra.Command, g *globals, args []string) (*diff.Re
 	}
 	if args, err = f.kube.resolvePoolImageRefs(ctx, args); err != nil {
 		return nil, err
+	}
+	if res, ok, err := f.compareArches(ctx, g, ro, args, opts); ok {
+		return res, err
 	}
 	old, new, err := f.sides(ctx, cmd, g, ro, args)
 	if err != nil {
