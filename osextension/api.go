@@ -21,9 +21,10 @@ type Provision struct {
 	// Secrets resolves the OSC's secretRef file contents: Secret name →
 	// data key → bytes (the Secrets in the OSC's namespace).
 	Secrets map[string]map[string][]byte
-	// Image is the pool image's digested reference ("" when none was built
-	// yet: the machine boots the plain base and a later reconcile
-	// catches up).
+	// Image is the pool image's digested reference ("": no pivot, the
+	// machine boots the plain base and joins; the extension leaves it
+	// unset only when the pool has no image to offer, and such a node
+	// moves to the pool image at the next in-place update).
 	Image string
 	// Policy is the containers policy.json (as `oslayer trust` writes it)
 	// that enforces the image's signature on the pivot; empty: no pivot

@@ -81,7 +81,7 @@ func (a *Actuator) Restore(ctx context.Context, log logr.Logger, osc *extensions
 func (a *Actuator) Reconcile(ctx context.Context, log logr.Logger, osc *extensionsv1alpha1.OperatingSystemConfig) ([]byte, []extensionsv1alpha1.Unit, []extensionsv1alpha1.File, *extensionsv1alpha1.InPlaceUpdatesStatus, error) {
 	switch osc.Spec.Purpose {
 	case extensionsv1alpha1.OperatingSystemConfigPurposeProvision:
-		ud, err := a.provision(ctx, osc)
+		ud, err := a.provision(ctx, log, osc)
 		return ud, nil, nil, nil, err
 	case extensionsv1alpha1.OperatingSystemConfigPurposeReconcile:
 		units, files, ipu, err := a.reconcile(ctx, log, osc)

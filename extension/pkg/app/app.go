@@ -129,7 +129,8 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (manager.Manag
 }
 
 // Add adds Gardener's OperatingSystemConfig controller with oslayer's
-// actuator for o.Type.
+// actuator for o.Type (addController: with the watch that refreshes the
+// provision OSCs' user data when their pool's image is built).
 func Add(ctx context.Context, mgr manager.Manager, o Options) error {
 	reg := registry.Options{Insecure: o.Insecure, Timeout: o.RegistryTimeout, UserAgent: "oslayer-os-extension/" + o.Version}
 	act := actuator.New(mgr.GetClient(), actuator.Options{Version: o.Version, Registry: reg, IndexCacheDir: o.IndexCacheDir, Logger: o.Logger})
@@ -137,7 +138,7 @@ func Add(ctx context.Context, mgr manager.Manager, o Options) error {
 	if workers < 1 {
 		workers = 1
 	}
-	return operatingsystemconfig.Add(mgr, operatingsystemconfig.AddArgs{
+	return addController(mgr, operatingsystemconfig.AddArgs{
 		Actuator:          act,
 		ControllerOptions: controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: &o.SkipNameValidation},
 		Predicates:        operatingsystemconfig.DefaultPredicates(ctx, mgr, o.IgnoreOperationAnnotation),

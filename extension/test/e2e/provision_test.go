@@ -22,7 +22,8 @@ import (
 // provision OSC is Succeeded with the user data Secret (key cloud_config,
 // named in status.cloudConfig.secretRef) holding what osextension.UserData
 // returns for it: the OSC's units and files and the pivot onto the pool
-// image by digest, its signature enforced with the pool's key.
+// image by digest, its signature enforced with the pool's key. A pool
+// that has no reconcile OSC of the type gets the plain base's user data.
 func TestProvision(t *testing.T) {
 	e := exttest.New(t, exttest.Options{})
 	e.StartManager(t, 2)
@@ -57,7 +58,13 @@ func TestProvision(t *testing.T) {
 		t.Fatalf("user data differs from osextension.UserData's:\n%s\nwant\n%s", ud, want)
 	}
 
-	// A pool without a pool image yet: the plain base, no pivot.
+	// A pool without a reconcile OSC of the type: the plain base, no
+	// pivot (TestProvisionWaits: a pool whose reconcile OSC is building).
+	// A reconcile OSC of another type, which no extension here
+	// reconciles, is not waited for.
+	other := exttest.OSC(ns, "osc-fresh-original", "fresh", extensionsv1alpha1.OperatingSystemConfigPurposeReconcile, e.Config(), "fresh")
+	other.Spec.Type = "other-os"
+	e.Create(t, other)
 	fresh := exttest.OSC(ns, "osc-fresh-downloader", "fresh", extensionsv1alpha1.OperatingSystemConfigPurposeProvision, e.Config(), "fresh")
 	e.Create(t, fresh)
 	got = wait(t, e, fresh, "Succeeded", succeeded)
