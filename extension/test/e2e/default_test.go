@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -9,12 +10,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
+	"github.com/oslayer/oslayer/osextension"
 	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
@@ -57,7 +61,8 @@ func writeFile(t *testing.T, name, content string) string {
 // namespace; a registry that requires the credentials), an OSC without
 // providerConfig is built onto the default's base, pushed to the
 // default's target with the extension namespace's credentials and
-// signed with its key (not the shoot's); a providerConfig that adds an
+// signed with its key (not the shoot's), and new machines of its pool
+// trust that key; a providerConfig that adds an
 // images entry refines it (its base is built); a providerConfig that
 // changes the target or the signing key, or names the extension's
 // credentials, is refused naming its field and pushes nothing.
@@ -103,6 +108,7 @@ registrySecretRef: {name: pool-images-push, namespace: `+extNS+`}`), "x")
 	if out, err := cosignVerifyKey(t, e, image, e.Key.Public); err == nil {
 		t.Errorf("%s verifies with the shoot namespace's key, want only the extension namespace's:\n%s", image, out)
 	}
+	checkProvision(t, e, exttest.OSC(ns, "osc-plain-downloader", "worker", extensionsv1alpha1.OperatingSystemConfigPurposeProvision, nil, "plain"), image, opKey.Public)
 	checkImageIn(t, e, wait(t, e, refined, "Succeeded", succeeded), e.Host+"/os/test/"+strings.TrimPrefix(ns2, "shoot--test--")+"/worker", other, "refined", opKey.Public)
 
 	for _, c := range []struct {
@@ -126,6 +132,38 @@ registrySecretRef: {name: pool-images-push, namespace: `+extNS+`}`), "x")
 	}
 	if !slices.Contains(catalog, "os/test/"+shoot+"/worker") {
 		t.Errorf("the registry's catalog %v lacks the default target's os/test/%s/worker", catalog, shoot)
+	}
+}
+
+// checkProvision creates the provision OSC and checks its user data:
+// osextension.UserData's with the pivot onto image and the trust files
+// of public key pub.
+func checkProvision(t *testing.T, e *exttest.Env, osc *extensionsv1alpha1.OperatingSystemConfig, image string, pub []byte) {
+	t.Helper()
+	e.Create(t, osc)
+	d, err := name.NewDigest(image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := sign.Trust(d.Context().Name(), pub, sign.TrustOptions{Pool: osc.Labels["worker.gardener.cloud/pool"], OSCType: exttest.Type})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := osextension.UserData(osextension.Provision{OSC: osc, Secrets: map[string]map[string][]byte{}, Image: image,
+		Policy: b.Files[0].Content, SigstoreConfig: b.Files[1].Content, PublicKey: b.Files[2].Content})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := wait(t, e, osc, "Succeeded", succeeded).Status.CloudConfig
+	if cc == nil {
+		t.Fatal("no status.cloudConfig")
+	}
+	var s corev1.Secret
+	if err := e.Client.Get(e.Ctx, client.ObjectKey{Namespace: cc.SecretRef.Namespace, Name: cc.SecretRef.Name}, &s); err != nil {
+		t.Fatal(err)
+	}
+	if ud := s.Data[extensionsv1alpha1.OperatingSystemConfigSecretDataKey]; !bytes.Equal(ud, want) {
+		t.Fatalf("user data differs from osextension.UserData's with the extension namespace's key:\n%s\nwant\n%s", ud, want)
 	}
 }
 
