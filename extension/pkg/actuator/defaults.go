@@ -159,28 +159,29 @@ func (a *Actuator) checkNamespaces(pc *configv1alpha1.OperatingSystemConfigurati
 }
 
 // checkOwned refuses a providerConfig that changes what the operator
-// owns: when the default sets the target, the target, registrySecretRef
-// and signing.keySecretRef are the default's (a providerConfig may only
-// repeat them), so that the operator's credentials push only to the
-// operator's target and its images are signed with the operator's key.
+// owns: when the default sets the target, the target (a providerConfig
+// may only repeat it), registrySecretRef and signing (a providerConfig
+// may not set them) are the default's, so that the operator's
+// credentials push only to the operator's target and the images pushed
+// with them are signed with the operator's key (or not at all).
 func (d *Default) checkOwned(pc *configv1alpha1.OperatingSystemConfiguration) error {
 	c := d.Config
 	if pc == nil || c.Target == "" {
 		return nil
 	}
-	const why = "set by the extension's default configuration (--default-config %s) to %s; a shoot may not change it"
 	if pc.Target != "" && pc.Target != c.Target {
-		return invalidf(fieldProviderConfig+".target", why, d.File, c.Target)
+		return invalidf(fieldProviderConfig+".target", "set by the extension's default configuration (--default-config %s) to %s; a shoot may not change it", d.File, c.Target)
 	}
-	if r := pc.RegistrySecretRef; r != nil && (c.RegistrySecretRef == nil || *r != *c.RegistrySecretRef) {
+	const why = "set with the target by the extension's default configuration (--default-config %s) to %s; a shoot may not set it"
+	if pc.RegistrySecretRef != nil {
 		return invalidf(fieldProviderConfig+".registrySecretRef", why, d.File, refString(c.RegistrySecretRef))
 	}
-	if s := pc.Signing; s != nil && (c.Signing == nil || s.KeySecretRef != c.Signing.KeySecretRef) {
+	if pc.Signing != nil {
 		var k *configv1alpha1.SecretReference
 		if c.Signing != nil {
 			k = &c.Signing.KeySecretRef
 		}
-		return invalidf(fieldProviderConfig+".signing.keySecretRef", why, d.File, refString(k))
+		return invalidf(fieldProviderConfig+".signing", why, d.File, refString(k))
 	}
 	return nil
 }

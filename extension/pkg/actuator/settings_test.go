@@ -73,13 +73,13 @@ preflight: {maxAddedBytes: 1Gi, fatalWarnings: true}
 	want.Arch, want.BakeSecrets = []string{"amd64"}, true
 	want.Preflight = &configv1alpha1.Preflight{Skip: []string{"layers"}, MaxAddedBytes: "1Gi", ExpectVersion: "{version}", FatalWarnings: true}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("refine:\n got %+v\nwant %+v", got, want)
+		t.Errorf("refine:\n got %#v\nwant %#v", got, want)
 	}
 	if !reflect.DeepEqual(d, dBefore) || !reflect.DeepEqual(pc, pcBefore) {
 		t.Errorf("refine changed its inputs")
 	}
 	if got := refine(d, nil); !reflect.DeepEqual(got, d) || got == d {
-		t.Errorf("refine without a providerConfig: %+v, want a copy of the default", got)
+		t.Errorf("refine without a providerConfig: %#v, want a copy of the default", got)
 	}
 	// The default has no preflight: the providerConfig's.
 	d.Preflight = nil
@@ -169,14 +169,14 @@ preflight: {maxAddedBytes: 500Mi}
 	a := &Actuator{options: Options{Default: d, Namespace: "ext"}}
 	c, err := a.configOf(oscWith(""))
 	if err != nil || !reflect.DeepEqual(c.OperatingSystemConfiguration, d.Config) {
-		t.Fatalf("no providerConfig: %+v, %v; want the default", c, err)
+		t.Fatalf("no providerConfig: %#v, %v; want the default", c, err)
 	}
 	if got := c.field("signing.keySecretRef"); got != "--default-config "+file+": signing.keySecretRef" {
 		t.Errorf("field of the default's signing key: %q", got)
 	}
 	c, err = a.configOf(oscWith("preflight: {maxAddedBytes: 1Gi}\nimages: [{version: '1', base: b.example/one}]\ntarget: r.example/os/{namespace}/{pool}\n"))
 	if err != nil || c.Preflight.MaxAddedBytes != "1Gi" || c.RegistrySecretRef.Namespace != "ext" || len(c.Images) != 1 {
-		t.Fatalf("a refining providerConfig: %+v, %v", c, err)
+		t.Fatalf("a refining providerConfig: %#v, %v", c, err)
 	}
 	for name, want := range map[string]string{
 		"preflight.maxAddedBytes": "spec.providerConfig.preflight.maxAddedBytes", "images": "spec.providerConfig.images",
@@ -189,9 +189,10 @@ preflight: {maxAddedBytes: 500Mi}
 	}
 	for _, tc := range []struct{ doc, want string }{
 		{"target: r.example/elsewhere/{pool}\n", "spec.providerConfig.target: set by the extension's default configuration (--default-config " + file + ") to r.example/os/{namespace}/{pool}; a shoot may not change it"},
-		{"registrySecretRef: {name: mine}\n", "spec.providerConfig.registrySecretRef: set by the extension's default configuration"},
-		{"registrySecretRef: {name: push}\n", "spec.providerConfig.registrySecretRef: set by the extension's default configuration (--default-config " + file + ") to ext/push"},
-		{"signing: {keySecretRef: {name: mine}}\n", "spec.providerConfig.signing.keySecretRef: set by the extension's default configuration (--default-config " + file + ") to ext/cosign"},
+		{"registrySecretRef: {name: mine}\n", "spec.providerConfig.registrySecretRef: set with the target by the extension's default configuration"},
+		{"registrySecretRef: {name: push}\n", "spec.providerConfig.registrySecretRef: set with the target by the extension's default configuration (--default-config " + file + ") to ext/push; a shoot may not set it"},
+		{"signing: {keySecretRef: {name: mine}}\n", "spec.providerConfig.signing: set with the target by the extension's default configuration (--default-config " + file + ") to ext/cosign"},
+		{"signing: {keySecretRef: {name: cosign}, referrers: true}\n", "spec.providerConfig.signing: set with the target"},
 		{"signing: {keySecretRef: {name: cosign, namespace: ext}}\n", "spec.providerConfig.signing.keySecretRef.namespace: \"ext\" is the extension's own namespace"},
 		{"baseImage: x\n", `spec.providerConfig: strict decoding error: unknown field "baseImage"`},
 		{"preflight: {expectVersion: '{x}'}\nbase: b.example/{pool}\n", "spec.providerConfig.base: Invalid value"},
@@ -222,7 +223,7 @@ func TestConfigOfPartialDefault(t *testing.T) {
 	c, err := a.configOf(oscWith("target: r.example/mine/{pool}\nregistrySecretRef: {name: mine}\nsigning: {keySecretRef: {name: key}}\n"))
 	if err != nil || c.Target != "r.example/mine/{pool}" || c.RegistrySecretRef.Name != "mine" || c.RegistrySecretRef.Namespace != "" ||
 		c.Base != "b.example/fcos:{version}" || c.field("registrySecretRef") != "spec.providerConfig.registrySecretRef" {
-		t.Errorf("a providerConfig with its own target: %+v, %v", c, err)
+		t.Errorf("a providerConfig with its own target: %#v, %v", c, err)
 	}
 	// Without a default a providerConfig is required and complete.
 	a = &Actuator{options: Options{Namespace: "ext"}}

@@ -117,7 +117,7 @@ registrySecretRef: {name: pool-images-push, namespace: `+extNS+`}`), "x")
 	}{
 		{redirect, "spec.providerConfig.target: set by the extension's default configuration (--default-config " + file + ")"},
 		{steal, `spec.providerConfig.registrySecretRef.namespace: "` + extNS + `" is the extension's own namespace`},
-		{ownKey, "spec.providerConfig.signing.keySecretRef: set by the extension's default configuration (--default-config " + file + ") to " + extNS + "/pool-images-cosign"},
+		{ownKey, "spec.providerConfig.signing: set with the target by the extension's default configuration (--default-config " + file + ") to " + extNS + "/pool-images-cosign"},
 	} {
 		le := wait(t, e, c.osc, "lastError", failed).Status.LastError
 		if !strings.Contains(le.Description, c.want) || !slices.Contains(le.Codes, gardencorev1beta1.ErrorConfigurationProblem) {
