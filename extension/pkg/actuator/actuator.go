@@ -34,6 +34,13 @@ type Options struct {
 	IndexCacheDir string
 	// Logger receives the builds' logs (nil: discarded).
 	Logger *slog.Logger
+	// Default is the extension's default configuration, which the OSCs'
+	// providerConfigs refine (nil: none; every OSC needs a complete
+	// providerConfig).
+	Default *Default
+	// Namespace is the extension's own namespace ("": unknown): a
+	// providerConfig may not name Secrets in it.
+	Namespace string
 }
 
 // Actuator builds the pool images of the OSCs of the extension's type.

@@ -19,8 +19,6 @@ import (
 
 	"github.com/oslayer/oslayer/osextension"
 	"github.com/oslayer/oslayer/sign"
-
-	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
 )
 
 // provision returns the user data of a provision OSC: its units and
@@ -28,7 +26,7 @@ import (
 // onto it with its signature enforced. While the pool's reconcile OSC is
 // still building, it returns a RequeueAfterError (poolImage).
 func (a *Actuator) provision(ctx context.Context, log logr.Logger, osc *extensionsv1alpha1.OperatingSystemConfig) ([]byte, error) {
-	cfg, err := decodeConfig(osc)
+	cfg, err := a.configOf(osc)
 	if err != nil {
 		return nil, err
 	}
@@ -139,8 +137,8 @@ func lastUpdate(o *extensionsv1alpha1.OperatingSystemConfig) *metav1.Time {
 // trust sets the containers policy, registries.d file and public key
 // that make the pivot enforce the pool image's signature (as `oslayer
 // trust` writes them).
-func (a *Actuator) trust(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, cfg *configv1alpha1.OperatingSystemConfiguration, p *osextension.Provision) error {
-	const field = fieldProviderConfig + ".signing.keySecretRef"
+func (a *Actuator) trust(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, cfg *config, p *osextension.Provision) error {
+	field := cfg.field("signing.keySecretRef")
 	km, s, err := a.signingKey(ctx, osc, cfg)
 	if err != nil {
 		return err

@@ -58,7 +58,7 @@ func (a *Actuator) build(ctx context.Context, osc *extensionsv1alpha1.OperatingS
 	p, err := pipeline.New(spec, pipeline.Env{Version: a.options.Version, Logger: a.options.Logger,
 		Publish: rd.publish, Sign: rd.sign, Keys: &a.keys})
 	if err != nil {
-		return nil, specError(err)
+		return nil, specError(s.config, err)
 	}
 	defer p.Close()
 	res, err := p.Run(ctx)
@@ -66,15 +66,15 @@ func (a *Actuator) build(ctx context.Context, osc *extensionsv1alpha1.OperatingS
 		a.shared.Forget()
 		// Messages name the OSC, not the temporary file it was written to.
 		msg := strings.ReplaceAll(err.Error(), rd.osc, "OperatingSystemConfig "+osc.Namespace+"/"+osc.Name)
-		return nil, buildErr(res, errors.New(msg))
+		return nil, buildErr(s.config, res, errors.New(msg))
 	}
 	return res, nil
 }
 
 // buildErr names what failed: a render or preflight failure is the OSC's
-// content (spec.units/spec.files or the providerConfig's base), a push or
+// content (spec.units/spec.files or the configuration's base), a push or
 // sign failure the target.
-func buildErr(res *build.Result, err error) error {
+func buildErr(cfg *config, res *build.Result, err error) error {
 	step := "build"
 	if res != nil && len(res.Phases) > 0 {
 		step = res.Phases[len(res.Phases)-1].Name
@@ -83,11 +83,11 @@ func buildErr(res *build.Result, err error) error {
 	case "render":
 		return invalidf("spec.units/spec.files", "%v", err)
 	case "preflight", "preflight-written":
-		return invalidf("spec.units/spec.files (checked with "+fieldProviderConfig+".preflight)", "%v", err)
+		return invalidf("spec.units/spec.files (checked with "+cfg.field("preflight")+")", "%v", err)
 	case "push", "tag", "sign", "attest":
-		return fieldErr(fieldProviderConfig+".target", err)
+		return fieldErr(cfg.field("target"), err)
 	}
-	return fieldErr(fieldProviderConfig+".base ("+step+")", err)
+	return fieldErr(cfg.field("base")+" ("+step+")", err)
 }
 
 // read reads what the build needs besides the settings: the OSC (as the

@@ -21,8 +21,9 @@ import (
 	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
 )
 
-// secret reads a Secret a providerConfig field names (its namespace
-// defaults to the OSC's).
+// secret reads a Secret a configuration field names (its namespace
+// defaults to the OSC's; the default configuration's references carry
+// the extension's).
 func (a *Actuator) secret(ctx context.Context, ns string, ref configv1alpha1.SecretReference, field string) (*corev1.Secret, error) {
 	if ref.Namespace != "" {
 		ns = ref.Namespace
@@ -41,13 +42,13 @@ func (a *Actuator) secret(ctx context.Context, ns string, ref configv1alpha1.Sec
 // without one), written as a manifest under dir for registry.Keychain.
 // cred is the digest of the credentials (connections are shared only
 // between builds with the same).
-func (a *Actuator) keychain(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, cfg *configv1alpha1.OperatingSystemConfiguration, dir string) (kc authn.Keychain, cred [sha256.Size]byte, err error) {
+func (a *Actuator) keychain(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, cfg *config, dir string) (kc authn.Keychain, cred [sha256.Size]byte, err error) {
 	ref := cfg.RegistrySecretRef
 	if ref == nil {
 		kc, err = registry.Keychain("", "")
 		return kc, cred, err
 	}
-	const field = fieldProviderConfig + ".registrySecretRef"
+	field := cfg.field("registrySecretRef")
 	s, err := a.secret(ctx, osc.Namespace, *ref, field)
 	if err != nil {
 		return nil, cred, err
@@ -67,11 +68,11 @@ func (a *Actuator) keychain(ctx context.Context, osc *extensionsv1alpha1.Operati
 }
 
 // signingKey reads signing.keySecretRef (nil without signing).
-func (a *Actuator) signingKey(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, cfg *configv1alpha1.OperatingSystemConfiguration) (*sign.KeyMaterial, *corev1.Secret, error) {
+func (a *Actuator) signingKey(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, cfg *config) (*sign.KeyMaterial, *corev1.Secret, error) {
 	if cfg.Signing == nil {
 		return nil, nil, nil
 	}
-	const field = fieldProviderConfig + ".signing.keySecretRef"
+	field := cfg.field("signing.keySecretRef")
 	s, err := a.secret(ctx, osc.Namespace, cfg.Signing.KeySecretRef, field)
 	if err != nil {
 		return nil, nil, err

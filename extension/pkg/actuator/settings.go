@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
@@ -25,7 +24,7 @@ const (
 // settings are what one OSC's build is made from besides its units and
 // files: its providerConfig, pool, machine image version, base and target.
 type settings struct {
-	config  *configv1alpha1.OperatingSystemConfiguration
+	config  *config
 	pool    string
 	version string
 	base    string
@@ -34,10 +33,10 @@ type settings struct {
 	values             map[string]string
 }
 
-// settingsOf decodes and checks the OSC's providerConfig and resolves
-// its placeholders; errors name the OSC field.
+// settingsOf decodes and checks the OSC's configuration (configOf) and
+// resolves its placeholders; errors name the OSC's or the default's field.
 func (a *Actuator) settingsOf(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig) (*settings, error) {
-	cfg, err := decodeConfig(osc)
+	cfg, err := a.configOf(osc)
 	if err != nil {
 		return nil, err
 	}
@@ -58,26 +57,10 @@ func (a *Actuator) settingsOf(ctx context.Context, osc *extensionsv1alpha1.Opera
 		configv1alpha1.PlaceholderVersion: s.version,
 	}
 	s.values[configv1alpha1.PlaceholderShoot], s.values[configv1alpha1.PlaceholderProject] = shootOf(osc.Namespace, cluster)
-	if s.target, s.repository, err = targetOf(cfg.Target, s.values); err != nil {
+	if s.target, s.repository, err = targetOf(cfg.Target, cfg.field("target"), s.values); err != nil {
 		return nil, err
 	}
 	return s, nil
-}
-
-// decodeConfig decodes and validates spec.providerConfig.
-func decodeConfig(osc *extensionsv1alpha1.OperatingSystemConfig) (*configv1alpha1.OperatingSystemConfiguration, error) {
-	pc := osc.Spec.ProviderConfig
-	if pc == nil || len(pc.Raw) == 0 {
-		return nil, invalidf(fieldProviderConfig, "missing: an %s %s is required", configv1alpha1.SchemeGroupVersion, "OperatingSystemConfiguration")
-	}
-	cfg, err := configv1alpha1.Decode(pc.Raw)
-	if err != nil {
-		return nil, invalidf(fieldProviderConfig, "%v", err)
-	}
-	if errs := configv1alpha1.Validate(cfg, field.NewPath("spec", "providerConfig")); len(errs) > 0 {
-		return nil, invalid(errs.ToAggregate())
-	}
-	return cfg, nil
 }
 
 // machineImageVersion is the version of an in-place update, else the
@@ -98,14 +81,14 @@ func machineImageVersion(osc *extensionsv1alpha1.OperatingSystemConfig, c *exten
 }
 
 // baseOf is the version's base: its entry in images, else base.
-func baseOf(cfg *configv1alpha1.OperatingSystemConfiguration, version string) (string, error) {
+func baseOf(cfg *config, version string) (string, error) {
 	for _, im := range cfg.Images {
 		if im.Version == version {
 			return im.Base, nil
 		}
 	}
 	if cfg.Base == "" {
-		return "", invalidf(fieldProviderConfig+".images", "no base for machine image version %q (%s or the shoot's worker pool) and no base", version, fieldOSVersion)
+		return "", invalidf(cfg.field("images"), "no base for machine image version %q (%s or the shoot's worker pool) and no base", version, fieldOSVersion)
 	}
 	if strings.Contains(cfg.Base, configv1alpha1.PlaceholderVersion) && version == "" {
 		return "", invalidf(fieldOSVersion, "no machine image version (neither here nor in the shoot's worker pool) for base %q", cfg.Base)
@@ -130,7 +113,8 @@ func shootOf(ns string, c *extensions.Cluster) (shoot, project string) {
 var notTag = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
 
 // targetOf expands the target pattern; the tag defaults to the version.
-func targetOf(pattern string, values map[string]string) (target, repository string, err error) {
+// Errors name fld.
+func targetOf(pattern, fld string, values map[string]string) (target, repository string, err error) {
 	t := configv1alpha1.Expand(pattern, values)
 	if _, err := name.NewTag(t, name.StrictValidation); err != nil {
 		tag := notTag.ReplaceAllString(values[configv1alpha1.PlaceholderVersion], "_")
@@ -141,7 +125,7 @@ func targetOf(pattern string, values map[string]string) (target, repository stri
 	}
 	ref, err := name.NewTag(t, name.StrictValidation)
 	if err != nil {
-		return "", "", invalidf(fieldProviderConfig+".target", "%q gives %q: %v", pattern, t, err)
+		return "", "", invalidf(fld, "%q gives %q: %v", pattern, t, err)
 	}
 	return ref.String(), ref.Context().Name(), nil
 }

@@ -2,7 +2,6 @@ package actuator
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/oslayer/oslayer/internal/registry"
@@ -38,7 +37,7 @@ func specOf(s *settings, rd read) (pipeline.Spec, error) {
 	cfg := s.config
 	arch, err := pipeline.ParseArch(strings.Join(cfg.Arch, ","))
 	if err != nil {
-		return pipeline.Spec{}, invalidf(fieldProviderConfig+".arch", "%s", strings.TrimPrefix(err.Error(), "--arch "))
+		return pipeline.Spec{}, invalidf(cfg.field("arch"), "%s", strings.TrimPrefix(err.Error(), "--arch "))
 	}
 	spec := pipeline.Spec{
 		Inputs: pipeline.Inputs{Pool: s.pool, OSCs: []string{rd.osc}, SecretsDir: rd.secretsDir,
@@ -47,7 +46,7 @@ func specOf(s *settings, rd read) (pipeline.Spec, error) {
 		BaseIndex: cfg.BaseIndex, IndexCacheDir: rd.cacheDir,
 	}
 	if pf := cfg.Preflight; pf != nil {
-		spec.Preflight, err = preflightOf(pf, s.values)
+		spec.Preflight, err = preflightOf(pf, cfg.field("preflight.maxAddedBytes"), s.values)
 		if err != nil {
 			return spec, err
 		}
@@ -58,35 +57,38 @@ func specOf(s *settings, rd read) (pipeline.Spec, error) {
 	return spec, nil
 }
 
-func preflightOf(pf *configv1alpha1.Preflight, values map[string]string) (pipeline.Preflight, error) {
+// preflightOf is the pipeline's preflight options of pf; an error of
+// maxAddedBytes names fld.
+func preflightOf(pf *configv1alpha1.Preflight, fld string, values map[string]string) (pipeline.Preflight, error) {
 	p := pipeline.Preflight{Skip: pf.Skip, ExpectVersion: configv1alpha1.Expand(pf.ExpectVersion, values),
 		FatalWarnings: pf.FatalWarnings, DenyUsrOverride: pf.DenyUsrOverride, RequireBase: pf.RequireBase,
 		AllowSecrets: pf.AllowSecrets, WarnLayers: int(pf.WarnLayers), MaxLayers: int(pf.MaxLayers)}
 	if pf.MaxAddedBytes != "" {
 		n, err := preflight.ParseBytes(pf.MaxAddedBytes)
 		if err != nil {
-			return p, invalidf(fieldProviderConfig+".preflight.maxAddedBytes", "%v", err)
+			return p, invalidf(fld, "%v", err)
 		}
 		p.MaxAddedBytes = n
 	}
 	return p, nil
 }
 
-// specError names the OSC field of an error of pipeline.New.
-func specError(err error) error {
+// specError names the field (the OSC's or the default's) of an error of
+// pipeline.New.
+func specError(cfg *config, err error) error {
 	var pe *pipeline.Error
 	if !errors.As(err, &pe) {
 		return err
 	}
 	switch {
 	case pe.Field == "target":
-		return invalidf(fieldProviderConfig+".target", "%v", pe.Err)
+		return invalidf(cfg.field("target"), "%v", pe.Err)
 	case pe.Field != "":
-		return invalidf(fieldProviderConfig+"."+pe.Field, "%v", pe.Err)
+		return invalidf(cfg.field(pe.Field), "%v", pe.Err)
 	case pe.Step == sign.StageSign:
-		return invalidf(fieldProviderConfig+".signing.keySecretRef", "%s", strings.TrimPrefix(pe.Err.Error(), sign.StageSign+": "))
+		return invalidf(cfg.field("signing.keySecretRef"), "%s", strings.TrimPrefix(pe.Err.Error(), sign.StageSign+": "))
 	case pe.Step == "push":
-		return fmt.Errorf("%s.target: %w", fieldProviderConfig, pe.Err)
+		return fieldErr(cfg.field("target"), pe.Err)
 	}
 	return err
 }

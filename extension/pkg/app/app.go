@@ -66,6 +66,13 @@ type Options struct {
 	Logger *slog.Logger
 	// SkipNameValidation allows several managers in one process (tests).
 	SkipNameValidation bool
+	// DefaultConfig is the file of the extension's default
+	// OperatingSystemConfiguration, which the OSCs' providerConfigs
+	// refine ("": none).
+	DefaultConfig string
+	// Namespace is the extension's own namespace: the default
+	// configuration's Secrets are there, a providerConfig may not name it.
+	Namespace string
 }
 
 // AddFlags registers the options' flags.
@@ -83,6 +90,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RegistryTimeout, "registry-timeout", 0, "deadline of every registry request (0: the default)")
 	fs.Float32Var(&o.QPS, "kube-api-qps", 100, "API requests per second")
 	fs.IntVar(&o.Burst, "kube-api-burst", 150, "API requests in a burst")
+	fs.StringVar(&o.DefaultConfig, "default-config", "", "file of the default OperatingSystemConfiguration that the OSCs' providerConfigs refine (empty: none)")
+	fs.StringVar(&o.Namespace, "namespace", "", "the extension's own namespace (where the default configuration's Secrets are)")
 }
 
 // Scheme is the manager's scheme: the Kubernetes types, Gardener's
@@ -130,10 +139,20 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (manager.Manag
 
 // Add adds Gardener's OperatingSystemConfig controller with oslayer's
 // actuator for o.Type (addController: with the watch that refreshes the
-// provision OSCs' user data when their pool's image is built).
+// provision OSCs' user data when their pool's image is built); it reads
+// the default configuration (an invalid one is an error naming the file
+// and the field).
 func Add(ctx context.Context, mgr manager.Manager, o Options) error {
+	var def *actuator.Default
+	if o.DefaultConfig != "" {
+		var err error
+		if def, err = actuator.LoadDefault(o.DefaultConfig, o.Namespace); err != nil {
+			return err
+		}
+	}
 	reg := registry.Options{Insecure: o.Insecure, Timeout: o.RegistryTimeout, UserAgent: "oslayer-os-extension/" + o.Version}
-	act := actuator.New(mgr.GetClient(), actuator.Options{Version: o.Version, Registry: reg, IndexCacheDir: o.IndexCacheDir, Logger: o.Logger})
+	act := actuator.New(mgr.GetClient(), actuator.Options{Version: o.Version, Registry: reg, IndexCacheDir: o.IndexCacheDir, Logger: o.Logger,
+		Default: def, Namespace: o.Namespace})
 	workers := o.Workers
 	if workers < 1 {
 		workers = 1

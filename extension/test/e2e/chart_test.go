@@ -25,7 +25,10 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"github.com/gardener/gardener/pkg/chartrenderer"
 
+	"github.com/oslayer/oslayer/sign"
+
 	"github.com/oslayer/oslayer/extension/charts"
+	"github.com/oslayer/oslayer/extension/pkg/actuator"
 	"github.com/oslayer/oslayer/extension/pkg/app"
 	"github.com/oslayer/oslayer/extension/test/exttest"
 )
@@ -35,8 +38,11 @@ import (
 // for OperatingSystemConfig; the chart, rendered with Gardener's chart
 // renderer and the ControllerDeployment's values, applies server-side to
 // the API server (dry run), its Deployment's arguments are the binary's
-// flags, and the manager running with only the chart's RBAC (as its
-// ServiceAccount) reconciles an OSC.
+// flags, the default configuration of the example's values loads and is
+// mounted where --default-config reads it, and the manager running with
+// only the chart's RBAC (as its ServiceAccount) and a default
+// configuration whose key is a Secret of its namespace reconciles an OSC
+// without providerConfig.
 func TestChart(t *testing.T) {
 	values := exampleValues(t)
 	e := exttest.New(t, exttest.Options{})
@@ -58,7 +64,7 @@ func TestChart(t *testing.T) {
 			checkArgs(t, o)
 		}
 	}
-	for _, k := range []string{"Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service"} {
+	for _, k := range []string{"Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "ConfigMap", "Secret"} {
 		if !slices.Contains(kinds, k) {
 			t.Errorf("the chart has no %s (has %v)", k, kinds)
 		}
@@ -71,11 +77,19 @@ func TestChart(t *testing.T) {
 			}
 		}
 	}
+	checkDefaultConfig(t, objs, ns)
+	// The manager as the chart's ServiceAccount, with a default
+	// configuration whose signing key is a Secret of the extension's
+	// namespace, builds an OSC without providerConfig.
+	e.Create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "pool-images-cosign", Namespace: ns},
+		Data: map[string][]byte{sign.SecretKeyField: e.Key.Private, sign.SecretPasswordField: []byte(e.Password)}})
+	file := writeFile(t, "default-config.yaml", "apiVersion: oslayer.os.extensions.gardener.cloud/v1alpha1\nkind: OperatingSystemConfiguration\n"+
+		"target: "+e.Host+"/os/{namespace}/{pool}\nbase: "+e.Base+"\nsigning: {keySecretRef: {name: pool-images-cosign}}\n")
 	cfg := rest.CopyConfig(e.Cfg)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":oslayer-os-extension"}
-	e.StartManagerAs(t, cfg, 1)
+	e.StartManagerWith(t, cfg, 1, func(o *app.Options) { o.DefaultConfig, o.Namespace = file, ns })
 	shoot := e.Shoot(t, "worker", "43.1")
-	osc := exttest.OSC(shoot, "osc-worker-original", "worker", extensionsv1alpha1.OperatingSystemConfigPurposeReconcile, e.Config(), "rbac")
+	osc := exttest.OSC(shoot, "osc-worker-original", "worker", extensionsv1alpha1.OperatingSystemConfigPurposeReconcile, nil, "rbac")
 	e.Create(t, osc)
 	checkImage(t, e, wait(t, e, osc, "Succeeded as the chart's ServiceAccount", succeeded), shoot, "rbac")
 }
@@ -142,6 +156,53 @@ func decodeAll(t *testing.T, b []byte) []*unstructured.Unstructured {
 		if len(m) > 0 {
 			out = append(out, &unstructured.Unstructured{Object: m})
 		}
+	}
+}
+
+// checkDefaultConfig checks the rendered default configuration: the
+// ConfigMap's document loads as the extension loads it (strictly,
+// validated), and the Deployment mounts it where --default-config reads it,
+// with --namespace the release's.
+func checkDefaultConfig(t *testing.T, objs []*unstructured.Unstructured, ns string) {
+	t.Helper()
+	var cm, dep *unstructured.Unstructured
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ConfigMap":
+			cm = o
+		case "Deployment":
+			dep = o
+		}
+	}
+	doc, _, _ := unstructured.NestedString(cm.Object, "data", "default-config.yaml")
+	d, err := actuator.LoadDefault(writeFile(t, "default-config.yaml", doc), ns)
+	if err != nil {
+		t.Fatalf("the chart's default configuration: %v\n%s", err, doc)
+	}
+	if d.Config.RegistrySecretRef == nil || d.Config.RegistrySecretRef.Namespace != ns {
+		t.Errorf("the default configuration's registrySecretRef %+v: want one in %s", d.Config.RegistrySecretRef, ns)
+	}
+	spec, _, _ := unstructured.NestedMap(dep.Object, "spec", "template", "spec")
+	var pod corev1.PodSpec
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(spec, &pod); err != nil {
+		t.Fatal(err)
+	}
+	c := pod.Containers[0]
+	var opts app.Options
+	fs := pflag.NewFlagSet("oslayer-os-extension", pflag.ContinueOnError)
+	opts.AddFlags(fs)
+	if err := fs.Parse(c.Args); err != nil || opts.Namespace != ns {
+		t.Fatalf("Deployment args %v: %v, --namespace %q, want %s", c.Args, err, opts.Namespace, ns)
+	}
+	var mounted bool
+	for _, m := range c.VolumeMounts {
+		for _, v := range pod.Volumes {
+			mounted = mounted || v.Name == m.Name && v.ConfigMap != nil && v.ConfigMap.Name == cm.GetName() &&
+				opts.DefaultConfig == m.MountPath+"/default-config.yaml"
+		}
+	}
+	if !mounted {
+		t.Errorf("--default-config %q is not the ConfigMap %s mounted (%+v, %+v)", opts.DefaultConfig, cm.GetName(), c.VolumeMounts, pod.Volumes)
 	}
 }
 

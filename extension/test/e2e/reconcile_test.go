@@ -3,11 +3,14 @@ package e2e
 import (
 	"archive/tar"
 	"context"
+	"encoding/base64"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -92,10 +95,17 @@ func status(t *testing.T, o *extensionsv1alpha1.OperatingSystemConfig) *configv1
 // image.
 func checkImage(t *testing.T, e *exttest.Env, o *extensionsv1alpha1.OperatingSystemConfig, ns, body string) string {
 	t.Helper()
+	return checkImageIn(t, e, o, e.Host+"/os/"+ns+"/worker", e.Base, body, e.Key.Public)
+}
+
+// checkImageIn checks a reconciled OSC's image (of version 43.1, in
+// repository repo, on base, signed with the key of public key pub) and
+// status and returns the image.
+func checkImageIn(t *testing.T, e *exttest.Env, o *extensionsv1alpha1.OperatingSystemConfig, repo, base, body string, pub []byte) string {
+	t.Helper()
 	st := status(t, o)
-	repo := e.Host + "/os/" + ns + "/worker"
-	if !strings.HasPrefix(st.Image, repo+"@sha256:") || st.Version != "43.1" || st.Base != e.Base {
-		t.Fatalf("status.providerStatus %+v: want %s@sha256:..., version 43.1, base %s", st, repo, e.Base)
+	if !strings.HasPrefix(st.Image, repo+"@sha256:") || st.Version != "43.1" || st.Base != base {
+		t.Fatalf("status.providerStatus image %s, version %s, base %s: want %s@sha256:..., version 43.1, base %s", st.Image, st.Version, st.Base, repo, base)
 	}
 	r := osextension.Reconcile{Image: st.Image, Version: st.Version}
 	if !reflect.DeepEqual(o.Status.ExtensionFiles, osextension.ExtensionFiles(r)) {
@@ -112,20 +122,22 @@ func checkImage(t *testing.T, e *exttest.Env, o *extensionsv1alpha1.OperatingSys
 		t.Fatal(err)
 	}
 	// The version's tag names the image.
-	desc, err := remote.Head(d.Context().Tag("43.1"), remote.WithContext(context.Background()))
+	desc, err := remote.Head(d.Context().Tag("43.1"), append(e.RegistryAuth(), remote.WithContext(context.Background()))...)
 	if err != nil || desc.Digest.String() != d.DigestStr() {
 		t.Errorf("tag 43.1: %v (%v), want %s", desc, err, d.DigestStr())
 	}
 	t.Logf("pool image %s (%s)", st.Image, body)
-	checkContent(t, d, body)
-	cosignVerify(t, e, st.Image)
+	checkContent(t, d, body, e.RegistryAuth()...)
+	if out, err := cosignVerifyKey(t, e, st.Image, pub); err != nil {
+		t.Fatalf("cosign verify %s: %v\n%s", st.Image, err, out)
+	}
 	return st.Image
 }
 
 // checkContent finds the OSC's file and unit in the image's layers.
-func checkContent(t *testing.T, d name.Digest, body string) {
+func checkContent(t *testing.T, d name.Digest, body string, opts ...remote.Option) {
 	t.Helper()
-	img, err := remote.Image(d)
+	img, err := remote.Image(d, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,13 +156,42 @@ func checkContent(t *testing.T, d name.Digest, body string) {
 // cosignVerify verifies the image with the cosign CLI and the public key.
 func cosignVerify(t *testing.T, e *exttest.Env, image string) {
 	t.Helper()
+	if out, err := cosignVerifyKey(t, e, image, e.Key.Public); err != nil {
+		t.Fatalf("cosign verify %s: %v\n%s", image, err, out)
+	}
+}
+
+// cosignVerifyKey runs cosign verify of the image with the public key pub
+// (and the registry's credentials, when it has auth).
+func cosignVerifyKey(t *testing.T, e *exttest.Env, image string, pub []byte) (string, error) {
+	t.Helper()
 	bin := regtest.Require(t, "cosign")
 	home := t.TempDir()
-	pub := filepath.Join(home, "cosign.pub")
-	if err := os.WriteFile(pub, e.Key.Public, 0o644); err != nil {
+	pubFile := filepath.Join(home, "cosign.pub")
+	if err := os.WriteFile(pubFile, pub, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TUF_ROOT=" + filepath.Join(home, "tuf"),
-		"DOCKER_CONFIG=" + filepath.Join(home, "docker"), "NO_PROXY=*", "no_proxy=*"}
-	regtest.Run(t, env, bin, "verify", "--key", pub, "--insecure-ignore-tlog", "--allow-http-registry", image)
+	docker := filepath.Join(home, "docker")
+	if e.User != "" {
+		if err := os.MkdirAll(docker, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(docker, "config.json"), dockerConfig(e), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(e.Ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "verify", "--key", pubFile, "--insecure-ignore-tlog", "--allow-http-registry", image)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TUF_ROOT=" + filepath.Join(home, "tuf"),
+		"DOCKER_CONFIG=" + docker, "NO_PROXY=*", "no_proxy=*"}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// dockerConfig is a Docker config.json (a dockerconfigjson Secret's data)
+// with the registry's credentials.
+func dockerConfig(e *exttest.Env) []byte {
+	auth := base64.StdEncoding.EncodeToString([]byte(e.User + ":" + e.UserPassword))
+	return []byte(`{"auths":{"` + e.Host + `":{"auth":"` + auth + `"}}}`)
 }

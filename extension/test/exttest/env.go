@@ -18,6 +18,9 @@ import (
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
 	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
@@ -41,7 +44,10 @@ type Env struct {
 	// holds it (with Password).
 	Key      *sign.KeyPair
 	Password string
-	Ctx      context.Context
+	// User and UserPassword are the registry's credentials (Options.Registry's;
+	// "": no auth).
+	User, UserPassword string
+	Ctx                context.Context
 }
 
 // Options tune the harness.
@@ -67,11 +73,12 @@ func New(t testing.TB, o Options) *Env {
 	if o.Scale == 0 {
 		o.Scale = 0.0002
 	}
+	e0 := &Env{User: o.Registry.User, UserPassword: o.Registry.Password}
 	img, err := synth.FCOSBase(o.Scale)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := synth.Push(ctx, img, reg.Host+"/fcos/base:stable"); err != nil {
+	if _, err := synth.Push(ctx, img, reg.Host+"/fcos/base:stable", e0.RegistryAuth()...); err != nil {
 		t.Fatal(err)
 	}
 	const password = "extension-test-password"
@@ -79,7 +86,17 @@ func New(t testing.TB, o Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Env{Cfg: cfg, Client: c, Registry: reg, Host: reg.Host, Base: reg.Host + "/fcos/base:stable", Key: kp, Password: password, Ctx: ctx}
+	e0.Cfg, e0.Client, e0.Registry, e0.Host, e0.Base, e0.Key, e0.Password, e0.Ctx = cfg, c, reg, reg.Host, reg.Host+"/fcos/base:stable", kp, password, ctx
+	return e0
+}
+
+// RegistryAuth are the remote options that authenticate to the
+// registry (none when it has no auth).
+func (e *Env) RegistryAuth() []remote.Option {
+	if e.User == "" {
+		return nil
+	}
+	return []remote.Option{remote.WithAuth(&authn.Basic{Username: e.User, Password: e.UserPassword})}
 }
 
 // StartManager runs the extension's manager (app.NewManager, as the
@@ -93,8 +110,18 @@ func (e *Env) StartManager(t testing.TB, workers int) {
 // StartManagerAs is StartManager with the credentials of cfg.
 func (e *Env) StartManagerAs(t testing.TB, cfg *rest.Config, workers int) {
 	t.Helper()
+	e.StartManagerWith(t, cfg, workers, nil)
+}
+
+// StartManagerWith is StartManagerAs with the options changed by opts
+// (nil: none), e.g. the default configuration.
+func (e *Env) StartManagerWith(t testing.TB, cfg *rest.Config, workers int, opts func(*app.Options)) {
+	t.Helper()
 	o := app.Options{Type: Type, Workers: workers, MetricsAddr: "0", HealthAddr: "0", Version: "test", SkipNameValidation: true, QPS: 100, Burst: 150,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if opts != nil {
+		opts(&o)
+	}
 	ctx, cancel := context.WithCancel(e.Ctx)
 	mgr, err := app.NewManager(ctx, cfg, o)
 	if err != nil {
@@ -155,11 +182,21 @@ func (e *Env) Create(t testing.TB, o client.Object) {
 // Catalog is the registry's repositories.
 func (e *Env) Catalog(t testing.TB) []string {
 	t.Helper()
-	resp, err := http.Get("http://" + e.Host + "/v2/_catalog?n=10000")
+	req, err := http.NewRequest(http.MethodGet, "http://"+e.Host+"/v2/_catalog?n=1000", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.User != "" {
+		req.SetBasicAuth(e.User, e.UserPassword)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the registry's catalog: %s", resp.Status)
+	}
 	var c struct {
 		Repositories []string `json:"repositories"`
 	}

@@ -58,16 +58,20 @@ func (e *Env) Config() *configv1alpha1.OperatingSystemConfiguration {
 
 // OSC is an OSC of the harness's type as gardenlet writes it (the pool
 // label, the operation annotation) with the given providerConfig (any
-// value that marshals to JSON) and a unit with its file.
+// value that marshals to JSON; nil: none) and a unit with its file.
 func OSC(ns, name, pool string, purpose extensionsv1alpha1.OperatingSystemConfigPurpose, providerConfig any, body string) *extensionsv1alpha1.OperatingSystemConfig {
 	perm := uint32(0o644)
+	var pc *runtime.RawExtension
+	if providerConfig != nil {
+		pc = &runtime.RawExtension{Raw: mustJSON(providerConfig)}
+	}
 	return &extensionsv1alpha1.OperatingSystemConfig{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
 			Labels: map[string]string{v1beta1constants.LabelWorkerPool: pool},
 			Annotations: map[string]string{v1beta1constants.GardenerOperation: v1beta1constants.GardenerOperationReconcile,
 				v1beta1constants.GardenerTimestamp: time.Now().UTC().Format(time.RFC3339Nano)}},
 		Spec: extensionsv1alpha1.OperatingSystemConfigSpec{
-			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: Type, ProviderConfig: &runtime.RawExtension{Raw: mustJSON(providerConfig)}},
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{Type: Type, ProviderConfig: pc},
 			Purpose:     purpose,
 			Units: []extensionsv1alpha1.Unit{{Name: "hello.service", Enable: ptr.To(true),
 				Content:   ptr.To("[Unit]\nDescription=hello\n[Service]\nExecStart=/usr/local/bin/hello\n[Install]\nWantedBy=multi-user.target\n"),

@@ -8,13 +8,32 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Validate checks c; every error names its field under fld
-// (spec.providerConfig). What the build specification checks itself
-// (architectures, preflight check names and limits) is checked when the
-// specification is made, and named the same way.
+// Validate checks a complete configuration c (the one a build is made
+// from): ValidateFields, and a target and a base (base or images) are
+// required. Every error names its field under fld (spec.providerConfig).
+// What the build specification checks itself (architectures, preflight
+// check names and limits) is checked when the specification is made, and
+// named the same way.
 func Validate(c *OperatingSystemConfiguration, fld *field.Path) field.ErrorList {
+	errs := ValidateFields(c, fld)
+	if c.Target == "" {
+		errs = append(errs, field.Required(fld.Child("target"), "REG/REPO[:TAG] with {namespace}, {project}, {shoot}, {pool}, {version}"))
+	}
+	if c.Base == "" && len(c.Images) == 0 {
+		errs = append(errs, field.Required(fld.Child("base"), "give base or images"))
+	}
+	return errs
+}
+
+// ValidateFields checks the fields c sets, and requires none: a
+// configuration that another refines (the extension's default, or a
+// providerConfig that refines it) may leave fields to the other. Errors
+// name their field under fld (nil: the field names alone).
+func ValidateFields(c *OperatingSystemConfiguration, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	errs = append(errs, validateTarget(c.Target, fld.Child("target"))...)
+	if c.Target != "" {
+		errs = append(errs, validateTarget(c.Target, fld.Child("target"))...)
+	}
 	seen := map[string]bool{}
 	for i, im := range c.Images {
 		p := fld.Child("images").Index(i)
@@ -28,8 +47,6 @@ func Validate(c *OperatingSystemConfiguration, fld *field.Path) field.ErrorList 
 	}
 	if c.Base != "" {
 		errs = append(errs, validateImage(c.Base, fld.Child("base"))...)
-	} else if len(c.Images) == 0 {
-		errs = append(errs, field.Required(fld.Child("base"), "give base or images"))
 	}
 	if r := c.RegistrySecretRef; r != nil && r.Name == "" {
 		errs = append(errs, field.Required(fld.Child("registrySecretRef", "name"), ""))
@@ -61,9 +78,6 @@ var sample = map[string]string{
 }
 
 func validateTarget(t string, p *field.Path) field.ErrorList {
-	if t == "" {
-		return field.ErrorList{field.Required(p, "REG/REPO[:TAG] with {namespace}, {project}, {shoot}, {pool}, {version}")}
-	}
 	if left := unknownPlaceholder(t); left != "" {
 		return field.ErrorList{field.Invalid(p, t, fmt.Sprintf("unknown placeholder %s", left))}
 	}
