@@ -19,6 +19,7 @@ func newControllerCmd(g *globals) *cobra.Command {
 		reg        registryFlags
 		o          controller.ManagerOptions
 		indexCache string
+		pause      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -48,6 +49,7 @@ deploy it are in config/ (kubectl apply -k config).`,
 			ro.UserAgent = "oslayer/" + version
 			o.Registry = *ro
 			o.Version = version
+			o.NoPoolPause = !pause
 			o.Logger = g.log
 			if indexCache == "" {
 				if indexCache, err = baseindex.DefaultCacheDir(); err != nil {
@@ -87,6 +89,8 @@ deploy it are in config/ (kubectl apply -k config).`,
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew its lease before it gives up leading (less than the lease duration)")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often replicas try to acquire or renew the lease")
 	fs.StringSliceVar(&o.Namespaces, "namespace", nil, "watch only these namespaces (default: all)")
+	fs.BoolVar(&pause, "pause-pools", true, "pause an OpenShift pool (spec.paused) while a build Job builds its new inputs, so that it rolls once for the change and its image")
+	fs.DurationVar(&o.MaxPoolPause, "max-pool-pause", controller.DefaultMaxPoolPause, "unpause a pool paused for a build Job after this long at most")
 	fs.StringVar(&o.BuildImage, "build-image", "", "image of the build pods of PoolImages with spec.builder Job: this project's image, pinned by digest (without it such PoolImages are Degraded)")
 	fs.StringVar(&indexCache, "base-index-cache", "", "directory of cached base indexes (default $"+baseindex.CacheEnv+", else $XDG_CACHE_HOME/oslayer/baseindex)")
 	return cmd
