@@ -80,6 +80,12 @@ type Options struct {
 	// serves no MachineConfig (or BootcNodePool) API looks whether it does
 	// now (0 means 30 s; one discovery request each time).
 	APIInterval time.Duration
+	// NoPoolPause turns off the pause of an OpenShift pool around a
+	// build Job (pause.go): the pool then rolls once for the user's
+	// change and once for the image.
+	NoPoolPause bool
+	// MaxPoolPause bounds that pause (0 means DefaultMaxPoolPause).
+	MaxPoolPause time.Duration
 }
 
 // Reconciler reconciles PoolImages.
@@ -135,43 +141,50 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, err
 		}
-		// Gone: what it published goes too.
-		return ctrl.Result{}, r.prunePublished(ctx, req.NamespacedName, "", "")
+		// Gone: what it published goes too, and its pauses end.
+		return ctrl.Result{}, errors.Join(r.releasePauses(ctx, req.NamespacedName), r.prunePublished(ctx, req.NamespacedName, "", ""))
 	}
 	in, err := readInputs(ctx, r.reader(), &pi)
 	if err != nil {
 		var ie *inputError
 		if errors.As(err, &ie) {
-			return ctrl.Result{}, r.fail(ctx, &pi, "", "source", err, true)
+			return r.tendPause(ctx, &pi, "", ctrl.Result{}, r.fail(ctx, &pi, "", "source", err, true))
 		}
 		return ctrl.Result{}, err
 	}
+	res, err := r.reconcileInputs(ctx, &pi, in)
+	return r.tendPause(ctx, &pi, in.digest, res, err) // pause.go
+}
+
+// reconcileInputs builds the inputs read when they changed, and
+// publishes.
+func (r *Reconciler) reconcileInputs(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs) (ctrl.Result, error) {
 	st := pi.Status
-	if st.SourcesDigest == in.digest && st.Image != "" && r.imagePresent(ctx, &pi, st.Image) {
+	if st.SourcesDigest == in.digest && st.Image != "" && r.imagePresent(ctx, pi, st.Image) {
 		// Nothing changed since the last good build.
 		if st.ObservedGeneration != pi.Generation || !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) {
 			pi.Status.ObservedGeneration = pi.Generation
-			setCond(&pi, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonUpToDate, "image "+st.Image+" is the image of the current inputs")
-			setCond(&pi, v1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonUpToDate, "")
-			r.decide(ctx, &pi)
-			if err := r.Client.Status().Update(ctx, &pi); err != nil {
+			setCond(pi, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonUpToDate, "image "+st.Image+" is the image of the current inputs")
+			setCond(pi, v1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonUpToDate, "")
+			r.decide(ctx, pi)
+			if err := r.Client.Status().Update(ctx, pi); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
-		return ctrl.Result{}, r.published(ctx, &pi)
+		return ctrl.Result{}, r.published(ctx, pi)
 	}
-	if in.digest == failedDigest(&pi) {
+	if in.digest == failedDigest(pi) {
 		// The same input failed before; it builds again once it changes.
 		// The last good image stays published.
-		return ctrl.Result{}, r.published(ctx, &pi)
+		return ctrl.Result{}, r.published(ctx, pi)
 	}
 	if pi.Spec.Builder == v1alpha1.BuilderJob {
-		return r.buildInJob(ctx, &pi, in)
+		return r.buildInJob(ctx, pi, in)
 	}
 	if in.packageStage {
-		return ctrl.Result{}, r.fail(ctx, &pi, in.digest, "config", errors.New(in.packageReason+" need a package stage, which runs buildah: set spec.builder: Job"), true)
+		return ctrl.Result{}, r.fail(ctx, pi, in.digest, "config", errors.New(in.packageReason+" need a package stage, which runs buildah: set spec.builder: Job"), true)
 	}
-	return r.build(ctx, &pi, in)
+	return r.build(ctx, pi, in)
 }
 
 // invalidStep reports whether a failure in step is one of the input (not

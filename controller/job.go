@@ -57,6 +57,10 @@ import (
 // waiting for its retry instead. A failure of the input is not retried
 // until the input changes. Other finished Jobs and their result
 // ConfigMaps go after ttlSecondsAfterFinished.
+//
+// Before the first Job of new inputs of an OpenShift PoolImage that
+// publishes the pool's osImageURL MachineConfig, the pool is paused until
+// the image is rendered (pause.go).
 
 // Paths in the build pod.
 const (
@@ -318,6 +322,11 @@ func (r *Reconciler) createJob(ctx context.Context, pi *v1alpha1.PoolImage, in *
 	}
 	if err := r.stopSuperseded(ctx, pi, name); err != nil {
 		return err
+	}
+	if attempt == 1 && r.pauseWanted(pi) {
+		// Before the Job: the MCO's render of the change waits for no
+		// build; the pause keeps the nodes until the image is rendered.
+		r.pausePool(ctx, pi, in.digest, name) // pause.go
 	}
 	job := r.newJob(pi, in, name, attempt)
 	if err := controllerutil.SetControllerReference(pi, job, r.Client.Scheme()); err != nil {

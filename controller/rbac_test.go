@@ -140,7 +140,9 @@ func (e *env) denied(t *testing.T) {
 // privilege: the ServiceAccount may not write Secrets, create or delete
 // Pods, change Jobs, create, change or delete PoolImages, take leases
 // outside its namespace, change Nodes or BootcNodes, nor create, delete
-// or set the status of BootcNodePools (it updates their spec.image.ref).
+// or set the status of BootcNodePools (it updates their spec.image.ref),
+// nor update, delete or set the status of MachineConfigPools (it patches
+// them to pause one around a build Job).
 func TestRBAC(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.asServiceAccount(t)
@@ -155,6 +157,7 @@ func TestRBAC(t *testing.T) {
 		{Verb: "watch", Group: "node.bootc.dev", Resource: "bootcnodepools"},
 		{Verb: "list", Group: "node.bootc.dev", Resource: "bootcnodes"},
 		{Verb: "list", Resource: "nodes"},
+		{Verb: "patch", Group: "machineconfiguration.openshift.io", Resource: "machineconfigpools"},
 	} {
 		if !allowed(ra) {
 			t.Errorf("the ServiceAccount may not %s %s/%s in %s", ra.Verb, ra.Resource, ra.Subresource, ra.Namespace)
@@ -180,6 +183,9 @@ func TestRBAC(t *testing.T) {
 		{Verb: "delete", Group: "node.bootc.dev", Resource: "bootcnodepools"},
 		{Verb: "update", Group: "node.bootc.dev", Resource: "bootcnodepools", Subresource: "status"},
 		{Verb: "update", Group: "node.bootc.dev", Resource: "bootcnodes"},
+		{Verb: "update", Group: "machineconfiguration.openshift.io", Resource: "machineconfigpools"},
+		{Verb: "delete", Group: "machineconfiguration.openshift.io", Resource: "machineconfigpools"},
+		{Verb: "update", Group: "machineconfiguration.openshift.io", Resource: "machineconfigpools", Subresource: "status"},
 		{Verb: "update", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
 		{Verb: "bind", Group: "rbac.authorization.k8s.io", Resource: "clusterroles"},
 	} {

@@ -86,12 +86,22 @@ func (r *Reconciler) referrers(ctx context.Context, obj client.Object) []reconci
 	}), r.publisher(obj)...)
 }
 
-// poolReaders are the PoolImages of a MachineConfigPool.
+// poolReaders are the PoolImages of a MachineConfigPool, and the one
+// whose pause it holds (pause.go), whether it still exists or not (its
+// reconcile ends the pause of a deleted one).
 func (r *Reconciler) poolReaders(ctx context.Context, obj client.Object) []reconcile.Request {
-	return r.poolImages(ctx, func(pi *v1alpha1.PoolImage) bool {
+	out := r.poolImages(ctx, func(pi *v1alpha1.PoolImage) bool {
 		o := pi.Spec.Source.OpenShift
 		return o != nil && o.MachineConfigPool == obj.GetName()
 	})
+	if mcp, ok := obj.(*mcfgv1.MachineConfigPool); ok {
+		owner, _ := pauseMark(mcp)
+		ns, name, ok := strings.Cut(owner, "/")
+		if ok && ns != "" && name != "" && (len(r.namespaces) == 0 || slices.Contains(r.namespaces, ns)) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+		}
+	}
+	return out
 }
 
 // machineConfigReaders are the PoolImages whose pool's

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -19,6 +20,7 @@ func newControllerCmd(g *globals) *cobra.Command {
 		reg        registryFlags
 		o          controller.ManagerOptions
 		indexCache string
+		pause      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -48,6 +50,7 @@ deploy it are in config/ (kubectl apply -k config).`,
 			ro.UserAgent = "oslayer/" + version
 			o.Registry = *ro
 			o.Version = version
+			o.NoPoolPause = !pause
 			o.Logger = g.log
 			if indexCache == "" {
 				if indexCache, err = baseindex.DefaultCacheDir(); err != nil {
@@ -87,9 +90,17 @@ deploy it are in config/ (kubectl apply -k config).`,
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew its lease before it gives up leading (less than the lease duration)")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often replicas try to acquire or renew the lease")
 	fs.StringSliceVar(&o.Namespaces, "namespace", nil, "watch only these namespaces (default: all)")
-	fs.StringVar(&o.BuildImage, "build-image", "", "image of the build pods of PoolImages with spec.builder Job: this project's image, pinned by digest (without it such PoolImages are Degraded)")
+	jobFlags(fs, &o.Options, &pause)
 	fs.StringVar(&indexCache, "base-index-cache", "", "directory of cached base indexes (default $"+baseindex.CacheEnv+", else $XDG_CACHE_HOME/oslayer/baseindex)")
 	return cmd
+}
+
+// jobFlags registers the flags of build Jobs (spec.builder Job): the
+// build pod's image and the pause of an OpenShift pool around a Job.
+func jobFlags(fs *pflag.FlagSet, o *controller.Options, pause *bool) {
+	fs.StringVar(&o.BuildImage, "build-image", "", "image of the build pods of PoolImages with spec.builder Job: this project's image, pinned by digest (without it such PoolImages are Degraded)")
+	fs.BoolVar(pause, "pause-pools", true, "pause an OpenShift pool (spec.paused) while a build Job builds its new inputs, so that it rolls once for the change and its image")
+	fs.DurationVar(&o.MaxPoolPause, "max-pool-pause", controller.DefaultMaxPoolPause, "unpause a pool paused for a build Job after this long at most")
 }
 
 // inClusterNamespace is the file controller-runtime reads the pod's
