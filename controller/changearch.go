@@ -39,7 +39,7 @@ func compareArches(ctx context.Context, reg *registry.Options, from, to string, 
 	for _, p := range platforms {
 		ch.Architectures = append(ch.Architectures, v1alpha1.ArchChange{Architecture: diff.ArchName(p)})
 	}
-	old, err := publishedPlatforms(ctx, reg, from)
+	old, err := diff.Platforms(ctx, reg, from)
 	if err != nil {
 		return ch, fmt.Errorf("reading the published image: %w", err)
 	}
@@ -54,30 +54,14 @@ func compareArches(ctx context.Context, reg *registry.Options, from, to string, 
 	return MergeChanges(from, to, results), nil
 }
 
-// publishedPlatforms are the platforms of the published image: its
-// index's, or the one of a single image.
-func publishedPlatforms(ctx context.Context, reg *registry.Options, ref string) ([]v1.Platform, error) {
-	ps, err := diff.ImagePlatforms(ctx, reg, ref)
-	if err != nil || ps != nil {
-		return ps, err
-	}
-	p, err := diff.ImagePlatform(ctx, reg, ref, nil)
-	if err != nil {
-		return nil, err
-	}
-	return []v1.Platform{p}, nil
-}
-
 // compareArch compares platform p of both images; a platform the
 // published image (of platforms old) lacks is Added.
 func compareArch(ctx context.Context, reg *registry.Options, from, to string, p v1.Platform, old []v1.Platform, opts diff.Options) (ArchResult, error) {
 	ar := ArchResult{Arch: diff.ArchName(p)}
-	for _, o := range old {
-		if diff.SamePlatform(o, p) {
-			res, err := compareOne(ctx, reg, from, to, &o, &p, opts)
-			ar.Result = res
-			return ar, err
-		}
+	if o, ok := diff.FindPlatform(old, p); ok {
+		res, err := compareOne(ctx, reg, from, to, &o, &p, opts)
+		ar.Result = res
+		return ar, err
 	}
 	built, err := diff.LoadImage(ctx, reg, to, &p)
 	if err != nil {

@@ -35,6 +35,30 @@ func ImagePlatform(ctx context.Context, reg *registry.Options, ref string, platf
 	return v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}, nil
 }
 
+// Platforms are the platforms of ref: its index's, in index order, or
+// the one of a single image.
+func Platforms(ctx context.Context, reg *registry.Options, ref string) ([]v1.Platform, error) {
+	ps, err := ImagePlatforms(ctx, reg, ref)
+	if err != nil || ps != nil {
+		return ps, err
+	}
+	p, err := ImagePlatform(ctx, reg, ref, nil)
+	if err != nil {
+		return nil, err
+	}
+	return []v1.Platform{p}, nil
+}
+
+// FindPlatform is the platform of ps that is p (SamePlatform).
+func FindPlatform(ps []v1.Platform, p v1.Platform) (v1.Platform, bool) {
+	for _, o := range ps {
+		if SamePlatform(o, p) {
+			return o, true
+		}
+	}
+	return v1.Platform{}, false
+}
+
 // ArchName names a platform by its architecture, with its variant
 // ("arm64", "arm/v7"), and its OS when that is not linux
 // ("windows/amd64").

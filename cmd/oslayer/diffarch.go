@@ -34,14 +34,14 @@ func (f *diffFlags) compareArches(ctx context.Context, g *globals, ro *registry.
 	if err != nil || len(newPs) < 2 {
 		return nil, false, nil
 	}
-	oldPs, err := imagePlatforms(ctx, ro, args[0])
+	oldPs, err := diff.Platforms(ctx, ro, args[0])
 	if err != nil {
 		return nil, false, nil
 	}
 	var results []archResult
 	var added []string
 	for _, p := range newPs {
-		o, found := matchPlatform(oldPs, p)
+		o, found := diff.FindPlatform(oldPs, p)
 		if !found {
 			added = append(added, diff.ArchName(p))
 			continue
@@ -80,26 +80,6 @@ func (f *diffFlags) compareArch(ctx context.Context, ro *registry.Options, args 
 		return nil, err
 	}
 	return res, f.selectPlatforms(res)
-}
-
-// imagePlatforms are the platforms of an index, or the one of an image.
-func imagePlatforms(ctx context.Context, ro *registry.Options, ref string) ([]v1.Platform, error) {
-	ps, err := diff.ImagePlatforms(ctx, ro, ref)
-	if err != nil || ps != nil {
-		return ps, err
-	}
-	p, err := diff.ImagePlatform(ctx, ro, ref, nil)
-	return []v1.Platform{p}, err
-}
-
-// matchPlatform is the platform of ps that is p.
-func matchPlatform(ps []v1.Platform, p v1.Platform) (v1.Platform, bool) {
-	for _, o := range ps {
-		if diff.SamePlatform(o, p) {
-			return o, true
-		}
-	}
-	return v1.Platform{}, false
 }
 
 // archNote says which architectures were compared and which one's
