@@ -95,7 +95,7 @@ func (a *Actuator) configOf(osc *extensionsv1alpha1.OperatingSystemConfig) (*con
 	if err != nil {
 		return nil, err
 	}
-	if err := a.checkNamespaces(pc); err != nil {
+	if err := a.checkNamespaces(osc, pc); err != nil {
 		return nil, err
 	}
 	if d == nil {
@@ -141,19 +141,30 @@ func decodeConfig(osc *extensionsv1alpha1.OperatingSystemConfig, required bool) 
 	return cfg, nil
 }
 
-// checkNamespaces refuses a providerConfig's Secret reference into the
-// extension's own namespace: its Secrets are the operator's, used only
-// through the default configuration.
-func (a *Actuator) checkNamespaces(pc *configv1alpha1.OperatingSystemConfiguration) error {
-	ns := a.options.Namespace
-	if pc == nil || ns == "" {
+// checkNamespaces refuses a providerConfig's Secret reference outside
+// the OSC's namespace: the extension's own holds the operator's Secrets,
+// used only through the default configuration, and another shoot's
+// namespace holds that shoot's.
+func (a *Actuator) checkNamespaces(osc *extensionsv1alpha1.OperatingSystemConfig, pc *configv1alpha1.OperatingSystemConfiguration) error {
+	if pc == nil {
 		return nil
 	}
-	if r := pc.RegistrySecretRef; r != nil && r.Namespace == ns {
-		return invalidf(fieldProviderConfig+".registrySecretRef.namespace", "%q is the extension's own namespace: its Secrets are used only by the extension's default configuration", ns)
+	refs := map[string]*configv1alpha1.SecretReference{"registrySecretRef": pc.RegistrySecretRef}
+	if pc.Signing != nil {
+		refs["signing.keySecretRef"] = &pc.Signing.KeySecretRef
 	}
-	if s := pc.Signing; s != nil && s.KeySecretRef.Namespace == ns {
-		return invalidf(fieldProviderConfig+".signing.keySecretRef.namespace", "%q is the extension's own namespace: its Secrets are used only by the extension's default configuration", ns)
+	for _, f := range []string{"registrySecretRef", "signing.keySecretRef"} {
+		ns := ""
+		if r := refs[f]; r != nil {
+			ns = r.Namespace
+		}
+		switch {
+		case ns == "" || ns == osc.Namespace:
+		case ns == a.options.Namespace:
+			return invalidf(fieldProviderConfig+"."+f+".namespace", "%q is the extension's own namespace: its Secrets are used only by the extension's default configuration", ns)
+		default:
+			return invalidf(fieldProviderConfig+"."+f+".namespace", "%q is not the OSC's namespace %q: a providerConfig names only Secrets of its own shoot", ns, osc.Namespace)
+		}
 	}
 	return nil
 }

@@ -237,4 +237,17 @@ func TestConfigOfPartialDefault(t *testing.T) {
 		!strings.Contains(err.Error(), "spec.providerConfig.registrySecretRef.namespace") {
 		t.Errorf("no default, a Secret of the extension's namespace: %v", err)
 	}
+	// Nor another shoot's; the OSC's own, named, is no other.
+	for doc, f := range map[string]string{
+		"registrySecretRef: {name: push, namespace: shoot--p--other}\n":      "registrySecretRef",
+		"signing: {keySecretRef: {name: key, namespace: shoot--p--other}}\n": "signing.keySecretRef",
+	} {
+		want := "spec.providerConfig." + f + ".namespace: \"shoot--p--other\" is not the OSC's namespace \"shoot--p--s\""
+		if _, err := a.configOf(oscWith("target: r.example/x\nbase: b.example/y\n" + doc)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("no default, %s of another shoot's namespace: %v, want %s", f, err, want)
+		}
+	}
+	if _, err := a.configOf(oscWith("target: r.example/x\nbase: b.example/y\nregistrySecretRef: {name: push, namespace: shoot--p--s}\n")); err != nil {
+		t.Errorf("no default, a Secret of the OSC's namespace: %v", err)
+	}
 }

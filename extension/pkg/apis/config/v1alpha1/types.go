@@ -71,7 +71,9 @@ type MachineImage struct {
 	Base string `json:"base"`
 }
 
-// SecretReference names a Secret; Namespace defaults to the OSC's.
+// SecretReference names a Secret; Namespace defaults to the OSC's. In a
+// providerConfig it may name only the OSC's namespace; in the extension's
+// default configuration it defaults to the extension's own.
 type SecretReference struct {
 	Name      string `json:"name"`
 	Namespace string `json:"namespace,omitempty"`
