@@ -1,6 +1,8 @@
 package controller_test
 
 import (
+	"encoding/json"
+	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
@@ -160,8 +162,28 @@ func checkDiffCLI(t *testing.T, from, to string) {
 	if !strings.Contains(out, "compared each architecture OLD has too (amd64 none, arm64 reboot); shown: arm64") || !strings.Contains(out, "predicted action reboot is at least --fail-on reboot") {
 		t.Errorf("oslayer diff %s %s:\n%s", from, to, out)
 	}
+	checkDiffJSON(t, from, to)
 	out = runOslayer(t, 0, "diff", from, to, "--arch", "amd64", "--fail-on", "soft-reboot")
 	if strings.Contains(out, "compared each architecture") {
 		t.Errorf("oslayer diff --arch amd64 %s %s:\n%s", from, to, out)
+	}
+}
+
+// checkDiffJSON: -o json of the same two images lists each architecture's
+// action and marks arm64's, the most disruptive, as the result shown.
+func checkDiffJSON(t *testing.T, from, to string) {
+	t.Helper()
+	out, err := exec.Command(oslayerCmd(t), "diff", from, to, "-o", "json").Output()
+	if err != nil {
+		t.Fatalf("oslayer diff -o json: %v", err)
+	}
+	var res diff.Result
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("oslayer diff -o json: %v\n%s", err, out)
+	}
+	as := res.Architectures
+	if len(as) != 2 || as[0].Architecture != "amd64" || as[0].Action != diff.None || as[0].Shown ||
+		as[1].Architecture != "arm64" || as[1].Action != diff.Reboot || !as[1].Shown || as[1].DownloadBytes <= 0 || res.Action != diff.Reboot {
+		t.Errorf("oslayer diff -o json: action %s, architectures %+v", res.Action, as)
 	}
 }

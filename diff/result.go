@@ -26,6 +26,28 @@ type Result struct {
 	Platforms []Prediction `json:"platforms"`
 	// Action is the most disruptive action of the platforms that apply.
 	Action Action `json:"action"`
+	// Architectures is set when two multi-platform images were compared
+	// architecture by architecture: each one's action, the result above
+	// being that of the one marked Shown.
+	Architectures []ArchAction `json:"architectures,omitempty"`
+}
+
+// ArchAction is one architecture's part of a diff of two multi-platform
+// images.
+type ArchAction struct {
+	// Architecture is the platform's architecture ("arm64", "arm/v7").
+	Architecture string `json:"architecture"`
+	// Action is the most disruptive action of the platforms that apply
+	// to its nodes; empty when Added.
+	Action Action `json:"action,omitempty"`
+	// DownloadBytes is what its nodes download, compressed (0 when
+	// Added: not measured).
+	DownloadBytes int64 `json:"downloadBytes"`
+	// Added is set when only NEW has this architecture: there is no OLD
+	// image to compare with.
+	Added bool `json:"added,omitempty"`
+	// Shown marks the architecture whose full result is the diff's.
+	Shown bool `json:"shown,omitempty"`
 }
 
 // ArgsChange is the kernel arguments of both sides.

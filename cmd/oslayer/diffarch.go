@@ -62,7 +62,22 @@ func (f *diffFlags) compareArches(ctx context.Context, g *globals, ro *registry.
 		}
 	}
 	g.warn(archNote(results, shown, added))
+	shown.res.Architectures = archActions(results, shown, added)
 	return shown.res, true, nil
+}
+
+// archActions lists each architecture's action for -o json: the compared
+// ones in NEW's order, then those NEW alone has.
+func archActions(results []archResult, shown archResult, added []string) []diff.ArchAction {
+	var out []diff.ArchAction
+	for _, r := range results {
+		out = append(out, diff.ArchAction{Architecture: r.arch, Action: r.res.Action,
+			DownloadBytes: r.res.Download.Bytes, Shown: r.arch == shown.arch})
+	}
+	for _, a := range added {
+		out = append(out, diff.ArchAction{Architecture: a, Added: true})
+	}
+	return out
 }
 
 // compareArch diffs platform oldP of OLD with platform newP of NEW.
