@@ -72,6 +72,9 @@ echo "== node-agent oracle (test/oracle/nodeagent, a module of its own)"
 echo "== OS extension (extension, a module of its own)"
 (
   cd extension
+  # As its Containerfile builds it (TestContainerfileBuild runs that
+  # command), so the tests and that build share one compilation.
+  export CGO_ENABLED=0 GOFLAGS="$GOFLAGS -trimpath"
   go mod download
   # It builds oslayer from this checkout, like the node-agent oracle.
   go mod tidy -diff

@@ -57,43 +57,73 @@ func parseContainerfile(t *testing.T, text string) (pre []instr, stages [][]inst
 }
 
 func TestContainerfile(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "Containerfile"))
+	stages := readContainerfile(t, "Containerfile")
+	// The package stage's executor is linked in (the build pod runs it);
+	// it needs cgo, so the binary is static through the external linker.
+	name, _, out := checkBuilder(t, stages[0], "CGO_ENABLED=1", "-trimpath", "-tags "+bud.Tags+",netgo,osusergo ", "-extldflags -static", "./cmd/oslayer", "-o ")
+	checkRuntime(t, stages[len(stages)-1], name, out)
+}
+
+// The OS extension's Containerfile: the same shape, a CGO_ENABLED=0 build
+// of the extension's module. (Its module's tests run the build command as
+// written.)
+func TestExtensionContainerfile(t *testing.T) {
+	stages := readContainerfile(t, "extension/Containerfile")
+	name, _, out := checkBuilder(t, stages[0], "cd extension && ", "CGO_ENABLED=0", "-trimpath", "-tags "+bud.Tags+" ", "./cmd/oslayer-os-extension", "-o ")
+	checkRuntime(t, stages[len(stages)-1], name, out)
+}
+
+// readContainerfile parses the Containerfile at path (from the repository
+// root): ARGs only before the first FROM, a builder and a runtime stage.
+func readContainerfile(t *testing.T, path string) [][]instr {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), path))
 	if err != nil {
 		t.Fatal(err)
 	}
 	pre, stages := parseContainerfile(t, string(b))
 	for _, in := range pre {
 		if in.cmd != "ARG" {
-			t.Errorf("line %d: %s before the first FROM", in.line, in.cmd)
+			t.Errorf("%s line %d: %s before the first FROM", path, in.line, in.cmd)
 		}
 	}
 	if len(stages) < 2 {
-		t.Fatalf("%d stages, want a builder stage and a runtime stage", len(stages))
+		t.Fatalf("%s: %d stages, want a builder stage and a runtime stage", path, len(stages))
 	}
-	// Builder: a Go image, static build, trimmed paths.
-	builder := stages[0]
+	return stages
+}
+
+// checkBuilder checks the builder stage: a Go image named by AS, whose go
+// build command has every part in want. It returns the stage's name, the
+// command and the binary's path.
+func checkBuilder(t *testing.T, builder []instr, want ...string) (name, goBuild, out string) {
+	t.Helper()
 	from := strings.Fields(builder[0].args)
 	if len(from) != 3 || !strings.Contains(from[0], "golang") || !strings.EqualFold(from[1], "AS") {
 		t.Errorf("builder stage FROM %q: want golang... AS NAME", builder[0].args)
 	}
-	name := from[len(from)-1]
-	var goBuild string
+	name = from[len(from)-1]
 	for _, in := range builder {
 		if in.cmd == "RUN" && strings.Contains(in.args, "go build") {
 			goBuild = in.args
 		}
 	}
-	// The package stage's executor is linked in (the build pod runs it);
-	// it needs cgo, so the binary is static through the external linker.
-	for _, want := range []string{"CGO_ENABLED=1", "-trimpath", "-tags " + bud.Tags + ",netgo,osusergo ", "-extldflags -static", "./cmd/oslayer", "-o "} {
-		if !strings.Contains(goBuild, want) {
-			t.Errorf("go build %q lacks %q", goBuild, want)
+	for _, w := range want {
+		if !strings.Contains(goBuild, w) {
+			t.Errorf("go build %q lacks %q", goBuild, w)
 		}
 	}
-	out := strings.Fields(goBuild[strings.Index(goBuild, "-o ")+3:])[0]
+	if i := strings.Index(goBuild, "-o "); i >= 0 {
+		out = strings.Fields(goBuild[i+3:])[0]
+	}
+	return name, goBuild, out
+}
 
-	// Runtime: minimal base, only the binary, a non-root user, an entrypoint.
-	final := stages[len(stages)-1]
+// checkRuntime checks the runtime stage: a minimal base, only the binary
+// out copied from the builder stage name, a non-root user, an exec-form
+// entrypoint running the binary.
+func checkRuntime(t *testing.T, final []instr, name, out string) {
+	t.Helper()
 	base := strings.Fields(final[0].args)[0]
 	if !strings.Contains(base, "distroless/static") && !strings.Contains(base, "fedora-minimal") {
 		t.Errorf("runtime base %q is not minimal", base)

@@ -22,12 +22,17 @@ var version = "dev"
 func main() {
 	o := app.Options{Version: version, Logger: slog.New(slog.NewJSONHandler(os.Stderr, nil))}
 	o.AddFlags(pflag.CommandLine)
+	showVersion := pflag.Bool("version", false, "print the version and exit")
 	// controller-runtime's --kubeconfig (and no other flag the
 	// dependencies register).
 	if f := flag.CommandLine.Lookup("kubeconfig"); f != nil {
 		pflag.CommandLine.AddGoFlag(f)
 	}
 	pflag.Parse()
+	if *showVersion {
+		fmt.Println("oslayer-os-extension", version)
+		return
+	}
 	ctrl.SetLogger(zap.New())
 	ctx := ctrl.SetupSignalHandler()
 	mgr, err := app.NewManager(ctx, ctrl.GetConfigOrDie(), o)
