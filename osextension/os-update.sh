@@ -1,22 +1,31 @@
 #!/bin/sh
-# os-update [--retry] IMAGE [VERSION]
+# os-update [--retry] [--stage] IMAGE [VERSION]
 #
 # Switches this node to the pool image IMAGE (a reference by digest,
 # REGISTRY/REPOSITORY@sha256:HEX) and reboots into it: `bootc switch
 # --apply IMAGE` where bootc exists, else `rpm-ostree rebase
-# ostree-image-signed:docker://IMAGE` and `systemctl reboot`. The
-# signature is checked by the node's /etc/containers/policy.json.
-# VERSION (the operating system version the image carries in
-# /etc/os-release PRETTY_NAME) is only reported.
+# ostree-image-signed:docker://IMAGE` and `systemctl reboot`; when IMAGE
+# is staged already, only the reboot. The signature is checked by the
+# node's /etc/containers/policy.json. VERSION (the operating system
+# version the image carries in /etc/os-release PRETTY_NAME) is only
+# reported.
 #
 # gardener-node-agent runs this as status.inPlaceUpdates.osUpdate and reads
 # its output: "network problems" is retried, "invalid arguments" and
 # "system failure" are not. Exit codes: 0 switched (or already running
 # IMAGE), 64 invalid arguments, 70 system failure, 75 network problems.
 #
-# --retry (the pivot of a new machine) runs it again after network
-# problems, every $OS_UPDATE_RETRY_SECONDS (default 15) seconds, until it
-# succeeds or fails otherwise.
+# --stage (the staging unit) stages IMAGE for the next boot and does not
+# reboot: `bootc switch IMAGE` or `rpm-ostree rebase`; nothing when the
+# node runs IMAGE or has it staged.
+#
+# --retry (the pivot of a new machine, the staging unit) runs it again
+# after network problems, every $OS_UPDATE_RETRY_SECONDS (default 15)
+# seconds, until it succeeds or fails otherwise.
+#
+# One run at a time: each holds the lock $OS_UPDATE_LOCK (default
+# /run/oslayer/os-update.lock) while it switches, so an update waits for a
+# staging under way and then finds IMAGE staged.
 set -u
 
 me=os-update
@@ -48,28 +57,40 @@ digest_of() {
 	echo "sha256:$hex"
 }
 
+# lock waits for the lock of one run at a time (without flock, none).
+lock() {
+	command -v flock >/dev/null 2>&1 || return 0
+	l=${OS_UPDATE_LOCK:-/run/oslayer/os-update.lock}
+	mkdir -p "$(dirname "$l")" && (: >>"$l") 2>/dev/null || system "cannot open the lock $l"
+	exec 9>>"$l"
+	flock 9 || system "cannot take the lock $l"
+}
+
 # compact prints its standard input without white space.
 compact() { tr -d ' \t\r\n'; }
 
-# booted_bootc DIGEST: bootc's booted deployment runs DIGEST.
-booted_bootc() {
-	s=$(bootc status --json 2>/dev/null | compact) || return 1
-	b=${s#*\"booted\":}
-	[ "$b" != "$s" ] || return 1
+# bootc_has KEY DIGEST STATUS: in bootc's STATUS (`bootc status --json`
+# compacted), the KEY deployment ("booted" or "staged") runs DIGEST.
+bootc_has() {
+	b=${3#*\"$1\":}
+	[ "$b" != "$3" ] || return 1
 	b=${b%%\"rollback\":*}
+	[ "$1" = booted ] || b=${b%%\"booted\":*}
 	case $b in
-	*"\"imageDigest\":\"$1\""*) return 0 ;;
+	*"\"imageDigest\":\"$2\""*) return 0 ;;
 	esac
 	return 1
 }
 
-# booted_rpmostree IMAGE DIGEST: rpm-ostree's booted deployment runs IMAGE
-# (a deployment object of "deployments" with "booted":true and the digest
-# or the reference; --booted may or may not filter the JSON).
-booted_rpmostree() {
-	rpm-ostree status --json --booted 2>/dev/null | compact | awk \
-		-v d="\"container-image-reference-digest\":\"$2\"" \
-		-v r="\"container-image-reference\":\"ostree-image-signed:docker://$1\"" '
+# rpmostree_has KEY IMAGE DIGEST STATUS: in rpm-ostree's STATUS
+# (`rpm-ostree status --json` compacted), the KEY deployment ("booted" or
+# "staged") runs IMAGE (a deployment object of "deployments" with
+# "KEY":true and the digest or the reference).
+rpmostree_has() {
+	printf '%s\n' "$4" | awk \
+		-v key="\"$1\":true" \
+		-v d="\"container-image-reference-digest\":\"$3\"" \
+		-v r="\"container-image-reference\":\"ostree-image-signed:docker://$2\"" '
 	{ s = s $0 }
 	END {
 		i = index(s, "\"deployments\":[")
@@ -81,7 +102,7 @@ booted_rpmostree() {
 			if (c == "{") depth++
 			if (depth > 0) obj = obj c
 			if (c == "}" && --depth == 0) {
-				if (index(obj, "\"booted\":true") && (index(obj, d) || index(obj, r))) found = 1
+				if (index(obj, key) && (index(obj, d) || index(obj, r))) found = 1
 				obj = ""
 			}
 			if (depth == 0 && c == "]") break
@@ -126,29 +147,60 @@ if [ "${1:-}" = --retry ]; then
 		sleep "${OS_UPDATE_RETRY_SECONDS:-15}"
 	done
 fi
+stage=
+if [ "${1:-}" = --stage ]; then
+	stage=1
+	shift
+fi
 
-[ $# -ge 1 ] && [ $# -le 2 ] || invalid "usage: $me [--retry] IMAGE@sha256:HEX [VERSION]"
+[ $# -ge 1 ] && [ $# -le 2 ] || invalid "usage: $me [--retry] [--stage] IMAGE@sha256:HEX [VERSION]"
 image=$1
 version=${2:-}
 digest=$(digest_of "$image") || exit $?
+what="$image${version:+ ($version)}"
+lock
+
+# staged: IMAGE is staged already; an update reboots into it.
+staged() {
+	if [ -n "$stage" ]; then
+		echo "$me: $what is staged already"
+	else
+		echo "$me: $what is staged already; rebooting into it"
+		run "systemctl reboot" systemctl reboot
+	fi
+}
 
 if command -v bootc >/dev/null 2>&1; then
-	if booted_bootc "$digest"; then
-		echo "$me: the node already runs $image${version:+ ($version)}"
-		exit 0
+	st=$(bootc status --json 2>/dev/null | compact)
+	if bootc_has booted "$digest" "$st"; then
+		echo "$me: the node already runs $what"
+	elif bootc_has staged "$digest" "$st"; then
+		staged
+	elif [ -n "$stage" ]; then
+		echo "$me: staging $what for the next boot with bootc"
+		run "bootc switch" bootc switch "$image"
+	else
+		echo "$me: switching to $what with bootc"
+		run "bootc switch" bootc switch --apply "$image"
 	fi
-	echo "$me: switching to $image${version:+ ($version)} with bootc"
-	run "bootc switch" bootc switch --apply "$image"
 	exit 0
 fi
 if command -v rpm-ostree >/dev/null 2>&1; then
-	if booted_rpmostree "$image" "$digest"; then
-		echo "$me: the node already runs $image${version:+ ($version)}"
+	st=$(rpm-ostree status --json 2>/dev/null | compact)
+	if rpmostree_has booted "$image" "$digest" "$st"; then
+		echo "$me: the node already runs $what"
 		exit 0
 	fi
-	echo "$me: rebasing onto $image${version:+ ($version)} with rpm-ostree"
-	run "rpm-ostree rebase" rpm-ostree rebase "ostree-image-signed:docker://$image"
-	run "systemctl reboot" systemctl reboot
+	if rpmostree_has staged "$image" "$digest" "$st"; then
+		staged
+	elif [ -n "$stage" ]; then
+		echo "$me: staging $what for the next boot with rpm-ostree"
+		run "rpm-ostree rebase" rpm-ostree rebase "ostree-image-signed:docker://$image"
+	else
+		echo "$me: rebasing onto $what with rpm-ostree"
+		run "rpm-ostree rebase" rpm-ostree rebase "ostree-image-signed:docker://$image"
+		run "systemctl reboot" systemctl reboot
+	fi
 	exit 0
 fi
 system "neither bootc nor rpm-ostree is installed"

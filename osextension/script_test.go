@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // gardener-node-agent's classification of the update command's output
@@ -77,6 +79,21 @@ func newNode(t *testing.T, standIns ...string) *node {
 	return n
 }
 
+// lockPath is the update command's lock on this node.
+func (n *node) lockPath() string { return filepath.Join(n.dir, "os-update.lock") }
+
+// tool adds the host's tool to the node's PATH.
+func (n *node) tool(name string) {
+	n.t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		n.t.Skipf("no %s: %v", name, err)
+	}
+	if err := os.Symlink(p, filepath.Join(n.bin, name)); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
 func (n *node) write(p, content string, mode os.FileMode) {
 	n.t.Helper()
 	if err := os.WriteFile(p, []byte(content), mode); err != nil {
@@ -91,7 +108,7 @@ func (n *node) set(file, content string) { n.write(filepath.Join(n.dir, file), c
 func (n *node) run(args ...string) (string, int) {
 	n.t.Helper()
 	c := exec.Command(n.cmd, args...)
-	c.Env = []string{"PATH=" + n.bin, "STANDIN_DIR=" + n.dir, "OS_UPDATE_RETRY_SECONDS=0"}
+	c.Env = []string{"PATH=" + n.bin, "STANDIN_DIR=" + n.dir, "OS_UPDATE_RETRY_SECONDS=0", "OS_UPDATE_LOCK=" + n.lockPath()}
 	out, err := c.CombinedOutput()
 	var ee *exec.ExitError
 	switch {
@@ -118,7 +135,11 @@ func (n *node) calls() []string {
 
 // bootcStatus is `bootc status --json` (as bootc 1.1 prints it) with
 // booted running booted and the rollback deployment rollback.
-func bootcStatus(booted, rollback string) string {
+func bootcStatus(booted, rollback string) string { return bootcStatusStaged("", booted, rollback) }
+
+// bootcStatusStaged is bootcStatus with a staged deployment running
+// staged ("": none).
+func bootcStatusStaged(staged, booted, rollback string) string {
 	dep := func(d string) string {
 		return `{
       "image": {
@@ -134,13 +155,17 @@ func bootcStatus(booted, rollback string) string {
       "ostree": { "checksum": "41a1", "deploySerial": 0 }
     }`
 	}
+	stagedDep := "null"
+	if staged != "" {
+		stagedDep = dep(staged)
+	}
 	return `{
   "apiVersion": "org.containers.bootc/v1",
   "kind": "BootcHost",
   "metadata": { "name": "host" },
   "spec": { "image": { "image": "registry.example:5000/pools/worker", "transport": "registry" }, "bootOrder": "default" },
   "status": {
-    "staged": null,
+    "staged": ` + stagedDep + `,
     "booted": ` + dep(booted) + `,
     "rollback": ` + dep(rollback) + `,
     "rollbackQueued": false,
@@ -260,12 +285,117 @@ func TestUpdateInvalidArguments(t *testing.T) {
 
 func TestUpdateRpmOstree(t *testing.T) {
 	n := newNode(t, "rpm-ostree", "systemctl")
-	// A deployment of the image is staged, not booted: rebase and reboot.
+	// Another image is staged: rebase and reboot.
+	n.set("rpm-ostree.status", rpmOstreeStatus("registry.example:5000/pools/worker@"+otherDigest, otherDigest, "registry.example:5000/pools/worker@"+otherDigest))
+	out, code := n.run(testImage)
+	expectClass(t, out, code, 0, "")
+	expectCalls(t, n, "rpm-ostree status --json",
+		"rpm-ostree rebase ostree-image-signed:docker://"+testImage, "systemctl reboot")
+}
+
+// An update finds the image staged (by the staging unit): it only reboots.
+func TestUpdateStagedReboots(t *testing.T) {
+	n := newNode(t, "rpm-ostree", "systemctl")
 	n.set("rpm-ostree.status", rpmOstreeStatus("registry.example:5000/pools/worker@"+otherDigest, otherDigest, testImage))
 	out, code := n.run(testImage)
 	expectClass(t, out, code, 0, "")
-	expectCalls(t, n, "rpm-ostree status --json --booted",
-		"rpm-ostree rebase ostree-image-signed:docker://"+testImage, "systemctl reboot")
+	expectCalls(t, n, "rpm-ostree status --json", "systemctl reboot")
+
+	// bootc switch --apply of the staged image would change nothing and
+	// not reboot.
+	n = newNode(t, "bootc", "systemctl")
+	n.set("bootc.status", bootcStatusStaged(testDigest, otherDigest, otherDigest))
+	out, code = n.run(testImage)
+	expectClass(t, out, code, 0, "")
+	expectCalls(t, n, "bootc status --json", "systemctl reboot")
+}
+
+// --stage stages the image for the next boot and does not reboot;
+// nothing when the node runs it or has it staged.
+func TestStage(t *testing.T) {
+	for _, c := range []struct {
+		name, status string
+		want         []string
+	}{
+		{"bootc", bootcStatus(otherDigest, testDigest), []string{"bootc status --json", "bootc switch " + testImage}},
+		{"bootc another staged", bootcStatusStaged(otherDigest, otherDigest, otherDigest), []string{"bootc status --json", "bootc switch " + testImage}},
+		{"bootc staged", bootcStatusStaged(testDigest, otherDigest, otherDigest), []string{"bootc status --json"}},
+		{"bootc booted", bootcStatus(testDigest, otherDigest), []string{"bootc status --json"}},
+		{"rpm-ostree", rpmOstreeStatus("registry.example:5000/pools/worker@"+otherDigest, otherDigest, ""),
+			[]string{"rpm-ostree status --json", "rpm-ostree rebase ostree-image-signed:docker://" + testImage}},
+		{"rpm-ostree staged", rpmOstreeStatus("registry.example:5000/pools/worker@"+otherDigest, otherDigest, testImage), []string{"rpm-ostree status --json"}},
+		{"rpm-ostree booted", rpmOstreeStatus(testImage, testDigest, ""), []string{"rpm-ostree status --json"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tool, _, _ := strings.Cut(c.name, " ")
+			n := newNode(t, tool, "systemctl")
+			n.set(tool+".status", c.status)
+			out, code := n.run("--stage", testImage)
+			expectClass(t, out, code, 0, "")
+			expectCalls(t, n, c.want...)
+		})
+	}
+}
+
+// --retry --stage (the staging unit) stages again after network problems.
+func TestStageRetry(t *testing.T) {
+	n := newNode(t, "bootc", "systemctl")
+	n.set("bootc.status", bootcStatus(otherDigest, otherDigest))
+	n.set("bootc.stderr", "dial tcp 10.0.0.5:5000: connect: connection refused\n")
+	n.set("bootc.failures", "1")
+	out, code := n.run("--retry", "--stage", testImage)
+	expectClass(t, out, code, 0, "retriable")
+	expectCalls(t, n, "bootc status --json", "bootc switch "+testImage, "bootc status --json", "bootc switch "+testImage)
+}
+
+// One run at a time: a run waits while another holds the lock, and
+// holds it itself while it switches.
+func TestUpdateLock(t *testing.T) {
+	n := newNode(t, "systemctl")
+	n.tool("flock")
+	n.tool("mkdir")
+	n.tool("dirname")
+	// bootc records whether the lock is held while it switches.
+	n.write(filepath.Join(n.bin, "bootc"), `#!/bin/sh
+if [ "$1" = status ]; then cat "$STANDIN_DIR/bootc.status"; exit 0; fi
+if flock -n "$OS_UPDATE_LOCK" true; then echo "bootc $* unlocked"; else echo "bootc $* locked"; fi >>"$STANDIN_DIR/calls"
+`, 0o755)
+	n.set("bootc.status", bootcStatus(otherDigest, otherDigest))
+	f, err := os.OpenFile(n.lockPath(), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command(n.cmd, testImage)
+	c.Env = []string{"PATH=" + n.bin, "STANDIN_DIR=" + n.dir, "OS_UPDATE_LOCK=" + n.lockPath()}
+	var out strings.Builder
+	c.Stdout, c.Stderr = &out, &out
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		t.Fatalf("the update command ran while the lock was held: %v\n%s", err, out.String())
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out.String())
+		}
+	case <-time.After(time.Minute):
+		_ = c.Process.Kill()
+		t.Fatal("the update command still waits after the lock was released")
+	}
+	expectCalls(t, n, "bootc switch --apply "+testImage+" locked")
 }
 
 func TestUpdateRpmOstreeAlreadyBooted(t *testing.T) {
@@ -273,7 +403,7 @@ func TestUpdateRpmOstreeAlreadyBooted(t *testing.T) {
 	n.set("rpm-ostree.status", rpmOstreeStatus(testImage, testDigest, "registry.example:5000/pools/worker@"+otherDigest))
 	out, code := n.run(testImage)
 	expectClass(t, out, code, 0, "")
-	expectCalls(t, n, "rpm-ostree status --json --booted")
+	expectCalls(t, n, "rpm-ostree status --json")
 }
 
 func TestUpdateRpmOstreeNetworkFailureDoesNotReboot(t *testing.T) {
@@ -282,7 +412,7 @@ func TestUpdateRpmOstreeNetworkFailureDoesNotReboot(t *testing.T) {
 	n.set("rpm-ostree.exit", "1")
 	out, code := n.run(testImage)
 	expectClass(t, out, code, 75, "retriable")
-	expectCalls(t, n, "rpm-ostree status --json --booted",
+	expectCalls(t, n, "rpm-ostree status --json",
 		"rpm-ostree rebase ostree-image-signed:docker://"+testImage)
 }
 
