@@ -12,6 +12,9 @@ const (
 	// UpdateCommand is the in-place update command gardener-node-agent
 	// runs (status.inPlaceUpdates.osUpdate.command).
 	UpdateCommand = "/opt/oslayer/bin/os-update"
+	// StageUnit is the unit that stages the pool image for the next boot
+	// (status.extensionUnits).
+	StageUnit = "oslayer-stage-pool-image.service"
 )
 
 // Provision is the input of the provision user data.
@@ -23,8 +26,9 @@ type Provision struct {
 	Secrets map[string]map[string][]byte
 	// Image is the pool image's digested reference ("": no pivot, the
 	// machine boots the plain base and joins; the extension leaves it
-	// unset only when the pool has no image to offer, and such a node
-	// moves to the pool image at the next in-place update).
+	// unset only when the pool has no image to offer, and the staging
+	// unit of the reconcile stages the pool image for such a node's next
+	// boot).
 	Image string
 	// Policy is the containers policy.json (as `oslayer trust` writes it)
 	// that enforces the image's signature on the pivot; empty: no pivot
@@ -59,7 +63,8 @@ func ExtensionFiles(r Reconcile) []extensionsv1alpha1.File {
 	return extensionFiles(r)
 }
 
-// ExtensionUnits are the units a reconcile adds (status.extensionUnits).
+// ExtensionUnits are the units a reconcile adds (status.extensionUnits):
+// the unit that stages the pool image for the next boot.
 func ExtensionUnits(r Reconcile) []extensionsv1alpha1.Unit {
 	return extensionUnits(r)
 }

@@ -54,7 +54,8 @@ func pivot(p Provision) ([]types.File, types.Unit, error) {
 // the stamp is written. It retries network problems itself, so that the
 // units after it wait (a oneshot unit has no start timeout); invalid
 // arguments and a system failure fail the unit, and the machine joins on
-// its base image (the next in-place update moves it).
+// its base image (the staging unit stages the pool image for its next
+// boot).
 func pivotUnit(image string) string {
 	return `[Unit]
 Description=Switch to the pool image before the node joins

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,8 +20,9 @@ import (
 // oscDocument is the OSC as the build reads it: its spec, with the
 // extension's own units and files as status.extensionUnits/Files (the
 // node agent merges them so), but for the pool-image record, which names
-// the image being built. The OSC's status from earlier reconciles is
-// left out: it holds the record of the previous image.
+// the image being built (and the units' filePaths naming it: the restart
+// it triggers is the node agent's). The OSC's status from earlier
+// reconciles is left out: it holds the record of the previous image.
 func oscDocument(osc *extensionsv1alpha1.OperatingSystemConfig) ([]byte, error) {
 	r := osextension.Reconcile{}
 	var files []extensionsv1alpha1.File
@@ -29,11 +31,15 @@ func oscDocument(osc *extensionsv1alpha1.OperatingSystemConfig) ([]byte, error) 
 			files = append(files, f)
 		}
 	}
+	units := osextension.ExtensionUnits(r)
+	for i := range units {
+		units[i].FilePaths = slices.DeleteFunc(units[i].FilePaths, func(p string) bool { return p == osextension.PoolImageFile })
+	}
 	doc := &extensionsv1alpha1.OperatingSystemConfig{
 		TypeMeta:   metav1.TypeMeta{APIVersion: extensionsv1alpha1.SchemeGroupVersion.String(), Kind: "OperatingSystemConfig"},
 		ObjectMeta: metav1.ObjectMeta{Name: osc.Name, Namespace: osc.Namespace, Labels: osc.Labels},
 		Spec:       *osc.Spec.DeepCopy(),
-		Status:     extensionsv1alpha1.OperatingSystemConfigStatus{ExtensionUnits: osextension.ExtensionUnits(r), ExtensionFiles: files},
+		Status:     extensionsv1alpha1.OperatingSystemConfigStatus{ExtensionUnits: units, ExtensionFiles: files},
 	}
 	// The providerConfig is the extension's, not the node's.
 	doc.Spec.ProviderConfig = nil

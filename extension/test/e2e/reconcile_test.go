@@ -151,6 +151,18 @@ func checkContent(t *testing.T, d name.Digest, body string, opts ...remote.Optio
 	if !strings.Contains(found["etc/systemd/system/hello.service"], "ExecStart=/usr/local/bin/hello") {
 		t.Errorf("hello.service not in the image")
 	}
+	// The staging unit is baked and enabled (on a node of the image it
+	// finds the image booted); the pool-image record is not baked.
+	unit := osextension.ExtensionUnits(osextension.Reconcile{})[0]
+	if got := found["etc/systemd/system/"+unit.Name]; got != *unit.Content {
+		t.Errorf("%s in the image: %q", unit.Name, got)
+	}
+	if _, ok := found["etc/systemd/system/multi-user.target.wants/"+unit.Name]; !ok {
+		t.Errorf("%s not enabled in the image", unit.Name)
+	}
+	if _, ok := found[strings.TrimPrefix(osextension.PoolImageFile, "/")]; ok {
+		t.Errorf("%s is in the image", osextension.PoolImageFile)
+	}
 }
 
 // cosignVerify verifies the image with the cosign CLI and the public key.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -271,6 +272,43 @@ func TestOSExtensionFiles(t *testing.T) {
 	expectNodeFile(t, n.root, osextension.UpdateCommand, osextension.UpdateScript(), 0o755)
 	if c := n.calls(); c != nil {
 		t.Errorf("the update command ran without a version change: %q", c)
+	}
+}
+
+// TestOSExtensionStageUnit: the node agent writes and enables the staging
+// unit and restarts it whenever the pool image changes without a new
+// version (content the agent also applies live), and not otherwise.
+func TestOSExtensionStageUnit(t *testing.T) {
+	n := newOSCNode(t)
+	db := n.r.DBus.(*fakedbus.DBus)
+	restarts := func(from int) int {
+		k := 0
+		for _, a := range db.Actions[from:] {
+			if a.Action == fakedbus.ActionRestart && slices.Contains(a.UnitNames, osextension.StageUnit) {
+				k++
+			}
+		}
+		return k
+	}
+	for i, c := range []struct {
+		image string
+		want  int
+	}{{image1, 1}, {image1, 0}, {image2, 1}} {
+		from := len(db.Actions)
+		if _, err := n.apply(n.osc(version1, c.image)); err != nil {
+			t.Fatal(err)
+		}
+		if got := restarts(from); got != c.want {
+			t.Errorf("apply %d (%s): %d restarts of %s, want %d; actions %+v", i, c.image, got, osextension.StageUnit, c.want, db.Actions[from:])
+		}
+	}
+	unit := osextension.ExtensionUnits(osextension.Reconcile{})[0]
+	// The agent writes units 0600.
+	expectNodeFile(t, n.root, filepath.Join("/etc/systemd/system", osextension.StageUnit), *unit.Content, 0o600)
+	if !slices.ContainsFunc(db.Actions, func(a fakedbus.SystemdAction) bool {
+		return a.Action == fakedbus.ActionEnable && slices.Contains(a.UnitNames, osextension.StageUnit)
+	}) {
+		t.Errorf("%s never enabled; actions %+v", osextension.StageUnit, db.Actions)
 	}
 }
 
