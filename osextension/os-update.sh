@@ -17,7 +17,8 @@
 #
 # --stage (the staging unit) stages IMAGE for the next boot and does not
 # reboot: `bootc switch IMAGE` or `rpm-ostree rebase`; nothing when the
-# node runs IMAGE or has it staged.
+# node runs IMAGE or has it staged, or when bootc-fetch-apply-updates.timer
+# is enabled (it would reboot into the staged image without a drain).
 #
 # --retry (the pivot of a new machine, the staging unit) runs it again
 # after network problems, every $OS_UPDATE_RETRY_SECONDS (default 15)
@@ -160,6 +161,15 @@ digest=$(digest_of "$image") || exit $?
 what="$image${version:+ ($version)}"
 lock
 
+# auto_apply: --stage must not stage: bootc-fetch-apply-updates.timer
+# (enabled on bootc base images) runs `bootc upgrade --apply`, which
+# reboots into any staged deployment, without a drain.
+auto_apply() {
+	[ -n "$stage" ] || return 1
+	systemctl is-enabled --quiet bootc-fetch-apply-updates.timer 2>/dev/null || return 1
+	echo "$me: not staging $what: bootc-fetch-apply-updates.timer is enabled and would reboot the node into it without a drain; the node moves at its next in-place update"
+}
+
 # staged: IMAGE is staged already; an update reboots into it.
 staged() {
 	if [ -n "$stage" ]; then
@@ -176,6 +186,8 @@ if command -v bootc >/dev/null 2>&1; then
 		echo "$me: the node already runs $what"
 	elif bootc_has staged "$digest" "$st"; then
 		staged
+	elif auto_apply; then
+		:
 	elif [ -n "$stage" ]; then
 		echo "$me: staging $what for the next boot with bootc"
 		run "bootc switch" bootc switch "$image"
@@ -193,6 +205,8 @@ if command -v rpm-ostree >/dev/null 2>&1; then
 	fi
 	if rpmostree_has staged "$image" "$digest" "$st"; then
 		staged
+	elif auto_apply; then
+		:
 	elif [ -n "$stage" ]; then
 		echo "$me: staging $what for the next boot with rpm-ostree"
 		run "rpm-ostree rebase" rpm-ostree rebase "ostree-image-signed:docker://$image"

@@ -313,23 +313,30 @@ func TestUpdateStagedReboots(t *testing.T) {
 // --stage stages the image for the next boot and does not reboot;
 // nothing when the node runs it or has it staged.
 func TestStage(t *testing.T) {
+	const timer = "systemctl is-enabled --quiet bootc-fetch-apply-updates.timer"
 	for _, c := range []struct {
 		name, status string
+		timer        bool // bootc-fetch-apply-updates.timer enabled
 		want         []string
 	}{
-		{"bootc", bootcStatus(otherDigest, testDigest), []string{"bootc status --json", "bootc switch " + testImage}},
-		{"bootc another staged", bootcStatusStaged(otherDigest, otherDigest, otherDigest), []string{"bootc status --json", "bootc switch " + testImage}},
-		{"bootc staged", bootcStatusStaged(testDigest, otherDigest, otherDigest), []string{"bootc status --json"}},
-		{"bootc booted", bootcStatus(testDigest, otherDigest), []string{"bootc status --json"}},
-		{"rpm-ostree", rpmOstreeStatus("registry.example:5000/pools/worker@"+otherDigest, otherDigest, ""),
-			[]string{"rpm-ostree status --json", "rpm-ostree rebase ostree-image-signed:docker://" + testImage}},
-		{"rpm-ostree staged", rpmOstreeStatus("registry.example:5000/pools/worker@"+otherDigest, otherDigest, testImage), []string{"rpm-ostree status --json"}},
-		{"rpm-ostree booted", rpmOstreeStatus(testImage, testDigest, ""), []string{"rpm-ostree status --json"}},
+		{"bootc", bootcStatus(otherDigest, testDigest), false, []string{"bootc status --json", timer, "bootc switch " + testImage}},
+		{"bootc another staged", bootcStatusStaged(otherDigest, otherDigest, otherDigest), false, []string{"bootc status --json", timer, "bootc switch " + testImage}},
+		{"bootc staged", bootcStatusStaged(testDigest, otherDigest, otherDigest), false, []string{"bootc status --json"}},
+		{"bootc booted", bootcStatus(testDigest, otherDigest), false, []string{"bootc status --json"}},
+		{"bootc auto-apply timer", bootcStatus(otherDigest, testDigest), true, []string{"bootc status --json", timer}},
+		{"rpm-ostree", rpmOstreeStatus("registry.example:5000/pools/worker@"+otherDigest, otherDigest, ""), false,
+			[]string{"rpm-ostree status --json", timer, "rpm-ostree rebase ostree-image-signed:docker://" + testImage}},
+		{"rpm-ostree staged", rpmOstreeStatus("registry.example:5000/pools/worker@"+otherDigest, otherDigest, testImage), false, []string{"rpm-ostree status --json"}},
+		{"rpm-ostree booted", rpmOstreeStatus(testImage, testDigest, ""), false, []string{"rpm-ostree status --json"}},
+		{"rpm-ostree auto-apply timer", rpmOstreeStatus("registry.example:5000/pools/worker@"+otherDigest, otherDigest, ""), true, []string{"rpm-ostree status --json", timer}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tool, _, _ := strings.Cut(c.name, " ")
 			n := newNode(t, tool, "systemctl")
 			n.set(tool+".status", c.status)
+			if !c.timer {
+				n.set("systemctl.exit", "1") // is-enabled: not enabled
+			}
 			out, code := n.run("--stage", testImage)
 			expectClass(t, out, code, 0, "")
 			expectCalls(t, n, c.want...)
@@ -343,9 +350,11 @@ func TestStageRetry(t *testing.T) {
 	n.set("bootc.status", bootcStatus(otherDigest, otherDigest))
 	n.set("bootc.stderr", "dial tcp 10.0.0.5:5000: connect: connection refused\n")
 	n.set("bootc.failures", "1")
+	n.set("systemctl.exit", "1")
 	out, code := n.run("--retry", "--stage", testImage)
 	expectClass(t, out, code, 0, "retriable")
-	expectCalls(t, n, "bootc status --json", "bootc switch "+testImage, "bootc status --json", "bootc switch "+testImage)
+	const timer = "systemctl is-enabled --quiet bootc-fetch-apply-updates.timer"
+	expectCalls(t, n, "bootc status --json", timer, "bootc switch "+testImage, "bootc status --json", timer, "bootc switch "+testImage)
 }
 
 // One run at a time: a run waits while another holds the lock, and
