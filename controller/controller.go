@@ -43,7 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/pipeline"
 	"github.com/oslayer/oslayer/preflight"
@@ -320,7 +320,7 @@ func (r *Reconciler) fail(ctx context.Context, pi *v1alpha1.PoolImage, digest, s
 }
 
 // run builds the PoolImage's inputs; step names where a failure happened.
-func (r *Reconciler) run(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs, log *slog.Logger) (*build.Result, string, error) {
+func (r *Reconciler) run(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs, log *slog.Logger) (*assemble.Result, string, error) {
 	if in.packageStage && !r.pod {
 		// The controller process never runs buildah (Reconcile refuses
 		// such a pool before it gets here).
@@ -463,7 +463,7 @@ func (r *Reconciler) event(pi *v1alpha1.PoolImage, typ, reason, action, format s
 }
 
 // phaseAttrs are the build's phase times (seconds) as a log group.
-func phaseAttrs(ps []build.Phase) slog.Value {
+func phaseAttrs(ps []assemble.Phase) slog.Value {
 	as := make([]slog.Attr, len(ps))
 	for i, p := range ps {
 		as[i] = slog.Float64(p.Name, p.Seconds)

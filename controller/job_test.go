@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/controller"
 	"github.com/oslayer/oslayer/test/pkgbase"
 	"github.com/oslayer/oslayer/test/regtest"
@@ -537,7 +537,7 @@ spec:
 	if err := json.Unmarshal([]byte(cm.Data[controller.ResultKey]), &res); err != nil {
 		t.Fatal(err)
 	}
-	var ps build.PackageResult
+	var ps assemble.PackageResult
 	if err := json.Unmarshal(res.Packages, &ps); err != nil || ps.Hit || len(ps.Commands) == 0 || !strings.HasPrefix(ps.Ref, e.host+"/os/worker@sha256:") {
 		t.Fatalf("result's package stage %s: %v", res.Packages, err)
 	}

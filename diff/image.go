@@ -11,7 +11,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/render"
 )
@@ -21,7 +21,7 @@ const (
 	labelOSVersion  = "org.opencontainers.image.version"
 	labelVersion    = "version"
 	labelKernel     = "ostree.linux"
-	labelPackageKey = build.LabelPrefix + "package-key"
+	labelPackageKey = assemble.LabelPrefix + "package-key"
 )
 
 // maxManifest bounds the ownership manifest read from a metadata layer.
@@ -40,14 +40,14 @@ func LoadImage(ctx context.Context, reg *registry.Options, ref string, platform 
 		return nil, fmt.Errorf("image %s: config: %w", ref, err)
 	}
 	l := cf.Config.Labels
-	if l[build.LabelPool] == "" {
-		return nil, fmt.Errorf("image %s: not an oslayer pool image (no label %s)", ref, build.LabelPool)
+	if l[assemble.LabelPool] == "" {
+		return nil, fmt.Errorf("image %s: not an oslayer pool image (no label %s)", ref, assemble.LabelPool)
 	}
-	s := &Side{Given: ref, Kind: "image", Digest: res.Digest.String(), Pool: l[build.LabelPool], Arch: cf.Architecture,
-		BaseDigest: l[build.LabelBaseDigest], OSVersion: firstNonEmpty(l[labelOSVersion], l[labelVersion]),
-		Kernel: l[labelKernel], PackageKey: l[labelPackageKey], InputsDigest: l[build.LabelInputsDigest]}
-	if err := json.Unmarshal([]byte(l[build.LabelKernelArgs]), &s.KernelArgs); err != nil {
-		return nil, fmt.Errorf("image %s: label %s: %w", ref, build.LabelKernelArgs, err)
+	s := &Side{Given: ref, Kind: "image", Digest: res.Digest.String(), Pool: l[assemble.LabelPool], Arch: cf.Architecture,
+		BaseDigest: l[assemble.LabelBaseDigest], OSVersion: firstNonEmpty(l[labelOSVersion], l[labelVersion]),
+		Kernel: l[labelKernel], PackageKey: l[labelPackageKey], InputsDigest: l[assemble.LabelInputsDigest]}
+	if err := json.Unmarshal([]byte(l[assemble.LabelKernelArgs]), &s.KernelArgs); err != nil {
+		return nil, fmt.Errorf("image %s: label %s: %w", ref, assemble.LabelKernelArgs, err)
 	}
 	if s.Layers, err = imageLayers(img, cf); err != nil {
 		return nil, fmt.Errorf("image %s: %w", ref, err)
@@ -77,7 +77,7 @@ func imageLayers(img v1.Image, cf *v1.ConfigFile) ([]Layer, error) {
 	}
 	var roles []string
 	for _, h := range cf.History {
-		if r, ok := strings.CutPrefix(h.Comment, build.HistoryCommentPrefix); ok {
+		if r, ok := strings.CutPrefix(h.Comment, assemble.HistoryCommentPrefix); ok {
 			roles = append(roles, r)
 		}
 	}

@@ -44,7 +44,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/pipeline"
 	"github.com/oslayer/oslayer/preflight"
@@ -422,13 +422,13 @@ func (s *Settings) checkArch(path string, add addFunc) {
 	if s.Arch == "" {
 		return
 	}
-	arches, err := build.ParseArches(s.Arch)
+	arches, err := assemble.ParseArches(s.Arch)
 	if err != nil {
 		add(path+".arch", "%v", strings.TrimPrefix(err.Error(), "--arch "))
 		return
 	}
 	for _, a := range arches {
-		if a != build.ArchAll && !knownArch[a] {
+		if a != assemble.ArchAll && !knownArch[a] {
 			add(path+".arch", "%q: want one of amd64, arm64, ppc64le, s390x (or x86_64, aarch64), a list of them (amd64,arm64) or all", a)
 		}
 	}

@@ -19,7 +19,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/pipeline"
 	"github.com/oslayer/oslayer/preflight"
@@ -105,7 +105,7 @@ type run struct {
 
 type baseEntry struct {
 	once   sync.Once
-	base   *build.Base
+	base   *assemble.Base
 	shared Shared
 	step   string
 	err    error
@@ -253,7 +253,7 @@ type prepared struct {
 	start time.Time
 	mode  string
 	repo  string
-	base  *build.Base
+	base  *assemble.Base
 	// pipe is the pool's pipeline (its Spec made ready: publisher,
 	// stages, request).
 	pipe *pipeline.Pipeline
@@ -276,14 +276,14 @@ type prepared struct {
 	// image (nil for the first); built is the first pool's build (of an
 	// image or an index), kept while its group is built.
 	same  *prepared
-	built *build.Result
+	built *assemble.Result
 }
 
 // platformRender is one platform of a multi-platform pool, rendered onto
 // the run's shared base of that platform.
 type platformRender struct {
 	platform v1.Platform
-	base     *build.Base
+	base     *assemble.Base
 	rendered *render.Result
 	secs     float64
 }
@@ -308,9 +308,9 @@ func (r *run) prepare(ctx context.Context, p *Pool) (pr *prepared) {
 	}
 	pr.mode = p.BaseIndex
 	if pr.mode == "" {
-		pr.mode = build.BaseIndexAuto
+		pr.mode = assemble.BaseIndexAuto
 	}
-	if arches, _ := build.ParseArches(p.Arch); len(arches) > 1 || arches[0] == build.ArchAll {
+	if arches, _ := assemble.ParseArches(p.Arch); len(arches) > 1 || arches[0] == assemble.ArchAll {
 		pr.arches = arches
 	}
 	var err error
@@ -334,7 +334,7 @@ func (r *run) prepare(ctx context.Context, p *Pool) (pr *prepared) {
 	}
 	if f := r.renderShared(ctx, pr); f != nil {
 		if f.step == "render" {
-			pr.res.Phases = []build.Phase{{Name: "render", Seconds: pr.renderSecs}}
+			pr.res.Phases = []assemble.Phase{{Name: "render", Seconds: pr.renderSecs}}
 		}
 		return fail(f.step, f.kind, f.err)
 	}
@@ -396,10 +396,10 @@ func (r *run) renderShared(ctx context.Context, pr *prepared) *failure {
 // render renders the pool onto base (onto its index unless the base
 // index is off), reading imageRef files through images; it returns the
 // render's time.
-func (r *run) render(ctx context.Context, pr *prepared, base *build.Base, images model.ImageFiles) (*render.Result, float64, error) {
+func (r *run) render(ctx context.Context, pr *prepared, base *assemble.Base, images model.ImageFiles) (*render.Result, float64, error) {
 	rreq := pr.pipe.Request.Render
 	rreq.Images = images
-	if base.Index != nil && pr.mode != build.BaseIndexOff {
+	if base.Index != nil && pr.mode != assemble.BaseIndexOff {
 		rreq.Base = base.Index.FS()
 	}
 	rreq.BaseName = fmt.Sprintf("base %s (%s)", base.Ref, base.Digest)
@@ -515,7 +515,7 @@ func (r *run) buildGroup(ctx context.Context, g []*prepared) []*prepared {
 		pr.res.SameImageAs = lead.pool.Path
 		if lead.res.Status != "built" {
 			// The same image: it would fail the same way.
-			pr.res.Phases = []build.Phase{{Name: "render", Seconds: pr.renderSecs}}
+			pr.res.Phases = []assemble.Phase{{Name: "render", Seconds: pr.renderSecs}}
 			pr.res.fail(lead.res.Step, lead.res.Kind, fmt.Errorf("%s (the same image as %s, which failed)", lead.res.Error, lead.pool.Path))
 			pr.res.Seconds = pr.prepSecs + pr.renderSecs
 			continue
@@ -560,7 +560,7 @@ func (r *run) buildPool(ctx context.Context, pr *prepared, rendered *render.Resu
 	if pr.platforms != nil {
 		r.handOver(&req, pr.platforms)
 	}
-	br, err := build.Build(ctx, req, pr.pipe.Publisher, pr.pipe.Stages...)
+	br, err := assemble.Build(ctx, req, pr.pipe.Publisher, pr.pipe.Stages...)
 	pr.built = br
 	r.record(ctx, pr, br, err)
 }
@@ -568,20 +568,20 @@ func (r *run) buildPool(ctx context.Context, pr *prepared, rendered *render.Resu
 // handOver gives a multi-platform build what prepare did: each
 // platform's base (and its index), resolved once for every pool of the
 // run as a single-platform pool's is, and the platform's render onto it.
-func (r *run) handOver(req *build.Request, platforms []platformRender) {
+func (r *run) handOver(req *assemble.Request, platforms []platformRender) {
 	byPlatform := map[string]*platformRender{}
 	for i := range platforms {
 		pl := &platforms[i]
 		req.Resolved = append(req.Resolved, pl.platform)
 		byPlatform[pl.platform.String()] = pl
 	}
-	req.Bases = func(_ context.Context, p v1.Platform) (*build.Base, error) {
+	req.Bases = func(_ context.Context, p v1.Platform) (*assemble.Base, error) {
 		if pl := byPlatform[p.String()]; pl != nil {
 			return pl.base, nil
 		}
 		return nil, fmt.Errorf("platform %s was not resolved", p.String())
 	}
-	req.Renderers = func(p v1.Platform) build.Renderer {
+	req.Renderers = func(p v1.Platform) assemble.Renderer {
 		pl := byPlatform[p.String()]
 		if pl == nil {
 			return nil
@@ -597,12 +597,12 @@ func (r *run) handOver(req *build.Request, platforms []platformRender) {
 // again. The registry sees a look at the tag and, unless it names the
 // image already, one PUT of the manifest by tag.
 func (r *run) moveTag(ctx context.Context, pr *prepared) {
-	br, err := build.Retag(ctx, pr.same.built, pr.pipe.Publisher)
+	br, err := assemble.Retag(ctx, pr.same.built, pr.pipe.Publisher)
 	if br != nil {
 		// The pool's phases: its own render (prepare), then the tag.
-		br.Phases = append([]build.Phase{{Name: "render"}}, br.Phases...)
+		br.Phases = append([]assemble.Phase{{Name: "render"}}, br.Phases...)
 		for _, p := range br.Platforms {
-			p.Phases = []build.Phase{{Name: "render"}}
+			p.Phases = []assemble.Phase{{Name: "render"}}
 		}
 	}
 	r.record(ctx, pr, br, err)
@@ -611,9 +611,9 @@ func (r *run) moveTag(ctx context.Context, pr *prepared) {
 // record puts a build's result (br, err) into the pool's summary row,
 // with the pool's own render times and inputs digest (the image may
 // carry the group's first).
-func (r *run) record(ctx context.Context, pr *prepared, br *build.Result, err error) {
+func (r *run) record(ctx context.Context, pr *prepared, br *assemble.Result, err error) {
 	res := &pr.res
-	setRender := func(phases []build.Phase, secs float64) {
+	setRender := func(phases []assemble.Phase, secs float64) {
 		for i := range phases {
 			if phases[i].Name == "render" {
 				phases[i].Seconds = secs
@@ -645,7 +645,7 @@ func (r *run) record(ctx context.Context, pr *prepared, br *build.Result, err er
 
 // lastStep is the step a build stopped at: its last phase (for an index
 // that had none yet, its last platform's).
-func lastStep(br *build.Result) string {
+func lastStep(br *assemble.Result) string {
 	switch {
 	case br == nil:
 	case len(br.Phases) > 0:
@@ -685,7 +685,7 @@ func stepKind(ctx context.Context, step string) string {
 
 // firstInRepo reports whether this is the first pool on base pushing into
 // repo.
-func (r *run) firstInRepo(repo string, base *build.Base) bool {
+func (r *run) firstInRepo(repo string, base *assemble.Base) bool {
 	key := repo
 	if base != nil {
 		key += "@" + base.Digest.String()
@@ -709,15 +709,15 @@ func (r *run) base(ctx context.Context, ref, arch, mode, repo string) *baseEntry
 	e.once.Do(func() {
 		start := time.Now()
 		defer func() { e.shared.Seconds = time.Since(start).Seconds() }()
-		b, err := build.ResolveBase(ctx, ref, r.o.Registry, arch)
+		b, err := assemble.ResolveBase(ctx, ref, r.o.Registry, arch)
 		if err != nil {
 			e.step, e.err = "base", err
 			e.shared.Error = err.Error()
 			return
 		}
 		e.shared.Digest = b.Digest.String()
-		if mode != build.BaseIndexOff {
-			info, err := build.IndexBase(ctx, b, build.IndexOptions{CacheDir: r.o.IndexCacheDir,
+		if mode != assemble.BaseIndexOff {
+			info, err := assemble.IndexBase(ctx, b, assemble.IndexOptions{CacheDir: r.o.IndexCacheDir,
 				Repository: repo, Registry: r.o.Registry, Logger: r.log})
 			if err != nil {
 				e.step, e.err = "base-index", fmt.Errorf("%w (baseIndex: off builds without reading the base)", err)
@@ -735,8 +735,8 @@ func (r *run) base(ctx context.Context, ref, arch, mode, repo string) *baseEntry
 // platforms: ArchAll reads the base's index once for every pool that
 // names it.
 func (r *run) platforms(ctx context.Context, ref string, arches []string) ([]v1.Platform, error) {
-	mreq := build.Request{Base: ref, Registry: r.o.Registry, Arch: strings.Join(arches, ",")}
-	if len(arches) != 1 || arches[0] != build.ArchAll {
+	mreq := assemble.Request{Base: ref, Registry: r.o.Registry, Arch: strings.Join(arches, ",")}
+	if len(arches) != 1 || arches[0] != assemble.ArchAll {
 		return mreq.Platforms(ctx)
 	}
 	e := entry(&r.mu, r.platLists, ref, func(e *platformsEntry) {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/fleet"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/publish"
@@ -155,10 +155,10 @@ func TestFleetBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := build.Build(ctxT(t), build.Request{
+	res, err := assemble.Build(ctxT(t), assemble.Request{
 		Render: render.Request{OSCs: p.OSC, Pool: p.Name}, Base: p.Base, Version: "test",
-		Flags: build.OutputFlags{Pool: p.Name, Base: p.Base}.Map(),
-		Index: build.IndexOptions{CacheDir: filepath.Join(e.dir, "cache")},
+		Flags: assemble.OutputFlags{Pool: p.Name, Base: p.Base}.Map(),
+		Index: assemble.IndexOptions{CacheDir: filepath.Join(e.dir, "cache")},
 	}, pub)
 	if err != nil {
 		t.Fatal(err)

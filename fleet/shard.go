@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 )
 
@@ -86,7 +86,7 @@ func shardKey(p *Pool) string {
 		repo = repo[:i]
 	}
 	// "x86_64,aarch64" and "amd64,arm64" are one image.
-	arches, _ := build.ParseArches(p.Arch)
+	arches, _ := assemble.ParseArches(p.Arch)
 	h := sha256.New()
 	opts, _ := json.Marshal([]any{repo, p.Base, arches, p.BaseIndex, p.bake(),
 		p.AllowTopLevel, p.SignKey, p.SignKeyPasswordFile, p.Preflight})

@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/sign"
 )
 
@@ -53,7 +53,7 @@ type PoolResult struct {
 	// Digest are the OCI index's).
 	Platforms     []PlatformResult `json:"platforms,omitempty"`
 	BytesUploaded int64            `json:"bytesUploaded"`
-	Phases        []build.Phase    `json:"phases"`
+	Phases        []assemble.Phase `json:"phases"`
 	Seconds       float64          `json:"seconds"`
 	Warnings      []string         `json:"warnings,omitempty"`
 	// Status is "built" or "failed".
@@ -65,7 +65,7 @@ type PoolResult struct {
 	Error string `json:"error,omitempty"`
 }
 
-func (r *PoolResult) fill(b *build.Result) {
+func (r *PoolResult) fill(b *assemble.Result) {
 	r.Status = "built"
 	if b == nil {
 		return
@@ -100,7 +100,7 @@ type PlatformResult struct {
 
 // fillIndex records a multi-platform build: the index is the pool's
 // image; uploaded bytes and phases add up over the platforms.
-func (r *PoolResult) fillIndex(m *build.Result) {
+func (r *PoolResult) fillIndex(m *assemble.Result) {
 	r.Image = m.Image
 	if m.Digest.Hex != "" {
 		r.Digest = m.Digest.String()

@@ -14,13 +14,13 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 )
 
 // LabelKey is the label on a package base that records its key; a cached
 // package base is used only when this label equals the key computed for the
 // build.
-const LabelKey = build.LabelPrefix + "package-key"
+const LabelKey = assemble.LabelPrefix + "package-key"
 
 // keyVersion changes whenever the key's encoding or the generated steps'
 // meaning change, so that no older package base is taken for a newer one.

@@ -12,7 +12,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/sigstore/sigstore/pkg/signature"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/packagestage/bud"
 	"github.com/oslayer/oslayer/preflight"
@@ -66,11 +66,11 @@ type Env struct {
 // before Run: that changes no image.
 type Pipeline struct {
 	Spec      Spec
-	Request   build.Request
+	Request   assemble.Request
 	Publisher *publish.Publisher
 	// Stages are preflight (content, then the written image) and, when
 	// signing, sign and attest, in order.
-	Stages []build.Stage
+	Stages []assemble.Stage
 	// Repository is the target's repository ("" for an OCI layout).
 	Repository string
 
@@ -139,15 +139,15 @@ func New(spec Spec, env Env) (*Pipeline, error) {
 }
 
 // request is the build request of the pipeline's spec.
-func (p *Pipeline) request(reg *registry.Options, env Env) build.Request {
+func (p *Pipeline) request(reg *registry.Options, env Env) assemble.Request {
 	spec := p.Spec
 	in := spec.Inputs
 	mode := spec.BaseIndex
 	if mode == "" {
-		mode = build.BaseIndexAuto
+		mode = assemble.BaseIndexAuto
 	}
 	arch := strings.Join(spec.Arch, ",")
-	req := build.Request{
+	req := assemble.Request{
 		Render: render.Request{
 			OSCs: in.OSCs, Stdin: env.Stdin, MachineConfigs: in.MachineConfigs, MachineConfigPools: in.MachineConfigPools,
 			Pool: in.Pool, SecretsDir: in.SecretsDir, BakeSecrets: in.BakeSecrets, Strict: in.Strict,
@@ -157,11 +157,11 @@ func (p *Pipeline) request(reg *registry.Options, env Env) build.Request {
 		Registry: reg,
 		Arch:     arch,
 		Version:  env.Version,
-		Flags: build.OutputFlags{Pool: in.Pool, Base: spec.Base, BaseIndex: mode, Arch: arch,
+		Flags: assemble.OutputFlags{Pool: in.Pool, Base: spec.Base, BaseIndex: mode, Arch: arch,
 			BakeSecrets: in.BakeSecrets, AllowTopLevel: in.AllowTopLevel}.Map(),
 		Logger:    env.Logger,
 		BaseIndex: mode,
-		Index:     build.IndexOptions{CacheDir: spec.IndexCacheDir, Registry: reg, Logger: env.Logger},
+		Index:     assemble.IndexOptions{CacheDir: spec.IndexCacheDir, Registry: reg, Logger: env.Logger},
 	}
 	if env.PublishBaseIndex && p.Repository != "" {
 		req.Index.Repository = p.Repository
@@ -216,8 +216,8 @@ func (p *Pipeline) images(reg *registry.Options, env Env) func(*v1.Platform) mod
 
 // Run runs the build: one image, or for several platforms one image per
 // platform and their index (build.Build).
-func (p *Pipeline) Run(ctx context.Context) (*build.Result, error) {
-	return build.Build(ctx, p.Request, p.Publisher, p.Stages...)
+func (p *Pipeline) Run(ctx context.Context) (*assemble.Result, error) {
+	return assemble.Build(ctx, p.Request, p.Publisher, p.Stages...)
 }
 
 // Close waits for the package stage's scratch storage to be removed and
@@ -255,7 +255,7 @@ const DefaultMaxAddedBytes = 2 << 30
 
 // signStages are the sign and attest stages (none without Signing); the
 // key is decrypted here, before anything is built.
-func signStages(spec Spec, reg *registry.Options, env Env) ([]build.Stage, error) {
+func signStages(spec Spec, reg *registry.Options, env Env) ([]assemble.Stage, error) {
 	s := spec.Signing
 	if s == nil {
 		return nil, nil
@@ -283,7 +283,7 @@ func ParseArch(s string) ([]string, error) {
 	if s == "" {
 		return nil, nil
 	}
-	if _, err := build.ParseArches(s); err != nil {
+	if _, err := assemble.ParseArches(s); err != nil {
 		return nil, err
 	}
 	out := strings.Split(s, ",")
@@ -301,14 +301,14 @@ func (s Spec) Check() error {
 		add("push", "target", errors.New("no target: give REG/REPO[:TAG] or oci:DIR[:TAG]"))
 	}
 	if len(s.Arch) > 0 {
-		if _, err := build.ParseArches(strings.Join(s.Arch, ",")); err != nil {
+		if _, err := assemble.ParseArches(strings.Join(s.Arch, ",")); err != nil {
 			add("config", "arch", errors.New(strings.TrimPrefix(err.Error(), "--arch ")))
 		}
 	}
 	switch s.BaseIndex {
-	case "", build.BaseIndexAuto, build.BaseIndexOff:
+	case "", assemble.BaseIndexAuto, assemble.BaseIndexOff:
 	default:
-		add("config", "baseIndex", fmt.Errorf("%q: want %s or %s", s.BaseIndex, build.BaseIndexAuto, build.BaseIndexOff))
+		add("config", "baseIndex", fmt.Errorf("%q: want %s or %s", s.BaseIndex, assemble.BaseIndexAuto, assemble.BaseIndexOff))
 	}
 	errs = append(errs, s.Preflight.check()...)
 	if g := s.Signing; g != nil && g.Identity != "" {

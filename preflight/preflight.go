@@ -57,7 +57,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 )
 
 // Severity of a finding.
@@ -313,7 +313,7 @@ func addedStart(t *Target) (int, []Finding) {
 // the image has the oslayer labels and one non-empty history entry per
 // layer; -1 otherwise.
 func addedByHistory(t *Target) int {
-	if t.Labels[build.LabelBaseDigest] == "" {
+	if t.Labels[assemble.LabelBaseDigest] == "" {
 		return -1
 	}
 	var hist []v1.History
@@ -326,7 +326,7 @@ func addedByHistory(t *Target) int {
 		return -1
 	}
 	i := len(hist)
-	for i > 0 && strings.HasPrefix(hist[i-1].Comment, build.HistoryCommentPrefix) {
+	for i > 0 && strings.HasPrefix(hist[i-1].Comment, assemble.HistoryCommentPrefix) {
 		i--
 	}
 	if i == len(hist) {

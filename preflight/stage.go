@@ -11,7 +11,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 )
 
 // Stage names in a build result.
@@ -42,15 +42,15 @@ const (
 // Errors fail the build (nothing written, or the tag does not move);
 // warnings are logged and kept in the returned *Report, recorded under the
 // stage's name.
-func Stages(opts Options) []build.Stage {
+func Stages(opts Options) []assemble.Stage {
 	sh := &shared{opts: opts}
-	return []build.Stage{&stage{sh: sh}, &stage{sh: sh, written: true}}
+	return []assemble.Stage{&stage{sh: sh}, &stage{sh: sh, written: true}}
 }
 
 // Stage returns preflight as one stage that runs every check before the
 // image is written (the checks of what was written then see the assembled
 // image). Builds use Stages.
-func Stage(opts Options) build.Stage { return &stage{sh: &shared{opts: opts}, all: true} }
+func Stage(opts Options) assemble.Stage { return &stage{sh: &shared{opts: opts}, all: true} }
 
 // shared is what the two halves share: the options and the required base,
 // opened once per platform.
@@ -161,7 +161,7 @@ func (skipped) Needs() Needs { return notHere }
 // notHere marks a check that belongs to the other half of a build.
 const notHere Needs = 1 << 7
 
-func (s *stage) Run(ctx context.Context, b *build.Built, p *build.Published) (any, error) {
+func (s *stage) Run(ctx context.Context, b *assemble.Built, p *assemble.Published) (any, error) {
 	if b == nil || b.Image == nil {
 		return nil, errors.New("no built image")
 	}
@@ -197,7 +197,7 @@ func (s *stage) Run(ctx context.Context, b *build.Built, p *build.Published) (an
 // target is what the checks look at: the built image (or, for the
 // written half, the image read back by digest), its base, and the
 // required base (--require-base, or the official base of a package base).
-func (s *stage) target(ctx context.Context, opts Options, b *build.Built, p *build.Published) (Target, error) {
+func (s *stage) target(ctx context.Context, opts Options, b *assemble.Built, p *assemble.Published) (Target, error) {
 	t := Target{Image: b.Image, Base: b.Base.Image, BaseRef: b.Base.Ref}
 	if b.Base.Index != nil {
 		t.BaseTree = b.Base.Index.FS()

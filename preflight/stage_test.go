@@ -12,19 +12,19 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 )
 
 func TestStage(t *testing.T) {
 	b := newBase(t, 3, 1, fcosLabels)
-	var _ build.Stage = Stage(Options{})
+	var _ assemble.Stage = Stage(Options{})
 	t.Run("warnings pass and are logged", func(t *testing.T) {
 		l := tarLayer(t, file("var/lib/kubelet/config.yaml", "x"))
 		img := derive(t, b.img, l)
 		var logs bytes.Buffer
 		st := Stage(Options{Log: slog.New(slog.NewTextHandler(&logs, nil))})
-		out, err := st.Run(context.Background(), &build.Built{Image: img, Base: build.Base{Ref: "quay.io/fedora/fedora-coreos:stable", Image: b.img}, Pool: "worker"},
-			&build.Published{Ref: "127.0.0.1:5000/pool@sha256:abc"})
+		out, err := st.Run(context.Background(), &assemble.Built{Image: img, Base: assemble.Base{Ref: "quay.io/fedora/fedora-coreos:stable", Image: b.img}, Pool: "worker"},
+			&assemble.Published{Ref: "127.0.0.1:5000/pool@sha256:abc"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +39,7 @@ func TestStage(t *testing.T) {
 	t.Run("errors fail the stage", func(t *testing.T) {
 		l := tarLayer(t, file("usr/etc/x", "x"))
 		img := derive(t, b.img, l)
-		out, err := Stage(Options{}).Run(context.Background(), &build.Built{Image: img, Base: build.Base{Ref: "base", Image: b.img}, Pool: "worker"}, nil)
+		out, err := Stage(Options{}).Run(context.Background(), &assemble.Built{Image: img, Base: assemble.Base{Ref: "base", Image: b.img}, Pool: "worker"}, nil)
 		want := fmt.Sprintf("1 error(s) in pool worker: content/etc-usretc /usr/etc/x (layer %s): usr/etc/ is where ostree keeps the image's /etc: never write it; put the file under etc/", mustDigest(t, l)[:19])
 		if err == nil || err.Error() != want {
 			t.Errorf("err %v\nwant %s", err, want)
@@ -56,7 +56,7 @@ func TestStage(t *testing.T) {
 			gotRef, gotPlat = ref, p
 			return newBase(t, 3, 9, fcosLabels).img, nil
 		}})
-		_, err := st.Run(context.Background(), &build.Built{Image: img, Base: build.Base{Ref: "base", Image: b.img}, Pool: "worker"}, nil)
+		_, err := st.Run(context.Background(), &assemble.Built{Image: img, Base: assemble.Base{Ref: "base", Image: b.img}, Pool: "worker"}, nil)
 		if err == nil || !strings.HasPrefix(err.Error(), "1 error(s) in pool worker: base-layers-present: none of the 3 layers of official (--require-base)") {
 			t.Errorf("err %v", err)
 		}
@@ -64,7 +64,7 @@ func TestStage(t *testing.T) {
 			t.Errorf("opened %q %v", gotRef, gotPlat)
 		}
 		st = Stage(Options{RequireBase: "gone", Open: func(context.Context, string, *v1.Platform) (v1.Image, error) { return nil, errors.New("not found") }})
-		if _, err := st.Run(context.Background(), &build.Built{Image: img, Pool: "worker"}, nil); err == nil || err.Error() != "--require-base gone: not found" {
+		if _, err := st.Run(context.Background(), &assemble.Built{Image: img, Pool: "worker"}, nil); err == nil || err.Error() != "--require-base gone: not found" {
 			t.Errorf("err %v", err)
 		}
 	})
@@ -85,10 +85,10 @@ func TestStagesSplit(t *testing.T) {
 		opened = append(opened, ref)
 		return other, nil // the registry serves something else
 	}})
-	if len(st) != 2 || st[0].Name() != StageName || st[1].Name() != StageWritten || !build.IsPreWrite(st[0]) || build.IsPreWrite(st[1]) {
+	if len(st) != 2 || st[0].Name() != StageName || st[1].Name() != StageWritten || !assemble.IsPreWrite(st[0]) || assemble.IsPreWrite(st[1]) {
 		t.Fatalf("stages %v", st)
 	}
-	built := &build.Built{Image: img, Base: build.Base{Ref: "base", Image: b.img}, Pool: "worker"}
+	built := &assemble.Built{Image: img, Base: assemble.Base{Ref: "base", Image: b.img}, Pool: "worker"}
 	out, err := st[0].Run(context.Background(), built, nil)
 	rep, _ := out.(*Report)
 	if err == nil || !strings.Contains(err.Error(), "content/etc-usretc") || rep == nil {
@@ -103,7 +103,7 @@ func TestStagesSplit(t *testing.T) {
 		t.Errorf("content half opened %v", opened)
 	}
 	d, _ := img.Digest()
-	out, err = st[1].Run(context.Background(), built, &build.Published{Ref: "127.0.0.1:5000/pool@" + d.String(), Digest: &name.Digest{}})
+	out, err = st[1].Run(context.Background(), built, &assemble.Published{Ref: "127.0.0.1:5000/pool@" + d.String(), Digest: &name.Digest{}})
 	if err == nil || !strings.Contains(err.Error(), "base-layers-present") || strings.Contains(err.Error(), "content/") {
 		t.Fatalf("written half: %v", err)
 	}

@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/prune"
 	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/test/k8senv"
@@ -133,7 +133,7 @@ func image(t testing.TB, pool string) v1.Image {
 	}
 	cf = cf.DeepCopy()
 	if pool != "" {
-		cf.Config.Labels = map[string]string{build.LabelPool: pool, build.LabelBaseDigest: "sha256:" + fmt.Sprintf("%064x", 1)}
+		cf.Config.Labels = map[string]string{assemble.LabelPool: pool, assemble.LabelBaseDigest: "sha256:" + fmt.Sprintf("%064x", 1)}
 	}
 	cf.Created = v1.Time{Time: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)}
 	img, err = mutate.ConfigFile(img, cf)
@@ -178,8 +178,8 @@ func (e *env) sign(d name.Digest, pool string) {
 	sv := key(e.t)
 	stages := sign.Stages(func(context.Context) (signature.SignerVerifier, error) { return sv, nil })
 	h, _ := v1.NewHash(d.DigestStr())
-	b := &build.Built{Digest: h, Pool: pool, Base: build.Base{Ref: "quay.io/fedora/fedora-coreos:stable", Digest: h}}
-	p := &build.Published{Ref: d.String(), Digest: &d}
+	b := &assemble.Built{Digest: h, Pool: pool, Base: assemble.Base{Ref: "quay.io/fedora/fedora-coreos:stable", Digest: h}}
+	p := &assemble.Published{Ref: d.String(), Digest: &d}
 	for _, s := range stages {
 		if _, err := s.Run(e.ctx, b, p); err != nil {
 			e.t.Fatalf("stage %s on %s: %v", s.Name(), d, err)

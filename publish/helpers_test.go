@@ -18,7 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/publish"
 	"github.com/oslayer/oslayer/test/regtest"
@@ -90,13 +90,13 @@ func mkLayers(t testing.TB, prefix string, n, size int) []v1.Layer {
 	return ls
 }
 
-func built(t testing.TB, img v1.Image) *build.Built {
+func built(t testing.TB, img v1.Image) *assemble.Built {
 	t.Helper()
 	d, err := img.Digest()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &build.Built{Image: img, Digest: d, Pool: "worker"}
+	return &assemble.Built{Image: img, Digest: d, Pool: "worker"}
 }
 
 // pushPlain writes img to ref with go-containerregistry (test set-up).
@@ -149,7 +149,7 @@ func newPublisher(t testing.TB, target string, reg *registry.Options, opts ...pu
 
 // writeCommit writes b through p and commits it, failing the test on
 // either error.
-func writeCommit(t testing.TB, p *publish.Publisher, b *build.Built) *build.Published {
+func writeCommit(t testing.TB, p *publish.Publisher, b *assemble.Built) *assemble.Published {
 	t.Helper()
 	pub, err := p.Write(ctx, b)
 	if err != nil {
@@ -160,7 +160,7 @@ func writeCommit(t testing.TB, p *publish.Publisher, b *build.Built) *build.Publ
 }
 
 // commit commits pub of b through p, failing the test on error.
-func commit(t testing.TB, p *publish.Publisher, b *build.Built, pub *build.Published) {
+func commit(t testing.TB, p *publish.Publisher, b *assemble.Built, pub *assemble.Published) {
 	t.Helper()
 	if err := p.Commit(ctx, b, pub); err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func commit(t testing.TB, p *publish.Publisher, b *build.Built, pub *build.Publi
 }
 
 // wantTag fails the test unless the tag ref names b's digest.
-func wantTag(t testing.TB, ref string, b *build.Built, opts ...remote.Option) {
+func wantTag(t testing.TB, ref string, b *assemble.Built, opts ...remote.Option) {
 	t.Helper()
 	if got := tagDigest(t, ref, opts...); got != b.Digest.String() {
 		t.Fatalf("tag = %q, want %s", got, b.Digest)

@@ -9,15 +9,15 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 )
 
-var _ build.Publisher = (*Publisher)(nil)
+var _ assemble.Publisher = (*Publisher)(nil)
 
 // indexManifest checks ix and returns its digest, media type and raw
 // manifest.
-func indexManifest(ix *build.Built, target string) (v1.Hash, []byte, error) {
+func indexManifest(ix *assemble.Built, target string) (v1.Hash, []byte, error) {
 	if ix == nil || ix.Index == nil {
 		return v1.Hash{}, nil, fmt.Errorf("push %s: no index", target)
 	}
@@ -39,7 +39,7 @@ func indexManifest(ix *build.Built, target string) (v1.Hash, []byte, error) {
 // index by digest. Every image it names must have been written by Write
 // before (a registry refuses an index naming a manifest it lacks; a
 // layout is checked here).
-func (p *Publisher) writeIndex(ctx context.Context, ix *build.Built) (*build.Published, error) {
+func (p *Publisher) writeIndex(ctx context.Context, ix *assemble.Built) (*assemble.Published, error) {
 	d, raw, err := indexManifest(ix, p.target)
 	if err != nil {
 		return nil, err
@@ -52,7 +52,7 @@ func (p *Publisher) writeIndex(ctx context.Context, ix *build.Built) (*build.Pub
 	if err != nil {
 		return nil, fmt.Errorf("push %s: write index by digest %s: connect: %w", p.target, d, registry.ExplainRefused(err, dref.Context()))
 	}
-	pub := &build.Published{Ref: dref.String(), Digest: &dref}
+	pub := &assemble.Published{Ref: dref.String(), Digest: &dref}
 	if desc, herr := remote.Head(dref, s.remoteOptions(ctx)...); herr == nil && desc.Digest == d {
 		pub.Skipped = int64(len(raw))
 	} else if herr != nil && !registry.IsStatus(herr, http.StatusNotFound, http.StatusForbidden) {
@@ -73,7 +73,7 @@ func (p *Publisher) writeIndex(ctx context.Context, ix *build.Built) (*build.Pub
 
 // commitIndex is Commit of an index: it moves the tag to the index
 // writeIndex wrote (left alone when it already names it).
-func (p *Publisher) commitIndex(ctx context.Context, ix *build.Built, pub *build.Published) error {
+func (p *Publisher) commitIndex(ctx context.Context, ix *assemble.Built, pub *assemble.Published) error {
 	d, raw, err := indexManifest(ix, p.target)
 	if err != nil {
 		return err
@@ -93,8 +93,8 @@ func (p *Publisher) commitIndex(ctx context.Context, ix *build.Built, pub *build
 
 // writeLayoutIndex writes the index manifest as a blob of the layout once
 // every manifest it names is there.
-func (p *Publisher) writeLayoutIndex(ctx context.Context, ix *build.Built, d v1.Hash, raw []byte) (*build.Published, error) {
-	fail := func(step string, err error) (*build.Published, error) {
+func (p *Publisher) writeLayoutIndex(ctx context.Context, ix *assemble.Built, d v1.Hash, raw []byte) (*assemble.Published, error) {
+	fail := func(step string, err error) (*assemble.Published, error) {
 		return nil, fmt.Errorf("write OCI layout %s: %s: %w", p.dir, step, err)
 	}
 	im, err := ix.Index.IndexManifest()
@@ -115,5 +115,5 @@ func (p *Publisher) writeLayoutIndex(ctx context.Context, ix *build.Built, d v1.
 	if err := w.write(ctx, blobSource{digest: d, size: int64(len(raw)), open: bytesOpener(raw), what: "index " + d.String()}); err != nil {
 		return fail("write index", err)
 	}
-	return &build.Published{Ref: registry.LayoutPrefix + p.dir + "@" + d.String(), Uploaded: w.written, Skipped: w.skipped}, nil
+	return &assemble.Published{Ref: registry.LayoutPrefix + p.dir + "@" + d.String(), Uploaded: w.written, Skipped: w.skipped}, nil
 }

@@ -20,7 +20,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 )
 
@@ -59,7 +59,7 @@ type layoutImage struct {
 
 // Write writes b's blobs into the layout (those it has are checked and
 // kept), the config and the manifest last; Commit moves the tag.
-func (l *layoutPublisher) Write(ctx context.Context, b *build.Built) (*build.Published, error) {
+func (l *layoutPublisher) Write(ctx context.Context, b *assemble.Built) (*assemble.Published, error) {
 	p := l.p
 	pub, err := l.write(ctx, b)
 	if err != nil {
@@ -70,7 +70,7 @@ func (l *layoutPublisher) Write(ctx context.Context, b *build.Built) (*build.Pub
 
 // write reads the image, prepares the layout and its temp dir, and
 // writes the blobs.
-func (l *layoutPublisher) write(ctx context.Context, b *build.Built) (*build.Published, error) {
+func (l *layoutPublisher) write(ctx context.Context, b *assemble.Built) (*assemble.Published, error) {
 	p := l.p
 	img, err := readLayoutImage(b)
 	if err != nil {
@@ -105,11 +105,11 @@ func (l *layoutPublisher) write(ctx context.Context, b *build.Built) (*build.Pub
 		return nil, failed("write blobs", err)
 	}
 	log.Info("image written to OCI layout", "written", w.written, "skipped", w.skipped)
-	return &build.Published{Ref: registry.LayoutPrefix + p.dir + "@" + img.d.String(), Uploaded: w.written, Skipped: w.skipped}, nil
+	return &assemble.Published{Ref: registry.LayoutPrefix + p.dir + "@" + img.d.String(), Uploaded: w.written, Skipped: w.skipped}, nil
 }
 
 // readLayoutImage reads what a layout write needs of b's image.
-func readLayoutImage(b *build.Built) (*layoutImage, error) {
+func readLayoutImage(b *assemble.Built) (*layoutImage, error) {
 	d, err := checkDigest(b)
 	if err != nil {
 		return nil, failed("image", err)
@@ -521,7 +521,7 @@ func writeFileAtomic(dir, tmpDir, name string, b []byte) error {
 	return install(tmp, filepath.Join(dir, name))
 }
 
-func (l *layoutPublisher) Commit(ctx context.Context, b *build.Built, pub *build.Published) error {
+func (l *layoutPublisher) Commit(ctx context.Context, b *assemble.Built, pub *assemble.Published) error {
 	p := l.p
 	fail := func(step string, err error) error {
 		return fmt.Errorf("commit OCI layout %s:%s: %s: %w", p.dir, p.layoutTag, step, err)

@@ -10,7 +10,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 )
 
@@ -36,7 +36,7 @@ func failed(step string, err error) error {
 // index's) d, which Write put in the layout as pub: under the layout's
 // lock it rewrites index.json with the tag's entry (and the signatures
 // and attestations stages attached) replaced.
-func (l *layoutPublisher) commit(ctx context.Context, pub *build.Published, d v1.Hash, mt types.MediaType, raw []byte) error {
+func (l *layoutPublisher) commit(ctx context.Context, pub *assemble.Published, d v1.Hash, mt types.MediaType, raw []byte) error {
 	p := l.p
 	if err := l.commitLocked(ctx, pub, d, mt, raw); err != nil {
 		return fmt.Errorf("commit OCI layout %s:%s: %w", p.dir, p.layoutTag, err)
@@ -46,7 +46,7 @@ func (l *layoutPublisher) commit(ctx context.Context, pub *build.Published, d v1
 
 // commitLocked checks what Write wrote, takes the layout's lock and
 // rewrites index.json.
-func (l *layoutPublisher) commitLocked(ctx context.Context, pub *build.Published, d v1.Hash, mt types.MediaType, raw []byte) error {
+func (l *layoutPublisher) commitLocked(ctx context.Context, pub *assemble.Published, d v1.Hash, mt types.MediaType, raw []byte) error {
 	p := l.p
 	if err := l.checkWritten(ctx, pub, d, int64(len(raw))); err != nil {
 		return failed("check", err)
@@ -82,7 +82,7 @@ func (l *layoutPublisher) commitLocked(ctx context.Context, pub *build.Published
 
 // checkWritten checks that pub is the manifest d of this layout and that
 // its blob (of size bytes) is there.
-func (l *layoutPublisher) checkWritten(ctx context.Context, pub *build.Published, d v1.Hash, size int64) error {
+func (l *layoutPublisher) checkWritten(ctx context.Context, pub *assemble.Published, d v1.Hash, size int64) error {
 	p := l.p
 	if want := registry.LayoutPrefix + p.dir + "@" + d.String(); pub.Ref != want {
 		return fmt.Errorf("commit of %s, which this publisher did not write (want %s)", pub.Ref, want)
@@ -173,7 +173,7 @@ func unmarkImage(i int, e json.RawMessage) (json.RawMessage, error) {
 
 // tagEntries returns the tag's new entry for desc, then one per manifest
 // the stages attached (each checked to be in the layout).
-func (l *layoutPublisher) tagEntries(pub *build.Published, desc v1.Descriptor) ([]json.RawMessage, error) {
+func (l *layoutPublisher) tagEntries(pub *assemble.Published, desc v1.Descriptor) ([]json.RawMessage, error) {
 	desc.Annotations = map[string]string{RefNameAnnotation: l.p.layoutTag}
 	if len(pub.Attached) > 0 {
 		desc.Annotations[KindAnnotation] = KindImage

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/publish"
 	"github.com/oslayer/oslayer/test/regtest"
@@ -26,7 +26,7 @@ func fleetOpts() []publish.Option {
 }
 
 // builtAdding is built(img) with the layers the build added.
-func builtAdding(t *testing.T, img v1.Image, added ...v1.Layer) *build.Built {
+func builtAdding(t *testing.T, img v1.Image, added ...v1.Layer) *assemble.Built {
 	t.Helper()
 	b := built(t, img)
 	for _, l := range added {
@@ -34,7 +34,7 @@ func builtAdding(t *testing.T, img v1.Image, added ...v1.Layer) *build.Built {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b.Added = append(b.Added, build.AddedLayer{Digest: d})
+		b.Added = append(b.Added, assemble.AddedLayer{Digest: d})
 	}
 	return b
 }
@@ -92,7 +92,7 @@ func TestSoleWriterLearnsBlobsOfTaggedImage(t *testing.T) {
 	base := pushBase(t, reg, px.Host, baseLayers)
 	kept := mkLayers(t, "kept", 1, 3000)
 	pools := []string{"worker", "infra"}
-	var old []*build.Built
+	var old []*assemble.Built
 	for _, pool := range pools {
 		changing := mkLayers(t, "old-"+pool, 1, 3100)
 		img := mkImage(t, base, append(kept, changing...)...)

@@ -64,7 +64,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 )
 
@@ -77,7 +77,7 @@ type Publisher struct {
 	target string
 	reg    *registry.Options
 	o      options
-	impl   build.Publisher
+	impl   assemble.Publisher
 	// Tag is the registry tag the target names (nil for a layout).
 	tag *name.Tag
 	// layout target.
@@ -85,10 +85,10 @@ type Publisher struct {
 
 	mu sync.Mutex
 	// sessions Write kept for the Commit of what it published.
-	sessions map[*build.Published]*session
+	sessions map[*assemble.Published]*session
 }
 
-var _ build.Publisher = (*Publisher)(nil)
+var _ assemble.Publisher = (*Publisher)(nil)
 
 type options struct {
 	progress io.Writer
@@ -289,7 +289,7 @@ func (p *Publisher) Target() string {
 
 // Write implements build.Publisher: it writes b, an image or an index,
 // by digest only.
-func (p *Publisher) Write(ctx context.Context, b *build.Built) (*build.Published, error) {
+func (p *Publisher) Write(ctx context.Context, b *assemble.Built) (*assemble.Published, error) {
 	if b.IsIndex() {
 		return p.writeIndex(ctx, b)
 	}
@@ -301,7 +301,7 @@ func (p *Publisher) Write(ctx context.Context, b *build.Built) (*build.Published
 
 // Commit implements build.Publisher: it moves the tag to the image or
 // index Write published.
-func (p *Publisher) Commit(ctx context.Context, b *build.Built, pub *build.Published) error {
+func (p *Publisher) Commit(ctx context.Context, b *assemble.Built, pub *assemble.Published) error {
 	if b.IsIndex() {
 		return p.commitIndex(ctx, b, pub)
 	}

@@ -10,7 +10,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 )
 
@@ -33,7 +33,7 @@ func blobSizes(img v1.Image) (map[v1.Hash]int64, int64, error) {
 	return sizes, total, nil
 }
 
-func checkDigest(b *build.Built) (v1.Hash, error) {
+func checkDigest(b *assemble.Built) (v1.Hash, error) {
 	d, err := b.Image.Digest()
 	if err != nil {
 		return v1.Hash{}, err
@@ -49,7 +49,7 @@ func checkDigest(b *build.Built) (v1.Hash, error) {
 // and its session.
 type remoteWrite struct {
 	p     *Publisher
-	b     *build.Built
+	b     *assemble.Built
 	d     v1.Hash
 	dref  name.Digest
 	sizes map[v1.Hash]int64
@@ -64,7 +64,7 @@ type remoteWrite struct {
 // Write writes b's blobs and manifest by digest (the manifest by tag,
 // in Commit, for a publisher that puts by tag), unless the image is
 // there already.
-func (r *remotePublisher) Write(ctx context.Context, b *build.Built) (*build.Published, error) {
+func (r *remotePublisher) Write(ctx context.Context, b *assemble.Built) (*assemble.Published, error) {
 	w, err := r.p.newRemoteWrite(b)
 	if err != nil {
 		return nil, err
@@ -83,7 +83,7 @@ func (r *remotePublisher) Write(ctx context.Context, b *build.Built) (*build.Pub
 
 // newRemoteWrite checks b's digest, reads its blob sizes and manifest and
 // sets up the counter and the progress.
-func (p *Publisher) newRemoteWrite(b *build.Built) (*remoteWrite, error) {
+func (p *Publisher) newRemoteWrite(b *assemble.Built) (*remoteWrite, error) {
 	d, err := checkDigest(b)
 	if err != nil {
 		return nil, fmt.Errorf("push %s: %w", p.target, err)
@@ -216,22 +216,22 @@ func (w *remoteWrite) upload(ctx context.Context) error {
 
 // published is where the image was written, kept with its session for
 // Commit; found says why nothing was sent ("": it was uploaded).
-func (w *remoteWrite) published(found string) *build.Published {
+func (w *remoteWrite) published(found string) *assemble.Published {
 	dref := w.dref
 	if found != "" {
-		pub := &build.Published{Ref: dref.String(), Digest: &dref, Skipped: w.total}
+		pub := &assemble.Published{Ref: dref.String(), Digest: &dref, Skipped: w.total}
 		w.p.keep(pub, w.s)
 		w.log.Info("image written by digest", "uploaded", 0, "skipped", w.total, "mounted", 0, "blobUploads", 0, "manifestExisted", true, "found", found)
 		return pub
 	}
 	up, skipped, mounted, puts, _ := w.ctr.stats()
-	pub := &build.Published{Ref: dref.String(), Digest: &dref, Uploaded: up, Skipped: skipped, Mounted: mounted}
+	pub := &assemble.Published{Ref: dref.String(), Digest: &dref, Uploaded: up, Skipped: skipped, Mounted: mounted}
 	w.p.keep(pub, w.s)
 	w.log.Info("image written by digest", "uploaded", up, "skipped", skipped, "mounted", mounted, "blobUploads", puts, "manifestExisted", false, "manifestByTag", w.s.manifestPending)
 	return pub
 }
 
-func (r *remotePublisher) Commit(ctx context.Context, b *build.Built, pub *build.Published) error {
+func (r *remotePublisher) Commit(ctx context.Context, b *assemble.Built, pub *assemble.Published) error {
 	d, err := checkDigest(b)
 	if err != nil {
 		return fmt.Errorf("push %s: %w", r.p.target, err)
@@ -241,7 +241,7 @@ func (r *remotePublisher) Commit(ctx context.Context, b *build.Built, pub *build
 
 // moveTag moves the target's tag to the manifest m (an image or an index)
 // with digest d, which Write published as pub.
-func (p *Publisher) moveTag(ctx context.Context, pub *build.Published, d v1.Hash, m remote.Taggable) error {
+func (p *Publisher) moveTag(ctx context.Context, pub *assemble.Published, d v1.Hash, m remote.Taggable) error {
 	if pub.Digest == nil || pub.Digest.DigestStr() != d.String() || pub.Digest.Context().String() != p.tag.Context().String() {
 		return fmt.Errorf("push %s: commit of %s, which this publisher did not write", p.target, pub.Ref)
 	}

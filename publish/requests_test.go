@@ -15,7 +15,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/publish"
 	"github.com/oslayer/oslayer/test/regtest"
@@ -313,7 +313,7 @@ func TestRemoteConcurrentBuildsOnePublisher(t *testing.T) {
 	base := pushBase(t, reg, px.Host, mkLayers(t, "base", 3, 1024))
 	p := newPublisher(t, px.Host+"/pools/worker:v1", reg)
 	const n = 4
-	var bs [n]*build.Built
+	var bs [n]*assemble.Built
 	for i := range bs {
 		bs[i] = built(t, mkImage(t, base, mkLayers(t, fmt.Sprintf("pool%d", i), 1, 500)...))
 	}

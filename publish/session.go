@@ -21,7 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 )
 
@@ -251,7 +251,7 @@ func imageBlobs(img v1.Image) ([]blob, error) {
 }
 
 // markOwn marks the blobs of layers the build added as the image's own.
-func markOwn(blobs []blob, added []build.AddedLayer) {
+func markOwn(blobs []blob, added []assemble.AddedLayer) {
 	for i := range blobs {
 		for _, a := range added {
 			if blobs[i].digest == a.Digest {
@@ -285,7 +285,7 @@ func sameRegistryOtherRepo(repo, src name.Repository) bool {
 // It is only a hint for the token's scopes (a token registry that wants
 // another scope says so, and the transport asks for it), so it is
 // computed from the base reference rather than from every layer.
-func (p *Publisher) mountHint(repo name.Repository, b *build.Built) []name.Repository {
+func (p *Publisher) mountHint(repo name.Repository, b *assemble.Built) []name.Repository {
 	if b.Base.Ref == "" || registry.IsLayout(b.Base.Ref) {
 		return nil
 	}
@@ -756,11 +756,11 @@ func drain(resp *http.Response) {
 // later stage failed).
 const maxKept = 64
 
-func (p *Publisher) keep(pub *build.Published, s *session) {
+func (p *Publisher) keep(pub *assemble.Published, s *session) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.sessions == nil {
-		p.sessions = map[*build.Published]*session{}
+		p.sessions = map[*assemble.Published]*session{}
 	}
 	if len(p.sessions) >= maxKept {
 		for k := range p.sessions {
@@ -771,7 +771,7 @@ func (p *Publisher) keep(pub *build.Published, s *session) {
 	p.sessions[pub] = s
 }
 
-func (p *Publisher) take(pub *build.Published) *session {
+func (p *Publisher) take(pub *assemble.Published) *session {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := p.sessions[pub]

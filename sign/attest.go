@@ -22,7 +22,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature/dsse"
 	sigopts "github.com/sigstore/sigstore/pkg/signature/options"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 )
 
@@ -101,7 +101,7 @@ const (
 
 // NewStatement describes b, published at d, built by oslayer version.
 // It has no timestamps: the same build gives the same statement.
-func NewStatement(b *build.Built, d name.Digest, version string) (*Statement, error) {
+func NewStatement(b *assemble.Built, d name.Digest, version string) (*Statement, error) {
 	if b == nil {
 		return nil, fmt.Errorf("provenance: no build")
 	}

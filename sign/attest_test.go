@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/sources/model"
 )
 
@@ -34,10 +34,10 @@ func TestStatementPathsRelative(t *testing.T) {
 	wd := t.TempDir()
 	t.Chdir(wd)
 	hex := strings.Repeat("cd", 32)
-	b := &build.Built{
+	b := &assemble.Built{
 		Pool:  "worker",
 		Flags: map[string]string{"pool": "worker", "base": "oci:" + filepath.Join(wd, "bases", "fcos") + ":stable"},
-		Base:  build.Base{Ref: "oci:" + filepath.Join(wd, "bases", "fcos") + ":stable", Digest: v1.Hash{Algorithm: "sha256", Hex: hex}},
+		Base:  assemble.Base{Ref: "oci:" + filepath.Join(wd, "bases", "fcos") + ":stable", Digest: v1.Hash{Algorithm: "sha256", Hex: hex}},
 		Inputs: []model.Input{
 			{Path: filepath.Join(wd, "pools", "worker-osc.yaml"), Kind: "OperatingSystemConfig", SHA256: hex},
 			{Path: "mcs/00-worker.yaml", Kind: "MachineConfig", SHA256: hex},

@@ -17,7 +17,7 @@ import (
 	colayout "github.com/sigstore/cosign/v2/pkg/oci/layout"
 	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/publish"
 )
@@ -30,7 +30,7 @@ func WithIdentity(repo string) Option { return func(o *options) { o.identity = r
 
 // layoutDigest is the digested identity reference of an image written to
 // an OCI layout (p.Ref "oci:DIR@sha256:...") and the layout's directory.
-func (s *Signer) layoutDigest(p *build.Published) (name.Digest, layoutRef, error) {
+func (s *Signer) layoutDigest(p *assemble.Published) (name.Digest, layoutRef, error) {
 	if s.o.identity == "" {
 		return name.Digest{}, layoutRef{}, fmt.Errorf("%s: signing an OCI layout needs --sign-identity REPO, the repository nodes pull the image from (the signature names it)", p.Ref)
 	}
@@ -80,7 +80,7 @@ func layoutSigned(dir string, d v1.Hash) (sigs, atts oci.Signatures, err error) 
 // attach writes sigs (a signatures or attestations image) into the layout
 // dir as kind and adds it to p.Attached for Commit to list; it returns its
 // digested layout reference.
-func (s *Signer) attach(ctx context.Context, p *build.Published, dir, kind string, sigs oci.Signatures) (string, error) {
+func (s *Signer) attach(ctx context.Context, p *assemble.Published, dir, kind string, sigs oci.Signatures) (string, error) {
 	if err := ggcrlayout.Path(dir).WriteImage(sigs); err != nil {
 		return "", fmt.Errorf("write %s into OCI layout %s: %w", kind, dir, err)
 	}
@@ -96,7 +96,7 @@ func (s *Signer) attach(ctx context.Context, p *build.Published, dir, kind strin
 	if err != nil {
 		return "", err
 	}
-	p.Attached = append(p.Attached, build.Attached{Kind: kind, Descriptor: v1.Descriptor{MediaType: mt, Digest: h, Size: int64(len(raw))}})
+	p.Attached = append(p.Attached, assemble.Attached{Kind: kind, Descriptor: v1.Descriptor{MediaType: mt, Digest: h, Size: int64(len(raw))}})
 	n := count(sigs)
 	s.o.log.InfoContext(ctx, "written to OCI layout", "ref", p.Ref, "layout", dir, "kind", kind, "count", n)
 	return registry.LayoutPrefix + dir + "@" + h.String(), nil
@@ -106,7 +106,7 @@ func (s *Signer) attach(ctx context.Context, p *build.Published, dir, kind strin
 // not yet moved) and writes the signatures image into the layout, merged
 // with the signatures it already holds for that digest; p.Attached gets it
 // so the layout's Commit lists it as `cosign save` does.
-func (s *Signer) SignLayout(ctx context.Context, p *build.Published) (*SignResult, error) {
+func (s *Signer) SignLayout(ctx context.Context, p *assemble.Published) (*SignResult, error) {
 	d, l, err := s.layoutDigest(p)
 	if err != nil {
 		return nil, err
@@ -139,7 +139,7 @@ func (s *Signer) SignLayout(ctx context.Context, p *build.Published) (*SignResul
 // AttestLayout DSSE-signs the statements and writes the attestations
 // image into the layout of p (replacing our own earlier attestations of
 // their predicate types for that digest, keeping others), like SignLayout.
-func (s *Signer) attestLayout(ctx context.Context, p *build.Published, stms ...statement) (*AttestResult, error) {
+func (s *Signer) attestLayout(ctx context.Context, p *assemble.Published, stms ...statement) (*AttestResult, error) {
 	d, l, err := s.layoutDigest(p)
 	if err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/render"
 )
 
@@ -88,7 +88,7 @@ type SBOMStatement struct {
 // manifest) and SHA1 (read from the added layer, which must match the
 // manifest's SHA256), and the document, object and field it came from.
 // It has no wall-clock time: the image's epoch is its creation time.
-func NewSBOM(b *build.Built, d name.Digest, version string) (*SBOMStatement, error) {
+func NewSBOM(b *assemble.Built, d name.Digest, version string) (*SBOMStatement, error) {
 	if b == nil {
 		return nil, errors.New("sbom: no build")
 	}
@@ -170,7 +170,7 @@ type fileSums struct{ sha1, sha256 string }
 
 // addedFileSums reads the regular files of b's added layers (later layers
 // win) and returns their digests by image path.
-func addedFileSums(b *build.Built) (map[string]fileSums, error) {
+func addedFileSums(b *assemble.Built) (map[string]fileSums, error) {
 	out := map[string]fileSums{}
 	if b.Image == nil {
 		return out, nil // nothing to read: the ownership manifest must be empty too

@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/sigstore/sigstore/pkg/signature"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 )
 
 // Stage names, also the prefix of every stage error.
@@ -33,9 +33,9 @@ func KeyFile(path string, pass PassFunc) KeyFunc {
 // key is loaded by the sign stage (once), so a missing file or a wrong
 // password fails the build at "sign", after the image was written by
 // digest and before the tag moves. Every error starts with the stage name.
-func Stages(key KeyFunc, opts ...Option) []build.Stage {
+func Stages(key KeyFunc, opts ...Option) []assemble.Stage {
 	sh := &shared{key: key, opts: opts}
-	return []build.Stage{&signStage{sh}, &attestStage{sh}}
+	return []assemble.Stage{&signStage{sh}, &attestStage{sh}}
 }
 
 type shared struct {
@@ -70,7 +70,7 @@ func (*signStage) Name() string { return StageSign }
 // Run signs the image or index b written as p. Signatures of a
 // multi-platform image in an OCI layout are not written (the layout form
 // of cosign save holds one image): Run refuses them.
-func (s *signStage) Run(ctx context.Context, b *build.Built, p *build.Published) (any, error) {
+func (s *signStage) Run(ctx context.Context, b *assemble.Built, p *assemble.Published) (any, error) {
 	if p == nil {
 		return nil, fmt.Errorf("%s: no published image", StageSign)
 	}
@@ -100,13 +100,13 @@ func (s *signStage) Run(ctx context.Context, b *build.Built, p *build.Published)
 // and layers.
 func (*signStage) OnIndex() bool { return true }
 
-var _ build.OnIndex = (*signStage)(nil)
+var _ assemble.OnIndex = (*signStage)(nil)
 
 type attestStage struct{ *shared }
 
 func (*attestStage) Name() string { return StageAttest }
 
-func (s *attestStage) Run(ctx context.Context, b *build.Built, p *build.Published) (any, error) {
+func (s *attestStage) Run(ctx context.Context, b *assemble.Built, p *assemble.Published) (any, error) {
 	if p == nil {
 		return nil, fmt.Errorf("%s: no published image", StageAttest)
 	}

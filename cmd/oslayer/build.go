@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/pipeline"
 	"github.com/oslayer/oslayer/publish"
@@ -140,7 +140,7 @@ func (f *buildFlags) spec(g *globals) (pipeline.Spec, error) {
 	if err != nil {
 		return s, err
 	}
-	if len(arch) > 1 || (len(arch) == 1 && arch[0] == build.ArchAll) {
+	if len(arch) > 1 || (len(arch) == 1 && arch[0] == assemble.ArchAll) {
 		if f.sign.key != "" && registry.IsLayout(f.push) {
 			return s, fmt.Errorf("--arch %s with --sign-key: signing a multi-platform image in an OCI layout is not supported; push it to a registry", f.arch)
 		}
@@ -182,8 +182,8 @@ func (f *buildFlags) spec(g *globals) (pipeline.Spec, error) {
 // failed (-o json has them in out); then the --digest-file, and out as
 // JSON or text() (the summary on stderr) and the digested reference last
 // on stdout.
-func (f *buildFlags) report(g *globals, stdout io.Writer, out *build.Result, err error, text func()) error {
-	results := []*build.Result{out}
+func (f *buildFlags) report(g *globals, stdout io.Writer, out *assemble.Result, err error, text func()) error {
+	results := []*assemble.Result{out}
 	if out.IsIndex() {
 		results = out.Platforms
 	}
@@ -230,7 +230,7 @@ func printJSON(w io.Writer, v any) error {
 }
 
 // summary tells the user on stderr what was produced.
-func summary(w io.Writer, r *build.Result) {
+func summary(w io.Writer, r *assemble.Result) {
 	fmt.Fprintf(w, "pool %s: %s\n", r.Pool, r.Image)
 	pin := ""
 	if !r.Base.Pinned && !registry.IsLayout(r.Base.Ref) {
@@ -331,7 +331,7 @@ func writeAtomic(path string, data []byte) (err error) {
 
 // summaries tells the user on stderr what was produced: the image, or
 // each platform's image and their index.
-func summaries(w io.Writer, res *build.Result) {
+func summaries(w io.Writer, res *assemble.Result) {
 	if !res.IsIndex() {
 		summary(w, res)
 		return

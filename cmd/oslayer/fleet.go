@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/oslayer/oslayer/build/baseindex"
+	"github.com/oslayer/oslayer/assemble/baseindex"
 	"github.com/oslayer/oslayer/fleet"
 	"github.com/oslayer/oslayer/publish"
 )

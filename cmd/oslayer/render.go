@@ -9,7 +9,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/packagestage"
 	"github.com/oslayer/oslayer/packagestage/bud"
 	"github.com/oslayer/oslayer/render"
@@ -158,13 +158,13 @@ type packagePlan struct {
 // planPackages plans the package stage of a rendered pool (nil when it has
 // no package inputs): the Containerfile, and the key when the base is
 // known.
-func planPackages(in *inputFlags, f *packageFlags, res *render.Result, base *build.Base, arch string) (*packagePlan, error) {
+func planPackages(in *inputFlags, f *packageFlags, res *render.Result, base *assemble.Base, arch string) (*packagePlan, error) {
 	c, err := f.config(nil, "", nil)
 	if err != nil {
 		return nil, err
 	}
 	st := bud.New(c)
-	pin := st.Inputs(build.PackageRequest{Pool: in.pool, Arch: arch, Extensions: res.Extensions, KernelType: res.KernelType})
+	pin := st.Inputs(assemble.PackageRequest{Pool: in.pool, Arch: arch, Extensions: res.Extensions, KernelType: res.KernelType})
 	if pin.Empty() {
 		return nil, nil
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/crane"
 
-	"github.com/oslayer/oslayer/build/baseindex"
+	"github.com/oslayer/oslayer/assemble/baseindex"
 	"github.com/oslayer/oslayer/render"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/regtest"

@@ -30,7 +30,7 @@ import (
 	"go.podman.io/image/v5/docker"
 	"go.podman.io/storage"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/packagestage"
 )
@@ -92,10 +92,10 @@ type Result struct {
 	// Layers are the layers on top of the official base (Source: the
 	// history's created_by), AddedLayers their number and AddedBytes their
 	// compressed size.
-	Layers      []build.AddedLayer `json:"layers"`
-	AddedLayers int                `json:"addedLayers"`
-	AddedBytes  int64              `json:"addedBytes"`
-	Duration    time.Duration      `json:"duration"`
+	Layers      []assemble.AddedLayer `json:"layers"`
+	AddedLayers int                   `json:"addedLayers"`
+	AddedBytes  int64                 `json:"addedBytes"`
+	Duration    time.Duration         `json:"duration"`
 	// StorageDriver is the scratch storage's driver (empty for a hit).
 	StorageDriver string `json:"storageDriver,omitempty"`
 	// Phases are the stage's steps with their wall and CPU time: lookup,
@@ -103,7 +103,7 @@ type Result struct {
 	// into it), build (the steps and the commit), push (the package base,
 	// by its key's tag), describe (reading it back) and cleanup (removing
 	// the scratch storage).
-	Phases []build.Phase `json:"phases"`
+	Phases []assemble.Phase `json:"phases"`
 }
 
 // Run looks the package base up by its key and builds and pushes it on a
@@ -127,7 +127,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res := &Result{Key: key.String()}
 
 	var hit v1.Image
-	if err := build.TimePhase(&res.Phases, "lookup", func() (err error) {
+	if err := assemble.TimePhase(&res.Phases, "lookup", func() (err error) {
 		hit, err = lookup(ctx, reg, tagRef, key.String())
 		return err
 	}); err != nil {
@@ -161,7 +161,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return res, err
 	}
 	res.Commands = o.Plan.Containerfile.Commands()
-	if err := build.TimePhase(&res.Phases, "describe", func() error {
+	if err := assemble.TimePhase(&res.Phases, "describe", func() error {
 		img, err := remote.Image(mustRef(tagRef), reg.RemoteOptions(ctx)...)
 		if err != nil {
 			return fmt.Errorf("package stage: reading the pushed package base %s: %w", tagRef, registry.ExplainRefused(err, mustRef(tagRef).Context()))
@@ -173,7 +173,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.RemoveScratch != nil {
 		removed = true
 		o.RemoveScratch(scratch)
-	} else if err := build.TimePhase(&res.Phases, "cleanup", func() error { return os.RemoveAll(scratch) }); err != nil {
+	} else if err := assemble.TimePhase(&res.Phases, "cleanup", func() error { return os.RemoveAll(scratch) }); err != nil {
 		return res, fmt.Errorf("package stage: removing the scratch storage: %w", err)
 	}
 	res.Duration = time.Since(start)
@@ -259,9 +259,9 @@ func describe(ctx context.Context, reg *registry.Options, res *Result, repo stri
 			created = append(created, h.CreatedBy)
 		}
 	}
-	res.Layers = []build.AddedLayer{}
+	res.Layers = []assemble.AddedLayer{}
 	for i := len(bm.Layers); i < len(m.Layers); i++ {
-		l := build.AddedLayer{Digest: m.Layers[i].Digest, DiffID: cfg.RootFS.DiffIDs[i], Size: m.Layers[i].Size}
+		l := assemble.AddedLayer{Digest: m.Layers[i].Digest, DiffID: cfg.RootFS.DiffIDs[i], Size: m.Layers[i].Size}
 		var history string
 		if len(created) == len(m.Layers) && !strings.Contains(created[i], "#(nop) ") {
 			history = created[i]
@@ -477,7 +477,7 @@ func firstLine(s string) string {
 }
 
 // execute runs plan for req with buildah (Run) and reports it for builder.
-func execute(ctx context.Context, c Config, req build.PackageRequest, plan *packagestage.Plan, removeScratch func(string)) (*build.PackageResult, error) {
+func execute(ctx context.Context, c Config, req assemble.PackageRequest, plan *packagestage.Plan, removeScratch func(string)) (*assemble.PackageResult, error) {
 	reg := c.Registry
 	if reg == nil {
 		reg = &registry.Options{}
@@ -500,9 +500,9 @@ func execute(ctx context.Context, c Config, req build.PackageRequest, plan *pack
 	if err != nil {
 		// Build names the step ("package-stage: ..."); the result says
 		// how far the stage got.
-		var pr *build.PackageResult
+		var pr *assemble.PackageResult
 		if res != nil {
-			pr = &build.PackageResult{
+			pr = &assemble.PackageResult{
 				Key: res.Key, Tag: c.Repository + ":" + plan.Key.Tag(), Ref: res.Ref, Commands: res.Commands,
 				Layers: res.Layers, AddedBytes: res.AddedBytes, Seconds: res.Duration.Seconds(),
 				StorageDriver: res.StorageDriver, Phases: res.Phases,
@@ -510,7 +510,7 @@ func execute(ctx context.Context, c Config, req build.PackageRequest, plan *pack
 		}
 		return pr, unprefixed(err)
 	}
-	return &build.PackageResult{
+	return &assemble.PackageResult{
 		Hit:           res.Hit,
 		Key:           res.Key,
 		Tag:           c.Repository + ":" + plan.Key.Tag(),

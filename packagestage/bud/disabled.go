@@ -6,7 +6,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/packagestage"
 )
 
@@ -18,6 +18,6 @@ const enabled = false
 func InitReexec() bool { return false }
 
 // execute is never called without the executor (Stage.Run refuses first).
-func execute(context.Context, Config, build.PackageRequest, *packagestage.Plan, func(string)) (*build.PackageResult, error) {
+func execute(context.Context, Config, assemble.PackageRequest, *packagestage.Plan, func(string)) (*assemble.PackageResult, error) {
 	return nil, errors.New("package stage: not built in")
 }

@@ -21,7 +21,7 @@ import (
 	"go.podman.io/image/v5/types"
 	"go.podman.io/storage"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/packagestage"
 )
@@ -58,7 +58,7 @@ func runBuild(ctx context.Context, o Options, reg *registry.Options, scratch str
 	if err := r.writeFiles(); err != nil {
 		return err
 	}
-	if err := build.TimePhase(&res.Phases, "storage", func() (err error) {
+	if err := assemble.TimePhase(&res.Phases, "storage", func() (err error) {
 		r.store, res.StorageDriver, err = openStore(scratch, o.StorageDriver)
 		return err
 	}); err != nil {
@@ -222,7 +222,7 @@ func quietBuildah() {
 // pull pulls the base on its own first (the build finds it in the
 // storage), so that the pull and the steps are timed apart.
 func (r *buildRun) pull() error {
-	if err := build.TimePhase(&r.res.Phases, "pull", func() error {
+	if err := assemble.TimePhase(&r.res.Phases, "pull", func() error {
 		_, err := buildah.Pull(r.ctx, "docker://"+r.o.Base, buildah.PullOptions{
 			Store:               r.store,
 			SystemContext:       r.sys,
@@ -241,7 +241,7 @@ func (r *buildRun) pull() error {
 // build runs the Containerfile's steps; a failing step's error carries
 // the tail of their output.
 func (r *buildRun) build() error {
-	err := build.TimePhase(&r.res.Phases, "build", func() (err error) {
+	err := assemble.TimePhase(&r.res.Phases, "build", func() (err error) {
 		r.id, _, err = imagebuildah.BuildDockerfiles(r.ctx, r.store, r.opts, r.cfPath)
 		return err
 	})
@@ -260,7 +260,7 @@ func (r *buildRun) push() error {
 	if err != nil {
 		return fmt.Errorf("package stage: repository %s: %w", o.Repository, err)
 	}
-	if err := build.TimePhase(&r.res.Phases, "push", func() error {
+	if err := assemble.TimePhase(&r.res.Phases, "push", func() error {
 		if err := copyBaseLayers(r.ctx, r.reg, o.Base, o.Repository); err != nil {
 			return err
 		}

@@ -27,7 +27,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/packagestage"
 )
@@ -74,7 +74,7 @@ type Stage struct {
 	removal sync.WaitGroup
 }
 
-var _ build.PackageStage = (*Stage)(nil)
+var _ assemble.PackageStage = (*Stage)(nil)
 
 // New returns the package stage for c.
 func New(c Config) *Stage { return &Stage{c: c} }
@@ -97,7 +97,7 @@ func (s *Stage) removeLater(dir string) {
 func Enabled() bool { return enabled }
 
 // Inputs are the package inputs of req with the stage's own.
-func (s *Stage) Inputs(req build.PackageRequest) packagestage.Inputs {
+func (s *Stage) Inputs(req assemble.PackageRequest) packagestage.Inputs {
 	arch := req.Arch
 	if arch == "" {
 		arch = "amd64"
@@ -116,7 +116,7 @@ func (s *Stage) Inputs(req build.PackageRequest) packagestage.Inputs {
 // Run plans the stage for the pool and runs it: nothing (nil, nil) for a
 // pool without package inputs, else the package base from its tag when
 // the tag records the same key, else built with buildah and pushed.
-func (s *Stage) Run(ctx context.Context, req build.PackageRequest) (*build.PackageResult, error) {
+func (s *Stage) Run(ctx context.Context, req assemble.PackageRequest) (*assemble.PackageResult, error) {
 	in := s.Inputs(req)
 	if in.Empty() {
 		return nil, nil

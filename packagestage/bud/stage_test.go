@@ -8,7 +8,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 )
 
 // The stage does nothing for a pool without package inputs, and refuses,
@@ -16,14 +16,14 @@ import (
 // (naming the build tags), without a registry target, onto a layout base.
 func TestStageRefusals(t *testing.T) {
 	ctx := context.Background()
-	base := &build.Base{Ref: "127.0.0.1:5000/os/base:1", Digest: v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("a", 64)}}
-	if res, err := New(Config{}).Run(ctx, build.PackageRequest{Pool: "worker", Base: base, KernelType: "default"}); res != nil || err != nil {
+	base := &assemble.Base{Ref: "127.0.0.1:5000/os/base:1", Digest: v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("a", 64)}}
+	if res, err := New(Config{}).Run(ctx, assemble.PackageRequest{Pool: "worker", Base: base, KernelType: "default"}); res != nil || err != nil {
 		t.Fatalf("no package inputs: %+v, %v", res, err)
 	}
-	if _, err := New(Config{Containerfile: []byte("FROM fedora\n"), ContainerfileName: "x.Containerfile"}).Run(ctx, build.PackageRequest{Pool: "worker", Base: base}); err == nil || !strings.Contains(err.Error(), "x.Containerfile line 1") {
+	if _, err := New(Config{Containerfile: []byte("FROM fedora\n"), ContainerfileName: "x.Containerfile"}).Run(ctx, assemble.PackageRequest{Pool: "worker", Base: base}); err == nil || !strings.Contains(err.Error(), "x.Containerfile line 1") {
 		t.Errorf("bad Containerfile: %v", err)
 	}
-	req := build.PackageRequest{Pool: "worker", Base: base, Extensions: []string{"usbguard"}}
+	req := assemble.PackageRequest{Pool: "worker", Base: base, Extensions: []string{"usbguard"}}
 	_, err := New(Config{Repository: "127.0.0.1:5000/os/worker"}).Run(ctx, req)
 	if !Enabled() {
 		if err == nil || !strings.Contains(err.Error(), "built without it: build it with -tags "+Tags) || !strings.Contains(err.Error(), "extension usbguard") {
@@ -44,7 +44,7 @@ func TestStageRefusals(t *testing.T) {
 		t.Errorf("other architecture: %v", err)
 	}
 	lreq := req
-	lreq.Base = &build.Base{Ref: "oci:base", Digest: base.Digest}
+	lreq.Base = &assemble.Base{Ref: "oci:base", Digest: base.Digest}
 	if _, err := New(Config{Repository: "127.0.0.1:5000/os/worker"}).Run(ctx, lreq); err == nil || !strings.Contains(err.Error(), "is an OCI layout") {
 		t.Errorf("layout base: %v", err)
 	}

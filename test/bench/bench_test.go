@@ -38,7 +38,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/oslayer/oslayer/build/baseindex"
+	"github.com/oslayer/oslayer/assemble/baseindex"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/oslayerbin"
 	"github.com/oslayer/oslayer/test/regtest"

@@ -18,8 +18,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
-	"github.com/oslayer/oslayer/build"
-	"github.com/oslayer/oslayer/build/baseindex"
+	"github.com/oslayer/oslayer/assemble"
+	"github.com/oslayer/oslayer/assemble/baseindex"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/oslayerbin"
 	"github.com/oslayer/oslayer/test/pkgbase"
@@ -115,14 +115,14 @@ RUN mkdir -p /etc/agent /etc/systemd/system/multi-user.target.wants && \
 	site := filepath.Join(dir, "site-osc.yaml")
 	cacheEnv := baseindex.CacheEnv + "=" + filepath.Join(dir, "baseindex")
 	target := e.proxy.Host + "/pools/agent:latest"
-	runBuild := func(name string, extra ...string) (run, *build.Result) {
+	runBuild := func(name string, extra ...string) (run, *assemble.Result) {
 		var out bytes.Buffer
 		args := append([]string{"build", "--base", e.base, "--pool", "worker", "--osc", osc, "--osc", site,
 			"--containerfile", cf, "--push", target, "-o", "json"}, extra...)
 		r := e.measure(name, func() (time.Duration, int64) {
 			return e.execOut(&out, e.oslayer, args, "SOURCE_DATE_EPOCH=1700000000", cacheEnv)
 		})
-		res := &build.Result{}
+		res := &assemble.Result{}
 		if err := json.Unmarshal(out.Bytes(), res); err != nil || res.PackageStage == nil {
 			b.Fatalf("%s: %v\n%s", name, err, out.String())
 		}
@@ -164,8 +164,8 @@ RUN mkdir -p /etc/agent /etc/systemd/system/multi-user.target.wants && \
 	// alike. Each cold build has another package key (a build argument
 	// the Containerfile does not use): a miss every time.
 	var colds, peers []run
-	var coldResults []*build.Result
-	var peerPhases [][]build.Phase
+	var coldResults []*assemble.Result
+	var peerPhases [][]assemble.Phase
 	driver := ""
 	for i := range max(*coldReps, 1) {
 		c, res := runBuild("cold", "--build-arg", fmt.Sprintf("BENCH_REP=%d", i))
@@ -184,7 +184,7 @@ RUN mkdir -p /etc/agent /etc/systemd/system/multi-user.target.wants && \
 		// pull, bud (the steps and the commit), push, and removing its
 		// storage (oslayer's stage removes its scratch storage too, and
 		// that is in its time).
-		var pp []build.Phase
+		var pp []assemble.Phase
 		step := func(name string, f func() (time.Duration, int64)) (time.Duration, int64) {
 			e.mu.Lock()
 			c0 := e.cpu
@@ -193,7 +193,7 @@ RUN mkdir -p /etc/agent /etc/systemd/system/multi-user.target.wants && \
 			e.mu.Lock()
 			c1 := e.cpu
 			e.mu.Unlock()
-			pp = append(pp, build.Phase{Name: name, Seconds: w.Seconds(), CPUSeconds: (c1 - c0).Seconds()})
+			pp = append(pp, assemble.Phase{Name: name, Seconds: w.Seconds(), CPUSeconds: (c1 - c0).Seconds()})
 			return w, r
 		}
 		bahStep := func(name string, args ...string) func() (time.Duration, int64) {

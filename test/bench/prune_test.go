@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/controller"
 	"github.com/oslayer/oslayer/prune"
 	"github.com/oslayer/oslayer/test/fixtures"
@@ -167,7 +167,7 @@ func pushPool(repo name.Repository, att v1.Image, pool string, out []name.Digest
 		}
 		cf, _ := img.ConfigFile()
 		cf = cf.DeepCopy()
-		cf.Config.Labels = map[string]string{build.LabelPool: pool}
+		cf.Config.Labels = map[string]string{assemble.LabelPool: pool}
 		if img, err = mutate.ConfigFile(img, cf); err != nil {
 			return err
 		}

@@ -1,5 +1,5 @@
 // Package depcheck checks that the packages of oslayer import each other
-// in pipeline order: sources → render → build → packagestage → preflight →
+// in pipeline order: sources → render → assemble → packagestage → preflight →
 // publish → sign → pipeline (the one build specification and the function
 // that wires the stages), with the front-ends (fleet, controller, the CLI)
 // above them and the plumbing under internal/ usable by all. A stage implements
@@ -24,9 +24,9 @@ var stages = [][]string{
 	{"internal"},                           // plumbing: references, mirrors, auth, transport
 	{"sources"},                            // Gardener OSC, MachineConfig, imageRef; the neutral model
 	{"render"},                             // placement, enablement, the /var mechanism, layers
-	{"build"},                              // the build state and its steps; the base index
-	{"packagestage"},                       // the package stage (implements build.PackageStage)
-	{"preflight"},                          // checks (implements build.Stage)
+	{"assemble"},                           // the build state and its steps; the base index
+	{"packagestage"},                       // the package stage (implements assemble.PackageStage)
+	{"preflight"},                          // checks (implements assemble.Stage)
 	{"publish"},                            // push by digest, move the tag
 	{"sign"},                               // signatures, attestations, trust
 	{"diff", "prune"},                      // Day 2 and change analysis: read (prune: delete) what publish and sign wrote; neither imports the other
@@ -110,7 +110,7 @@ func listImports(t *testing.T) map[string][]string {
 
 func TestPipelineOrder(t *testing.T) {
 	imports := listImports(t)
-	for _, must := range []string{"/sources/model", "/render", "/build", "/preflight", "/publish", "/sign", "/internal/registry"} {
+	for _, must := range []string{"/sources/model", "/render", "/assemble", "/preflight", "/publish", "/sign", "/internal/registry"} {
 		if _, ok := imports[module+must]; !ok {
 			t.Fatalf("go list did not list %s%s: the stages moved, update stages", module, must)
 		}
@@ -123,8 +123,8 @@ func TestPipelineOrder(t *testing.T) {
 // The check itself finds each kind of violation.
 func TestViolations(t *testing.T) {
 	for name, imports := range map[string]map[string][]string{
-		"build imports publish":       {module + "/build": {module + "/publish"}},
-		"render imports build":        {module + "/render/systemd": {module + "/build/baseindex"}},
+		"assemble imports publish":    {module + "/assemble": {module + "/publish"}},
+		"render imports assemble":     {module + "/render/systemd": {module + "/assemble/baseindex"}},
 		"plumbing imports a stage":    {module + "/internal/registry": {module + "/sources/model"}},
 		"fleet imports controller":    {module + "/fleet": {module + "/controller"}},
 		"a stage imports test helper": {module + "/sign": {module + "/test/regtest"}},
@@ -134,7 +134,7 @@ func TestViolations(t *testing.T) {
 		}
 	}
 	ok := map[string][]string{
-		module + "/sign":             {module + "/publish", module + "/build", module + "/internal/registry", "fmt"},
+		module + "/sign":             {module + "/publish", module + "/assemble", module + "/internal/registry", "fmt"},
 		module + "/cmd/oslayer":      {module + "/fleet", module + "/controller"},
 		module + "/sources/gardener": {module + "/sources/model"},
 	}

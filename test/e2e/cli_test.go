@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oslayer/oslayer/build"
-	"github.com/oslayer/oslayer/build/baseindex"
+	"github.com/oslayer/oslayer/assemble"
+	"github.com/oslayer/oslayer/assemble/baseindex"
 	"github.com/oslayer/oslayer/test/oslayerbin"
 	"github.com/oslayer/oslayer/test/regtest"
 )
@@ -152,7 +152,7 @@ func TestCLIExample(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	var res build.Result
+	var res assemble.Result
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("-o json: %v\n%s", err, stdout)
 	}
@@ -192,7 +192,7 @@ func TestCLIJSONFailure(t *testing.T) {
 	if code == 0 {
 		t.Fatalf("a 10-byte budget passed:\n%s\n%s", stdout, stderr)
 	}
-	var res build.Result
+	var res assemble.Result
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("-o json on failure: %v\n%s", err, stdout)
 	}

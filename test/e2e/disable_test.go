@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/publish"
 	"github.com/oslayer/oslayer/render"
@@ -190,7 +190,7 @@ func TestDisabledUnitsOnUnpackedImage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := build.Build(ctxT(t), build.Request{Render: rreq, Base: "oci:" + baseDir + ":stable", Registry: &registry.Options{}, Version: "e2e"}, pub)
+			res, err := assemble.Build(ctxT(t), assemble.Request{Render: rreq, Base: "oci:" + baseDir + ":stable", Registry: &registry.Options{}, Version: "e2e"}, pub)
 			if err != nil {
 				t.Fatal(err)
 			}

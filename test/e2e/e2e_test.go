@@ -23,8 +23,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/oslayer/oslayer/build"
-	"github.com/oslayer/oslayer/build/baseindex"
+	"github.com/oslayer/oslayer/assemble"
+	"github.com/oslayer/oslayer/assemble/baseindex"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/publish"
 	"github.com/oslayer/oslayer/render"
@@ -106,7 +106,7 @@ func newEnv(t *testing.T) *env {
 	return &env{reg: reg, proxy: proxy, base: proxy.Host + "/fcos/base:stable"}
 }
 
-func buildPool(t *testing.T, base, target string, stages ...build.Stage) *build.Result {
+func buildPool(t *testing.T, base, target string, stages ...assemble.Stage) *assemble.Result {
 	t.Helper()
 	res, err := tryBuild(t, base, target, stages...)
 	if err != nil {
@@ -115,7 +115,7 @@ func buildPool(t *testing.T, base, target string, stages ...build.Stage) *build.
 	return res
 }
 
-func tryBuild(t *testing.T, base, target string, stages ...build.Stage) (*build.Result, error) {
+func tryBuild(t *testing.T, base, target string, stages ...assemble.Stage) (*assemble.Result, error) {
 	t.Helper()
 	return buildVersion(t, base, target, "e2e", stages...)
 }
@@ -123,7 +123,7 @@ func tryBuild(t *testing.T, base, target string, stages ...build.Stage) (*build.
 // buildVersion builds the example OSC onto base as oslayer version
 // (recorded in a label: another version, another image digest) and pushes
 // it to target.
-func buildVersion(t *testing.T, base, target, version string, stages ...build.Stage) (*build.Result, error) {
+func buildVersion(t *testing.T, base, target, version string, stages ...assemble.Stage) (*assemble.Result, error) {
 	t.Helper()
 	reg := &registry.Options{}
 	pub, err := publish.New(target, reg)
@@ -132,7 +132,7 @@ func buildVersion(t *testing.T, base, target, version string, stages ...build.St
 	}
 	// The index of a registry base is shared through the target
 	// repository's artifact (no disk cache here).
-	var iopts build.IndexOptions
+	var iopts assemble.IndexOptions
 	if !registry.IsLayout(target) {
 		tag, err := publish.ParseTarget(target)
 		if err != nil {
@@ -140,7 +140,7 @@ func buildVersion(t *testing.T, base, target, version string, stages ...build.St
 		}
 		iopts.Repository = tag.Context().Name()
 	}
-	return build.Build(ctxT(t), build.Request{
+	return assemble.Build(ctxT(t), assemble.Request{
 		Render:   render.Request{OSCs: []string{exampleOSC(t)}, Pool: "worker"},
 		Base:     base,
 		Registry: reg,
@@ -233,7 +233,7 @@ func inspect(t *testing.T, ref string) skopeoInspect {
 }
 
 // checkImage checks labels and layers of a built image with skopeo.
-func checkImage(t *testing.T, ref string, res *build.Result, base v1.Image) {
+func checkImage(t *testing.T, ref string, res *assemble.Result, base v1.Image) {
 	t.Helper()
 	si := inspect(t, ref)
 	if si.Digest != res.Digest.String() {
@@ -247,8 +247,8 @@ func checkImage(t *testing.T, ref string, res *build.Result, base v1.Image) {
 	}
 	bd, _ := base.Digest()
 	for k, v := range map[string]string{
-		build.LabelPool: "worker", build.LabelBaseDigest: bd.String(), build.LabelVersion: "e2e",
-		build.LabelInputsDigest: res.InputsDigest,
+		assemble.LabelPool: "worker", assemble.LabelBaseDigest: bd.String(), assemble.LabelVersion: "e2e",
+		assemble.LabelInputsDigest: res.InputsDigest,
 	} {
 		if si.Labels[k] != v {
 			t.Errorf("label %s = %q, want %q", k, si.Labels[k], v)
@@ -460,7 +460,7 @@ func TestRegistryAndLayoutBaseSameDigest(t *testing.T) {
 	}
 	fromLayout := buildPool(t, examples, "oci:"+filepath.Join(t.TempDir(), "out"))
 	fromReg := buildPool(t, bd.String(), reg.Host+"/pools/worker:latest")
-	for _, r := range []*build.Result{fromLayout, fromReg} {
+	for _, r := range []*assemble.Result{fromLayout, fromReg} {
 		if r.BaseIndex == nil || r.BaseIndex.Source != "built" {
 			t.Fatalf("base %s: index %+v", r.Base.Ref, r.BaseIndex)
 		}
@@ -574,12 +574,12 @@ func TestBuildOpenShiftExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := build.Build(ctxT(t), build.Request{Render: rreq, Base: examples, Version: "e2e"}, pub)
+	res, err := assemble.Build(ctxT(t), assemble.Request{Render: rreq, Base: examples, Version: "e2e"}, pub)
 	if err != nil {
 		t.Fatal(err)
 	}
 	si := inspect(t, "oci:"+out+":worker")
-	if got := si.Labels[build.LabelKernelArgs]; got != `["systemd.unified_cgroup_hierarchy=1","mitigations=auto,nosmt"]` {
+	if got := si.Labels[assemble.LabelKernelArgs]; got != `["systemd.unified_cgroup_hierarchy=1","mitigations=auto,nosmt"]` {
 		t.Errorf("kernel arguments label %q", got)
 	}
 	if len(res.Inputs) != 2 {
@@ -596,7 +596,7 @@ func TestBuildOpenShiftExample(t *testing.T) {
 }
 
 // unitReport returns the report of unit name in r, or nil.
-func unitReport(r *build.Result, name string) *render.UnitReport {
+func unitReport(r *assemble.Result, name string) *render.UnitReport {
 	if r.Report == nil {
 		return nil
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oslayer/oslayer/build/baseindex"
+	"github.com/oslayer/oslayer/assemble/baseindex"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
 )

@@ -13,7 +13,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
 )
@@ -43,7 +43,7 @@ func TestCLIMultiArch(t *testing.T) {
 		t.Fatalf("--arch all: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	t.Logf("--arch all (2 platforms, signed nothing): wall %v, peak RSS %d KiB", lastWall.Round(time.Millisecond), lastRSSKiB)
-	var res build.Result
+	var res assemble.Result
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("-o json: %v\n%s", err, stdout)
 	}

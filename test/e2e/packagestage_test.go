@@ -14,7 +14,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/test/pkgbase"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
@@ -64,12 +64,12 @@ const agentSecret = "s3cr3t-token-value-7f3a"
 
 // packageBuild is what -o json of a build says.
 type packageBuild struct {
-	Image        string               `json:"image"`
-	Digest       v1.Hash              `json:"digest"`
-	Tagged       bool                 `json:"tagged"`
-	Base         build.Base           `json:"base"`
-	PackageStage *build.PackageResult `json:"packageStage"`
-	BaseIndex    *build.IndexInfo     `json:"baseIndex"`
+	Image        string                  `json:"image"`
+	Digest       v1.Hash                 `json:"digest"`
+	Tagged       bool                    `json:"tagged"`
+	Base         assemble.Base           `json:"base"`
+	PackageStage *assemble.PackageResult `json:"packageStage"`
+	BaseIndex    *assemble.IndexInfo     `json:"baseIndex"`
 }
 
 // layerGets counts GETs of the blobs in layers among reqs.
@@ -253,7 +253,7 @@ func TestPackageStageCLI(t *testing.T) {
 		t.Errorf("failing RUN: -o json: want the resolved base and no empty digest:\n%s", stdout)
 	}
 	if fp := failed.PackageStage; fp == nil || fp.Key == "" || len(fp.Commands) == 0 || fp.Commands[len(fp.Commands)-1] != "RUN echo agent-install-failed-here >&2; exit 3" ||
-		!slices.ContainsFunc(fp.Phases, func(p build.Phase) bool { return p.Name == "build" }) {
+		!slices.ContainsFunc(fp.Phases, func(p assemble.Phase) bool { return p.Name == "build" }) {
 		t.Errorf("failing RUN: -o json: want the package stage's key, commands up to the failing one and phases:\n%s", stdout)
 	}
 	tagsAfter, err := remote.List(mustRepo(t, repo), remote.WithContext(ctx))

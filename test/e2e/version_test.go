@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/test/regtest"
 )
 
@@ -64,8 +64,8 @@ func TestVersionFromBuildInfo(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, b)
 	}
-	if got := inspect(t, "oci:"+out+":latest").Labels[build.LabelVersion]; got != v {
-		t.Errorf("image label %s = %q, --version says %q", build.LabelVersion, got, v)
+	if got := inspect(t, "oci:"+out+":latest").Labels[assemble.LabelVersion]; got != v {
+		t.Errorf("image label %s = %q, --version says %q", assemble.LabelVersion, got, v)
 	}
 
 	goBuild("-ldflags", "-X main.version=v1.2.3")

@@ -96,7 +96,7 @@ func TestKey(t *testing.T) {
 			t.Errorf("writing %s changed the key", f)
 		}
 	}
-	for _, f := range []string{"cmd/oslayer/main.go", "go.mod", "go.sum", "build/new.go"} {
+	for _, f := range []string{"cmd/oslayer/main.go", "go.mod", "go.sum", "assemble/new.go"} {
 		write(f, "changed\n")
 		k := key(plain)
 		if k == k0 {

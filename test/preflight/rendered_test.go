@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/preflight"
 	"github.com/oslayer/oslayer/render"
 	"github.com/oslayer/oslayer/test/fixtures"
@@ -33,37 +33,37 @@ func TestRenderedPools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assemble := func(req render.Request) *build.Built {
+	buildImage := func(req render.Request) *assemble.Built {
 		t.Helper()
 		r, err := render.Render(context.Background(), req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := build.Assemble(context.Background(), build.AssembleRequest{BaseImage: &build.Base{Ref: "synth", Digest: d, Image: base}, Pool: "worker", Rendered: r})
+		b, err := assemble.Assemble(context.Background(), assemble.AssembleRequest{BaseImage: &assemble.Base{Ref: "synth", Digest: d, Image: base}, Pool: "worker", Rendered: r})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return b
 	}
-	stage := func(b *build.Built, o preflight.Options) (*preflight.Report, error) {
+	stage := func(b *assemble.Built, o preflight.Options) (*preflight.Report, error) {
 		out, err := preflight.Stage(o).Run(context.Background(), b, nil)
 		rep, _ := out.(*preflight.Report)
 		return rep, err
 	}
 
 	t.Run("gardener", func(t *testing.T) {
-		b := assemble(render.Request{OSCs: []string{fixtures.Path(t, "gardener", "generated", "osc-worker-a-reconcile-full.yaml")}, Images: stubImages{}})
+		b := buildImage(render.Request{OSCs: []string{fixtures.Path(t, "gardener", "generated", "osc-worker-a-reconcile-full.yaml")}, Images: stubImages{}})
 		rep, err := stage(b, preflight.Options{})
 		if err != nil || rep.Errors != 0 || rep.Warnings != 0 || len(rep.Findings) != 0 || len(rep.AddedLayers) != len(b.Added) {
 			t.Fatalf("err %v, report %+v", err, rep)
 		}
 	})
 	t.Run("openshift", func(t *testing.T) {
-		b := assemble(render.Request{MachineConfigs: []string{fixtures.Path(t, "mco", "aws", "worker")}, Pool: "worker"})
+		b := buildImage(render.Request{MachineConfigs: []string{fixtures.Path(t, "mco", "aws", "worker")}, Pool: "worker"})
 		if rep, err := stage(b, preflight.Options{}); err != nil || rep.Errors != 0 || len(rep.Findings) != 0 {
 			t.Fatalf("without the pull secret: err %v, report %+v", err, rep)
 		}
-		b = assemble(render.Request{MachineConfigs: []string{fixtures.Path(t, "mco", "aws", "worker")}, Pool: "worker", BakeSecrets: true})
+		b = buildImage(render.Request{MachineConfigs: []string{fixtures.Path(t, "mco", "aws", "worker")}, Pool: "worker", BakeSecrets: true})
 		rep, err := stage(b, preflight.Options{})
 		if err == nil || rep == nil || rep.Errors != 1 || len(rep.Findings) != 1 {
 			t.Fatalf("err %v, report %+v", err, rep)

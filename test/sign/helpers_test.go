@@ -28,7 +28,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/sources/model"
@@ -155,7 +155,7 @@ func signable(t *testing.T) (keyFiles, name.Digest) {
 	return sharedKey(t, 0), pushRandom(t, r.Host, "pool")
 }
 
-func fakeBuild(t *testing.T, d name.Digest) *build.Built {
+func fakeBuild(t *testing.T, d name.Digest) *assemble.Built {
 	t.Helper()
 	base, _ := v1.NewHash("sha256:" + strings.Repeat("ab", 32))
 	l1, _ := v1.NewHash("sha256:" + strings.Repeat("01", 32))
@@ -164,10 +164,10 @@ func fakeBuild(t *testing.T, d name.Digest) *build.Built {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &build.Built{
+	return &assemble.Built{
 		Digest: h,
-		Base:   build.Base{Ref: "quay.io/fedora/fedora-coreos:stable", Digest: base},
-		Added:  []build.AddedLayer{{Digest: l1, DiffID: l1d, Size: 1234, Source: "files"}},
+		Base:   assemble.Base{Ref: "quay.io/fedora/fedora-coreos:stable", Digest: base},
+		Added:  []assemble.AddedLayer{{Digest: l1, DiffID: l1d, Size: 1234, Source: "files"}},
 		Pool:   "worker-a",
 		Inputs: []model.Input{
 			{Path: "osc-worker-a-reconcile.yaml", Kind: "OperatingSystemConfig", Name: "osc-worker-a", SHA256: strings.Repeat("cd", 32)},
@@ -183,7 +183,7 @@ func signBoth(t *testing.T, ctx context.Context, k keyFiles, d name.Digest, opts
 	t.Helper()
 	stages := sign.Stages(keyFile(k.priv), opts...)
 	b := fakeBuild(t, d)
-	p := &build.Published{Ref: d.String(), Digest: &d}
+	p := &assemble.Published{Ref: d.String(), Digest: &d}
 	for _, s := range stages {
 		if _, err := s.Run(ctx, b, p); err != nil {
 			t.Fatalf("stage %s on %s: %v", s.Name(), d, err)

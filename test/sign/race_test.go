@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 
 	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/test/regtest"
@@ -167,7 +167,7 @@ func TestSignRacingCosign(t *testing.T) {
 		t.Fatalf("cosign sign never wrote its signature tag:\n%s", <-cosignDone)
 	}
 	stages := sign.Stages(keyFile(ours.priv))
-	b, p := fakeBuild(t, d), &build.Published{Ref: d.String(), Digest: &d}
+	b, p := fakeBuild(t, d), &assemble.Published{Ref: d.String(), Digest: &d}
 	if _, err := stages[0].Run(ctx, b, p); err != nil {
 		close(release)
 		t.Fatal(err)
@@ -275,7 +275,7 @@ func TestStaleMergeKeepsConfirmedLayers(t *testing.T) {
 				t.Fatal(err)
 			}
 			stB := sign.Stages(keyFile(b.priv))
-			bb, pb := fakeBuild(t, db), &build.Published{Ref: db.String(), Digest: &db}
+			bb, pb := fakeBuild(t, db), &assemble.Published{Ref: db.String(), Digest: &db}
 			for _, s := range stB[:stage] {
 				if _, err := s.Run(ctx, bb, pb); err != nil {
 					t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/test/regtest"
@@ -22,8 +22,8 @@ import (
 
 // runStages runs the stages in order and returns the first error, as the
 // builder does.
-func runStages(ctx context.Context, stages []build.Stage, b *build.Built, d name.Digest) ([]any, error) {
-	p := &build.Published{Ref: d.String(), Digest: &d}
+func runStages(ctx context.Context, stages []assemble.Stage, b *assemble.Built, d name.Digest) ([]any, error) {
+	p := &assemble.Published{Ref: d.String(), Digest: &d}
 	var out []any
 	for _, s := range stages {
 		r, err := s.Run(ctx, b, p)
@@ -156,7 +156,7 @@ func TestStageErrors(t *testing.T) {
 func TestLayoutRefused(t *testing.T) {
 	key := sharedKey(t, 0)
 	st := sign.Stages(keyFile(key.priv))
-	_, err := st[0].Run(context.Background(), &build.Built{}, &build.Published{Ref: "oci:/tmp/x@sha256:" + strings.Repeat("0", 64)})
+	_, err := st[0].Run(context.Background(), &assemble.Built{}, &assemble.Published{Ref: "oci:/tmp/x@sha256:" + strings.Repeat("0", 64)})
 	if err == nil || !strings.HasPrefix(err.Error(), "sign: oci:/tmp/x@") {
 		t.Fatalf("err = %v", err)
 	}

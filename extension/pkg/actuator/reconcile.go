@@ -11,7 +11,7 @@ import (
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/osextension"
 	"github.com/oslayer/oslayer/pipeline"
 	"github.com/oslayer/oslayer/publish"
@@ -41,7 +41,7 @@ func (a *Actuator) reconcile(ctx context.Context, log logr.Logger, osc *extensio
 }
 
 // build runs the shared pipeline for the OSC.
-func (a *Actuator) build(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, s *settings) (*build.Result, error) {
+func (a *Actuator) build(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, s *settings) (*assemble.Result, error) {
 	dir, err := os.MkdirTemp("", "oslayer-os-extension-")
 	if err != nil {
 		return nil, err
@@ -74,7 +74,7 @@ func (a *Actuator) build(ctx context.Context, osc *extensionsv1alpha1.OperatingS
 // buildErr names what failed: a render or preflight failure is the OSC's
 // content (spec.units/spec.files or the configuration's base), a push or
 // sign failure the target.
-func buildErr(cfg *config, res *build.Result, err error) error {
+func buildErr(cfg *config, res *assemble.Result, err error) error {
 	step := "build"
 	if res != nil && len(res.Phases) > 0 {
 		step = res.Phases[len(res.Phases)-1].Name

@@ -28,7 +28,7 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"github.com/gardener/gardener/pkg/nodeagent"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/publish"
 	"github.com/oslayer/oslayer/render"
 	"github.com/oslayer/oslayer/sources/gardener"
@@ -296,7 +296,7 @@ func buildImage(t *testing.T, input string, c oscCase, baseLayout string) (strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := build.Build(ctx, build.Request{
+	res, err := assemble.Build(ctx, assemble.Request{
 		Render: render.Request{OSCs: []string{input}, Pool: poolOf(t, input), Images: images{}, AllowTopLevel: c.allowTop},
 		Base:   "oci:" + baseLayout + ":" + baseTag,
 	}, pub)

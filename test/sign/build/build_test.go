@@ -20,7 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/publish"
 	"github.com/oslayer/oslayer/render"
@@ -49,7 +49,7 @@ func tool(t *testing.T, env []string, bin string, args ...string) (string, bool)
 	return out.String(), ok
 }
 
-func buildPool(t *testing.T, base, target string, stages ...build.Stage) (*build.Result, error) {
+func buildPool(t *testing.T, base, target string, stages ...assemble.Stage) (*assemble.Result, error) {
 	t.Helper()
 	root, err := fixtures.RepoRoot()
 	if err != nil {
@@ -60,7 +60,7 @@ func buildPool(t *testing.T, base, target string, stages ...build.Stage) (*build
 	if err != nil {
 		t.Fatal(err)
 	}
-	return build.Build(ctxT(t), build.Request{
+	return assemble.Build(ctxT(t), assemble.Request{
 		Render:   render.Request{OSCs: []string{filepath.Join(root, "examples", "gardener", "worker-osc.yaml")}, Pool: "worker"},
 		Base:     base,
 		Registry: reg,

@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/preflight"
 	"github.com/oslayer/oslayer/publish"
@@ -27,13 +27,13 @@ import (
 )
 
 // multiRequest is the worker pool of the examples onto base for arches.
-func multiRequest(t *testing.T, base string, arches ...string) build.Request {
+func multiRequest(t *testing.T, base string, arches ...string) assemble.Request {
 	t.Helper()
 	root, err := fixtures.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return build.Request{
+	return assemble.Request{
 		Render:   render.Request{OSCs: []string{filepath.Join(root, "examples", "gardener", "worker-osc.yaml")}, Pool: "worker"},
 		Base:     base,
 		Registry: &registry.Options{},
@@ -45,7 +45,7 @@ func multiRequest(t *testing.T, base string, arches ...string) build.Request {
 
 // multiStages are the stages of `oslayer build --sign-key`: preflight
 // (content and written image, read back) and signature and attestation.
-func multiStages(priv string) []build.Stage {
+func multiStages(priv string) []assemble.Stage {
 	reg := &registry.Options{}
 	pf := preflight.Stages(preflight.Options{Open: func(ctx context.Context, ref string, p *v1.Platform) (v1.Image, error) {
 		img, _, err := reg.Image(ctx, ref, p)
@@ -70,7 +70,7 @@ func TestBuildMultiArch(t *testing.T) {
 	kp, dir, priv, pubPath := keyPair(t)
 
 	// --arch all is every platform of the base's index, in its order.
-	all := multiRequest(t, baseRef, build.ArchAll)
+	all := multiRequest(t, baseRef, assemble.ArchAll)
 	ps, err := all.Platforms(ctx)
 	if err != nil || len(ps) != 2 || ps[0].Architecture != "amd64" || ps[1].Architecture != "arm64" {
 		t.Fatalf("platforms of %s: %v %v", baseRef, ps, err)
@@ -82,7 +82,7 @@ func TestBuildMultiArch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fres, err := build.Build(ctx, multiRequest(t, baseRef, "amd64", "s390x"), fpub, multiStages(priv)...)
+	fres, err := assemble.Build(ctx, multiRequest(t, baseRef, "amd64", "s390x"), fpub, multiStages(priv)...)
 	if err == nil || !strings.Contains(err.Error(), "platform linux/s390x") || fres.Tagged {
 		t.Fatalf("build for a platform the base lacks: err %v, tagged %v", err, fres.Tagged)
 	}
@@ -97,7 +97,7 @@ func TestBuildMultiArch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := build.Build(ctx, multiRequest(t, baseRef, "amd64", "arm64"), pub, multiStages(priv)...)
+	res, err := assemble.Build(ctx, multiRequest(t, baseRef, "amd64", "arm64"), pub, multiStages(priv)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,9 +155,9 @@ func TestBuildMultiArch(t *testing.T) {
 			t.Fatal(err)
 		}
 		if cf.Architecture != want || res.Platforms[i].Base.Digest != baseIM.Manifests[i].Digest ||
-			cf.Config.Labels[build.LabelBaseDigest] != baseIM.Manifests[i].Digest.String() {
+			cf.Config.Labels[assemble.LabelBaseDigest] != baseIM.Manifests[i].Digest.String() {
 			t.Fatalf("platform %s: config arch %q, base %s label %q, want base %s", want, cf.Architecture,
-				res.Platforms[i].Base.Digest, cf.Config.Labels[build.LabelBaseDigest], baseIM.Manifests[i].Digest)
+				res.Platforms[i].Base.Digest, cf.Config.Labels[assemble.LabelBaseDigest], baseIM.Manifests[i].Digest)
 		}
 		added := len(res.Platforms[i].Layers)
 		if added == 0 || len(m.Layers) != len(bm.Layers)+added {
@@ -247,7 +247,7 @@ func TestBuildMultiArch(t *testing.T) {
 	}
 
 	// Reproducible: the same inputs give the same index.
-	res2, err := build.Build(ctx, multiRequest(t, baseRef, "amd64", "arm64"), pub, multiStages(priv)...)
+	res2, err := assemble.Build(ctx, multiRequest(t, baseRef, "amd64", "arm64"), pub, multiStages(priv)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestBuildMultiArch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sres, err := build.Build(ctx, single, spub)
+	sres, err := assemble.Build(ctx, single, spub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestBuildMultiArchLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := build.Build(ctx, multiRequest(t, baseRef, build.ArchAll), pub)
+	res, err := assemble.Build(ctx, multiRequest(t, baseRef, assemble.ArchAll), pub)
 	if err != nil {
 		t.Fatal(err)
 	}

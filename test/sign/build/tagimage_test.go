@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/publish"
 	"github.com/oslayer/oslayer/sign"
@@ -47,14 +47,14 @@ func TestRetag(t *testing.T) {
 		}
 		return reqs
 	}
-	tagImage := func(target string, from *build.Result) (*build.Result, []string, error) {
+	tagImage := func(target string, from *assemble.Result) (*assemble.Result, []string, error) {
 		t.Helper()
 		pub, err := publish.New(target, &registry.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		proxy.Reset()
-		res, err := build.Retag(ctxT(t), from, pub)
+		res, err := assemble.Retag(ctxT(t), from, pub)
 		return res, requests(), err
 	}
 

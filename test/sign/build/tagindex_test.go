@@ -12,7 +12,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/publish"
 	"github.com/oslayer/oslayer/render"
@@ -36,19 +36,19 @@ func TestBuildResolvedAndRetag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := build.Build(ctx, plain, pub)
+	want, err := assemble.Build(ctx, plain, pub)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	// The caller's platforms (arm64 first, as the plain build) override
 	// ArchAll, which would read the base's index: its order is amd64 first.
-	all := multiRequest(t, baseRef, build.ArchAll)
+	all := multiRequest(t, baseRef, assemble.ArchAll)
 	all.Flags = plain.Flags
 	all.Resolved = []v1.Platform{{OS: "linux", Architecture: "arm64"}, {OS: "linux", Architecture: "amd64"}}
 	var mu sync.Mutex
 	rendered := map[string]int{}
-	all.Renderers = func(p v1.Platform) build.Renderer {
+	all.Renderers = func(p v1.Platform) assemble.Renderer {
 		return func(ctx context.Context, req render.Request) (*render.Result, error) {
 			mu.Lock()
 			rendered[p.Architecture]++
@@ -61,7 +61,7 @@ func TestBuildResolvedAndRetag(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy.Reset()
-	got, err := build.Build(ctx, all, pub)
+	got, err := assemble.Build(ctx, all, pub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestBuildResolvedAndRetag(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy.Reset()
-	moved, err := build.Retag(ctx, got, other)
+	moved, err := assemble.Retag(ctx, got, other)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,12 +111,12 @@ func TestBuildResolvedAndRetag(t *testing.T) {
 	}
 
 	// A build that failed has no index to move a tag to.
-	failed, err := build.Build(ctx, multiRequest(t, baseRef, "amd64", "s390x"), pub)
+	failed, err := assemble.Build(ctx, multiRequest(t, baseRef, "amd64", "s390x"), pub)
 	if err == nil {
 		t.Fatal("a build for a platform the base lacks succeeded")
 	}
 	proxy.Reset()
-	if _, err := build.Retag(ctx, failed, other); err == nil {
+	if _, err := assemble.Retag(ctx, failed, other); err == nil {
 		t.Error("Retag of a failed build moved the tag")
 	}
 	if n := len(proxy.Requests()); n != 0 {

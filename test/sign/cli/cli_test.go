@@ -17,7 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/oslayer/oslayer/build"
+	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/oslayerbin"
@@ -83,7 +83,7 @@ func TestKeygenTrustVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range sign.Stages(sign.KeyFile(filepath.Join(keys, "cosign.key"), sign.Password([]byte("pw")))) {
-		if _, err := s.Run(ctx, &build.Built{Pool: "worker"}, &build.Published{Ref: d.String(), Digest: &d}); err != nil {
+		if _, err := s.Run(ctx, &assemble.Built{Pool: "worker"}, &assemble.Published{Ref: d.String(), Digest: &d}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package build
+package assemble
 
 import (
 	"archive/tar"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
-	"github.com/oslayer/oslayer/build/baseindex"
+	"github.com/oslayer/oslayer/assemble/baseindex"
 	"github.com/oslayer/oslayer/render"
 	"github.com/oslayer/oslayer/test/synth"
 )

@@ -1,4 +1,4 @@
-// Package builder assembles a pool image: it reads only the manifest and
+// Package assemble assembles a pool image: it reads only the manifest and
 // config of an ostree-native base image, appends the layers rendered by
 // package layers, and records labels, history and provenance so that the same
 // inputs always give the same image digest.
@@ -27,7 +27,7 @@
 // implement (Publisher, Stage, PreWrite, OnIndex), so it imports none of
 // them. An image and a multi-platform index go through the same ones: a
 // Built is either (IsIndex).
-package build
+package assemble
 
 import (
 	"context"
@@ -36,7 +36,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/oslayer/oslayer/build/baseindex"
+	"github.com/oslayer/oslayer/assemble/baseindex"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/render"
 	"github.com/oslayer/oslayer/sources/model"

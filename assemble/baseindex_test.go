@@ -1,4 +1,4 @@
-package build
+package assemble
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/oslayer/oslayer/build/baseindex"
+	"github.com/oslayer/oslayer/assemble/baseindex"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/render"
 	"github.com/oslayer/oslayer/test/regtest"

@@ -7,7 +7,7 @@ import (
 	"log"
 	"os"
 
-	"github.com/oslayer/oslayer/build/baseindex"
+	"github.com/oslayer/oslayer/assemble/baseindex"
 	"github.com/oslayer/oslayer/test/synth"
 )
 
