@@ -21,18 +21,18 @@ const module = "github.com/oslayer/oslayer"
 // stages lists the folders of each stage, earliest first. A package
 // belongs to the first entry that is its path or a parent of it.
 var stages = [][]string{
-	{"internal"},                           // plumbing: references, mirrors, auth, transport
-	{"sources"},                            // Gardener OSC, MachineConfig, imageRef; the neutral model
-	{"render"},                             // placement, enablement, the /var mechanism, layers
-	{"assemble"},                           // the build state and its steps; the base index
-	{"packagestage"},                       // the package stage (implements assemble.PackageStage)
-	{"preflight"},                          // checks (implements assemble.Stage)
-	{"publish"},                            // push by digest, move the tag
-	{"sign"},                               // signatures, attestations, trust
-	{"diff", "prune"},                      // Day 2 and change analysis: read (prune: delete) what publish and sign wrote; neither imports the other
-	{"pipeline"},                           // the one build specification and the pipeline it runs
-	{"api"},                                // the controller's API types
-	{"fleet", "controller", "osextension"}, // front-ends (osextension: the Gardener OS extension's node side)
+	{"internal"},            // plumbing: references, mirrors, auth, transport
+	{"sources"},             // Gardener OSC, MachineConfig, imageRef; the neutral model
+	{"render"},              // placement, enablement, the /var mechanism, layers
+	{"assemble"},            // the build state and its steps; the base index
+	{"packagestage"},        // the package stage (implements assemble.PackageStage)
+	{"preflight"},           // checks (implements assemble.Stage)
+	{"publish"},             // push by digest, move the tag
+	{"sign"},                // signatures, attestations, trust
+	{"diff", "prune"},       // Day 2 and change analysis: read (prune: delete) what publish and sign wrote; neither imports the other
+	{"pipeline"},            // the one build specification and the pipeline it runs
+	{"api"},                 // the controller's API types
+	{"fleet", "controller"}, // front-ends
 	{"cmd"},
 	{"examples"},
 }

@@ -13,7 +13,7 @@ import (
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
-	"github.com/oslayer/oslayer/osextension"
+	"github.com/oslayer/oslayer/extension/pkg/nodeside"
 	"github.com/oslayer/oslayer/sources/gardener"
 )
 
@@ -24,16 +24,16 @@ import (
 // it triggers is the node agent's). The OSC's status from earlier
 // reconciles is left out: it holds the record of the previous image.
 func oscDocument(osc *extensionsv1alpha1.OperatingSystemConfig) ([]byte, error) {
-	r := osextension.Reconcile{}
+	r := nodeside.Reconcile{}
 	var files []extensionsv1alpha1.File
-	for _, f := range osextension.ExtensionFiles(r) {
-		if f.Path != osextension.PoolImageFile {
+	for _, f := range nodeside.ExtensionFiles(r) {
+		if f.Path != nodeside.PoolImageFile {
 			files = append(files, f)
 		}
 	}
-	units := osextension.ExtensionUnits(r)
+	units := nodeside.ExtensionUnits(r)
 	for i := range units {
-		units[i].FilePaths = slices.DeleteFunc(units[i].FilePaths, func(p string) bool { return p == osextension.PoolImageFile })
+		units[i].FilePaths = slices.DeleteFunc(units[i].FilePaths, func(p string) bool { return p == nodeside.PoolImageFile })
 	}
 	doc := &extensionsv1alpha1.OperatingSystemConfig{
 		TypeMeta:   metav1.TypeMeta{APIVersion: extensionsv1alpha1.SchemeGroupVersion.String(), Kind: "OperatingSystemConfig"},

@@ -17,7 +17,7 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	reconcilerutils "github.com/gardener/gardener/pkg/controllerutils/reconciler"
 
-	"github.com/oslayer/oslayer/osextension"
+	"github.com/oslayer/oslayer/extension/pkg/nodeside"
 	"github.com/oslayer/oslayer/sign"
 )
 
@@ -34,7 +34,7 @@ func (a *Actuator) provision(ctx context.Context, log logr.Logger, osc *extensio
 	if pool == "" {
 		return nil, invalidf(fieldPoolLabel, "missing: the OSC names no worker pool")
 	}
-	p := osextension.Provision{OSC: osc}
+	p := nodeside.Provision{OSC: osc}
 	if p.Secrets, err = a.secretRefs(ctx, osc); err != nil {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func (a *Actuator) provision(ctx context.Context, log logr.Logger, osc *extensio
 			return nil, err
 		}
 	}
-	ud, err := osextension.UserData(p)
+	ud, err := nodeside.UserData(p)
 	if err != nil {
 		return nil, fieldErr("spec.units/spec.files (provision user data)", err)
 	}
@@ -137,7 +137,7 @@ func lastUpdate(o *extensionsv1alpha1.OperatingSystemConfig) *metav1.Time {
 // trust sets the containers policy, registries.d file and public key
 // that make the pivot enforce the pool image's signature (as `oslayer
 // trust` writes them).
-func (a *Actuator) trust(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, cfg *config, p *osextension.Provision) error {
+func (a *Actuator) trust(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, cfg *config, p *nodeside.Provision) error {
 	field := cfg.field("signing.keySecretRef")
 	km, s, err := a.signingKey(ctx, osc, cfg)
 	if err != nil {

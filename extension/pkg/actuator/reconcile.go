@@ -12,7 +12,7 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
 	"github.com/oslayer/oslayer/assemble"
-	"github.com/oslayer/oslayer/osextension"
+	"github.com/oslayer/oslayer/extension/pkg/nodeside"
 	"github.com/oslayer/oslayer/pipeline"
 	"github.com/oslayer/oslayer/publish"
 
@@ -35,9 +35,9 @@ func (a *Actuator) reconcile(ctx context.Context, log logr.Logger, osc *extensio
 	if err := a.recordStatus(ctx, osc, st); err != nil {
 		return nil, nil, nil, err
 	}
-	r := osextension.Reconcile{Image: res.Image, Version: s.version}
-	return osextension.ExtensionUnits(r), osextension.ExtensionFiles(r),
-		&extensionsv1alpha1.InPlaceUpdatesStatus{OSUpdate: osextension.OSUpdate(r)}, nil
+	r := nodeside.Reconcile{Image: res.Image, Version: s.version}
+	return nodeside.ExtensionUnits(r), nodeside.ExtensionFiles(r),
+		&extensionsv1alpha1.InPlaceUpdatesStatus{OSUpdate: nodeside.OSUpdate(r)}, nil
 }
 
 // build runs the shared pipeline for the OSC.

@@ -18,7 +18,7 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
-	"github.com/oslayer/oslayer/osextension"
+	"github.com/oslayer/oslayer/extension/pkg/nodeside"
 	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
@@ -136,7 +136,7 @@ registrySecretRef: {name: pool-images-push, namespace: `+extNS+`}`), "x")
 }
 
 // checkProvision creates the provision OSC and checks its user data:
-// osextension.UserData's with the pivot onto image and the trust files
+// nodeside.UserData's with the pivot onto image and the trust files
 // of public key pub.
 func checkProvision(t *testing.T, e *exttest.Env, osc *extensionsv1alpha1.OperatingSystemConfig, image string, pub []byte) {
 	t.Helper()
@@ -149,7 +149,7 @@ func checkProvision(t *testing.T, e *exttest.Env, osc *extensionsv1alpha1.Operat
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := osextension.UserData(osextension.Provision{OSC: osc, Secrets: map[string]map[string][]byte{}, Image: image,
+	want, err := nodeside.UserData(nodeside.Provision{OSC: osc, Secrets: map[string]map[string][]byte{}, Image: image,
 		Policy: b.Files[0].Content, SigstoreConfig: b.Files[1].Content, PublicKey: b.Files[2].Content})
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +163,7 @@ func checkProvision(t *testing.T, e *exttest.Env, osc *extensionsv1alpha1.Operat
 		t.Fatal(err)
 	}
 	if ud := s.Data[extensionsv1alpha1.OperatingSystemConfigSecretDataKey]; !bytes.Equal(ud, want) {
-		t.Fatalf("user data differs from osextension.UserData's with the extension namespace's key:\n%s\nwant\n%s", ud, want)
+		t.Fatalf("user data differs from nodeside.UserData's with the extension namespace's key:\n%s\nwant\n%s", ud, want)
 	}
 }
 

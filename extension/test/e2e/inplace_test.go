@@ -9,7 +9,7 @@ import (
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
-	"github.com/oslayer/oslayer/osextension"
+	"github.com/oslayer/oslayer/extension/pkg/nodeside"
 
 	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
 	"github.com/oslayer/oslayer/extension/test/exttest"
@@ -52,8 +52,8 @@ func TestVersions(t *testing.T) {
 	}
 	got, _ := e.Get(update)
 	if ip := got.Status.InPlaceUpdates; ip == nil || ip.OSUpdate == nil ||
-		ip.OSUpdate.Command != osextension.UpdateCommand || !strings.Contains(strings.Join(ip.OSUpdate.Args, " "), st.Image) {
-		t.Errorf("status.inPlaceUpdates %+v: want %s with %s", ip, osextension.UpdateCommand, st.Image)
+		ip.OSUpdate.Command != nodeside.UpdateCommand || !strings.Contains(strings.Join(ip.OSUpdate.Args, " "), st.Image) {
+		t.Errorf("status.inPlaceUpdates %+v: want %s with %s", ip, nodeside.UpdateCommand, st.Image)
 	}
 	cosignVerify(t, e, st.Image)
 

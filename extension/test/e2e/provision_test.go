@@ -12,7 +12,7 @@ import (
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
-	"github.com/oslayer/oslayer/osextension"
+	"github.com/oslayer/oslayer/extension/pkg/nodeside"
 	"github.com/oslayer/oslayer/sign"
 
 	"github.com/oslayer/oslayer/extension/test/exttest"
@@ -20,7 +20,7 @@ import (
 
 // TestProvision: once the pool's reconcile OSC has a pool image, the
 // provision OSC is Succeeded with the user data Secret (key cloud_config,
-// named in status.cloudConfig.secretRef) holding what osextension.UserData
+// named in status.cloudConfig.secretRef) holding what nodeside.UserData
 // returns for it: the OSC's units and files and the pivot onto the pool
 // image by digest, its signature enforced with the pool's key. A pool
 // that has no reconcile OSC of the type gets the plain base's user data.
@@ -36,10 +36,10 @@ func TestProvision(t *testing.T) {
 	e.Create(t, prov)
 	want, werr := expectedUserData(t, e, prov, image)
 	if werr != nil {
-		t.Fatalf("osextension.UserData: %v", werr)
+		t.Fatalf("nodeside.UserData: %v", werr)
 	}
-	if !bytes.Contains(want, []byte(osextension.PivotUnit)) || !bytes.Contains(want, []byte(image[strings.LastIndex(image, "@")+1:])) {
-		t.Fatalf("the expected user data has no %s pivoting onto %s", osextension.PivotUnit, image)
+	if !bytes.Contains(want, []byte(nodeside.PivotUnit)) || !bytes.Contains(want, []byte(image[strings.LastIndex(image, "@")+1:])) {
+		t.Fatalf("the expected user data has no %s pivoting onto %s", nodeside.PivotUnit, image)
 	}
 	got := wait(t, e, prov, "Succeeded", succeeded)
 	cc := got.Status.CloudConfig
@@ -55,7 +55,7 @@ func TestProvision(t *testing.T) {
 		t.Fatalf("user data %q: want Ignition JSON", ud)
 	}
 	if !bytes.Equal(ud, want) {
-		t.Fatalf("user data differs from osextension.UserData's:\n%s\nwant\n%s", ud, want)
+		t.Fatalf("user data differs from nodeside.UserData's:\n%s\nwant\n%s", ud, want)
 	}
 
 	// A pool without a reconcile OSC of the type: the plain base, no
@@ -71,7 +71,7 @@ func TestProvision(t *testing.T) {
 	if got.Status.CloudConfig == nil {
 		t.Fatal("no status.cloudConfig")
 	}
-	want, err := osextension.UserData(osextension.Provision{OSC: fresh, Secrets: map[string]map[string][]byte{}})
+	want, err := nodeside.UserData(nodeside.Provision{OSC: fresh, Secrets: map[string]map[string][]byte{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,11 +79,11 @@ func TestProvision(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ud := s.Data[extensionsv1alpha1.OperatingSystemConfigSecretDataKey]; !bytes.Equal(ud, want) {
-		t.Fatalf("user data without a pool image differs from osextension.UserData's:\n%s\nwant\n%s", ud, want)
+		t.Fatalf("user data without a pool image differs from nodeside.UserData's:\n%s\nwant\n%s", ud, want)
 	}
 }
 
-// expectedUserData is osextension.UserData of the provision OSC with the
+// expectedUserData is nodeside.UserData of the provision OSC with the
 // pool image and the trust files of the pool's key.
 func expectedUserData(t *testing.T, e *exttest.Env, osc *extensionsv1alpha1.OperatingSystemConfig, image string) ([]byte, error) {
 	t.Helper()
@@ -95,6 +95,6 @@ func expectedUserData(t *testing.T, e *exttest.Env, osc *extensionsv1alpha1.Oper
 	if err != nil {
 		t.Fatal(err)
 	}
-	return osextension.UserData(osextension.Provision{OSC: osc, Secrets: map[string]map[string][]byte{}, Image: image,
+	return nodeside.UserData(nodeside.Provision{OSC: osc, Secrets: map[string]map[string][]byte{}, Image: image,
 		Policy: b.Files[0].Content, SigstoreConfig: b.Files[1].Content, PublicKey: b.Files[2].Content})
 }

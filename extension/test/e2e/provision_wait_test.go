@@ -13,7 +13,7 @@ import (
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
-	"github.com/oslayer/oslayer/osextension"
+	"github.com/oslayer/oslayer/extension/pkg/nodeside"
 
 	"github.com/oslayer/oslayer/extension/test/exttest"
 )
@@ -76,7 +76,7 @@ func TestProvisionFollows(t *testing.T) {
 	ns := e.Shoot(t, "worker", "43.1")
 	prov := exttest.OSC(ns, "osc-worker-downloader", "worker", extensionsv1alpha1.OperatingSystemConfigPurposeProvision, e.Config(), "one")
 	e.Create(t, prov)
-	plain, err := osextension.UserData(osextension.Provision{OSC: prov, Secrets: map[string]map[string][]byte{}})
+	plain, err := nodeside.UserData(nodeside.Provision{OSC: prov, Secrets: map[string]map[string][]byte{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestProvisionFailedPool(t *testing.T) {
 	if !strings.Contains(le.Description, "spec.providerConfig.base") {
 		t.Fatalf("reconcile OSC status.lastError %q: want spec.providerConfig.base", le.Description)
 	}
-	plain, err := osextension.UserData(osextension.Provision{OSC: prov, Secrets: map[string]map[string][]byte{}})
+	plain, err := nodeside.UserData(nodeside.Provision{OSC: prov, Secrets: map[string]map[string][]byte{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,6 +154,6 @@ func waitUserData(t *testing.T, e *exttest.Env, osc *extensionsv1alpha1.Operatin
 		return bytes.Equal(last, want)
 	}, func() string {
 		return osc.Name + " user data with " + what + ": status " + state(o) + "; pivot " +
-			map[bool]string{true: "present", false: "absent"}[bytes.Contains(last, []byte(osextension.PivotUnit))]
+			map[bool]string{true: "present", false: "absent"}[bytes.Contains(last, []byte(nodeside.PivotUnit))]
 	})
 }

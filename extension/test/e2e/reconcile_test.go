@@ -18,7 +18,7 @@ import (
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
-	"github.com/oslayer/oslayer/osextension"
+	"github.com/oslayer/oslayer/extension/pkg/nodeside"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
 
@@ -107,15 +107,15 @@ func checkImageIn(t *testing.T, e *exttest.Env, o *extensionsv1alpha1.OperatingS
 	if !strings.HasPrefix(st.Image, repo+"@sha256:") || st.Version != "43.1" || st.Base != base {
 		t.Fatalf("status.providerStatus image %s, version %s, base %s: want %s@sha256:..., version 43.1, base %s", st.Image, st.Version, st.Base, repo, base)
 	}
-	r := osextension.Reconcile{Image: st.Image, Version: st.Version}
-	if !reflect.DeepEqual(o.Status.ExtensionFiles, osextension.ExtensionFiles(r)) {
-		t.Errorf("status.extensionFiles %+v: want osextension's %+v", o.Status.ExtensionFiles, osextension.ExtensionFiles(r))
+	r := nodeside.Reconcile{Image: st.Image, Version: st.Version}
+	if !reflect.DeepEqual(o.Status.ExtensionFiles, nodeside.ExtensionFiles(r)) {
+		t.Errorf("status.extensionFiles %+v: want nodeside's %+v", o.Status.ExtensionFiles, nodeside.ExtensionFiles(r))
 	}
-	if !reflect.DeepEqual(o.Status.ExtensionUnits, osextension.ExtensionUnits(r)) {
-		t.Errorf("status.extensionUnits %+v: want osextension's %+v", o.Status.ExtensionUnits, osextension.ExtensionUnits(r))
+	if !reflect.DeepEqual(o.Status.ExtensionUnits, nodeside.ExtensionUnits(r)) {
+		t.Errorf("status.extensionUnits %+v: want nodeside's %+v", o.Status.ExtensionUnits, nodeside.ExtensionUnits(r))
 	}
-	if ip := o.Status.InPlaceUpdates; ip == nil || !reflect.DeepEqual(ip.OSUpdate, osextension.OSUpdate(r)) {
-		t.Errorf("status.inPlaceUpdates %+v: want osUpdate %+v", ip, osextension.OSUpdate(r))
+	if ip := o.Status.InPlaceUpdates; ip == nil || !reflect.DeepEqual(ip.OSUpdate, nodeside.OSUpdate(r)) {
+		t.Errorf("status.inPlaceUpdates %+v: want osUpdate %+v", ip, nodeside.OSUpdate(r))
 	}
 	d, err := name.NewDigest(st.Image)
 	if err != nil {
@@ -153,15 +153,15 @@ func checkContent(t *testing.T, d name.Digest, body string, opts ...remote.Optio
 	}
 	// The staging unit is baked and enabled (on a node of the image it
 	// finds the image booted); the pool-image record is not baked.
-	unit := osextension.ExtensionUnits(osextension.Reconcile{})[0]
+	unit := nodeside.ExtensionUnits(nodeside.Reconcile{})[0]
 	if got := found["etc/systemd/system/"+unit.Name]; got != *unit.Content {
 		t.Errorf("%s in the image: %q", unit.Name, got)
 	}
 	if _, ok := found["etc/systemd/system/multi-user.target.wants/"+unit.Name]; !ok {
 		t.Errorf("%s not enabled in the image", unit.Name)
 	}
-	if _, ok := found[strings.TrimPrefix(osextension.PoolImageFile, "/")]; ok {
-		t.Errorf("%s is in the image", osextension.PoolImageFile)
+	if _, ok := found[strings.TrimPrefix(nodeside.PoolImageFile, "/")]; ok {
+		t.Errorf("%s is in the image", nodeside.PoolImageFile)
 	}
 }
 

@@ -1,3 +1,5 @@
+// Package nodeagent runs gardener-node-agent's own OperatingSystemConfig
+// reconciler on what the extension's node side (pkg/nodeside) computes.
 package nodeagent
 
 import (
@@ -35,11 +37,14 @@ import (
 	fakedbus "github.com/gardener/gardener/pkg/nodeagent/dbus/fake"
 	machinev1alpha1 "github.com/gardener/machine-controller-manager/pkg/apis/machine/v1alpha1"
 
-	"github.com/oslayer/oslayer/osextension"
+	"github.com/oslayer/oslayer/extension/pkg/nodeside"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
 )
+
+// nodeName is the name and host name of the emulated node.
+const nodeName = "oracle-node"
 
 // The in-place update cases: the node runs version1 (image1) and the OSC
 // asks for version2 (image2).
@@ -147,10 +152,10 @@ func (n *oscNode) osc(version, image string) *extensionsv1alpha1.OperatingSystem
 		n.t.Fatal(err)
 	}
 	osc.Spec.InPlaceUpdates = &extensionsv1alpha1.InPlaceUpdates{OperatingSystemVersion: version, KubeletVersion: "1.34.3"}
-	r := osextension.Reconcile{Image: image, Version: version}
-	osc.Status.ExtensionFiles = osextension.ExtensionFiles(r)
-	osc.Status.ExtensionUnits = osextension.ExtensionUnits(r)
-	osc.Status.InPlaceUpdates = &extensionsv1alpha1.InPlaceUpdatesStatus{OSUpdate: osextension.OSUpdate(r)}
+	r := nodeside.Reconcile{Image: image, Version: version}
+	osc.Status.ExtensionFiles = nodeside.ExtensionFiles(r)
+	osc.Status.ExtensionUnits = nodeside.ExtensionUnits(r)
+	osc.Status.InPlaceUpdates = &extensionsv1alpha1.InPlaceUpdatesStatus{OSUpdate: nodeside.OSUpdate(r)}
 	return osc
 }
 
@@ -268,8 +273,8 @@ func TestOSExtensionFiles(t *testing.T) {
 	if _, err := n.apply(n.osc(version1, image1)); err != nil {
 		t.Fatal(err)
 	}
-	expectNodeFile(t, n.root, osextension.PoolImageFile, image1+"\n", 0o644)
-	expectNodeFile(t, n.root, osextension.UpdateCommand, osextension.UpdateScript(), 0o755)
+	expectNodeFile(t, n.root, nodeside.PoolImageFile, image1+"\n", 0o644)
+	expectNodeFile(t, n.root, nodeside.UpdateCommand, nodeside.UpdateScript(), 0o755)
 	if c := n.calls(); c != nil {
 		t.Errorf("the update command ran without a version change: %q", c)
 	}
@@ -284,7 +289,7 @@ func TestOSExtensionStageUnit(t *testing.T) {
 	restarts := func(from int) int {
 		k := 0
 		for _, a := range db.Actions[from:] {
-			if a.Action == fakedbus.ActionRestart && slices.Contains(a.UnitNames, osextension.StageUnit) {
+			if a.Action == fakedbus.ActionRestart && slices.Contains(a.UnitNames, nodeside.StageUnit) {
 				k++
 			}
 		}
@@ -299,16 +304,16 @@ func TestOSExtensionStageUnit(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := restarts(from); got != c.want {
-			t.Errorf("apply %d (%s): %d restarts of %s, want %d; actions %+v", i, c.image, got, osextension.StageUnit, c.want, db.Actions[from:])
+			t.Errorf("apply %d (%s): %d restarts of %s, want %d; actions %+v", i, c.image, got, nodeside.StageUnit, c.want, db.Actions[from:])
 		}
 	}
-	unit := osextension.ExtensionUnits(osextension.Reconcile{})[0]
+	unit := nodeside.ExtensionUnits(nodeside.Reconcile{})[0]
 	// The agent writes units 0600.
-	expectNodeFile(t, n.root, filepath.Join("/etc/systemd/system", osextension.StageUnit), *unit.Content, 0o600)
+	expectNodeFile(t, n.root, filepath.Join("/etc/systemd/system", nodeside.StageUnit), *unit.Content, 0o600)
 	if !slices.ContainsFunc(db.Actions, func(a fakedbus.SystemdAction) bool {
-		return a.Action == fakedbus.ActionEnable && slices.Contains(a.UnitNames, osextension.StageUnit)
+		return a.Action == fakedbus.ActionEnable && slices.Contains(a.UnitNames, nodeside.StageUnit)
 	}) {
-		t.Errorf("%s never enabled; actions %+v", osextension.StageUnit, db.Actions)
+		t.Errorf("%s never enabled; actions %+v", nodeside.StageUnit, db.Actions)
 	}
 }
 
@@ -333,7 +338,7 @@ func TestOSExtensionInPlaceUpdate(t *testing.T) {
 	if c := n.calls(); strings.Join(c, "\n") != strings.Join(want, "\n") {
 		t.Errorf("calls %q, want %q", c, want)
 	}
-	expectNodeFile(t, n.root, osextension.PoolImageFile, image2+"\n", 0o644)
+	expectNodeFile(t, n.root, nodeside.PoolImageFile, image2+"\n", 0o644)
 	if v := n.node().Annotations[annotationUpdating]; v != version2 {
 		t.Errorf("annotation %s = %q, want %q", annotationUpdating, v, version2)
 	}

@@ -1,4 +1,4 @@
-package osextension
+package nodeside
 
 import (
 	"bytes"

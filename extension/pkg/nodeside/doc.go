@@ -1,4 +1,4 @@
-// Package osextension is what oslayer's Gardener OS extension puts on a
+// Package nodeside is what oslayer's Gardener OS extension puts on a
 // node, independent of the extension library that drives it: the
 // provision user data (Ignition v3) that boots a new machine and pivots
 // it onto the pool image, the extension files and units a reconcile adds
@@ -9,4 +9,4 @@
 // extension library) builds the pool image with the shared pipeline and
 // calls this package for the node side. docs/extension-node.md describes
 // what lands on a node and the update command's contract.
-package osextension
+package nodeside

@@ -1,4 +1,4 @@
-package osextension
+package nodeside
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ const IgnitionVersion = "3.4.0"
 
 func userData(p Provision) ([]byte, error) {
 	if p.OSC == nil {
-		return nil, errors.New("osextension: no OperatingSystemConfig")
+		return nil, errors.New("nodeside: no OperatingSystemConfig")
 	}
 	if p.OSC.Spec.Purpose != extensionsv1alpha1.OperatingSystemConfigPurposeProvision {
 		return nil, fmt.Errorf("spec.purpose: %q, user data is made from a %q OperatingSystemConfig", p.OSC.Spec.Purpose, extensionsv1alpha1.OperatingSystemConfigPurposeProvision)
@@ -61,7 +61,7 @@ func userData(p Provision) ([]byte, error) {
 	// Ignition's own validation, as the machine runs it; what it refuses
 	// would stop the machine's first boot.
 	if _, rpt, err := v3_4.Parse(out); err != nil {
-		return nil, fmt.Errorf("osextension: the user data is not a valid Ignition config: %v: %s", err, rpt.String())
+		return nil, fmt.Errorf("nodeside: the user data is not a valid Ignition config: %v: %s", err, rpt.String())
 	}
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package osextension
+package nodeside
 
 import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
