@@ -3,6 +3,8 @@ package pipeline
 import (
 	"reflect"
 	"sort"
+
+	"github.com/oslayer/oslayer/pipeline/settings"
 )
 
 // The front-ends that map onto a Spec, as Absent names them.
@@ -132,4 +134,16 @@ func splitPath(p string) []string {
 		}
 	}
 	return append(out, p[start:])
+}
+
+// FullSettings are build settings with every field set to a value other
+// than its default, for the parity tests of the front-ends that embed
+// settings.Settings.
+func FullSettings() settings.Settings {
+	return settings.Settings{
+		BaseIndex: "off", BakeSecrets: settings.Bool(true), Strict: settings.Bool(true), AllowTopLevel: []string{"data"},
+		Preflight: &settings.Preflight{Skip: []string{"layers"}, ExpectVersion: "42", FatalWarnings: settings.Bool(true),
+			DenyUsrOverride: settings.Bool(true), MaxAddedBytes: "1GiB", RequireBase: "quay.io/fedora/fedora-coreos:stable",
+			WarnLayers: 50, MaxLayers: 60, AllowSecrets: []string{"/etc/x"}},
+	}
 }
