@@ -17,6 +17,7 @@ import (
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/controller"
+	"github.com/oslayer/oslayer/pipeline/settings"
 )
 
 // replaceFile is the Ignition config raw with the contents of the file at
@@ -133,7 +134,7 @@ func TestLiveApply(t *testing.T) {
 	mcName := controller.PublishedMachineConfigName(pool)
 	pi := e.poolImage("pool", v1alpha1.Source{OpenShift: &v1alpha1.OpenShiftSource{MachineConfigPool: pool}})
 	pi.Spec.Publish = &v1alpha1.Publish{MachineConfig: &v1alpha1.PublishMachineConfig{}, ConfigMap: "pool-image"}
-	pi.Spec.Preflight = &v1alpha1.Preflight{AllowSecrets: []string{kubeletSecret}}
+	pi.Spec.Preflight = &settings.Preflight{AllowSecrets: []string{kubeletSecret}}
 	e.create(t, pi)
 	pi = e.wait(t, "pool", "the first image", func(pi *v1alpha1.PoolImage) bool { return ready(pi) && pi.Status.Published != nil })
 	first := pi.Status.Image

@@ -16,6 +16,7 @@ import (
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/controller"
+	"github.com/oslayer/oslayer/pipeline/settings"
 	"github.com/oslayer/oslayer/test/regtest"
 	"github.com/oslayer/oslayer/test/synth"
 )
@@ -125,7 +126,7 @@ func TestSpecRefused(t *testing.T) {
 	e := start(t)
 	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "osc-worker", Namespace: e.ns}, Data: oscSecret("limits")})
 	pi := e.poolImage("worker", v1alpha1.Source{Gardener: &v1alpha1.GardenerSource{SecretName: "osc-worker"}})
-	pi.Spec.Preflight = &v1alpha1.Preflight{WarnLayers: 60, MaxLayers: 50}
+	pi.Spec.Preflight = &settings.Preflight{WarnLayers: 60, MaxLayers: 50}
 	e.proxy.Reset()
 	e.create(t, pi)
 	pi = e.wait(t, "worker", "Degraded", degraded)

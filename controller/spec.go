@@ -8,7 +8,6 @@ import (
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/pipeline"
-	"github.com/oslayer/oslayer/preflight"
 	"github.com/oslayer/oslayer/sign"
 )
 
@@ -33,11 +32,12 @@ type Read struct {
 }
 
 // SpecOf maps a PoolImage onto the build specification: the source's
-// documents (rd) and spec.pool, bakeSecrets, strict and allowTopLevel
-// onto Inputs, spec.base, arch, target and baseIndex onto the fields of
-// those names, the controller's registry options with spec.pullSecrets
+// documents (rd) and spec.pool onto Inputs, spec.base, arch and target
+// onto the fields of those names, the build settings (bakeSecrets,
+// strict, allowTopLevel, baseIndex, preflight) with pipeline's one
+// mapping (Spec.SetSettings), the controller's registry options with spec.pullSecrets
 // and pushSecret onto Registry, spec.packages (in the build pod) onto
-// Packages, spec.preflight onto Preflight and spec.signing onto Signing
+// Packages and spec.signing onto Signing
 // (the key Secret carries its password). Errors name the spec's field.
 func SpecOf(pi *v1alpha1.PoolImage, rd Read) (pipeline.Spec, error) {
 	arch, err := pipeline.ParseArch(strings.Join(pi.Spec.Arch, ","))
@@ -47,22 +47,13 @@ func SpecOf(pi *v1alpha1.PoolImage, rd Read) (pipeline.Spec, error) {
 	s := pipeline.Spec{
 		Inputs: pipeline.Inputs{
 			Pool: poolName(pi), OSCs: rd.OSCs, MachineConfigs: rd.MachineConfigs, MachineConfigPools: rd.MachineConfigPools,
-			SecretsDir: rd.SecretsDir, BakeSecrets: pi.Spec.BakeSecrets, Strict: pi.Spec.Strict, AllowTopLevel: pi.Spec.AllowTopLevel,
+			SecretsDir: rd.SecretsDir,
 		},
 		Base: pi.Spec.Base, Arch: arch, Target: pi.Spec.Target, Registry: rd.Registry,
-		BaseIndex: pi.Spec.BaseIndex, IndexCacheDir: rd.IndexCacheDir, Packages: rd.Packages,
+		IndexCacheDir: rd.IndexCacheDir, Packages: rd.Packages,
 	}
-	if pf := pi.Spec.Preflight; pf != nil {
-		s.Preflight = pipeline.Preflight{Skip: pf.Skip, ExpectVersion: pf.ExpectVersion, FatalWarnings: pf.FatalWarnings,
-			DenyUsrOverride: pf.DenyUsrOverride, RequireBase: pf.RequireBase, AllowSecrets: pf.AllowSecrets,
-			WarnLayers: int(pf.WarnLayers), MaxLayers: int(pf.MaxLayers)}
-		if pf.MaxAddedBytes != "" {
-			n, err := preflight.ParseBytes(pf.MaxAddedBytes)
-			if err != nil {
-				return s, fmt.Errorf("spec.preflight.maxAddedBytes: %w", err)
-			}
-			s.Preflight.MaxAddedBytes = n
-		}
+	if err := s.SetSettings(pi.Spec.Settings); err != nil {
+		return s, specError(err)
 	}
 	if g := pi.Spec.Signing; g != nil {
 		s.Signing = &pipeline.Signing{Key: rd.SigningKey, Referrers: g.Referrers}

@@ -47,7 +47,7 @@ import (
 	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/pipeline"
-	"github.com/oslayer/oslayer/preflight"
+	"github.com/oslayer/oslayer/pipeline/settings"
 	"github.com/oslayer/oslayer/publish"
 	"github.com/oslayer/oslayer/sign"
 )
@@ -82,12 +82,7 @@ type Settings struct {
 	MachineConfig     []string `json:"machineConfig,omitempty"`
 	MachineConfigPool []string `json:"machineConfigPool,omitempty"`
 	// Secrets is the directory of Secret manifests for Gardener secretRef files.
-	Secrets       string   `json:"secrets,omitempty"`
-	BakeSecrets   *bool    `json:"bakeSecrets,omitempty"`
-	AllowTopLevel []string `json:"allowTopLevel,omitempty"`
-	// Strict refuses OperatingSystemConfig fields the OSC API does not
-	// have (oslayer build --strict).
-	Strict *bool `json:"strict,omitempty"`
+	Secrets string `json:"secrets,omitempty"`
 	// Base is the base image ("" for MachineConfig pools: their osImageURL).
 	Base string `json:"base,omitempty"`
 	// Target is REG/REPO[:TAG] or oci:DIR[:TAG]; {cluster} and {pool}
@@ -106,24 +101,9 @@ type Settings struct {
 	// --sign-identity).
 	SignReferrers *bool  `json:"signReferrers,omitempty"`
 	SignIdentity  string `json:"signIdentity,omitempty"`
-	// BaseIndex is "auto" (default) or "off".
-	BaseIndex string     `json:"baseIndex,omitempty"`
-	Preflight *Preflight `json:"preflight,omitempty"`
-}
-
-// Preflight are a pool's preflight options (see oslayer build's flags).
-type Preflight struct {
-	Skip            []string `json:"skip,omitempty"`
-	FatalWarnings   *bool    `json:"fatalWarnings,omitempty"`
-	ExpectVersion   string   `json:"expectVersion,omitempty"`
-	RequireBase     string   `json:"requireBase,omitempty"`
-	AllowSecrets    []string `json:"allowSecrets,omitempty"`
-	MaxAddedBytes   string   `json:"maxAddedBytes,omitempty"`
-	DenyUsrOverride *bool    `json:"denyUsrOverride,omitempty"`
-	// WarnLayers and MaxLayers are the layer count limits (0: inherited,
-	// else the defaults 127 and 500).
-	WarnLayers int `json:"warnLayers,omitempty"`
-	MaxLayers  int `json:"maxLayers,omitempty"`
+	// Settings are the build settings every front-end writes the same
+	// way: baseIndex, preflight, bakeSecrets, strict, allowTopLevel.
+	settings.Settings `json:",inline"`
 }
 
 // Pool is one pool with every setting resolved.
@@ -365,12 +345,7 @@ func (s *Settings) check(path, dir string, add func(path, format string, args ..
 		}
 	}
 	s.checkArch(path, add)
-	switch s.BaseIndex {
-	case "", "auto", "off":
-	default:
-		add(path+".baseIndex", "%q: want auto or off", s.BaseIndex)
-	}
-	s.checkPreflight(path, add)
+	s.checkSettings(path, add)
 }
 
 // checkFiles makes the input, secrets and key paths absolute against dir
@@ -434,21 +409,15 @@ func (s *Settings) checkArch(path string, add addFunc) {
 	}
 }
 
-// checkPreflight checks the preflight options: known checks to skip and a
-// size limit that parses.
-func (s *Settings) checkPreflight(path string, add addFunc) {
-	pf := s.Preflight
-	if pf == nil {
-		return
-	}
-	for i, sk := range pf.Skip {
-		if err := preflight.CheckKnown(sk, nil); err != nil {
-			add(fmt.Sprintf("%s.preflight.skip[%d]", path, i), "%v", err)
-		}
-	}
-	if pf.MaxAddedBytes != "" {
-		if _, err := preflight.ParseBytes(pf.MaxAddedBytes); err != nil {
-			add(path+".preflight.maxAddedBytes", "%q: %v", pf.MaxAddedBytes, err)
+// checkSettings checks the build settings this level sets, as the
+// pipeline does (the layer limits of several levels are the pool's).
+func (s *Settings) checkSettings(path string, add addFunc) {
+	var pe *pipeline.Error
+	for _, e := range unjoin(pipeline.CheckSettings(s.Settings)) {
+		if errors.As(e, &pe) && pe.Field != "" {
+			add(path+"."+pe.Field, "%v", pe.Err)
+		} else {
+			add(path, "%v", e)
 		}
 	}
 }
@@ -489,26 +458,17 @@ func (s Settings) merge(o Settings) Settings {
 		}
 		return a
 	}
-	num := func(a, b int) int {
-		if b != 0 {
-			return b
-		}
-		return a
-	}
 	boolp := func(a, b *bool) *bool {
 		if b != nil {
 			return b
 		}
 		return a
 	}
-	r := Settings{
+	return Settings{
 		OSC:                 cat(s.OSC, o.OSC),
 		MachineConfig:       cat(s.MachineConfig, o.MachineConfig),
 		MachineConfigPool:   cat(s.MachineConfigPool, o.MachineConfigPool),
 		Secrets:             str(s.Secrets, o.Secrets),
-		BakeSecrets:         boolp(s.BakeSecrets, o.BakeSecrets),
-		AllowTopLevel:       cat(s.AllowTopLevel, o.AllowTopLevel),
-		Strict:              boolp(s.Strict, o.Strict),
 		Base:                str(s.Base, o.Base),
 		Target:              str(s.Target, o.Target),
 		Arch:                str(s.Arch, o.Arch),
@@ -516,29 +476,8 @@ func (s Settings) merge(o Settings) Settings {
 		SignKeyPasswordFile: str(s.SignKeyPasswordFile, o.SignKeyPasswordFile),
 		SignReferrers:       boolp(s.SignReferrers, o.SignReferrers),
 		SignIdentity:        str(s.SignIdentity, o.SignIdentity),
-		BaseIndex:           str(s.BaseIndex, o.BaseIndex),
+		Settings:            s.Settings.Inherit(o.Settings),
 	}
-	if s.Preflight != nil || o.Preflight != nil {
-		a, b := Preflight{}, Preflight{}
-		if s.Preflight != nil {
-			a = *s.Preflight
-		}
-		if o.Preflight != nil {
-			b = *o.Preflight
-		}
-		r.Preflight = &Preflight{
-			Skip:            cat(a.Skip, b.Skip),
-			FatalWarnings:   boolp(a.FatalWarnings, b.FatalWarnings),
-			ExpectVersion:   str(a.ExpectVersion, b.ExpectVersion),
-			RequireBase:     str(a.RequireBase, b.RequireBase),
-			AllowSecrets:    cat(a.AllowSecrets, b.AllowSecrets),
-			MaxAddedBytes:   str(a.MaxAddedBytes, b.MaxAddedBytes),
-			DenyUsrOverride: boolp(a.DenyUsrOverride, b.DenyUsrOverride),
-			WarnLayers:      num(a.WarnLayers, b.WarnLayers),
-			MaxLayers:       num(a.MaxLayers, b.MaxLayers),
-		}
-	}
-	return r
 }
 
 // validate checks what only the resolved pool can tell.
@@ -603,11 +542,12 @@ func unjoin(err error) []error {
 }
 
 // Spec maps the resolved pool onto the build specification: osc,
-// machineConfig, machineConfigPool, secrets, bakeSecrets, strict and
-// allowTopLevel onto Inputs (with the run's SOURCE_DATE_EPOCH and
-// imageRef bounds), base, arch, target, baseIndex onto the fields of
-// those names, the run's registry flags onto Registry and its cache onto
-// IndexCacheDir, preflight onto Preflight, signKey, signKeyPasswordFile (else the run's password),
+// machineConfig, machineConfigPool and secrets onto Inputs (with the
+// run's SOURCE_DATE_EPOCH and imageRef bounds), base, arch and target onto
+// the fields of those names, the build settings (bakeSecrets, strict,
+// allowTopLevel, baseIndex, preflight) with pipeline's one mapping
+// (Spec.SetSettings), the run's registry flags onto Registry and its
+// cache onto IndexCacheDir, signKey, signKeyPasswordFile (else the run's password),
 // signReferrers and signIdentity onto Signing. A fleet runs no package
 // stage (Absent). It reads the signing key.
 func (p *Pool) Spec(o Options) (pipeline.Spec, error) { return p.spec(o, true) }
@@ -619,23 +559,12 @@ func (p *Pool) spec(o Options, readKey bool) (pipeline.Spec, error) {
 	s := pipeline.Spec{
 		Inputs: pipeline.Inputs{
 			Pool: p.Name, OSCs: p.OSC, MachineConfigs: p.MachineConfig, MachineConfigPools: p.MachineConfigPool,
-			SecretsDir: p.Secrets, BakeSecrets: p.bake(), Strict: isTrue(p.Strict), AllowTopLevel: p.AllowTopLevel,
-			Epoch: o.Epoch, ImageRefs: &pipeline.ImageRefs{Budget: o.ImageBudget, Timeout: o.ImageTimeout},
+			SecretsDir: p.Secrets, Epoch: o.Epoch, ImageRefs: &pipeline.ImageRefs{Budget: o.ImageBudget, Timeout: o.ImageTimeout},
 		},
-		Base: p.Base, Arch: arch, Target: p.Target, Registry: o.Registry,
-		BaseIndex: p.BaseIndex, IndexCacheDir: o.IndexCacheDir,
+		Base: p.Base, Arch: arch, Target: p.Target, Registry: o.Registry, IndexCacheDir: o.IndexCacheDir,
 	}
-	if pf := p.Preflight; pf != nil {
-		s.Preflight = pipeline.Preflight{Skip: pf.Skip, ExpectVersion: pf.ExpectVersion, FatalWarnings: isTrue(pf.FatalWarnings),
-			DenyUsrOverride: isTrue(pf.DenyUsrOverride), RequireBase: pf.RequireBase, AllowSecrets: pf.AllowSecrets,
-			WarnLayers: pf.WarnLayers, MaxLayers: pf.MaxLayers}
-		if pf.MaxAddedBytes != "" {
-			n, err := preflight.ParseBytes(pf.MaxAddedBytes)
-			if err != nil {
-				return s, &pipeline.Error{Step: "preflight", Field: "preflight.maxAddedBytes", Err: fmt.Errorf("%q: %v", pf.MaxAddedBytes, err)}
-			}
-			s.Preflight.MaxAddedBytes = n
-		}
+	if err := s.SetSettings(p.Settings.Settings); err != nil {
+		return s, err
 	}
 	if p.SignKey != "" {
 		var km *sign.KeyMaterial

@@ -4,6 +4,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/oslayer/oslayer/pipeline/settings"
 )
 
 func metav1AddToGroupVersion(s *runtime.Scheme) { metav1.AddToGroupVersion(s, GroupVersion) }
@@ -83,12 +85,9 @@ type PoolImageSpec struct {
 	// +kubebuilder:validation:items:Enum=amd64;arm64;ppc64le;s390x;all
 	// +kubebuilder:validation:XValidation:rule="!self.exists(a, a == 'all') || size(self) == 1",message="all stands alone"
 	Arch []string `json:"arch,omitempty"`
-	// BaseIndex is how the base is read: auto (default: its index, read
-	// once per base digest and cached) or off (never read; the build
-	// assumes what its report says).
-	// +optional
-	// +kubebuilder:validation:Enum=auto;off
-	BaseIndex string `json:"baseIndex,omitempty"`
+	// Settings are the build settings every front-end writes the same
+	// way: baseIndex, preflight, bakeSecrets, strict, allowTopLevel.
+	settings.Settings `json:",inline"`
 	// PullSecrets are kubernetes.io/dockerconfigjson Secrets in the
 	// PoolImage's namespace used to pull the base.
 	// +optional
@@ -101,24 +100,6 @@ type PoolImageSpec struct {
 	// image is pushed unsigned (status.signed false).
 	// +optional
 	Signing *Signing `json:"signing,omitempty"`
-	// Preflight are the options of the preflight checks (as the CLI's).
-	// +optional
-	Preflight *Preflight `json:"preflight,omitempty"`
-	// BakeSecrets bakes Gardener secretRef content and the credentials a
-	// MachineConfig holds that the platform delivers itself (the pull
-	// secret /var/lib/kubelet/config.json, the kubelet's bootstrap
-	// kubeconfig) into the image (off by default: they are reported as
-	// runtime-delivered; an image is readable by everyone who can pull it).
-	// +optional
-	BakeSecrets bool `json:"bakeSecrets,omitempty"`
-	// Strict refuses OperatingSystemConfig fields the OSC API does not
-	// have (default: ignored with a warning, as gardener-node-agent does).
-	// +optional
-	Strict bool `json:"strict,omitempty"`
-	// AllowTopLevel are extra top-level directories the content may go
-	// to (it survives only on composefs bases).
-	// +optional
-	AllowTopLevel []string `json:"allowTopLevel,omitempty"`
 	// Publish hands status.image to its consumers beyond the status.
 	// +optional
 	Publish *Publish `json:"publish,omitempty"`
@@ -362,48 +343,6 @@ type Signing struct {
 	// .sig tag nodes read is always written).
 	// +optional
 	Referrers bool `json:"referrers,omitempty"`
-}
-
-// Preflight are the preflight options of oslayer build.
-type Preflight struct {
-	// Skip names checks not to run.
-	// +optional
-	Skip []string `json:"skip,omitempty"`
-	// ExpectVersion is the base OS version the image must have.
-	// +optional
-	ExpectVersion string `json:"expectVersion,omitempty"`
-	// FatalWarnings fails the build on warnings.
-	// +optional
-	FatalWarnings bool `json:"fatalWarnings,omitempty"`
-	// DenyUsrOverride fails the build when a file replaces one under /usr.
-	// +optional
-	DenyUsrOverride bool `json:"denyUsrOverride,omitempty"`
-	// MaxAddedBytes bounds the bytes added on top of the base (e.g. 512Mi).
-	// +optional
-	MaxAddedBytes string `json:"maxAddedBytes,omitempty"`
-	// RequireBase is an official base image whose layers (digest and
-	// diff_id) must be an ordered prefix of the image's.
-	// +optional
-	RequireBase string `json:"requireBase,omitempty"`
-	// WarnLayers warns when the image has more layers than this (default
-	// 127: docker pull fails at 128).
-	// +optional
-	// +kubebuilder:validation:Minimum=1
-	WarnLayers int32 `json:"warnLayers,omitempty"`
-	// MaxLayers fails the build when the image has this many layers or
-	// more (default 500).
-	// +optional
-	// +kubebuilder:validation:Minimum=1
-	MaxLayers int32 `json:"maxLayers,omitempty"`
-	// AllowSecrets are paths (or path.Match patterns) that may hold a
-	// secret: as on the node (e.g. /var/lib/kubelet/config.json, where an
-	// OpenShift pool's rendered MachineConfig puts the cluster's pull
-	// secret) or as in the image (oslayer keeps such a file under
-	// /usr/lib/oslayer/var, as /usr/lib/oslayer/var/var/lib/kubelet/config.json).
-	// Such a MachineConfig credential is runtime-delivered unless named
-	// here: naming it bakes it.
-	// +optional
-	AllowSecrets []string `json:"allowSecrets,omitempty"`
 }
 
 // PoolImageStatus is what the controller built and recorded.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 
 	"github.com/spf13/pflag"
@@ -10,24 +9,31 @@ import (
 	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/assemble/baseindex"
 	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/pipeline"
+	"github.com/oslayer/oslayer/pipeline/settings"
 )
 
 // baseIndexFlags choose whether and where the base is indexed.
 type baseIndexFlags struct {
-	mode     string
+	// set holds baseIndex (pipeline.Flags), shared with the command's
+	// other settings flags.
+	set      *settings.Settings
 	cacheDir string
 }
 
 func (f *baseIndexFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.mode, "base-index", assemble.BaseIndexAuto, "auto: read the base once per digest (cached on disk and next to the image) so units the OS ships are enabled as their [Install] says; off: never read the base and assume what the report says")
+	if f.set == nil {
+		f.set = &settings.Settings{}
+	}
+	registerSettings(fs, pipeline.FlagsIndex, f.set)
 	fs.StringVar(&f.cacheDir, "base-index-cache", "", "directory of cached base indexes (default $"+baseindex.CacheEnv+", else $XDG_CACHE_HOME/oslayer/baseindex)")
 }
 
 // options returns the index options with repository (may be "") as the
 // place of the shared artifact.
 func (f *baseIndexFlags) options(reg *registry.Options, repository string, log *slog.Logger) (assemble.IndexOptions, error) {
-	if f.mode != assemble.BaseIndexAuto && f.mode != assemble.BaseIndexOff {
-		return assemble.IndexOptions{}, fmt.Errorf("--base-index %q: want %s or %s", f.mode, assemble.BaseIndexAuto, assemble.BaseIndexOff)
+	if err := pipeline.CheckSettings(settings.Settings{BaseIndex: f.set.BaseIndex}); err != nil {
+		return assemble.IndexOptions{}, flagError(err)
 	}
 	o := assemble.IndexOptions{CacheDir: f.cacheDir, Repository: repository, Registry: reg, Logger: log}
 	if o.CacheDir == "" {
@@ -51,7 +57,7 @@ func (f *baseIndexFlags) cache() (string, error) {
 // with --base-index=off or without --base).
 func (f *baseIndexFlags) renderBase(ctx context.Context, ref, arch string, reg *registry.Options, log *slog.Logger) (*assemble.IndexInfo, *assemble.Base, error) {
 	o, err := f.options(reg, "", log)
-	if err != nil || ref == "" || f.mode == assemble.BaseIndexOff {
+	if err != nil || ref == "" || f.set.BaseIndex == assemble.BaseIndexOff {
 		return nil, nil, err
 	}
 	base, err := assemble.ResolveBase(ctx, ref, reg, arch)

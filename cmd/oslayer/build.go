@@ -15,6 +15,7 @@ import (
 	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/pipeline"
+	"github.com/oslayer/oslayer/pipeline/settings"
 	"github.com/oslayer/oslayer/publish"
 	"github.com/oslayer/oslayer/sign"
 )
@@ -32,6 +33,9 @@ type buildFlags struct {
 	arch       string
 	digestFile string
 	pod        podFlags
+	// settings are the build settings the in, index and preflight flags
+	// set (pipeline.Flags).
+	settings settings.Settings
 }
 
 func newBuildCmd(g *globals) *cobra.Command {
@@ -83,6 +87,7 @@ set, is the time stamped on every file and on the image.`,
 
 // register adds oslayer build's flags to fs.
 func (f *buildFlags) register(fs *pflag.FlagSet) {
+	f.in.set, f.index.set, f.preflight.set = &f.settings, &f.settings, &f.settings
 	f.in.register(fs)
 	f.reg.register(fs)
 	f.preflight.register(fs)
@@ -119,10 +124,11 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 
 // spec maps oslayer build's flags onto the build specification: the
 // inputs flags onto Inputs, --base, --arch and --push onto Base, Arch and
-// Target, the registry flags onto Registry, --base-index and
-// --base-index-cache onto BaseIndex and IndexCacheDir, the package flags
-// onto Packages (always run), the preflight flags onto Preflight and the
-// signing flags onto Signing. Its Env reads the written image back
+// Target, the registry flags onto Registry, --base-index-cache onto
+// IndexCacheDir, the package flags onto Packages (always run) and the
+// signing flags onto Signing; the settings flags (pipeline.Flags: the
+// preflight flags, --base-index, --bake-secrets, --strict,
+// --allow-toplevel) with pipeline's one mapping (Spec.SetSettings). Its Env reads the written image back
 // (other writers may share the repository) and pushes the base index
 // artifact next to the image in a registry target.
 func (f *buildFlags) spec(g *globals) (pipeline.Spec, error) {
@@ -154,8 +160,7 @@ func (f *buildFlags) spec(g *globals) (pipeline.Spec, error) {
 	if err != nil {
 		return s, err
 	}
-	pf, err := f.preflight.spec(g)
-	if err != nil {
+	if _, err := f.preflight.spec(); err != nil {
 		return s, err
 	}
 	sg, err := f.sign.spec(f.push)
@@ -170,11 +175,11 @@ func (f *buildFlags) spec(g *globals) (pipeline.Spec, error) {
 	if err != nil {
 		return s, err
 	}
-	return pipeline.Spec{
+	s = pipeline.Spec{
 		Inputs: in, Base: f.base, Arch: arch, Target: f.push, Registry: reg,
-		BaseIndex: f.index.mode, IndexCacheDir: cache,
-		Packages: pk, Preflight: pf, Signing: sg,
-	}, nil
+		IndexCacheDir: cache, Packages: pk, Signing: sg,
+	}
+	return s, flagError(s.SetSettings(f.settings))
 }
 
 // report ends a build: in text mode the render's and the build's warnings

@@ -13,23 +13,24 @@ import (
 
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/pipeline"
+	"github.com/oslayer/oslayer/pipeline/settings"
 	"github.com/oslayer/oslayer/render"
 	"github.com/oslayer/oslayer/sources/imageref"
 )
 
 // inputFlags are the render inputs shared by render and build.
 type inputFlags struct {
-	stdin         io.Reader // read for --osc -
-	oscs          []string
-	mcs           []string
-	mcps          []string
-	pool          string
-	secretsDir    string
-	bakeSecrets   bool
-	strict        bool
-	allowTopLevel []string
-	imageBudget   string
-	imageTimeout  time.Duration
+	stdin      io.Reader // read for --osc -
+	oscs       []string
+	mcs        []string
+	mcps       []string
+	pool       string
+	secretsDir string
+	// set holds bakeSecrets, strict and allowTopLevel (pipeline.Flags),
+	// shared with the command's other settings flags.
+	set          *settings.Settings
+	imageBudget  string
+	imageTimeout time.Duration
 }
 
 func (f *inputFlags) register(fs *pflag.FlagSet) {
@@ -38,9 +39,10 @@ func (f *inputFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.mcps, "machineconfigpool", nil, "MachineConfigPool file; its machineConfigSelector selects the MachineConfigs (repeatable; --pool NAME picks one of several)")
 	fs.StringVar(&f.pool, "pool", "", "pool name; selects MachineConfigs labelled machineconfiguration.openshift.io/role=NAME (with --machineconfigpool: the pool of that name)")
 	fs.StringVar(&f.secretsDir, "secrets", "", "directory of Secret manifests for Gardener secretRef files")
-	fs.BoolVar(&f.bakeSecrets, "bake-secrets", false, "bake secretRef content and the credentials a MachineConfig holds (the pull secret) into the image (default: report them as runtime-delivered; --allow-secret PATH bakes one MachineConfig credential)")
-	fs.BoolVar(&f.strict, "strict", false, "refuse OperatingSystemConfig fields the OSC API does not have (default: ignore them with a warning, as gardener-node-agent does)")
-	fs.StringArrayVar(&f.allowTopLevel, "allow-toplevel", nil, "allow content under this extra top-level directory (survives only on composefs bases; repeatable)")
+	if f.set == nil {
+		f.set = &settings.Settings{}
+	}
+	registerSettings(fs, pipeline.FlagsInputs, f.set)
 	fs.StringVar(&f.imageBudget, "imageref-budget", "1GiB", "total size of all Gardener imageRef files read by one run (bytes, or with KiB, MiB, GiB)")
 	fs.DurationVar(&f.imageTimeout, "imageref-timeout", imageref.DefaultTimeout, "time bound for reading all Gardener imageRef files of one run")
 }
@@ -70,9 +72,9 @@ func (f *inputFlags) request(reg *registry.Options) (render.Request, error) {
 		MachineConfigPools: f.mcps,
 		Pool:               f.pool,
 		SecretsDir:         f.secretsDir,
-		BakeSecrets:        f.bakeSecrets,
-		Strict:             f.strict,
-		AllowTopLevel:      f.allowTopLevel,
+		BakeSecrets:        settings.True(f.set.BakeSecrets),
+		Strict:             settings.True(f.set.Strict),
+		AllowTopLevel:      f.set.AllowTopLevel,
 		Epoch:              epoch,
 	}
 	if err != nil {
@@ -89,7 +91,8 @@ func (f *inputFlags) request(reg *registry.Options) (render.Request, error) {
 }
 
 // spec maps the input flags onto the build specification's inputs
-// (SOURCE_DATE_EPOCH is Epoch); it fails on an invalid SOURCE_DATE_EPOCH
+// (SOURCE_DATE_EPOCH is Epoch) but the settings (Spec.SetSettings maps
+// them); it fails on an invalid SOURCE_DATE_EPOCH
 // or imageRef bound.
 func (f *inputFlags) spec() (pipeline.Inputs, error) {
 	epoch, err := sourceDateEpoch()
@@ -105,8 +108,8 @@ func (f *inputFlags) spec() (pipeline.Inputs, error) {
 	}
 	return pipeline.Inputs{
 		Pool: f.pool, OSCs: f.oscs, MachineConfigs: f.mcs, MachineConfigPools: f.mcps,
-		SecretsDir: f.secretsDir, BakeSecrets: f.bakeSecrets, Strict: f.strict, AllowTopLevel: f.allowTopLevel,
-		Epoch: epoch, ImageRefs: &pipeline.ImageRefs{Budget: budget, Timeout: f.imageTimeout},
+		SecretsDir: f.secretsDir,
+		Epoch:      epoch, ImageRefs: &pipeline.ImageRefs{Budget: budget, Timeout: f.imageTimeout},
 	}, nil
 }
 

@@ -120,11 +120,11 @@ func (c *preflightCmd) target(ctx context.Context, ref string, platform *v1.Plat
 		t.BaseRef = c.base
 		t.BaseTree = cachedBaseTree(t.Base)
 	}
-	if c.pf.requireBase != "" {
-		if t.Require, _, err = reg.Image(ctx, c.pf.requireBase, platform); err != nil {
+	if c.pf.requireBase() != "" {
+		if t.Require, _, err = reg.Image(ctx, c.pf.requireBase(), platform); err != nil {
 			return t, fmt.Errorf("preflight: --require-base: %w", err)
 		}
-		t.RequireRef = c.pf.requireBase
+		t.RequireRef = c.pf.requireBase()
 	}
 	return t, nil
 }

@@ -90,7 +90,7 @@ func cliSpecs(t *testing.T, f parityInputs) []pipeline.Spec {
 		"--mirror", "quay.io=mirror.example.com", "--authfile", f.authfile, "--insecure-registry", "r.example.com:5000", "--jobs", "7", "--timeout", "45s",
 		"--base-index", "off", "--base-index-cache", f.dir,
 		"--containerfile", f.containerfile, "--context", f.dir, "--build-arg", "A=1", "--build-secret", "id=s,src=" + f.secret, "--repo-file", f.repo,
-		"--require-base", "quay.io/fedora/fedora-coreos:stable", "--expect-version", "42", "--skip", checkNames()[0], "--fatal-warnings",
+		"--require-base", "quay.io/fedora/fedora-coreos:stable", "--expect-version", "42", "--skip", pipeline.FullSettings().Preflight.Skip[0], "--fatal-warnings",
 		"--deny-usr-override", "--allow-secret", "/etc/x", "--warn-layers", "50", "--max-layers", "60", "--max-added-bytes", "1GiB",
 		"--sign-key", f.key, "--sign-key-password-file", f.password}
 	return []pipeline.Spec{
@@ -112,12 +112,8 @@ func fleetSpecs(t *testing.T, f parityInputs) []pipeline.Spec {
 		return s
 	}
 	full := fleet.Settings{OSC: []string{"a.yaml"}, MachineConfig: []string{"mcs"}, MachineConfigPool: []string{"mcp.yaml"},
-		Secrets: f.dir, BakeSecrets: &yes, Strict: &yes, AllowTopLevel: []string{"data"},
-		Base: "quay.io/fedora/fedora-coreos:stable", Target: "registry.example.com/os/worker:v1", Arch: "amd64,arm64",
-		SignKey: f.key, SignKeyPasswordFile: f.password, SignReferrers: &yes, BaseIndex: "off",
-		Preflight: &fleet.Preflight{Skip: []string{checkNames()[0]}, FatalWarnings: &yes, ExpectVersion: "42",
-			RequireBase: "quay.io/fedora/fedora-coreos:stable", AllowSecrets: []string{"/etc/x"}, MaxAddedBytes: "1GiB",
-			DenyUsrOverride: &yes, WarnLayers: 50, MaxLayers: 60}}
+		Secrets: f.dir, Base: "quay.io/fedora/fedora-coreos:stable", Target: "registry.example.com/os/worker:v1", Arch: "amd64,arm64",
+		SignKey: f.key, SignKeyPasswordFile: f.password, SignReferrers: &yes, Settings: pipeline.FullSettings()}
 	layout := fleet.Settings{OSC: []string{"a.yaml"}, Target: "oci:" + filepath.Join(f.dir, "out"), SignKey: f.key,
 		SignIdentity: "registry.example.com/os/worker"}
 	o := fleet.Options{Registry: &registry.Options{Jobs: 7}, Epoch: time.Unix(1700000000, 0), IndexCacheDir: f.dir,
@@ -143,10 +139,8 @@ func poolImageSpecs(t *testing.T, f parityInputs) []pipeline.Spec {
 	none := &v1alpha1.PoolImage{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: v1alpha1.PoolImageSpec{Base: "oci:b", Target: "registry.example.com/os/a:v1"}}
 	full := &v1alpha1.PoolImage{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: v1alpha1.PoolImageSpec{
 		Pool: "worker", Base: "quay.io/fedora/fedora-coreos:stable", Target: "registry.example.com/os/worker:v1",
-		Arch: []string{"amd64", "arm64"}, BaseIndex: "off", BakeSecrets: true, Strict: true, AllowTopLevel: []string{"data"},
+		Arch: []string{"amd64", "arm64"}, Settings: pipeline.FullSettings(),
 		Signing: &v1alpha1.Signing{KeySecret: v1alpha1.LocalObjectReference{Name: "cosign"}, Referrers: true},
-		Preflight: &v1alpha1.Preflight{Skip: []string{checkNames()[0]}, ExpectVersion: "42", FatalWarnings: true, DenyUsrOverride: true,
-			MaxAddedBytes: "1GiB", AllowSecrets: []string{"/etc/x"}, RequireBase: "quay.io/fedora/fedora-coreos:stable", WarnLayers: 50, MaxLayers: 60},
 	}}
 	rd := controller.Read{OSCs: []string{"a.yaml"}, MachineConfigs: []string{"mc.yaml"}, MachineConfigPools: []string{"mcp.yaml"},
 		SecretsDir: f.dir, Registry: &registry.Options{Jobs: 7}, IndexCacheDir: f.dir,

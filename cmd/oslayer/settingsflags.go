@@ -1,0 +1,121 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/oslayer/oslayer/pipeline"
+	"github.com/oslayer/oslayer/pipeline/settings"
+)
+
+// registerSettings adds the flags of one group of pipeline.Flags to fs,
+// each bound to its field in s and set to its default.
+func registerSettings(fs *pflag.FlagSet, group string, s *settings.Settings) {
+	for _, fl := range pipeline.Flags {
+		if fl.Group != group {
+			continue
+		}
+		v := settingValue(fl.Value(s))
+		if fl.Default != "" {
+			if err := v.Set(fl.Default); err != nil {
+				panic(fmt.Sprintf("--%s: default %q: %v", fl.Name, fl.Default, err))
+			}
+		}
+		f := fs.VarPF(v, fl.Name, "", fl.Help)
+		if v.Type() == "bool" {
+			f.NoOptDefVal = "true"
+		}
+	}
+}
+
+// settingValue is the flag value of a field: a *string, **bool,
+// *[]string (one element per use) or *int32.
+func settingValue(field any) pflag.Value {
+	switch p := field.(type) {
+	case *string:
+		return (*stringSetting)(p)
+	case **bool:
+		return boolSetting{p}
+	case *[]string:
+		return (*listSetting)(p)
+	case *int32:
+		return (*intSetting)(p)
+	}
+	panic(fmt.Sprintf("no flag value for a field of type %T", field))
+}
+
+type stringSetting string
+
+func (v *stringSetting) String() string     { return string(*v) }
+func (v *stringSetting) Set(s string) error { *v = stringSetting(s); return nil }
+func (v *stringSetting) Type() string       { return "string" }
+
+// boolSetting is set only when the flag is given.
+type boolSetting struct{ p **bool }
+
+func (v boolSetting) String() string { return strconv.FormatBool(settings.True(*v.p)) }
+func (v boolSetting) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*v.p = settings.Bool(b)
+	return nil
+}
+func (v boolSetting) Type() string     { return "bool" }
+func (v boolSetting) IsBoolFlag() bool { return true }
+
+type listSetting []string
+
+func (v *listSetting) String() string {
+	if len(*v) == 0 {
+		return "[]"
+	}
+	return "[" + strings.Join(*v, ",") + "]"
+}
+func (v *listSetting) Set(s string) error { *v = append(*v, s); return nil }
+func (v *listSetting) Type() string       { return "stringArray" }
+
+type intSetting int32
+
+func (v *intSetting) String() string { return strconv.Itoa(int(*v)) }
+func (v *intSetting) Set(s string) error {
+	n, err := strconv.ParseInt(s, 0, 32)
+	if err != nil {
+		return err
+	}
+	*v = intSetting(n)
+	return nil
+}
+func (v *intSetting) Type() string { return "int" }
+
+// flagError names the flag of each field an error of pipeline names
+// (--max-added-bytes "lots": ...).
+func flagError(err error) error {
+	var out []error
+	for _, e := range unjoinErr(err) {
+		var pe *pipeline.Error
+		if errors.As(e, &pe) {
+			if fl := pipeline.FlagOf(pe.Field); fl != nil {
+				e = fmt.Errorf("--%s %w", fl.Name, pe.Err)
+			}
+		}
+		out = append(out, e)
+	}
+	return errors.Join(out...)
+}
+
+// unjoinErr lists the errors err joins (err itself when it joins none).
+func unjoinErr(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
+}
