@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 
 	"github.com/oslayer/oslayer/pipeline/settings"
@@ -12,6 +14,7 @@ const (
 	FrontCLI       = "oslayer build"
 	FrontFleet     = "fleet plan"
 	FrontPoolImage = "PoolImage"
+	FrontExtension = "Gardener extension"
 )
 
 // Absent lists, per front-end, the fields of Spec (as Fields names them)
@@ -35,11 +38,29 @@ var Absent = map[string]map[string]string{
 		"Signing.Password":         "the key Secret carries its password (cosign.password)",
 		"Signing.Identity":         "a PoolImage's target is a registry repository: the signature names it",
 	},
+	FrontExtension: {
+		"Inputs.MachineConfigs":      noExtensionMachineConfigs,
+		"Inputs.MachineConfigPools":  noExtensionMachineConfigs,
+		"Inputs.Epoch":               "a seed has no SOURCE_DATE_EPOCH: the extension stamps the zero time, the same for every build",
+		"Inputs.ImageRefs.Budget":    noExtensionImageRefs,
+		"Inputs.ImageRefs.Timeout":   noExtensionImageRefs,
+		"Packages.Containerfile":     noExtensionPackages,
+		"Packages.ContainerfileName": noExtensionPackages,
+		"Packages.ContextDir":        noExtensionPackages,
+		"Packages.BuildArgs":         noExtensionPackages,
+		"Packages.Secrets":           noExtensionPackages,
+		"Packages.Repos":             noExtensionPackages,
+		"Signing.Password":           "the key Secret (signing.keySecretRef) carries its password (cosign.password)",
+		"Signing.Identity":           "the extension's target is a registry repository: the signature names it",
+	},
 }
 
 const (
-	noFleetPackages       = "a fleet builds many pools in one process and runs no package stage (buildah); such a pool builds with oslayer build or a PoolImage with builder Job"
-	noControllerImageRefs = "the controller has no imageRef reader: an imageRef file is refused in the cluster"
+	noFleetPackages           = "a fleet builds many pools in one process and runs no package stage (buildah); such a pool builds with oslayer build or a PoolImage with builder Job"
+	noControllerImageRefs     = "the controller has no imageRef reader: an imageRef file is refused in the cluster"
+	noExtensionMachineConfigs = "the extension builds the Gardener OperatingSystemConfig it reconciles: there are no MachineConfigs"
+	noExtensionImageRefs      = "the extension has no imageRef reader: an OSC's imageRef file is refused"
+	noExtensionPackages       = "the extension runs in the seed's extension process and runs no package stage (buildah); an OSC has no package inputs"
 )
 
 // Fields lists the fields of Spec a front-end can set, as paths
@@ -48,6 +69,26 @@ const (
 func Fields() []string {
 	var out []string
 	walkType(reflect.TypeOf(Spec{}), "", func(path string) { out = append(out, path) })
+	return out
+}
+
+// ParityErrors lists the problems of a front-end's mappings: a field
+// Unreached(none, full...) lists that Absent does not list for front
+// with a reason, and a field Absent lists that is reached.
+func ParityErrors(front string, none Spec, full ...Spec) []string {
+	var out []string
+	unreached := Unreached(none, full...)
+	for _, f := range unreached {
+		if Absent[front][f] == "" {
+			out = append(out, fmt.Sprintf("%s does not reach Spec.%s: map it, or list it in pipeline.Absent with the reason", front, f))
+		}
+	}
+	for f := range Absent[front] {
+		if !slices.Contains(unreached, f) {
+			out = append(out, fmt.Sprintf("pipeline.Absent says %s does not reach Spec.%s, but it does", front, f))
+		}
+	}
+	sort.Strings(out)
 	return out
 }
 

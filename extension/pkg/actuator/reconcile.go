@@ -14,6 +14,7 @@ import (
 	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/extension/pkg/nodeside"
 	"github.com/oslayer/oslayer/pipeline"
+	buildsettings "github.com/oslayer/oslayer/pipeline/settings"
 	"github.com/oslayer/oslayer/publish"
 
 	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
@@ -102,7 +103,7 @@ func (a *Actuator) read(ctx context.Context, osc *extensionsv1alpha1.OperatingSy
 	if err := os.WriteFile(rd.osc, b, 0o600); err != nil {
 		return rd, err
 	}
-	if s.config.BakeSecrets {
+	if buildsettings.True(s.config.BakeSecrets) {
 		if rd.secretsDir, err = a.writeSecretRefs(ctx, osc, filepath.Join(dir, "secretrefs")); err != nil {
 			return rd, err
 		}

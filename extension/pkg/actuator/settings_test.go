@@ -12,6 +12,7 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
 	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
+	buildsettings "github.com/oslayer/oslayer/pipeline/settings"
 )
 
 // TestTargetOf: the placeholders are replaced and the tag defaults to
@@ -70,8 +71,8 @@ preflight: {maxAddedBytes: 1Gi, fatalWarnings: true}
 	got := refine(d, pc)
 	want := d.DeepCopy()
 	want.Images = []configv1alpha1.MachineImage{{Version: "1", Base: "b.example/one"}, {Version: "2", Base: "b.example/two-shoot"}, {Version: "3", Base: "b.example/three"}}
-	want.Arch, want.BakeSecrets = []string{"amd64"}, true
-	want.Preflight = &configv1alpha1.Preflight{Skip: []string{"layers"}, MaxAddedBytes: "1Gi", ExpectVersion: "{version}", FatalWarnings: true}
+	want.Arch, want.BakeSecrets = []string{"amd64"}, buildsettings.Bool(true)
+	want.Preflight = &buildsettings.Preflight{Skip: []string{"layers"}, MaxAddedBytes: "1Gi", ExpectVersion: "{version}", FatalWarnings: buildsettings.Bool(true)}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("refine:\n got %#v\nwant %#v", got, want)
 	}

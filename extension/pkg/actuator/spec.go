@@ -6,7 +6,6 @@ import (
 
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/pipeline"
-	"github.com/oslayer/oslayer/preflight"
 	"github.com/oslayer/oslayer/publish"
 	"github.com/oslayer/oslayer/sign"
 
@@ -27,12 +26,13 @@ type read struct {
 }
 
 // specOf maps an OSC's settings onto the build specification: the OSC
-// (rd.osc) and its pool, providerConfig bakeSecrets, strict and
-// allowTopLevel onto Inputs, the version's base, arch, the expanded
-// target and baseIndex onto the fields of those names, the extension's
-// registry options with registrySecretRef onto Registry, preflight
-// ({version} expanded) onto Preflight and signing onto Signing. Errors
-// name the providerConfig field.
+// (rd.osc) and its pool onto Inputs, the version's base, arch and the
+// expanded target onto the fields of those names, the build settings
+// (bakeSecrets, strict, allowTopLevel, baseIndex, preflight) with
+// pipeline's one mapping (Spec.SetSettings; preflight.expectVersion's
+// {version} expanded), the extension's registry options with
+// registrySecretRef onto Registry and signing onto Signing. Errors name
+// the providerConfig field.
 func specOf(s *settings, rd read) (pipeline.Spec, error) {
 	cfg := s.config
 	arch, err := pipeline.ParseArch(strings.Join(cfg.Arch, ","))
@@ -40,37 +40,17 @@ func specOf(s *settings, rd read) (pipeline.Spec, error) {
 		return pipeline.Spec{}, invalidf(cfg.field("arch"), "%s", strings.TrimPrefix(err.Error(), "--arch "))
 	}
 	spec := pipeline.Spec{
-		Inputs: pipeline.Inputs{Pool: s.pool, OSCs: []string{rd.osc}, SecretsDir: rd.secretsDir,
-			BakeSecrets: cfg.BakeSecrets, Strict: cfg.Strict, AllowTopLevel: cfg.AllowTopLevel},
-		Base: s.base, Arch: arch, Target: s.target, Registry: rd.registry,
-		BaseIndex: cfg.BaseIndex, IndexCacheDir: rd.cacheDir,
+		Inputs: pipeline.Inputs{Pool: s.pool, OSCs: []string{rd.osc}, SecretsDir: rd.secretsDir},
+		Base:   s.base, Arch: arch, Target: s.target, Registry: rd.registry, IndexCacheDir: rd.cacheDir,
 	}
-	if pf := cfg.Preflight; pf != nil {
-		spec.Preflight, err = preflightOf(pf, cfg.field("preflight.maxAddedBytes"), s.values)
-		if err != nil {
-			return spec, err
-		}
+	if err := spec.SetSettings(cfg.Settings); err != nil {
+		return spec, specError(cfg, err)
 	}
+	spec.Preflight.ExpectVersion = configv1alpha1.Expand(spec.Preflight.ExpectVersion, s.values)
 	if g := cfg.Signing; g != nil {
 		spec.Signing = &pipeline.Signing{Key: rd.signingKey, Referrers: g.Referrers}
 	}
 	return spec, nil
-}
-
-// preflightOf is the pipeline's preflight options of pf; an error of
-// maxAddedBytes names fld.
-func preflightOf(pf *configv1alpha1.Preflight, fld string, values map[string]string) (pipeline.Preflight, error) {
-	p := pipeline.Preflight{Skip: pf.Skip, ExpectVersion: configv1alpha1.Expand(pf.ExpectVersion, values),
-		FatalWarnings: pf.FatalWarnings, DenyUsrOverride: pf.DenyUsrOverride, RequireBase: pf.RequireBase,
-		AllowSecrets: pf.AllowSecrets, WarnLayers: int(pf.WarnLayers), MaxLayers: int(pf.MaxLayers)}
-	if pf.MaxAddedBytes != "" {
-		n, err := preflight.ParseBytes(pf.MaxAddedBytes)
-		if err != nil {
-			return p, invalidf(fld, "%v", err)
-		}
-		p.MaxAddedBytes = n
-	}
-	return p, nil
 }
 
 // specError names the field (the OSC's or the default's) of an error of

@@ -9,8 +9,8 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
-	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
 	"github.com/oslayer/oslayer/extension/test/exttest"
+	buildsettings "github.com/oslayer/oslayer/pipeline/settings"
 )
 
 // TestInvalid: an invalid providerConfig or OSC ends in status.lastError
@@ -27,7 +27,7 @@ func TestInvalid(t *testing.T) {
 	unknownField := json.RawMessage(`{"apiVersion":"oslayer.os.extensions.gardener.cloud/v1alpha1","kind":"OperatingSystemConfiguration","target":"` +
 		e.Host + `/os/{namespace}/{pool}","base":"` + e.Base + `","baseImage":"x"}`)
 	badPreflight := e.Config()
-	badPreflight.Preflight = &configv1alpha1.Preflight{Skip: []string{"no-such-check"}}
+	badPreflight.Preflight = &buildsettings.Preflight{Skip: []string{"no-such-check"}}
 	badUnit := exttest.OSC(ns, "bad-unit", "badunit", reconcile, e.Config(), "x")
 	badUnit.Spec.Units[0].FilePaths = []string{"/usr/local/bin/missing"}
 	noPool := exttest.OSC(ns, "no-pool", "nopool", reconcile, e.Config(), "x")

@@ -9,7 +9,6 @@ func (c *OperatingSystemConfiguration) DeepCopyInto(out *OperatingSystemConfigur
 	*out = *c
 	out.Images = append([]MachineImage(nil), c.Images...)
 	out.Arch = append([]string(nil), c.Arch...)
-	out.AllowTopLevel = append([]string(nil), c.AllowTopLevel...)
 	if c.RegistrySecretRef != nil {
 		r := *c.RegistrySecretRef
 		out.RegistrySecretRef = &r
@@ -18,12 +17,7 @@ func (c *OperatingSystemConfiguration) DeepCopyInto(out *OperatingSystemConfigur
 		s := *c.Signing
 		out.Signing = &s
 	}
-	if c.Preflight != nil {
-		p := *c.Preflight
-		p.Skip = append([]string(nil), p.Skip...)
-		p.AllowSecrets = append([]string(nil), p.AllowSecrets...)
-		out.Preflight = &p
-	}
+	c.Settings.DeepCopyInto(&out.Settings)
 }
 
 // DeepCopy returns a copy of c.

@@ -2,10 +2,12 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/oslayer/oslayer/pipeline/settings"
 )
 
 // Placeholders of Target, Base, MachineImage.Base and
-// Preflight.ExpectVersion.
+// preflight.expectVersion.
 const (
 	// PlaceholderNamespace is the OSC's namespace: the shoot's namespace
 	// in the seed (shoot--PROJECT--NAME).
@@ -43,8 +45,6 @@ type OperatingSystemConfiguration struct {
 	// Arch are the architectures to build for (none: amd64; see the
 	// oslayer build --arch flag).
 	Arch []string `json:"arch,omitempty"`
-	// BaseIndex is how the base is read: "" or auto, or off.
-	BaseIndex string `json:"baseIndex,omitempty"`
 	// RegistrySecretRef is a Secret (kubernetes.io/dockerconfigjson)
 	// with the credentials to pull the base and push the pool image.
 	// Its namespace defaults to the OSC's.
@@ -52,15 +52,12 @@ type OperatingSystemConfiguration struct {
 	// Signing signs the pool image (nil: unsigned; new machines then boot
 	// it without a signature policy).
 	Signing *Signing `json:"signing,omitempty"`
-	// Preflight are the checks' options.
-	Preflight *Preflight `json:"preflight,omitempty"`
-	// BakeSecrets bakes the content of secretRef files into the image
-	// (default: they stay runtime-delivered, written by the node agent).
-	BakeSecrets bool `json:"bakeSecrets,omitempty"`
-	// Strict refuses OSC fields the OSC API does not have.
-	Strict bool `json:"strict,omitempty"`
-	// AllowTopLevel are extra top-level directories files may go to.
-	AllowTopLevel []string `json:"allowTopLevel,omitempty"`
+	// Settings are the build settings every oslayer front-end writes the
+	// same way: baseIndex, preflight (its expectVersion may hold
+	// {version}, the machine image version), bakeSecrets (the content of
+	// secretRef files; default: they stay runtime-delivered, written by
+	// the node agent), strict, allowTopLevel.
+	settings.Settings `json:",inline"`
 }
 
 // MachineImage is the base image of one machine image version.
@@ -87,23 +84,6 @@ type Signing struct {
 	KeySecretRef SecretReference `json:"keySecretRef"`
 	// Referrers also attaches the signature as an OCI 1.1 referrer.
 	Referrers bool `json:"referrers,omitempty"`
-}
-
-// Preflight are the options of the preflight checks (as oslayer build's
-// and the PoolImage's).
-type Preflight struct {
-	Skip []string `json:"skip,omitempty"`
-	// ExpectVersion is the OS version the image must have; {version} is
-	// the machine image version.
-	ExpectVersion   string   `json:"expectVersion,omitempty"`
-	FatalWarnings   bool     `json:"fatalWarnings,omitempty"`
-	DenyUsrOverride bool     `json:"denyUsrOverride,omitempty"`
-	RequireBase     string   `json:"requireBase,omitempty"`
-	AllowSecrets    []string `json:"allowSecrets,omitempty"`
-	// MaxAddedBytes bounds the compressed added layers (500Mi, 2G).
-	MaxAddedBytes string `json:"maxAddedBytes,omitempty"`
-	WarnLayers    int32  `json:"warnLayers,omitempty"`
-	MaxLayers     int32  `json:"maxLayers,omitempty"`
 }
 
 // OperatingSystemConfigurationStatus is status.providerStatus of a
