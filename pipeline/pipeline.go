@@ -240,18 +240,12 @@ func preflightOptions(pf Preflight, readBack bool, reg *registry.Options, log *s
 		MaxAddedBytes: pf.MaxAddedBytes, WarnLayers: pf.WarnLayers, MaxLayers: pf.MaxLayers,
 		RequireBase: pf.RequireBase, NoReadBack: !readBack, Log: log,
 	}
-	if o.MaxAddedBytes == 0 {
-		o.MaxAddedBytes = DefaultMaxAddedBytes
-	}
 	o.Open = func(ctx context.Context, ref string, p *v1.Platform) (v1.Image, error) {
 		img, _, err := reg.Image(ctx, ref, p)
 		return img, err
 	}
 	return o
 }
-
-// DefaultMaxAddedBytes is the budget of added compressed bytes.
-const DefaultMaxAddedBytes = 2 << 30
 
 // signStages are the sign and attest stages (none without Signing); the
 // key is decrypted here, before anything is built.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/oslayer/oslayer/pipeline/settings"
+	"github.com/oslayer/oslayer/preflight"
 )
 
 func TestSetSettings(t *testing.T) {
@@ -105,4 +106,16 @@ func jsonFields(v reflect.Value, prefix string, out map[uintptr]string) map[uint
 		}
 	}
 	return out
+}
+
+// TestFlagDefaults: the defaults the flags show are the specification's
+// (preflight's) defaults.
+func TestFlagDefaults(t *testing.T) {
+	for field, want := range map[string]int64{"preflight.maxAddedBytes": preflight.DefaultMaxAddedBytes,
+		"preflight.warnLayers": preflight.DefaultWarnLayers, "preflight.maxLayers": preflight.DefaultMaxLayers} {
+		got, err := preflight.ParseBytes(FlagOf(field).Default)
+		if err != nil || got != want {
+			t.Errorf("--%s default %q is %d (%v), want %d", FlagOf(field).Name, FlagOf(field).Default, got, err, want)
+		}
+	}
 }
