@@ -35,10 +35,10 @@ type Read struct {
 // documents (rd) and spec.pool onto Inputs, spec.base, arch and target
 // onto the fields of those names, the build settings (bakeSecrets,
 // strict, allowTopLevel, baseIndex, preflight) with pipeline's one
-// mapping (Spec.SetSettings), the controller's registry options with spec.pullSecrets
-// and pushSecret onto Registry, spec.packages (in the build pod) onto
-// Packages and spec.signing onto Signing
-// (the key Secret carries its password). Errors name the spec's field.
+// mapping (Spec.SetSettings), the controller's registry options with
+// spec.pullSecrets and pushSecret onto Registry, spec.packages (in the
+// build pod) onto Packages and spec.signing onto Signing (the key Secret
+// carries its password). Errors name the spec's field.
 func SpecOf(pi *v1alpha1.PoolImage, rd Read) (pipeline.Spec, error) {
 	arch, err := pipeline.ParseArch(strings.Join(pi.Spec.Arch, ","))
 	if err != nil {

@@ -6,16 +6,22 @@
 // checked, published and signed: the inputs, the base, the platforms, the
 // target, the registries (mirrors, credentials), the base index, the
 // package stage, preflight and signing. oslayer build's flags, a fleet
-// plan's pool and a PoolImage's spec are each a thin mapping onto it
-// (cmd/oslayer buildFlags.spec, fleet Pool.Spec, controller SpecOf); New
-// turns it into the build request, the publisher and the stages, and
-// Pipeline.Run runs them (build.Build). What a front-end shares between
-// builds without changing any image (connections, known blobs, decrypted
-// keys, imageRef readers, logs) is its Env.
+// plan's pool, a PoolImage's spec and the Gardener extension's
+// providerConfig are each a thin mapping onto it (cmd/oslayer
+// buildFlags.spec, fleet Pool.Spec, controller SpecOf, the extension
+// actuator's specOf); New turns it into the build request, the publisher
+// and the stages, and Pipeline.Run runs them (build.Build). What a
+// front-end shares between builds without changing any image
+// (connections, known blobs, decrypted keys, imageRef readers, logs) is
+// its Env.
 //
-// The three mappings reach the same fields, except those Absent lists
-// for a front-end with the reason (TestSpecParity in cmd/oslayer fails
-// otherwise).
+// The build settings all of them write the same way are one wire type,
+// settings.Settings, which they embed; SetSettings is its one mapping
+// and Flags the table oslayer build registers their flags from.
+//
+// The mappings reach the same fields, except those Absent lists for a
+// front-end with the reason (TestSpecParity in cmd/oslayer, and in the
+// extension's module, fails otherwise).
 package pipeline
 
 import (
