@@ -71,9 +71,10 @@ func (v boolSetting) IsBoolFlag() bool { return true }
 
 type listSetting []string
 
+// String is "" when empty, so that --help shows no default.
 func (v *listSetting) String() string {
 	if len(*v) == 0 {
-		return "[]"
+		return ""
 	}
 	return "[" + strings.Join(*v, ",") + "]"
 }
