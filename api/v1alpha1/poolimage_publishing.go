@@ -64,10 +64,18 @@ type ImageChange struct {
 	// From and To are the digested references compared.
 	From string `json:"from"`
 	To   string `json:"to"`
-	// Action is the most disruptive action of the platforms the pool's
-	// inputs are for: none, reload, restart, drain, soft-reboot, reboot.
+	// Action is the action on the platforms spec.publish hands the image
+	// to (ActionPlatform): the machine-config daemon's for
+	// spec.publish.machineConfig, bootc's for spec.publish.bootcNodePool,
+	// the node agent's for a Gardener source; otherwise the most
+	// disruptive action of the platforms the pool's inputs are for. One
+	// of none, reload, restart, drain, soft-reboot, reboot.
 	// +optional
 	Action string `json:"action,omitempty"`
+	// ActionPlatform names the platforms Action is for (empty: the most
+	// disruptive of every platform the inputs are for).
+	// +optional
+	ActionPlatform string `json:"actionPlatform,omitempty"`
 	// Platforms are the predicted actions per platform.
 	// +optional
 	Platforms []PlatformAction `json:"platforms,omitempty"`
