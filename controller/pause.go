@@ -64,6 +64,7 @@ const (
 	ReasonPauseTimedOut   = "TimedOut"
 	ReasonPauseNotNeeded  = "NotNeeded"
 	ReasonPauseEnded      = "Unpaused"
+	ReasonLiveChange      = "LiveChange"
 )
 
 // pauseWanted reports whether a build Job of pi's new inputs pauses its
@@ -127,7 +128,7 @@ func (r *Reconciler) patchPool(ctx context.Context, mcp, orig *mcfgv1.MachineCon
 // condition PoolPaused (written with the caller's status update). A pool
 // paused by someone else is left alone. A failure to pause does not stop
 // the build: the pool then rolls per render, as without the pause.
-func (r *Reconciler) pausePool(ctx context.Context, pi *v1alpha1.PoolImage, digest, job string) {
+func (r *Reconciler) pausePool(ctx context.Context, pi *v1alpha1.PoolImage, digest, job, why string) {
 	pool := pi.Spec.Source.OpenShift.MachineConfigPool
 	key := pauseKey(client.ObjectKeyFromObject(pi))
 	var other, fresh bool
@@ -160,8 +161,8 @@ func (r *Reconciler) pausePool(ctx context.Context, pi *v1alpha1.PoolImage, dige
 		setCond(pi, v1alpha1.ConditionPoolPaused, metav1.ConditionFalse, ReasonPausedElsewhere,
 			fmt.Sprintf("MachineConfigPool %s was paused by someone else: it is left paused and never unpaused by the controller", pool))
 	default:
-		msg := fmt.Sprintf("MachineConfigPool %s is paused for the build of inputs %s in Job %s: its nodes move once the pool's rendered MachineConfig has the published image (at most %s)",
-			pool, digest, job, r.maxPause())
+		msg := fmt.Sprintf("MachineConfigPool %s is paused for the build of inputs %s in Job %s: its nodes move once the pool's rendered MachineConfig has the published image (at most %s); the build is published at once: %s",
+			pool, digest, job, r.maxPause(), why)
 		if fresh {
 			r.logger().Info("paused the pool for the build", "poolimage", key, "pool", pool, "job", job)
 			r.event(pi, corev1.EventTypeNormal, "PoolPaused", "pause", "%s", msg)
@@ -226,4 +227,16 @@ func (r *Reconciler) renderedImage(ctx context.Context, mcp *mcfgv1.MachineConfi
 // pauseCondition is true when the PoolImage says it holds a pause.
 func pauseCondition(pi *v1alpha1.PoolImage) bool {
 	return meta.IsStatusConditionTrue(pi.Status.Conditions, v1alpha1.ConditionPoolPaused)
+}
+
+// livePool records that the build Job of digest does not pause the pool:
+// the change since the published image is applied in place (or changes
+// no node), so the build will be held and the MCO rolls the change at
+// its own pace (why: the analysis, jobpredict.go).
+func (r *Reconciler) livePool(pi *v1alpha1.PoolImage, digest, job, why string) {
+	pool := pi.Spec.Source.OpenShift.MachineConfigPool
+	msg := fmt.Sprintf("MachineConfigPool %s is not paused for the build of inputs %s in Job %s: %s", pool, digest, job, why)
+	r.logger().Info("the pool is not paused: a live change", "poolimage", pauseKey(client.ObjectKeyFromObject(pi)), "pool", pool, "job", job)
+	r.event(pi, corev1.EventTypeNormal, "PoolNotPaused", "pause", "%s", msg)
+	setCond(pi, v1alpha1.ConditionPoolPaused, metav1.ConditionFalse, ReasonLiveChange, msg)
 }
