@@ -327,11 +327,7 @@ func (r *Reconciler) createJob(ctx context.Context, pi *v1alpha1.PoolImage, in *
 		// Before the Job: the MCO's render of the change waits for no
 		// build; the pause keeps the nodes until the image is rendered,
 		// for a change that reboots them anyway (jobpredict.go).
-		if p := r.predictJob(ctx, pi, in); p.pause {
-			r.pausePool(ctx, pi, in.digest, name, p.why) // pause.go
-		} else {
-			r.livePool(pi, in.digest, name, p.why)
-		}
+		r.holdForBuild(ctx, pi, in, "Job "+name) // pause.go
 	}
 	job := r.newJob(pi, in, name, attempt)
 	if err := controllerutil.SetControllerReference(pi, job, r.Client.Scheme()); err != nil {
