@@ -15,10 +15,12 @@ import (
 	"github.com/oslayer/oslayer/render"
 )
 
-// A build Job is slower than the MCO's render delay, so a Job-mode pool
+// A build Job, and an in-process build on a cold base index or a busy
+// controller, is slower than the MCO's render delay, so a Job-mode pool
 // used to be paused for every build — holding an SSH key or a rotated
-// pull secret back until the Job was done. Now the change is analysed
-// before the Job starts: the new inputs are rendered in the controller
+// pull secret back until the Job was done — and an in-process build
+// relied on the delay. Now the change is analysed before the build
+// starts (holdForBuild, pause.go): the new inputs are rendered in the controller
 // process (render only: no base layer is read, no image built) and
 // compared with the published image as oslayer diff compares them, under
 // the cluster's node disruption policies; the publish decision (Decide)
