@@ -10,10 +10,12 @@ const (
 	// not published.
 	ConditionPinned = "Pinned"
 	// ConditionPoolPaused is true while the controller holds the
-	// OpenShift pool paused for a build Job, so that the pool rolls once
-	// for the change and its image; false, with the reason, once it
-	// lifted the pause, or when it could not pause the pool or found it
-	// paused by someone else.
+	// OpenShift pool paused for a build (a Job, or in its process) whose
+	// change reboots the nodes anyway, so that the pool rolls once for
+	// the change and its image; false, with the reason, once it lifted
+	// the pause, when the change is applied in place (LiveChange: not
+	// held), or when it could not pause the pool or found it paused by
+	// someone else.
 	ConditionPoolPaused = "PoolPaused"
 	// ReasonPinInvalid is Degraded's reason when spec.pin names no good
 	// image of the build history.
