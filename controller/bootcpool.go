@@ -82,8 +82,9 @@ func (r *Reconciler) handOff(ctx context.Context, pi *v1alpha1.PoolImage) error 
 			where+" not found (bootc-operator's node.bootc.dev/v1alpha1); status.published.image "+ref+" is not handed off")
 		return nil
 	}
+	soft, why := softReboot(pi) // bootcsoft.go
 	if err == nil {
-		err = r.setPoolRef(ctx, pi, pool, ref)
+		err = r.setPoolRef(ctx, pi, pool, ref, rebootPolicy(soft))
 	}
 	if err != nil {
 		setCond(pi, v1alpha1.ConditionBootcNodePool, metav1.ConditionFalse, ReasonBootcNodePoolFailed, where+": "+err.Error())
@@ -93,28 +94,45 @@ func (r *Reconciler) handOff(ctx context.Context, pi *v1alpha1.PoolImage) error 
 	if err != nil {
 		return fmt.Errorf("%s: %w", where, err)
 	}
+	st.RebootPolicy, st.SoftRebootPredicted, st.SoftRebootWhy = rebootPolicy(soft), soft, why
+	old := pi.Status.BootcNodePool
 	pi.Status.BootcNodePool = st
 	setCond(pi, v1alpha1.ConditionBootcNodePool, metav1.ConditionTrue, ReasonBootcNodePoolSet, "BootcNodePool "+want+" spec.image.ref is "+ref)
+	r.rolloutCondition(pi, old, st) // bootcrollout.go
+	if r.rollBack(pi, st) {
+		return nil // published again: the caller hands the rollback image on
+	}
+	if err := r.stagedReports(ctx, pi, old, st); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
 	return nil
 }
 
-// setPoolRef writes ref into the pool's spec.image.ref unless it is
-// there already.
-func (r *Reconciler) setPoolRef(ctx context.Context, pi *v1alpha1.PoolImage, pool *unstructured.Unstructured, ref string) error {
+// setPoolRef writes ref into the pool's spec.image.ref and policy into
+// its spec.disruption.rebootPolicy unless they are there already.
+func (r *Reconciler) setPoolRef(ctx context.Context, pi *v1alpha1.PoolImage, pool *unstructured.Unstructured, ref, policy string) error {
 	have, _, err := unstructured.NestedString(pool.Object, "spec", "image", "ref")
 	if err != nil {
 		return fmt.Errorf("spec.image.ref: %w", err)
 	}
-	if have == ref {
+	havePolicy, _, err := unstructured.NestedString(pool.Object, "spec", "disruption", "rebootPolicy")
+	if err != nil {
+		return fmt.Errorf("spec.disruption.rebootPolicy: %w", err)
+	}
+	if have == ref && havePolicy == policy {
 		return nil
 	}
 	if err := unstructured.SetNestedField(pool.Object, ref, "spec", "image", "ref"); err != nil {
 		return err
 	}
+	if err := unstructured.SetNestedField(pool.Object, policy, "spec", "disruption", "rebootPolicy"); err != nil {
+		return err
+	}
 	if err := r.Client.Update(ctx, pool); err != nil {
 		return fmt.Errorf("updating spec.image.ref: %w", err)
 	}
-	r.event(pi, corev1.EventTypeNormal, "Published", "publish", "BootcNodePool %s spec.image.ref %s (was %q)", pool.GetName(), ref, have)
+	r.event(pi, corev1.EventTypeNormal, "Published", "publish", "BootcNodePool %s spec.image.ref %s (was %q), spec.disruption.rebootPolicy %s",
+		pool.GetName(), ref, have, policy)
 	return nil
 }
 
@@ -135,15 +153,8 @@ func (r *Reconciler) mirrorPool(ctx context.Context, pi *v1alpha1.PoolImage, poo
 	if st.UpdateAvailable, _, err = unstructured.NestedBool(pool.Object, "status", "updateAvailable"); err != nil {
 		return nil, fmt.Errorf("BootcNodePool %s: %w", pool.GetName(), err)
 	}
-	conds, _, err := unstructured.NestedSlice(pool.Object, "status", "conditions")
-	if err != nil {
-		return nil, fmt.Errorf("BootcNodePool %s: %w", pool.GetName(), err)
-	}
-	for _, c := range conds {
-		if cm, ok := c.(map[string]any); ok && cm["type"] == bootcPoolUpToDate {
-			st.UpToDate, _ = cm["status"].(string)
-			st.UpToDateReason, _ = cm["reason"].(string)
-		}
+	if err := mirrorRollout(pool, st); err != nil { // bootcrollout.go
+		return nil, err
 	}
 	if st.DeployedDigest != "" {
 		st.Deployed, err = r.digestMatches(ctx, pi, st.DeployedDigest)

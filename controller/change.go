@@ -40,6 +40,7 @@ func (r *Reconciler) analyse(ctx context.Context, pi *v1alpha1.PoolImage, from, 
 		}
 		ch.Error = err.Error()
 	}
+	headline(pi, ch) // changehead.go
 	return ch
 }
 

@@ -41,8 +41,9 @@ func (r *Reconciler) decide(ctx context.Context, pi *v1alpha1.PoolImage) {
 		(st.Change == nil || st.Change.From != p.Image || st.Change.To != built.Image) {
 		st.Change = r.analyse(ctx, pi, p.Image, built.Image)
 	}
+	endRollback(pi) // bootcrollout.go
 	d := Decide(PublishInput{Built: built, Published: st.Published, Pin: pi.Spec.Pin, History: st.Builds,
-		LiveApply: liveApply(pi), Change: st.Change})
+		LiveApply: liveApply(pi), Change: st.Change, Rollback: st.Rollback})
 	r.applyDecision(pi, d)
 }
 

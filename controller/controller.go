@@ -213,6 +213,12 @@ func (r *Reconciler) build(ctx context.Context, pi *v1alpha1.PoolImage, in *inpu
 	if in.from != "" {
 		what += " (" + in.from + ")"
 	}
+	if r.pauseWanted(pi) && !runFailed(pi) {
+		// One reboot per change whatever the build's time: a change
+		// that reboots anyway holds the pool's nodes until the image
+		// is rendered with it (pause.go); a retry does not pause again.
+		r.holdForBuild(ctx, pi, in, "the controller process")
+	}
 	setCond(pi, v1alpha1.ConditionBuilding, metav1.ConditionTrue, ReasonBuilding, "building "+what)
 	if err := r.Client.Status().Update(ctx, pi); err != nil {
 		return ctrl.Result{}, err

@@ -32,6 +32,9 @@ type PublishInput struct {
 	LiveApply bool
 	// Change is the change from Published to Built (nil: not analysed).
 	Change *v1alpha1.ImageChange
+	// Rollback is the rollback spec.rollback made (status.rollback): while
+	// Built is the image whose rollout halted, the published image stays.
+	Rollback *v1alpha1.RollbackStatus
 }
 
 // Decision is the image to publish and why.
@@ -52,6 +55,8 @@ func Decide(in PublishInput) Decision {
 	b := in.Built
 	p := in.Published
 	switch {
+	case in.Rollback != nil && in.Rollback.From == b.Image && p != nil && p.Image == in.Rollback.Image:
+		return keep(p, "", "") // rolled back: held until a newer build
 	case b.Image == "":
 		return keep(p, "", "nothing built yet")
 	case p == nil || p.Image == "":

@@ -10,7 +10,8 @@ import (
 
 // TestDecide is the table of which image spec.publish hands on: the
 // newest build, the published image held for a change the machine-config
-// daemon applies in place or that changes no node content, and spec.pin.
+// daemon applies in place or that changes no node content, spec.pin, and
+// the image spec.rollback published again.
 func TestDecide(t *testing.T) {
 	const (
 		dA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -26,6 +27,8 @@ func TestDecide(t *testing.T) {
 		{Image: c, Result: "Failed", Message: "preflight: secrets"},
 		{Image: a, InputsDigest: "in-a", BaseDigest: "base-1", Result: "Succeeded"},
 	}
+	rolledBack := &v1alpha1.PublishedImage{Image: a, InputsDigest: "in-a", BaseDigest: "base-1", Decision: v1alpha1.DecisionRolledBack,
+		Message: "spec.rollback: the rollout of " + b + " halted"}
 	change := func(action string, mod func(*v1alpha1.ImageChange)) *v1alpha1.ImageChange {
 		ch := &v1alpha1.ImageChange{From: a, To: b, PathsTotal: 1, Platforms: []v1alpha1.PlatformAction{
 			{Platform: "openshift", Action: action, Applies: true, Why: "/var/lib/kubelet/config.json: policy"},
@@ -103,6 +106,10 @@ func TestDecide(t *testing.T) {
 		{"pin gone from the history but published", controller.PublishInput{Built: built, Pin: dX, History: history,
 			Published: &v1alpha1.PublishedImage{Image: "r.example/os/w@" + dX, Decision: v1alpha1.DecisionPinned}}, "r.example/os/w@" + dX, v1alpha1.DecisionPinned, "held back", ""},
 		{"pin refused, nothing published", controller.PublishInput{Built: built, Pin: dX, History: history}, "", "", "", "no build"},
+		{"rolled back: held while the halted image is the newest", controller.PublishInput{Built: built, Published: rolledBack,
+			Rollback: &v1alpha1.RollbackStatus{From: b, Image: a}}, a, v1alpha1.DecisionRolledBack, "halted", ""},
+		{"rolled back, a newer build: published", controller.PublishInput{Built: controller.Candidate{Image: c, InputsDigest: "in-c"}, Published: rolledBack,
+			Rollback: &v1alpha1.RollbackStatus{From: b, Image: a}}, c, v1alpha1.DecisionBuilt, "newest", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := controller.Decide(tc.in)

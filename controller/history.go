@@ -121,7 +121,11 @@ func writePublished(w io.Writer, pi *v1alpha1.PoolImage, pinnable string) error 
 		fmt.Fprintf(w, "published: %s (%s: %s)\n", p.Image, p.Decision, p.Message)
 	}
 	if c := pi.Status.Change; c != nil {
-		fmt.Fprintf(w, "last change: %s -> %s: action %s, %d bytes to download, %d paths\n", digestOf(c.From), digestOf(c.To), orDash(c.Action), c.DownloadBytes, c.PathsTotal)
+		on := ""
+		if c.ActionPlatform != "" {
+			on = " on " + c.ActionPlatform
+		}
+		fmt.Fprintf(w, "last change: %s -> %s: action %s%s, %d bytes to download, %d paths\n", digestOf(c.From), digestOf(c.To), orDash(c.Action), on, c.DownloadBytes, c.PathsTotal)
 	}
 	kubectl := fmt.Sprintf("kubectl -n %s patch poolimage %s --type merge -p", pi.Namespace, pi.Name)
 	if pi.Spec.Pin != "" {

@@ -325,8 +325,9 @@ func (r *Reconciler) createJob(ctx context.Context, pi *v1alpha1.PoolImage, in *
 	}
 	if attempt == 1 && r.pauseWanted(pi) {
 		// Before the Job: the MCO's render of the change waits for no
-		// build; the pause keeps the nodes until the image is rendered.
-		r.pausePool(ctx, pi, in.digest, name) // pause.go
+		// build; the pause keeps the nodes until the image is rendered,
+		// for a change that reboots them anyway (jobpredict.go).
+		r.holdForBuild(ctx, pi, in, "Job "+name) // pause.go
 	}
 	job := r.newJob(pi, in, name, attempt)
 	if err := controllerutil.SetControllerReference(pi, job, r.Client.Scheme()); err != nil {

@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
@@ -56,6 +57,23 @@ func (p *pausePool) change(t *testing.T, content string) batchv1.Job {
 		t.Fatal(err)
 	}
 	mc.Spec.Config = ignitionFile("/etc/oslayer/pool.conf", content)
+	if err := p.e.c.Update(context.Background(), &mc); err != nil {
+		t.Fatal(err)
+	}
+	job := p.e.waitNewJob(t, "pool", p.jobs...)
+	p.jobs = append(p.jobs, job)
+	return job
+}
+
+// changeConfig edits the Ignition config of the pool's MachineConfig
+// and returns the new build Job.
+func (p *pausePool) changeConfig(t *testing.T, edit func(runtime.RawExtension) runtime.RawExtension) batchv1.Job {
+	t.Helper()
+	var mc mcfgv1.MachineConfig
+	if err := p.e.c.Get(context.Background(), client.ObjectKey{Name: "00-" + p.name}, &mc); err != nil {
+		t.Fatal(err)
+	}
+	mc.Spec.Config = edit(mc.Spec.Config)
 	if err := p.e.c.Update(context.Background(), &mc); err != nil {
 		t.Fatal(err)
 	}
@@ -175,6 +193,27 @@ func TestJobPausePool(t *testing.T) {
 	if mcp := p.mcp(t); mcp.Annotations[controller.AnnotationPausedFor] != "" || mcp.Annotations[controller.AnnotationPausedSince] != "" {
 		t.Errorf("the controller's mark stayed on the unpaused pool: %v", mcp.Annotations)
 	}
+
+	// A live change (an SSH key, applied in place by the daemon): the
+	// change is analysed before the Job starts and the pool is not
+	// paused; the MCO renders it and the nodes take it while the Job
+	// runs (its pod is played only afterwards); the build is held (no
+	// node content changed).
+	_, before = p.mco.rendersSince(0)
+	job = p.changeConfig(t, func(c runtime.RawExtension) runtime.RawExtension {
+		return withSSHKey(t, c, "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOslayerJobLive core@job")
+	})
+	p.condition(t, metav1.ConditionFalse, controller.ReasonLiveChange)
+	p.mco.settle(t, "the nodes took the SSH key while the Job runs", func() bool { _, n := p.mco.nodesSince(0); return n > moved })
+	if mcp := p.mcp(t); mcp.Spec.Paused || mcp.Annotations[controller.AnnotationPausedFor] != "" {
+		t.Errorf("a live change paused the pool (marked %q)", mcp.Annotations[controller.AnnotationPausedFor])
+	}
+	moved = p.moves(t, "an SSH key in Job mode, before its build", moved, 1, image)
+	p.build(t, job)
+	e.wait(t, "pool", "the SSH key build held", func(pi *v1alpha1.PoolImage) bool {
+		return pi.Status.Image != image && pi.Status.Published != nil && pi.Status.Published.Decision == v1alpha1.DecisionNoNodeChange
+	})
+	moved = p.moves(t, "an SSH key in Job mode, after its build", moved, 0, "")
 
 	// A pool the user paused: no mark, and it stays paused.
 	p.setPaused(t, true)

@@ -155,6 +155,7 @@ func TestLiveApply(t *testing.T) {
 	if pi.Status.Published.Image != first || pi.Status.Change.PathsTotal != 0 || len(pi.Status.Builds) != 2 {
 		t.Errorf("an SSH key change: published %+v, change %+v", pi.Status.Published, pi.Status.Change)
 	}
+	liveHeadline(t, "an SSH key", pi.Status.Change)
 	e.published(t, mcName, pool, first)
 
 	// The cluster's pull secret rotates: built and signed, not published.
@@ -174,6 +175,7 @@ func TestLiveApply(t *testing.T) {
 	if p := platform(t, ch, "openshift-image"); p.Action != "reboot" {
 		t.Errorf("openshift-image prediction %+v, want reboot", p)
 	}
+	liveHeadline(t, "a pull secret", ch)
 	if cp := changedPath(ch, "/var/lib/kubelet/config.json"); cp == nil || cp.Change != "changed" ||
 		!strings.Contains(cp.Source, "(MachineConfig 00-"+pool+")") || !strings.Contains(cp.Source, "spec.config.storage.files[") {
 		t.Errorf("changed paths %+v: no /var/lib/kubelet/config.json with its source", ch.Paths)
@@ -207,22 +209,44 @@ func TestLiveApply(t *testing.T) {
 		t.Errorf("status.published %+v, change %+v", pi.Status.Published, ch)
 	}
 	e.published(t, mcName, pool, first)
+	seen := []string{first, sshKey, second, third}
+
+	// policy.json (the daemon reloads crio) and a registries.conf mirror
+	// that pulls by digest only (reload crio, no drain): held, and the
+	// headline is the daemon's reload, not the reboot of a new osImageURL.
+	for _, c := range []struct{ what, path, content string }{
+		{"policy.json", "/etc/containers/policy.json", `{"default":[{"type":"reject"}],"transports":{"docker":{"quay.io":[{"type":"insecureAcceptAnything"}]}}}`},
+		{"a registries.conf mirror", "/etc/containers/registries.conf", "unqualified-search-registries = ['registry.access.redhat.com', 'docker.io']\n\n" +
+			"[[registry]]\nlocation = \"quay.io/openshift-release-dev\"\n\n[[registry.mirror]]\nlocation = \"mirror.example.com/ocp\"\npull-from-mirror = \"digest-only\"\n"},
+	} {
+		e.changePool(t, mco, func(s *mcfgv1.MachineConfigSpec) { s.Config = replaceFile(t, s.Config, c.path, c.content) })
+		pi = e.newBuild(t, "pool", c.what+" build", seen, decided(v1alpha1.DecisionLiveApplied))
+		seen = append(seen, pi.Status.Image)
+		liveHeadline(t, c.what, pi.Status.Change)
+		if p := platform(t, pi.Status.Change, "openshift"); p.Action != "reload" || changedPath(pi.Status.Change, c.path) == nil {
+			t.Errorf("%s: openshift %+v, paths %+v", c.what, p, pi.Status.Change.Paths)
+		}
+	}
+	e.published(t, mcName, pool, first)
 
 	// A file no policy names: the daemon reboots, published at once.
 	e.changePool(t, mco, func(s *mcfgv1.MachineConfigSpec) {
 		s.Config = withFile(t, s.Config, "/etc/oslayer-reboot.conf", "reboot")
 	})
-	pi = e.newBuild(t, "pool", "a build published at once", []string{first, sshKey, second, third}, decided(v1alpha1.DecisionBuilt))
+	pi = e.newBuild(t, "pool", "a build published at once", seen, decided(v1alpha1.DecisionBuilt))
 	fourth := pi.Status.Image
+	if c := pi.Status.Change; c.Action != "reboot" || c.ActionPlatform != "openshift" {
+		t.Errorf("a reboot-class change's headline: action %q on %q, want reboot on openshift", c.Action, c.ActionPlatform)
+	}
 	if p := platform(t, pi.Status.Change, "openshift"); pi.Status.Published.Image != fourth || p.Action != "reboot" ||
-		!strings.Contains(p.Why, "/etc/oslayer-reboot.conf") || !strings.Contains(pi.Status.Published.Message, "reboots") {
+		changedPath(pi.Status.Change, "/etc/oslayer-reboot.conf") == nil || !strings.Contains(pi.Status.Published.Message, "reboots") {
 		t.Errorf("status.published %+v, openshift %+v", pi.Status.Published, p)
 	}
 	e.published(t, mcName, pool, fourth)
 
 	// New kernel arguments: published at once.
 	e.changePool(t, mco, func(s *mcfgv1.MachineConfigSpec) { s.KernelArguments = append(s.KernelArguments, "oslayer.live=1") })
-	pi = e.newBuild(t, "pool", "a kernel arguments build", []string{first, sshKey, second, third, fourth}, decided(v1alpha1.DecisionBuilt))
+	pi = e.newBuild(t, "pool", "a kernel arguments build", append(seen, fourth), decided(v1alpha1.DecisionBuilt))
 	fifth := pi.Status.Image
 	if !pi.Status.Change.KernelArgs || pi.Status.Published.Image != fifth || !strings.Contains(pi.Status.Published.Message, "kernel arguments") {
 		t.Errorf("status.published %+v, change %+v", pi.Status.Published, pi.Status.Change)
@@ -231,7 +255,19 @@ func TestLiveApply(t *testing.T) {
 	if pi := e.get(t, "pool"); !strings.Contains(pi.Status.Published.Message, "kernel arguments") {
 		t.Errorf("after publishing, status.published lost its reason: %+v", pi.Status.Published)
 	}
-	e.historyCLI(t, []string{fifth, fourth, third, second, sshKey})
+	e.historyCLI(t, []string{fifth, fourth, seen[5], seen[4], third})
+}
+
+// liveHeadline checks that a change the machine-config daemon applies in
+// place has its live action as status.change.action (on openshift, the
+// platform spec.publish.machineConfig hands the image to), not the
+// reboot of the openshift-image platform.
+func liveHeadline(t *testing.T, what string, ch *v1alpha1.ImageChange) {
+	t.Helper()
+	p := platform(t, ch, "openshift")
+	if ch.Action != p.Action || ch.ActionPlatform != "openshift" || ch.Action == "reboot" {
+		t.Errorf("%s: status.change.action %q on %q, want the daemon's %q on openshift", what, ch.Action, ch.ActionPlatform, p.Action)
+	}
 }
 
 // historyCLI runs oslayer history and oslayer diff on the PoolImage
@@ -241,13 +277,13 @@ func (e *env) historyCLI(t *testing.T, images []string) {
 	kc := e.kubeconfig(t)
 	out := runOslayer(t, 0, "history", e.ns+"/pool", "--kubeconfig", kc)
 	t.Logf("oslayer history:\n%s", out)
-	for _, want := range []string{digestOf(images[0]) + "  ", "built, published", "kubectl -n " + e.ns + " patch poolimage pool --type merge -p '{\"spec\":{\"pin\":\"" + digestOf(images[1]) + "\"}}'"} {
+	for _, want := range []string{digestOf(images[0]) + "  ", "built, published", "action reboot on openshift", "kubectl -n " + e.ns + " patch poolimage pool --type merge -p '{\"spec\":{\"pin\":\"" + digestOf(images[1]) + "\"}}'"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("oslayer history does not say %q", want)
 		}
 	}
 	ref := func(i string) string { return "poolimage:" + e.ns + "/pool@" + i }
-	out = runOslayer(t, 0, "diff", ref("3"), ref("2"), "--kubeconfig", kc, "-o", "json")
+	out = runOslayer(t, 0, "diff", ref("4"), ref("3"), "--kubeconfig", kc, "-o", "json")
 	var res struct {
 		Old, New struct{ Digest string }
 		Paths    []struct{ Path, Change string }
@@ -255,15 +291,15 @@ func (e *env) historyCLI(t *testing.T, images []string) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("oslayer diff -o json: %v\n%s", err, out)
 	}
-	if res.Old.Digest != digestOf(images[3]) || res.New.Digest != digestOf(images[2]) || len(res.Paths) == 0 {
-		t.Errorf("oslayer diff %s %s: %s", ref("3"), ref("2"), out)
+	if res.Old.Digest != digestOf(images[4]) || res.New.Digest != digestOf(images[3]) || len(res.Paths) == 0 {
+		t.Errorf("oslayer diff %s %s: %s", ref("4"), ref("3"), out)
 	}
 	found := false
 	for _, p := range res.Paths {
-		found = found || p.Path == "/etc/oslayer-live/pool.conf" && p.Change == "added"
+		found = found || p.Path == "/etc/containers/policy.json" && p.Change == "changed"
 	}
 	if !found {
-		t.Errorf("oslayer diff of entries 3 and 2 does not add /etc/oslayer-live/pool.conf: %+v", res.Paths)
+		t.Errorf("oslayer diff of entries 4 and 3 does not change /etc/containers/policy.json: %+v", res.Paths)
 	}
 	out = runOslayer(t, 2, "diff", ref("9"), ref("0"), "--kubeconfig", kc)
 	if !strings.Contains(out, "PoolImage "+e.ns+"/pool: status.builds[9]: the history has 5 entries") {

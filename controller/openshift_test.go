@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -80,12 +81,17 @@ func (m *fakeMCO) render(t *testing.T) string {
 	if err := m.c.Create(ctx, mc); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	var mcp mcfgv1.MachineConfigPool
-	if err := m.c.Get(ctx, client.ObjectKey{Name: m.pool}, &mcp); err != nil {
-		t.Fatal(err)
-	}
-	mcp.Status.Configuration.Name = name
-	if err := m.c.Status().Update(ctx, &mcp); err != nil {
+	// The controller may patch the pool meanwhile (its pause): retried
+	// on a conflict, as the MCO's work queue does.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var mcp mcfgv1.MachineConfigPool
+		if err := m.c.Get(ctx, client.ObjectKey{Name: m.pool}, &mcp); err != nil {
+			return err
+		}
+		mcp.Status.Configuration.Name = name
+		return m.c.Status().Update(ctx, &mcp)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	return name

@@ -64,6 +64,7 @@ const (
 	ReasonPauseTimedOut   = "TimedOut"
 	ReasonPauseNotNeeded  = "NotNeeded"
 	ReasonPauseEnded      = "Unpaused"
+	ReasonLiveChange      = "LiveChange"
 )
 
 // pauseWanted reports whether a build Job of pi's new inputs pauses its
@@ -127,7 +128,7 @@ func (r *Reconciler) patchPool(ctx context.Context, mcp, orig *mcfgv1.MachineCon
 // condition PoolPaused (written with the caller's status update). A pool
 // paused by someone else is left alone. A failure to pause does not stop
 // the build: the pool then rolls per render, as without the pause.
-func (r *Reconciler) pausePool(ctx context.Context, pi *v1alpha1.PoolImage, digest, job string) {
+func (r *Reconciler) pausePool(ctx context.Context, pi *v1alpha1.PoolImage, digest, where, why string) {
 	pool := pi.Spec.Source.OpenShift.MachineConfigPool
 	key := pauseKey(client.ObjectKeyFromObject(pi))
 	var other, fresh bool
@@ -152,7 +153,7 @@ func (r *Reconciler) pausePool(ctx context.Context, pi *v1alpha1.PoolImage, dige
 	})
 	switch {
 	case err != nil:
-		msg := fmt.Sprintf("could not pause MachineConfigPool %s for Job %s (the pool may roll once for the change and once for the image): %v", pool, job, err)
+		msg := fmt.Sprintf("could not pause MachineConfigPool %s for the build in %s (the pool may roll once for the change and once for the image): %v", pool, where, err)
 		r.logger().Warn("pausing the pool failed", "poolimage", key, "pool", pool, "error", err)
 		r.event(pi, corev1.EventTypeWarning, "PoolPauseFailed", "pause", "%s", msg)
 		setCond(pi, v1alpha1.ConditionPoolPaused, metav1.ConditionFalse, ReasonPauseFailed, msg)
@@ -160,10 +161,10 @@ func (r *Reconciler) pausePool(ctx context.Context, pi *v1alpha1.PoolImage, dige
 		setCond(pi, v1alpha1.ConditionPoolPaused, metav1.ConditionFalse, ReasonPausedElsewhere,
 			fmt.Sprintf("MachineConfigPool %s was paused by someone else: it is left paused and never unpaused by the controller", pool))
 	default:
-		msg := fmt.Sprintf("MachineConfigPool %s is paused for the build of inputs %s in Job %s: its nodes move once the pool's rendered MachineConfig has the published image (at most %s)",
-			pool, digest, job, r.maxPause())
+		msg := fmt.Sprintf("MachineConfigPool %s is paused for the build of inputs %s in %s: its nodes move once the pool's rendered MachineConfig has the published image (at most %s); the build is published at once: %s",
+			pool, digest, where, r.maxPause(), why)
 		if fresh {
-			r.logger().Info("paused the pool for the build", "poolimage", key, "pool", pool, "job", job)
+			r.logger().Info("paused the pool for the build", "poolimage", key, "pool", pool, "in", where)
 			r.event(pi, corev1.EventTypeNormal, "PoolPaused", "pause", "%s", msg)
 		}
 		setCond(pi, v1alpha1.ConditionPoolPaused, metav1.ConditionTrue, ReasonHeldForBuild, msg)
@@ -200,9 +201,10 @@ func (r *Reconciler) pauseEnd(ctx context.Context, pi *v1alpha1.PoolImage, mcp *
 }
 
 // buildFailed reports whether the build of the sources digest failed
-// (its input, or its Job).
+// (its input, its Job, or a run of the in-process build: retried
+// without a pause).
 func buildFailed(pi *v1alpha1.PoolImage, digest string) bool {
-	if failedDigest(pi) == digest {
+	if failedDigest(pi) == digest || runFailed(pi) && pi.Status.SourcesDigest != digest {
 		return true
 	}
 	b := lastRecord(pi, JobName(pi.Name, digest))
@@ -226,4 +228,35 @@ func (r *Reconciler) renderedImage(ctx context.Context, mcp *mcfgv1.MachineConfi
 // pauseCondition is true when the PoolImage says it holds a pause.
 func pauseCondition(pi *v1alpha1.PoolImage) bool {
 	return meta.IsStatusConditionTrue(pi.Status.Conditions, v1alpha1.ConditionPoolPaused)
+}
+
+// livePool records that the build Job of digest does not pause the pool:
+// the change since the published image is applied in place (or changes
+// no node), so the build will be held and the MCO rolls the change at
+// its own pace (why: the analysis, jobpredict.go).
+func (r *Reconciler) livePool(pi *v1alpha1.PoolImage, digest, where, why string) {
+	pool := pi.Spec.Source.OpenShift.MachineConfigPool
+	msg := fmt.Sprintf("MachineConfigPool %s is not paused for the build of inputs %s in %s: %s", pool, digest, where, why)
+	r.logger().Info("the pool is not paused: a live change", "poolimage", pauseKey(client.ObjectKeyFromObject(pi)), "pool", pool, "in", where)
+	r.event(pi, corev1.EventTypeNormal, "PoolNotPaused", "pause", "%s", msg)
+	setCond(pi, v1alpha1.ConditionPoolPaused, metav1.ConditionFalse, ReasonLiveChange, msg)
+}
+
+// runFailed reports a failed run of the last build (Degraded
+// BuildFailed: the work queue retries it).
+func runFailed(pi *v1alpha1.PoolImage) bool {
+	c := meta.FindStatusCondition(pi.Status.Conditions, v1alpha1.ConditionDegraded)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == ReasonBuildFailed
+}
+
+// holdForBuild pauses the pool of a build whose change reboots the
+// nodes anyway (predictJob), before the build starts, or records that a
+// live change does not pause it; where names the build (a Job, the
+// controller process).
+func (r *Reconciler) holdForBuild(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs, where string) {
+	if p := r.predictJob(ctx, pi, in); p.pause { // jobpredict.go
+		r.pausePool(ctx, pi, in.digest, where, p.why)
+	} else {
+		r.livePool(pi, in.digest, where, p.why)
+	}
 }

@@ -64,7 +64,13 @@ func (r *Reconciler) published(ctx context.Context, pi *v1alpha1.PoolImage) erro
 	if err := r.choose(ctx, pi); err != nil {
 		return err
 	}
+	rolledBack := pi.Status.Rollback
 	err := r.publish(ctx, pi)
+	if err == nil && rolledBack == nil && pi.Status.Rollback != nil {
+		// The hand-off found the rollout halted and spec.rollback
+		// published the previous image (bootcrollout.go): hand it on.
+		err = r.publish(ctx, pi)
+	}
 	c := meta.FindStatusCondition(pi.Status.Conditions, v1alpha1.ConditionDegraded)
 	wasFailing := c != nil && c.Status == metav1.ConditionTrue && c.Reason == ReasonPublishFailed
 	switch {

@@ -164,13 +164,15 @@ func objectDocs(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) ([
 	return docs, nil
 }
 
-// inputsDigest covers the spec (but spec.publish, spec.pin and
-// spec.retention) and every document's name, kind and content.
+// inputsDigest covers the spec (but spec.publish, spec.pin,
+// spec.retention and spec.rollback) and every document's name, kind and
+// content.
 func inputsDigest(s v1alpha1.PoolImageSpec, docs []document) (string, error) {
 	h := sha256.New()
-	// Where the image is published, which one (spec.pin) and how long it
-	// is kept (spec.retention) change nothing that is built.
-	s.Publish, s.Pin, s.Retention = nil, "", nil
+	// Where the image is published, which one (spec.pin, spec.rollback)
+	// and how long it is kept (spec.retention) change nothing that is
+	// built.
+	s.Publish, s.Pin, s.Retention, s.Rollback = nil, "", nil, nil
 	spec, err := json.Marshal(s)
 	if err != nil {
 		return "", err

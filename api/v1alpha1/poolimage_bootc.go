@@ -39,4 +39,44 @@ type BootcNodePoolStatus struct {
 	// of its platform images (a node boots its platform's image).
 	// +optional
 	Deployed bool `json:"deployed,omitempty"`
+	// NodeCount, UpdatedCount, UpdatingCount and DegradedCount are the
+	// pool's status counts of those names.
+	// +optional
+	NodeCount int32 `json:"nodeCount,omitempty"`
+	// +optional
+	UpdatedCount int32 `json:"updatedCount,omitempty"`
+	// +optional
+	UpdatingCount int32 `json:"updatingCount,omitempty"`
+	// +optional
+	DegradedCount int32 `json:"degradedCount,omitempty"`
+	// Degraded is the status of the pool's Degraded condition ("" when
+	// it has none), DegradedReason its reason (RolloutHalted,
+	// NodeDegraded, Healthy, ...) and DegradedMessage its message.
+	// +optional
+	Degraded string `json:"degraded,omitempty"`
+	// +optional
+	DegradedReason string `json:"degradedReason,omitempty"`
+	// +optional
+	DegradedMessage string `json:"degradedMessage,omitempty"`
+	// RebootPolicy is the pool's spec.disruption.rebootPolicy as the
+	// controller set it: AllowSoftReboot only when oslayer diff predicts
+	// the change to the published image soft-reboot eligible on bootc,
+	// else RebootOnly.
+	// +optional
+	RebootPolicy string `json:"rebootPolicy,omitempty"`
+	// SoftRebootPredicted is that prediction, SoftRebootWhy its rules.
+	// +optional
+	SoftRebootPredicted bool `json:"softRebootPredicted,omitempty"`
+	// +optional
+	SoftRebootWhy string `json:"softRebootWhy,omitempty"`
+	// StagedNodes counts the pool's BootcNodes that staged the published
+	// image, SoftRebootCapable those of them whose staged entry bootc
+	// reports softRebootCapable; SoftRebootMismatch names the nodes whose
+	// report differs from the prediction.
+	// +optional
+	StagedNodes int32 `json:"stagedNodes,omitempty"`
+	// +optional
+	SoftRebootCapable int32 `json:"softRebootCapable,omitempty"`
+	// +optional
+	SoftRebootMismatch string `json:"softRebootMismatch,omitempty"`
 }

@@ -10,10 +10,12 @@ const (
 	// not published.
 	ConditionPinned = "Pinned"
 	// ConditionPoolPaused is true while the controller holds the
-	// OpenShift pool paused for a build Job, so that the pool rolls once
-	// for the change and its image; false, with the reason, once it
-	// lifted the pause, or when it could not pause the pool or found it
-	// paused by someone else.
+	// OpenShift pool paused for a build (a Job, or in its process) whose
+	// change reboots the nodes anyway, so that the pool rolls once for
+	// the change and its image; false, with the reason, once it lifted
+	// the pause, when the change is applied in place (LiveChange: not
+	// held), or when it could not pause the pool or found it paused by
+	// someone else.
 	ConditionPoolPaused = "PoolPaused"
 	// ReasonPinInvalid is Degraded's reason when spec.pin names no good
 	// image of the build history.
@@ -64,10 +66,18 @@ type ImageChange struct {
 	// From and To are the digested references compared.
 	From string `json:"from"`
 	To   string `json:"to"`
-	// Action is the most disruptive action of the platforms the pool's
-	// inputs are for: none, reload, restart, drain, soft-reboot, reboot.
+	// Action is the action on the platforms spec.publish hands the image
+	// to (ActionPlatform): the machine-config daemon's for
+	// spec.publish.machineConfig, bootc's for spec.publish.bootcNodePool,
+	// the node agent's for a Gardener source; otherwise the most
+	// disruptive action of the platforms the pool's inputs are for. One
+	// of none, reload, restart, drain, soft-reboot, reboot.
 	// +optional
 	Action string `json:"action,omitempty"`
+	// ActionPlatform names the platforms Action is for (empty: the most
+	// disruptive of every platform the inputs are for).
+	// +optional
+	ActionPlatform string `json:"actionPlatform,omitempty"`
 	// Platforms are the predicted actions per platform.
 	// +optional
 	Platforms []PlatformAction `json:"platforms,omitempty"`

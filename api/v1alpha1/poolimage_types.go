@@ -130,6 +130,9 @@ type PoolImageSpec struct {
 	// (poolimage_retention.go).
 	// +optional
 	Retention *Retention `json:"retention,omitempty"`
+	// Rollback rolls a halted rollout back (poolimage_rollback.go).
+	// +optional
+	Rollback *RollbackPolicy `json:"rollback,omitempty"`
 }
 
 // Builders of spec.builder.
@@ -390,6 +393,9 @@ type PoolImageStatus struct {
 	// Change is what the last change does to the nodes.
 	// +optional
 	Change *ImageChange `json:"change,omitempty"`
+	// Rollback is the rollback spec.rollback made, while it holds.
+	// +optional
+	Rollback *RollbackStatus `json:"rollback,omitempty"`
 	// Conditions are Ready, Building and Degraded.
 	// +optional
 	// +listType=map
