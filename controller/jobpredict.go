@@ -12,6 +12,7 @@ import (
 	"github.com/oslayer/oslayer/assemble/baseindex"
 	"github.com/oslayer/oslayer/diff"
 	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/pipeline/settings"
 	"github.com/oslayer/oslayer/render"
 )
 
@@ -116,7 +117,7 @@ func renderRequest(pi *v1alpha1.PoolImage, in *inputs, dir string) (render.Reque
 		return render.Request{}, err
 	}
 	req := render.Request{OSCs: byKind["OSC"], MachineConfigs: byKind["MachineConfig"], MachineConfigPools: byKind["MachineConfigPool"],
-		Pool: poolName(pi), SecretsDir: secretsDir, BakeSecrets: pi.Spec.BakeSecrets, Strict: pi.Spec.Strict, AllowTopLevel: pi.Spec.AllowTopLevel}
+		Pool: poolName(pi), SecretsDir: secretsDir, BakeSecrets: settings.True(pi.Spec.BakeSecrets), Strict: settings.True(pi.Spec.Strict), AllowTopLevel: pi.Spec.AllowTopLevel}
 	if pf := pi.Spec.Preflight; pf != nil {
 		req.AllowSecrets = pf.AllowSecrets
 	}
