@@ -334,7 +334,7 @@ func TestOSExtensionInPlaceUpdate(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "stopping reconciliation until gardener-node-agent is restarted after the OS update") {
 		t.Fatalf("after the update command: %v", err)
 	}
-	want := []string{"bootc status --json", "bootc switch --apply " + image2}
+	want := []string{"bootc status --json", "bootc switch --apply --enforce-container-sigpolicy " + image2}
 	if c := n.calls(); strings.Join(c, "\n") != strings.Join(want, "\n") {
 		t.Errorf("calls %q, want %q", c, want)
 	}
@@ -378,7 +378,7 @@ func TestOSExtensionUpdateNetworkFailure(t *testing.T) {
 	}
 	var want []string
 	for range 3 {
-		want = append(want, "bootc status --json", "bootc switch --apply "+image2)
+		want = append(want, "bootc status --json", "bootc switch --apply --enforce-container-sigpolicy "+image2)
 	}
 	if c := n.calls(); strings.Join(c, "\n") != strings.Join(want, "\n") {
 		t.Errorf("calls %q, want %q", c, want)
