@@ -62,7 +62,9 @@ func edgeOSC(osc *extensionsv1alpha1.OperatingSystemConfig) *extensionsv1alpha1.
 var edgeSecrets = map[string]map[string][]byte{"edge": {"key": []byte("-----BEGIN EC PRIVATE KEY-----\nedge\n-----END EC PRIVATE KEY-----\n")}}
 
 // trustBundle is what `oslayer trust` writes for the pool repository.
-func trustBundle(t *testing.T) (policy, sigstore, pub []byte, keyPath string) {
+// With accept, the images the node pulls unsigned, as the extension
+// passes them (NodeImages).
+func trustBundle(t *testing.T, accept ...string) (policy, sigstore, pub []byte, keyPath string) {
 	t.Helper()
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -73,7 +75,7 @@ func trustBundle(t *testing.T) (policy, sigstore, pub []byte, keyPath string) {
 		t.Fatal(err)
 	}
 	pub = pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
-	b, err := sign.Trust("registry.example:5000/pools/worker", pub, sign.TrustOptions{})
+	b, err := sign.Trust("registry.example:5000/pools/worker", pub, sign.TrustOptions{AcceptImages: accept})
 	if err != nil {
 		t.Fatal(err)
 	}
