@@ -71,15 +71,25 @@ func contains(list []string, s string) bool {
 // not JSON is an error there too.
 func ostreeExtRefuses(t *testing.T, policy []byte) bool {
 	t.Helper()
+	insecure, err := ostreeExtDefaultInsecure(policy)
+	if err != nil {
+		t.Fatalf("ostree-rs-ext cannot parse the policy: %v", err)
+	}
+	return insecure
+}
+
+// ostreeExtDefaultInsecure is ContainerPolicy::is_default_insecure of a
+// policy.json (serde's parse: an error for what is not JSON).
+func ostreeExtDefaultInsecure(policy []byte) (bool, error) {
 	var p struct {
 		Default *[]struct {
 			Type string `json:"type"`
 		} `json:"default"`
 	}
 	if err := json.Unmarshal(policy, &p); err != nil {
-		t.Fatalf("ostree-rs-ext cannot parse the policy: %v", err)
+		return false, err
 	}
-	return p.Default != nil && len(*p.Default) == 1 && (*p.Default)[0].Type == "insecureAcceptAnything"
+	return p.Default != nil && len(*p.Default) == 1 && (*p.Default)[0].Type == "insecureAcceptAnything", nil
 }
 
 // expectNodePolicy: the node's policy.json under root is one ostree-rs-ext

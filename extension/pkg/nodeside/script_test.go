@@ -56,8 +56,9 @@ type node struct {
 	t   testing.TB
 	dir string // stand-in state: calls, NAME.status/.stderr/.exit
 	bin string
-	tmp string // the command's TMPDIR
-	cmd string // the update command
+	tmp string   // the command's TMPDIR
+	env []string // more of the command's environment
+	cmd string   // the update command
 }
 
 func newNode(t testing.TB, standIns ...string) *node {
@@ -119,7 +120,7 @@ func (n *node) run(args ...string) (string, int) {
 // output and exit code, or the error that kept it from running.
 func (n *node) exec(args ...string) (string, int, error) {
 	c := exec.Command(n.cmd, args...)
-	c.Env = []string{"PATH=" + n.bin, "STANDIN_DIR=" + n.dir, "TMPDIR=" + n.tmp, "OS_UPDATE_RETRY_SECONDS=0", "OS_UPDATE_LOCK=" + n.lockPath()}
+	c.Env = append([]string{"PATH=" + n.bin, "STANDIN_DIR=" + n.dir, "TMPDIR=" + n.tmp, "OS_UPDATE_RETRY_SECONDS=0", "OS_UPDATE_LOCK=" + n.lockPath()}, n.env...)
 	out, err := c.CombinedOutput()
 	var ee *exec.ExitError
 	switch {

@@ -207,8 +207,9 @@ func fileData(t *testing.T, f extensionsv1alpha1.File, secrets map[string]map[st
 // pivot and its policy fits AWS's 16 KiB user data limit (the smallest
 // of the providers), as os-coreos's user data for the same OSC does.
 func TestUserDataSize(t *testing.T) {
-	policy, sigstore, pub, _ := trustBundle(t)
-	ud, err := UserData(Provision{OSC: gardenerProvisionOSC(t), Image: testImage, Policy: policy, SigstoreConfig: sigstore, PublicKey: pub})
+	osc := gardenerProvisionOSC(t)
+	policy, sigstore, pub, _ := trustBundle(t, NodeImages(osc)...)
+	ud, err := UserData(Provision{OSC: osc, Image: testImage, Policy: policy, SigstoreConfig: sigstore, PublicKey: pub})
 	if err != nil {
 		t.Fatal(err)
 	}
