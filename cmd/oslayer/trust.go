@@ -73,7 +73,7 @@ policy.json into the pool image.`,
 	fs.StringVar(&c.out, "output-dir", "", "directory to write the files to")
 	fs.StringVar(&c.o.NodeKeyPath, "node-key-path", "", "where the public key lives on the node (default /etc/pki/containers/oslayer-HASH.pub)")
 	fs.StringVar(&c.o.Pool, "pool", "worker", "MachineConfig role label (machineconfiguration.openshift.io/role)")
-	fs.StringVar(&c.basePolicy, "base-policy", "", "the nodes' current policy.json to add REG/REPO to (default: the stock Fedora CoreOS policy, accept anything else)")
+	fs.StringVar(&c.basePolicy, "base-policy", "", "the nodes' current policy.json to add REG/REPO to (default: the stock Fedora CoreOS policy); a default that accepts anything becomes reject")
 	fs.StringArrayVar(&c.o.AcceptImages, "accept-image", nil, "an image the node pulls unsigned (pause image, node agent, ...): its repository is accepted without a signature (repeatable; everything else not REG/REPO is rejected)")
 	fs.BoolVar(&c.o.ClusterImagePolicy, "cluster-image-policy", false, "also write clusterimagepolicy.yaml, an OpenShift ClusterImagePolicy (config.openshift.io/v1) for REG/REPO and the key")
 	fs.StringVar(&c.o.OSCType, "osc-type", "coreos", "OperatingSystemConfig spec.type")
