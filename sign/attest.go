@@ -128,10 +128,11 @@ func NewStatement(b *assemble.Built, d name.Digest, version string) (*Statement,
 		base.URI = baseURI(relRef(b.Base.Ref), b.Base.Digest.String())
 	}
 	bd.ResolvedDependencies = append(bd.ResolvedDependencies, base)
-	for _, in := range b.Inputs {
+	uris := inputURIs(b.Inputs)
+	for i, in := range b.Inputs {
 		rd := ResourceDescriptor{
 			Name:        in.Name,
-			URI:         relPath(in.Path),
+			URI:         uris[i],
 			Annotations: map[string]any{AnnotationRole: "input", AnnotationKind: in.Kind},
 		}
 		if in.SHA256 != "" {

@@ -41,7 +41,6 @@ func TestStatementPathsRelative(t *testing.T) {
 		Inputs: []model.Input{
 			{Path: filepath.Join(wd, "pools", "worker-osc.yaml"), Kind: "OperatingSystemConfig", SHA256: hex},
 			{Path: "mcs/00-worker.yaml", Kind: "MachineConfig", SHA256: hex},
-			{Path: filepath.Join(filepath.Dir(wd), "elsewhere.yaml"), Kind: "MachineConfig", SHA256: hex},
 		},
 	}
 	d, err := name.NewDigest("127.0.0.1:5000/os/worker@sha256:" + hex)
@@ -60,9 +59,61 @@ func TestStatementPathsRelative(t *testing.T) {
 	for _, rd := range bd.ResolvedDependencies {
 		uris = append(uris, rd.URI)
 	}
-	want := []string{"oci:bases/fcos@sha256:" + hex, "pools/worker-osc.yaml", "mcs/00-worker.yaml", "../elsewhere.yaml"}
+	want := []string{"oci:bases/fcos@sha256:" + hex, "pools/worker-osc.yaml", "mcs/00-worker.yaml"}
 	if strings.Join(uris, " ") != strings.Join(want, " ") {
 		t.Errorf("resolvedDependencies URIs %q, want %q", uris, want)
+	}
+}
+
+// The same inputs in another directory (a front-end's temporary one, as
+// the extension's reconcile writes the OSC to oslayer-os-extension-RANDOM/)
+// give the same statement and SBOM: inputs are named relative to the
+// directory that holds them all, never by where it is.
+func TestStatementSameInputsElsewhere(t *testing.T) {
+	t.Chdir(t.TempDir())
+	hex := strings.Repeat("cd", 32)
+	d, err := name.NewDigest("127.0.0.1:5000/os/worker@sha256:" + hex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	statement := func(dir string) ([]byte, []string) {
+		b := &assemble.Built{
+			Pool: "worker",
+			Base: assemble.Base{Ref: "127.0.0.1:5000/fcos/base:stable", Digest: v1.Hash{Algorithm: "sha256", Hex: hex}},
+			Inputs: []model.Input{
+				{Path: filepath.Join(dir, "osc.yaml"), Kind: "OperatingSystemConfig", Name: "osc", SHA256: hex},
+				{Path: filepath.Join(dir, "secretrefs", "000.yaml"), Kind: "Secret", Name: "ns/s", SHA256: hex},
+			},
+		}
+		st, err := NewStatement(b, d, "v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var uris []string
+		for _, rd := range st.Predicate.BuildDefinition.ResolvedDependencies[1:] {
+			uris = append(uris, rd.URI)
+		}
+		return j, uris
+	}
+	one, uris := statement(filepath.Join(t.TempDir(), "oslayer-os-extension-1"))
+	two, _ := statement(filepath.Join(t.TempDir(), "oslayer-os-extension-2"))
+	if string(one) != string(two) {
+		t.Errorf("the statements differ:\n%s\n%s", one, two)
+	}
+	if want := []string{"osc.yaml", "secretrefs/000.yaml"}; strings.Join(uris, " ") != strings.Join(want, " ") {
+		t.Errorf("input URIs %q, want %q", uris, want)
+	}
+	// Files in unrelated directories: named relative to the one that holds
+	// them all; one file alone: its name.
+	if got := inputURIs([]model.Input{{Path: "/a/b/x.yaml"}, {Path: "/a/c/y.yaml"}, {Path: "-"}}); strings.Join(got, " ") != "b/x.yaml c/y.yaml -" {
+		t.Errorf("inputURIs: %q", got)
+	}
+	if got := inputURIs([]model.Input{{Path: "/x.yaml"}, {Path: "/d/y.yaml"}}); strings.Join(got, " ") != "x.yaml d/y.yaml" {
+		t.Errorf("inputURIs at the root: %q", got)
 	}
 }
 

@@ -117,6 +117,7 @@ func NewSBOM(b *assemble.Built, d name.Digest, version string) (*SBOMStatement, 
 		Files:             []SPDXFile{},
 		Relationships:     []SPDXRelationship{{Element: "SPDXRef-DOCUMENT", Type: "DESCRIBES", Related: pkg.SPDXID}},
 	}
+	root := inputRoot(b.Inputs)
 	for _, f := range b.Files {
 		if f.Type != "file" {
 			continue
@@ -137,7 +138,7 @@ func NewSBOM(b *assemble.Built, d name.Digest, version string) (*SBOMStatement, 
 			SPDXID: id, FileName: "." + f.Path,
 			Checksums:        []SPDXChecksum{{Algorithm: "SHA1", ChecksumValue: s.sha1}, {Algorithm: "SHA256", ChecksumValue: s.sha256}},
 			LicenseConcluded: "NOASSERTION", CopyrightText: "NOASSERTION",
-			Comment: fileComment(f),
+			Comment: fileComment(f, root),
 		})
 		doc.Relationships = append(doc.Relationships, SPDXRelationship{Element: pkg.SPDXID, Type: "CONTAINS", Related: id})
 	}
@@ -150,10 +151,11 @@ func NewSBOM(b *assemble.Built, d name.Digest, version string) (*SBOMStatement, 
 }
 
 // fileComment names where a file came from: "source: DOC (Kind NAME)
-// FIELD; layer L; mode M uid U gid G[; stored at P]".
-func fileComment(f render.Baked) string {
+// FIELD; layer L; mode M uid U gid G[; stored at P]", DOC named as the
+// provenance names inputs (relative to root, inputRoot's).
+func fileComment(f render.Baked, root string) string {
 	src := f.Source
-	src.Document = relPath(src.Document)
+	src.Document = inputURI(root, src.Document)
 	c := fmt.Sprintf("source: %s; layer %s; mode %s uid %d gid %d", src, f.Layer, f.Mode, f.UID, f.GID)
 	if f.StoredAt != "" {
 		c += "; stored at " + f.StoredAt

@@ -39,9 +39,16 @@ type TrustOptions struct {
 	OSCType string
 	// BasePolicy is the node's existing policy.json to add the repository
 	// to (e.g. RHCOS's, which carries GPG requirements for Red Hat
-	// registries). Empty means the stock Fedora CoreOS policy: accept
-	// anything by default.
+	// registries). Empty means the stock Fedora CoreOS policy. Either
+	// way a default that only accepts anything becomes reject (see
+	// NodeDefault).
 	BasePolicy []byte
+	// AcceptImages are the images the node still pulls unsigned through
+	// containers/image (skopeo, podman, CRI-O): kubelet's pause image,
+	// the node agent's, the images its configuration names. Each one's
+	// repository gets an insecureAcceptAnything entry, since the default
+	// rejects. The signed repository itself cannot be one of them.
+	AcceptImages []string
 	// ClusterImagePolicy also writes TrustClusterImagePolicyFile, the
 	// OpenShift ClusterImagePolicy for the repository and key.
 	ClusterImagePolicy bool
@@ -137,8 +144,9 @@ func PolicyScope(repo string) (string, error) {
 }
 
 // Trust returns the node trust files for repo and the PEM public key pub:
-// policy.json (default insecureAcceptAnything, as on a stock node, and
-// sigstoreSigned for repo), a fragment with only repo's entry to merge into
+// policy.json (default reject, see NodeDefault; sigstoreSigned for repo;
+// insecureAcceptAnything for the repositories of o.AcceptImages; the rest
+// as in o.BasePolicy), a fragment with only repo's entry to merge into
 // an existing policy, registries.d/oslayer-REPO.yaml turning on sigstore
 // attachments, the public key, and the same three as a Gardener
 // OperatingSystemConfig and an OpenShift MachineConfig (Ignition 3.4) so
@@ -166,7 +174,11 @@ func Trust(repo string, pub []byte, o TrustOptions) (*TrustBundle, error) {
 		o.OSCType = "coreos"
 	}
 	req := []PolicyRequirement{{Type: "sigstoreSigned", KeyPath: o.NodeKeyPath, SignedIdentity: &SignedIdentity{Type: "matchRepository"}}}
-	fullJSON, err := mergePolicy(o.BasePolicy, scope, req)
+	accept, err := acceptScopes(scope, o.AcceptImages)
+	if err != nil {
+		return nil, err
+	}
+	fullJSON, err := mergePolicy(o.BasePolicy, scope, req, accept)
 	if err != nil {
 		return nil, err
 	}
@@ -212,9 +224,11 @@ func Trust(repo string, pub []byte, o TrustOptions) (*TrustBundle, error) {
 }
 
 // mergePolicy sets transports.docker[scope] = req in base (a policy.json;
-// empty means the stock Fedora CoreOS one) and keeps everything else as
+// empty means the stock Fedora CoreOS one), adds an insecureAcceptAnything
+// entry for each scope of accept the base does not name, makes a default
+// that accepts anything reject (NodeDefault), and keeps everything else as
 // it was, including requirement fields this package does not model.
-func mergePolicy(base []byte, scope string, req []PolicyRequirement) ([]byte, error) {
+func mergePolicy(base []byte, scope string, req []PolicyRequirement, accept []string) ([]byte, error) {
 	if len(bytes.TrimSpace(base)) == 0 {
 		base = []byte(`{"default":[{"type":"insecureAcceptAnything"}],"transports":{"docker-daemon":{"":[{"type":"insecureAcceptAnything"}]}}}`)
 	}
@@ -222,9 +236,11 @@ func mergePolicy(base []byte, scope string, req []PolicyRequirement) ([]byte, er
 	if err := json.Unmarshal(base, &doc); err != nil {
 		return nil, fmt.Errorf("base policy: %v", err)
 	}
-	if _, ok := doc["default"]; !ok {
-		return nil, fmt.Errorf("base policy: no \"default\" requirement (containers-policy.json needs one)")
+	def, err := nodeDefault(doc["default"])
+	if err != nil {
+		return nil, err
 	}
+	doc["default"] = def
 	transports := map[string]map[string]json.RawMessage{}
 	if raw, ok := doc["transports"]; ok {
 		if err := json.Unmarshal(raw, &transports); err != nil {
@@ -239,6 +255,11 @@ func mergePolicy(base []byte, scope string, req []PolicyRequirement) ([]byte, er
 		return nil, err
 	}
 	transports["docker"][scope] = r
+	for _, a := range accept {
+		if _, ok := transports["docker"][a]; !ok {
+			transports["docker"][a] = json.RawMessage(`[{"type":"insecureAcceptAnything"}]`)
+		}
+	}
 	t, err := json.Marshal(transports)
 	if err != nil {
 		return nil, err

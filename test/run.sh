@@ -110,7 +110,12 @@ fuzz_one() {
   log=$(mktemp)
   for try in 1 2 3; do
     before=$(ls "$pkg/testdata/fuzz/$fn" 2>/dev/null || true)
-    if go test -run '^$' -fuzz "^${fn}\$" -fuzztime "$FUZZTIME" -fuzzminimizetime 3s "$pkg" 2>&1 | tee "$log"; then
+    # A package of a nested module (extension/) runs from that module.
+    local mod=${pkg#./} rel
+    while [ "$mod" != . ] && [ ! -f "$mod/go.mod" ]; do mod=$(dirname "$mod"); done
+    rel=./${pkg#./$mod/}
+    [ "$mod" = . ] && rel=$pkg
+    if (cd "$mod" && go test -run '^$' -fuzz "^${fn}\$" -fuzztime "$FUZZTIME" -fuzzminimizetime 3s "$rel") 2>&1 | tee "$log"; then
       rm -f "$log"
       return 0
     fi

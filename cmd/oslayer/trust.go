@@ -26,7 +26,8 @@ func newTrustCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "trust --key cosign.pub --repo REG/REPO --output-dir DIR",
 		Example: `  # Node trust files for a repository, plus ready oslayer inputs
-  oslayer trust --key keys/cosign.pub --repo registry.example.com/os/worker --output-dir trust/
+  oslayer trust --key keys/cosign.pub --repo registry.example.com/os/worker --output-dir trust/ \
+      --accept-image registry.k8s.io/pause:3.10
 
   # Keep an existing policy (e.g. RHCOS's GPG entries) and add the repository to it
   oslayer trust --key keys/cosign.pub --repo registry.example.com/os/worker \
@@ -37,8 +38,9 @@ the key, for "rpm-ostree rebase ostree-image-signed:docker://REG/REPO@sha256:...
 
   policy.json                  full /etc/containers/policy.json: sigstoreSigned
                                (keyPath, matchRepository) for REG/REPO,
-                               everything else as in --base-policy (default:
-                               insecureAcceptAnything, as on Fedora CoreOS)
+                               insecureAcceptAnything for the repository of
+                               each --accept-image, default reject, the rest
+                               as in --base-policy (default: Fedora CoreOS's)
   policy-fragment.json         only the REG/REPO entry, to merge into an
                                existing policy
   registries.d/oslayer-*.yaml  use-sigstore-attachments: true for REG/REPO
@@ -46,6 +48,13 @@ the key, for "rpm-ostree rebase ostree-image-signed:docker://REG/REPO@sha256:...
   trust-osc.yaml               the three node files as an OperatingSystemConfig
   99-oslayer-trust.yaml        the three node files as a MachineConfig
                                (Ignition 3.4)
+
+The default rejects: rpm-ostree and bootc (ostree-rs-ext) refuse
+ostree-image-signed under a default of insecureAcceptAnything, whatever
+REG/REPO's entry says; a --base-policy default that accepts anything
+becomes reject. Name every image the node still pulls through
+containers/image (skopeo, podman, CRI-O) with --accept-image: kubelet's
+pause image, the node agent's, the images the node configuration names.
 
 Feed trust-osc.yaml (--osc) or 99-oslayer-trust.yaml (--machineconfig) to
 "oslayer build" so the first image already carries the key and policy.
@@ -64,30 +73,31 @@ policy.json into the pool image.`,
 	fs.StringVar(&c.out, "output-dir", "", "directory to write the files to")
 	fs.StringVar(&c.o.NodeKeyPath, "node-key-path", "", "where the public key lives on the node (default /etc/pki/containers/oslayer-HASH.pub)")
 	fs.StringVar(&c.o.Pool, "pool", "worker", "MachineConfig role label (machineconfiguration.openshift.io/role)")
-	fs.StringVar(&c.basePolicy, "base-policy", "", "the nodes' current policy.json to add REG/REPO to (default: the stock Fedora CoreOS policy, accept anything else)")
+	fs.StringVar(&c.basePolicy, "base-policy", "", "the nodes' current policy.json to add REG/REPO to (default: the stock Fedora CoreOS policy); a default that accepts anything becomes reject")
+	fs.StringArrayVar(&c.o.AcceptImages, "accept-image", nil, "an image the node pulls unsigned (pause image, node agent, ...): its repository is accepted without a signature (repeatable; everything else not REG/REPO is rejected)")
 	fs.BoolVar(&c.o.ClusterImagePolicy, "cluster-image-policy", false, "also write clusterimagepolicy.yaml, an OpenShift ClusterImagePolicy (config.openshift.io/v1) for REG/REPO and the key")
 	fs.StringVar(&c.o.OSCType, "osc-type", "coreos", "OperatingSystemConfig spec.type")
 	return cmd
 }
 
 // run writes the trust files for the key and repository into the output
-// directory and lists them.
+// directory and lists them. Bad input exits 2 and writes nothing.
 func (c *trustCmd) run(cmd *cobra.Command, _ []string) error {
 	if c.key == "" || c.repo == "" || c.out == "" {
-		return errors.New("trust: --key, --repo and --output-dir are required")
+		return &exitError{code: 2, err: errors.New("trust: --key, --repo and --output-dir are required")}
 	}
 	pub, err := inputfile.Read(c.key)
 	if err != nil {
-		return fmt.Errorf("trust: --key: %w", err)
+		return &exitError{code: 2, err: fmt.Errorf("trust: --key: %w", err)}
 	}
 	if c.basePolicy != "" {
 		if c.o.BasePolicy, err = inputfile.Read(c.basePolicy); err != nil {
-			return fmt.Errorf("trust: --base-policy: %w", err)
+			return &exitError{code: 2, err: fmt.Errorf("trust: --base-policy: %w", err)}
 		}
 	}
 	b, err := sign.Trust(c.repo, pub, c.o)
-	if err != nil {
-		return fmt.Errorf("trust: %w", err)
+	if err != nil { // every error of Trust is one of its inputs
+		return &exitError{code: 2, err: fmt.Errorf("trust: %w", err)}
 	}
 	for _, f := range b.Files {
 		p := filepath.Join(c.out, filepath.FromSlash(f.Path))

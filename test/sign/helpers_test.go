@@ -346,11 +346,18 @@ func (tp *tamperProxy) Tamper(d name.Digest) {
 // /etc/pki/containers/...).
 func writeTrust(t *testing.T, repo, pub string) (policy, registriesD string, b *sign.TrustBundle) {
 	t.Helper()
+	return writeTrustOpts(t, repo, pub, sign.TrustOptions{})
+}
+
+// writeTrustOpts is writeTrust with options (NodeKeyPath is pub).
+func writeTrustOpts(t *testing.T, repo, pub string, o sign.TrustOptions) (policy, registriesD string, b *sign.TrustBundle) {
+	t.Helper()
 	pem, err := os.ReadFile(pub)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err = sign.Trust(repo, pem, sign.TrustOptions{NodeKeyPath: pub})
+	o.NodeKeyPath = pub
+	b, err = sign.Trust(repo, pem, o)
 	if err != nil {
 		t.Fatalf("Trust(%s): %v", repo, err)
 	}

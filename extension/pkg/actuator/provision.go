@@ -161,7 +161,7 @@ func (a *Actuator) trust(ctx context.Context, osc *extensionsv1alpha1.OperatingS
 	if err != nil {
 		return fieldErr("status.providerStatus.image", err)
 	}
-	b, err := sign.Trust(d.Context().Name(), pub, sign.TrustOptions{Pool: osc.Labels[v1beta1constants.LabelWorkerPool], OSCType: osc.Spec.Type})
+	b, err := sign.Trust(d.Context().Name(), pub, sign.TrustOptions{Pool: osc.Labels[v1beta1constants.LabelWorkerPool], OSCType: osc.Spec.Type, AcceptImages: nodeside.NodeImages(osc)})
 	if err != nil {
 		return invalidf(field, "%v", err)
 	}

@@ -120,7 +120,7 @@ func expectOSC(t *testing.T, root string, osc *extensionsv1alpha1.OperatingSyste
 
 func TestUserDataAppliedWithPivot(t *testing.T) {
 	osc := edgeOSC(gardenerProvisionOSC(t))
-	policy, sigstore, pub, keyPath := trustBundle(t)
+	policy, sigstore, pub, keyPath := trustBundle(t, NodeImages(osc)...)
 	ud, err := UserData(Provision{OSC: osc, Secrets: edgeSecrets, Image: testImage, Policy: policy, SigstoreConfig: sigstore, PublicKey: pub})
 	if err != nil {
 		t.Fatal(err)
@@ -141,6 +141,7 @@ func TestUserDataAppliedWithPivot(t *testing.T) {
 	expectFile(t, root, UpdateCommand, []byte(UpdateScript()), 0o755)
 	expectFile(t, root, PoolImageFile, []byte(testImage+"\n"), 0o644)
 	expectFile(t, root, PolicyPath, policy, 0o644)
+	expectNodePolicy(t, root, NodeImages(osc))
 	expectFile(t, root, RegistriesDFile, sigstore, 0o644)
 	expectFile(t, root, keyPath, pub, 0o644)
 	unit, _ := readNode(t, root, "/etc/systemd/system/"+PivotUnit)

@@ -3,7 +3,7 @@
 #
 # Switches this node to the pool image IMAGE (a reference by digest,
 # REGISTRY/REPOSITORY@sha256:HEX) and reboots into it: `bootc switch
-# --apply IMAGE` where bootc exists, else `rpm-ostree rebase
+# --apply --enforce-container-sigpolicy IMAGE` where bootc exists, else `rpm-ostree rebase
 # ostree-image-signed:docker://IMAGE` and `systemctl reboot`; when IMAGE
 # is staged already, only the reboot. The signature is checked by the
 # node's /etc/containers/policy.json. VERSION (the operating system
@@ -16,7 +16,7 @@
 # IMAGE), 64 invalid arguments, 70 system failure, 75 network problems.
 #
 # --stage (the staging unit) stages IMAGE for the next boot and does not
-# reboot: `bootc switch IMAGE` or `rpm-ostree rebase`; nothing when the
+# reboot: `bootc switch --enforce-container-sigpolicy IMAGE` or `rpm-ostree rebase`; nothing when the
 # node runs IMAGE or has it staged, or when bootc-fetch-apply-updates.timer
 # is enabled (it would reboot into the staged image without a drain).
 #
@@ -47,15 +47,54 @@ digest_of() {
 	*) invalid "image $1 is not a reference by digest (NAME@sha256:HEX)" ;;
 	esac
 	hex=${1##*@sha256:}
-	name=${1%@sha256:*}
 	case $hex in
 	*[!0-9a-f]*) invalid "image $1: the digest is not lower-case hex" ;;
 	esac
 	[ ${#hex} -eq 64 ] || invalid "image $1: the digest has ${#hex} hex digits, not 64"
-	case $name in
-	'' | *[!A-Za-z0-9._:/-]*) invalid "image $1: the repository name is empty or has invalid characters" ;;
-	esac
+	valid_ref "$1" || invalid "image $1 is not a valid image reference (REGISTRY/REPOSITORY@sha256:HEX; the repository in lower case, starting with a letter or digit)"
 	echo "sha256:$hex"
+}
+
+# valid_ref REF: REF is a reference containers/image parses (bootc and
+# rpm-ostree hand "docker://REF" to it): its ParseNormalizedNamed
+# (go.podman.io/image/v5 docker/reference/normalize.go: splitDockerDomain,
+# the lower-case check; reference.go Parse: ReferenceRegexp of
+# regexp.go, at most 255 characters of name), by digest. Anything else,
+# a name starting with "-" above all, never reaches bootc's command line.
+valid_ref() {
+	case $1 in
+	*[!A-Za-z0-9._:/@-]*) return 1 ;;
+	esac
+	first=${1%%/*}
+	case $first in
+	"$1" | localhost | *[.:]*) ;;
+	*) first= ;;
+	esac
+	if [ "$first" = "$1" ] || [ -z "$first" ]; then
+		dom=docker.io rest=$1
+	else
+		dom=$first rest=${1#*/}
+	fi
+	[ "$dom" != index.docker.io ] || dom=docker.io
+	if [ "$dom" = docker.io ]; then
+		case $rest in
+		*/*) ;;
+		*) rest=library/$rest ;;
+		esac
+	fi
+	remote=${rest%%:*}
+	[ "$remote" = "$(printf '%s' "$remote" | LC_ALL=C tr A-Z a-z)" ] || return 1
+	ref=$dom/$rest
+	dc='([a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])'
+	nc='[a-z0-9]+(([._]|__|-*)[a-z0-9]+)*'
+	printf '%s' "$ref" | LC_ALL=C grep -Eq "^($dc(\\.$dc)*(:[0-9]+)?/)?$nc(/$nc)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?@sha256:[0-9a-f]{64}\$" || return 1
+	n=${ref%@*}
+	t=${n##*:}
+	case $t in
+	*/*) ;;
+	*) n=${n%:*} ;;
+	esac
+	[ ${#n} -le 255 ]
 }
 
 # lock waits for the lock of one run at a time (without flock, none).
@@ -112,30 +151,30 @@ rpmostree_has() {
 	}'
 }
 
-# classify OUTPUT-FILE WHAT fails with the class of a failed switch.
+# classify OUTPUT WHAT fails with the class of a failed switch.
 classify() {
-	last=$(grep -v '^[[:space:]]*$' "$1" | tail -n 1)
-	if grep -Eqi 'connection refused|connection reset|dial tcp|i/o timeout|tls handshake timeout|no such host|temporary failure in name resolution|network is unreachable|no route to host|timeout exceeded|unexpected eof|502 bad gateway|503 service unavailable|504 gateway|429 too many requests|toomanyrequests' "$1"; then
+	last=$(printf '%s\n' "$1" | grep -v '^[[:space:]]*$' | tail -n 1)
+	if printf '%s\n' "$1" | grep -Eqi 'connection refused|connection reset|dial tcp|i/o timeout|tls handshake timeout|no such host|temporary failure in name resolution|network is unreachable|no route to host|timeout exceeded|unexpected eof|502 bad gateway|503 service unavailable|504 gateway|429 too many requests|toomanyrequests'; then
 		network "$2: $last"
 	fi
-	if grep -Eqi 'manifest unknown|name unknown|invalid reference format' "$1"; then
+	if printf '%s\n' "$1" | grep -Eqi 'manifest unknown|name unknown|invalid reference format'; then
 		invalid "$2: $last"
 	fi
 	system "$2: $last"
 }
 
 # run WHAT CMD... runs CMD, its output to stderr, and classifies a failure.
+# The output is kept in a variable, not a temporary file: every failed
+# attempt of --retry would leave one behind in the node's /tmp.
 run() {
 	what=$1
 	shift
-	out=$(mktemp) || system "mktemp failed"
-	"$@" >"$out" 2>&1
+	out=$("$@" 2>&1)
 	rc=$?
-	cat "$out" >&2
+	[ -z "$out" ] || printf '%s\n' "$out" >&2
 	if [ $rc -ne 0 ]; then
 		classify "$out" "$what failed (exit $rc)"
 	fi
-	rm -f "$out"
 }
 
 if [ "${1:-}" = --retry ]; then
@@ -190,10 +229,10 @@ if command -v bootc >/dev/null 2>&1; then
 		:
 	elif [ -n "$stage" ]; then
 		echo "$me: staging $what for the next boot with bootc"
-		run "bootc switch" bootc switch "$image"
+		run "bootc switch" bootc switch --enforce-container-sigpolicy "$image"
 	else
 		echo "$me: switching to $what with bootc"
-		run "bootc switch" bootc switch --apply "$image"
+		run "bootc switch" bootc switch --apply --enforce-container-sigpolicy "$image"
 	fi
 	exit 0
 fi

@@ -53,15 +53,17 @@ exit "$(cat "$STANDIN_DIR/$n.exit" 2>/dev/null || echo 0)"
 // node is a PATH with only the shell tools the script uses and the
 // recording stand-ins named.
 type node struct {
-	t   *testing.T
+	t   testing.TB
 	dir string // stand-in state: calls, NAME.status/.stderr/.exit
 	bin string
-	cmd string // the update command
+	tmp string   // the command's TMPDIR
+	env []string // more of the command's environment
+	cmd string   // the update command
 }
 
-func newNode(t *testing.T, standIns ...string) *node {
+func newNode(t testing.TB, standIns ...string) *node {
 	t.Helper()
-	n := &node{t: t, dir: t.TempDir(), bin: t.TempDir()}
+	n := &node{t: t, dir: t.TempDir(), bin: t.TempDir(), tmp: t.TempDir()}
 	for _, tool := range []string{"sh", "tr", "grep", "tail", "mktemp", "cat", "rm", "basename", "awk", "sleep"} {
 		p, err := exec.LookPath(tool)
 		if err != nil {
@@ -107,18 +109,27 @@ func (n *node) set(file, content string) { n.write(filepath.Join(n.dir, file), c
 // run runs the update command and returns its output and exit code.
 func (n *node) run(args ...string) (string, int) {
 	n.t.Helper()
+	out, code, err := n.exec(args...)
+	if err != nil {
+		n.t.Fatalf("running the update command: %v", err)
+	}
+	return out, code
+}
+
+// exec runs the update command (TMPDIR its own directory) and returns its
+// output and exit code, or the error that kept it from running.
+func (n *node) exec(args ...string) (string, int, error) {
 	c := exec.Command(n.cmd, args...)
-	c.Env = []string{"PATH=" + n.bin, "STANDIN_DIR=" + n.dir, "OS_UPDATE_RETRY_SECONDS=0", "OS_UPDATE_LOCK=" + n.lockPath()}
+	c.Env = append([]string{"PATH=" + n.bin, "STANDIN_DIR=" + n.dir, "TMPDIR=" + n.tmp, "OS_UPDATE_RETRY_SECONDS=0", "OS_UPDATE_LOCK=" + n.lockPath()}, n.env...)
 	out, err := c.CombinedOutput()
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
-		return string(out), 0
+		return string(out), 0, nil
 	case errors.As(err, &ee):
-		return string(out), ee.ExitCode()
+		return string(out), ee.ExitCode(), nil
 	}
-	n.t.Fatalf("running the update command: %v", err)
-	return "", 0
+	return "", 0, err
 }
 
 // calls are the stand-ins' recorded invocations.
@@ -220,7 +231,7 @@ func TestUpdateBootcSwitches(t *testing.T) {
 	n.set("bootc.status", bootcStatus(otherDigest, testDigest))
 	out, code := n.run(testImage, "41.20250201.0")
 	expectClass(t, out, code, 0, "")
-	expectCalls(t, n, "bootc status --json", "bootc switch --apply "+testImage)
+	expectCalls(t, n, "bootc status --json", "bootc switch --apply --enforce-container-sigpolicy "+testImage)
 }
 
 func TestUpdateBootcAlreadyBooted(t *testing.T) {
@@ -254,7 +265,7 @@ func TestUpdateFailures(t *testing.T) {
 			n.set("bootc.exit", "1")
 			out, code := n.run(testImage)
 			expectClass(t, out, code, c.code, c.class)
-			expectCalls(t, n, "bootc status --json", "bootc switch --apply "+testImage)
+			expectCalls(t, n, "bootc status --json", "bootc switch --apply --enforce-container-sigpolicy "+testImage)
 			if !strings.Contains(out, c.stderr) {
 				t.Errorf("the output does not carry bootc's error:\n%s", out)
 			}
@@ -319,8 +330,8 @@ func TestStage(t *testing.T) {
 		timer        bool // bootc-fetch-apply-updates.timer enabled
 		want         []string
 	}{
-		{"bootc", bootcStatus(otherDigest, testDigest), false, []string{"bootc status --json", timer, "bootc switch " + testImage}},
-		{"bootc another staged", bootcStatusStaged(otherDigest, otherDigest, otherDigest), false, []string{"bootc status --json", timer, "bootc switch " + testImage}},
+		{"bootc", bootcStatus(otherDigest, testDigest), false, []string{"bootc status --json", timer, "bootc switch --enforce-container-sigpolicy " + testImage}},
+		{"bootc another staged", bootcStatusStaged(otherDigest, otherDigest, otherDigest), false, []string{"bootc status --json", timer, "bootc switch --enforce-container-sigpolicy " + testImage}},
 		{"bootc staged", bootcStatusStaged(testDigest, otherDigest, otherDigest), false, []string{"bootc status --json"}},
 		{"bootc booted", bootcStatus(testDigest, otherDigest), false, []string{"bootc status --json"}},
 		{"bootc auto-apply timer", bootcStatus(otherDigest, testDigest), true, []string{"bootc status --json", timer}},
@@ -354,7 +365,7 @@ func TestStageRetry(t *testing.T) {
 	out, code := n.run("--retry", "--stage", testImage)
 	expectClass(t, out, code, 0, "retriable")
 	const timer = "systemctl is-enabled --quiet bootc-fetch-apply-updates.timer"
-	expectCalls(t, n, "bootc status --json", timer, "bootc switch "+testImage, "bootc status --json", timer, "bootc switch "+testImage)
+	expectCalls(t, n, "bootc status --json", timer, "bootc switch --enforce-container-sigpolicy "+testImage, "bootc status --json", timer, "bootc switch --enforce-container-sigpolicy "+testImage)
 }
 
 // One run at a time: a run waits while another holds the lock, and
@@ -404,7 +415,7 @@ if flock -n "$OS_UPDATE_LOCK" true; then echo "bootc $* unlocked"; else echo "bo
 		_ = c.Process.Kill()
 		t.Fatal("the update command still waits after the lock was released")
 	}
-	expectCalls(t, n, "bootc switch --apply "+testImage+" locked")
+	expectCalls(t, n, "bootc switch --apply --enforce-container-sigpolicy "+testImage+" locked")
 }
 
 func TestUpdateRpmOstreeAlreadyBooted(t *testing.T) {
@@ -444,7 +455,7 @@ func TestUpdateRetry(t *testing.T) {
 	expectClass(t, out, code, 0, "retriable") // the failures' messages stay in the output
 	var want []string
 	for range 3 {
-		want = append(want, "bootc status --json", "bootc switch --apply "+testImage)
+		want = append(want, "bootc status --json", "bootc switch --apply --enforce-container-sigpolicy "+testImage)
 	}
 	expectCalls(t, n, want...)
 
@@ -454,5 +465,5 @@ func TestUpdateRetry(t *testing.T) {
 	n.set("bootc.exit", "1")
 	out, code = n.run("--retry", testImage)
 	expectClass(t, out, code, 64, "fatal")
-	expectCalls(t, n, "bootc status --json", "bootc switch --apply "+testImage)
+	expectCalls(t, n, "bootc status --json", "bootc switch --apply --enforce-container-sigpolicy "+testImage)
 }

@@ -62,7 +62,9 @@ func edgeOSC(osc *extensionsv1alpha1.OperatingSystemConfig) *extensionsv1alpha1.
 var edgeSecrets = map[string]map[string][]byte{"edge": {"key": []byte("-----BEGIN EC PRIVATE KEY-----\nedge\n-----END EC PRIVATE KEY-----\n")}}
 
 // trustBundle is what `oslayer trust` writes for the pool repository.
-func trustBundle(t *testing.T) (policy, sigstore, pub []byte, keyPath string) {
+// With accept, the images the node pulls unsigned, as the extension
+// passes them (NodeImages).
+func trustBundle(t *testing.T, accept ...string) (policy, sigstore, pub []byte, keyPath string) {
 	t.Helper()
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -73,7 +75,7 @@ func trustBundle(t *testing.T) (policy, sigstore, pub []byte, keyPath string) {
 		t.Fatal(err)
 	}
 	pub = pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
-	b, err := sign.Trust("registry.example:5000/pools/worker", pub, sign.TrustOptions{})
+	b, err := sign.Trust("registry.example:5000/pools/worker", pub, sign.TrustOptions{AcceptImages: accept})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,8 +207,9 @@ func fileData(t *testing.T, f extensionsv1alpha1.File, secrets map[string]map[st
 // pivot and its policy fits AWS's 16 KiB user data limit (the smallest
 // of the providers), as os-coreos's user data for the same OSC does.
 func TestUserDataSize(t *testing.T) {
-	policy, sigstore, pub, _ := trustBundle(t)
-	ud, err := UserData(Provision{OSC: gardenerProvisionOSC(t), Image: testImage, Policy: policy, SigstoreConfig: sigstore, PublicKey: pub})
+	osc := gardenerProvisionOSC(t)
+	policy, sigstore, pub, _ := trustBundle(t, NodeImages(osc)...)
+	ud, err := UserData(Provision{OSC: osc, Image: testImage, Policy: policy, SigstoreConfig: sigstore, PublicKey: pub})
 	if err != nil {
 		t.Fatal(err)
 	}

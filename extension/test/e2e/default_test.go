@@ -145,7 +145,7 @@ func checkProvision(t *testing.T, e *exttest.Env, osc *extensionsv1alpha1.Operat
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := sign.Trust(d.Context().Name(), pub, sign.TrustOptions{Pool: osc.Labels["worker.gardener.cloud/pool"], OSCType: exttest.Type})
+	b, err := sign.Trust(d.Context().Name(), pub, sign.TrustOptions{Pool: osc.Labels["worker.gardener.cloud/pool"], OSCType: exttest.Type, AcceptImages: nodeside.NodeImages(osc)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,7 +91,7 @@ func expectedUserData(t *testing.T, e *exttest.Env, osc *extensionsv1alpha1.Oper
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := sign.Trust(d.Context().Name(), e.Key.Public, sign.TrustOptions{Pool: "worker", OSCType: exttest.Type})
+	b, err := sign.Trust(d.Context().Name(), e.Key.Public, sign.TrustOptions{Pool: "worker", OSCType: exttest.Type, AcceptImages: nodeside.NodeImages(osc)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,10 +94,18 @@ type oscNode struct {
 // reconciler on it with the fakes of runNodeAgent.
 func newOSCNode(t *testing.T) *oscNode {
 	regtest.RequireRoot(t, "the skeleton keeps owners")
-	n := &oscNode{t: t, root: t.TempDir(), standIns: t.TempDir()}
-	synth.WriteTree(t, n.root, synth.Skeleton())
-	regtest.Run(t, nil, regtest.Require(t, "systemd-tmpfiles"), "--root="+n.root, "--create", "--boot")
+	root := t.TempDir()
+	synth.WriteTree(t, root, synth.Skeleton())
+	regtest.Run(t, nil, regtest.Require(t, "systemd-tmpfiles"), "--root="+root, "--create", "--boot")
+	n := agentOn(t, root)
 	n.setVersion(version1)
+	return n
+}
+
+// agentOn is gardener-node-agent's reconciler on the node root root, with
+// the fakes of newOSCNode.
+func agentOn(t *testing.T, root string) *oscNode {
+	n := &oscNode{t: t, root: root, standIns: t.TempDir()}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, Labels: map[string]string{corev1.LabelHostname: nodeName}}}
 	n.c = fakeclient.NewClientBuilder().WithScheme(kubernetesscheme.Scheme).WithObjects(node).
 		WithIndex(&corev1.Pod{}, indexer.PodNodeName, indexer.PodNodeNameIndexerFunc).Build()
@@ -334,7 +342,7 @@ func TestOSExtensionInPlaceUpdate(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "stopping reconciliation until gardener-node-agent is restarted after the OS update") {
 		t.Fatalf("after the update command: %v", err)
 	}
-	want := []string{"bootc status --json", "bootc switch --apply " + image2}
+	want := []string{"bootc status --json", "bootc switch --apply --enforce-container-sigpolicy " + image2}
 	if c := n.calls(); strings.Join(c, "\n") != strings.Join(want, "\n") {
 		t.Errorf("calls %q, want %q", c, want)
 	}
@@ -378,7 +386,7 @@ func TestOSExtensionUpdateNetworkFailure(t *testing.T) {
 	}
 	var want []string
 	for range 3 {
-		want = append(want, "bootc status --json", "bootc switch --apply "+image2)
+		want = append(want, "bootc status --json", "bootc switch --apply --enforce-container-sigpolicy "+image2)
 	}
 	if c := n.calls(); strings.Join(c, "\n") != strings.Join(want, "\n") {
 		t.Errorf("calls %q, want %q", c, want)

@@ -133,8 +133,23 @@ func TestKeygenTrustVerify(t *testing.T) {
 		!strings.Contains(string(b), "kind: ClusterImagePolicy") || !strings.Contains(string(b), "- "+reg.Host+"/pool\n") {
 		t.Fatalf("trust --cluster-image-policy wrote %v:\n%s", err, b)
 	}
-	if r := oslayer(t, bin, nil, "trust", "--key", pub, "--repo", reg.Host+"/pool:v1", "--output-dir", out); r.code != 1 {
+	// Bad input exits 2 and writes nothing.
+	if r := oslayer(t, bin, nil, "trust", "--key", pub, "--repo", reg.Host+"/pool:v1", "--output-dir", out); r.code != 2 {
 		t.Fatalf("trust with a tag: %+v", r)
+	}
+	bad := filepath.Join(dir, "trust-bad")
+	if r := oslayer(t, bin, nil, "trust", "--key", pub, "--repo", reg.Host+"/pool", "--output-dir", bad, "--accept-image", reg.Host+"/pool:v1"); r.code != 2 || !strings.Contains(r.stderr, "--accept-image") && !strings.Contains(r.stderr, "accepted image") {
+		t.Fatalf("trust --accept-image of the signed repository: %+v", r)
+	}
+	if _, err := os.Stat(bad); !os.IsNotExist(err) {
+		t.Fatalf("a refused trust wrote %s: %v", bad, err)
+	}
+	acc := filepath.Join(dir, "trust-accept")
+	if r := oslayer(t, bin, nil, "trust", "--key", pub, "--repo", reg.Host+"/pool", "--output-dir", acc, "--accept-image", "registry.k8s.io/pause:3.10"); r.code != 0 {
+		t.Fatalf("trust --accept-image: %+v", r)
+	}
+	if b, err := os.ReadFile(filepath.Join(acc, "policy.json")); err != nil || !strings.Contains(string(b), `"registry.k8s.io/pause": [`) || !strings.Contains(string(b), `"type": "reject"`) {
+		t.Fatalf("trust --accept-image wrote %v:\n%s", err, b)
 	}
 
 	// oslayer build --sign-key: a wrong password file fails before anything
