@@ -16,21 +16,33 @@ import (
 	"github.com/oslayer/oslayer/sources/model"
 )
 
-// Renderer renders a pool's configuration into layers (render.Render).
-type Renderer func(ctx context.Context, req render.Request) (*render.Result, error)
+// renderFunc renders a pool's configuration into layers (render.Render;
+// the package's tests give their own).
+type renderFunc func(ctx context.Context, req render.Request) (*render.Result, error)
+
+// Input is one platform's input prepared before its build: the base
+// resolved (and indexed unless the base index is off) and the pool
+// rendered onto it. A caller that builds many pools prepares what they
+// share once (pipeline.Prepare) and hands it over in Request.Prepared.
+type Input struct {
+	// Platform is the platform built for (in a multi-platform build, its
+	// place in the index).
+	Platform v1.Platform
+	// Base is the resolved base; it may be shared by other builds (the
+	// build indexes a copy).
+	Base *Base
+	// Rendered is the pool rendered onto Base.
+	Rendered *render.Result
+}
 
 // Request is one build: what to render, onto which base, for which pool.
 type Request struct {
 	// Render is the render request; Render.Pool names the pool and
 	// Render.Epoch is the image's created time.
 	Render render.Request
-	// Renderer renders; nil means render.Render.
-	Renderer Renderer
 	// Base is the base image reference ("" means the MachineConfig pool's
-	// osImageURL). Ignored when BaseImage is set.
+	// osImageURL). Ignored when Prepared is set.
 	Base string
-	// BaseImage is an already resolved base, shared by many builds.
-	BaseImage *Base
 	// Registry reaches the base; nil means the zero Options.
 	Registry *registry.Options
 	// Arch selects the base platform ("" means amd64).
@@ -43,8 +55,8 @@ type Request struct {
 	Logger *slog.Logger
 	// BaseIndex is BaseIndexAuto ("" too) or BaseIndexOff. With auto the
 	// renderer gets the base's tree from its index (IndexBase with Index;
-	// a BaseImage whose Index is set is used as is) unless Render.Base is
-	// already set.
+	// a prepared Base whose Index is set is used as is) unless Render.Base
+	// is already set.
 	BaseIndex string
 	// Index says where the base index is cached and published; its
 	// Registry and Logger default to the request's.
@@ -54,20 +66,17 @@ type Request struct {
 	// base index and the render are redone onto it and the config layers
 	// are appended to it.
 	Packages PackageStage
+	// Images returns a platform's reader of imageRef files in a
+	// multi-platform build (nil keeps Render.Images).
+	Images func(v1.Platform) model.ImageFiles
+	// Prepared are the inputs prepared already: for a single image one,
+	// for a multi-platform build (Arch names several architectures or
+	// ArchAll) one per platform, in index order. nil: the build resolves
+	// each base and renders.
+	Prepared []Input
 
-	// A multi-platform build (Arch names several architectures or
-	// ArchAll) builds one image per platform and an index of them; these
-	// let a caller hand over what it resolved already. Resolved are the
-	// platforms to build, in index order (nil: Platforms resolves Arch;
-	// set, the build is multi-platform). Images returns a platform's
-	// reader of imageRef files (nil keeps Render.Images). Bases returns a
-	// platform's resolved base, with its index when indexed (nil: the
-	// build resolves it); BaseImage must then be nil. Renderers returns a
-	// platform's renderer (nil, or a nil Renderer, keeps Renderer).
-	Resolved  []v1.Platform
-	Images    func(v1.Platform) model.ImageFiles
-	Bases     func(context.Context, v1.Platform) (*Base, error)
-	Renderers func(v1.Platform) Renderer
+	// render renders; nil means render.Render (the package's tests).
+	render renderFunc
 }
 
 // Result is what a build produced, ready for JSON output: one image, or
@@ -198,6 +207,9 @@ type builder struct {
 	// official base).
 	base     *Base
 	official *Base
+	// prepared is the render handed over (Request.Prepared), taken by
+	// the first render onto the given base.
+	prepared *render.Result
 	rendered *render.Result
 	built    *Built
 	written  *Published
@@ -214,7 +226,10 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage, comm
 		return res, errors.New("build: no publisher (give a push target or an output layout)")
 	}
 	log := logger(req.Logger)
-	b := &builder{ctx: ctx, req: req, res: res, log: log, phase: res.phase(log), base: req.BaseImage}
+	b := &builder{ctx: ctx, req: req, res: res, log: log, phase: res.phase(log)}
+	if len(req.Prepared) == 1 {
+		b.base, b.prepared = req.Prepared[0].Base, req.Prepared[0].Rendered
+	}
 	pre, post := splitStages(stages)
 	for _, step := range []func() error{
 		b.resolveGiven, b.mode, b.index, b.render, b.packages, b.assemble,
@@ -344,9 +359,13 @@ func (b *builder) renderOnto() error {
 	if b.base != nil && rreq.BaseName == "" {
 		rreq.BaseName = fmt.Sprintf("base %s (%s)", b.base.Ref, b.base.Digest)
 	}
-	renderFn := b.req.Renderer
+	renderFn := b.req.render
 	if renderFn == nil {
 		renderFn = render.Render
+	}
+	if pr := b.prepared; pr != nil {
+		b.prepared = nil
+		renderFn = func(context.Context, render.Request) (*render.Result, error) { return pr, nil }
 	}
 	return b.phase("render", func() (err error) {
 		b.rendered, err = renderFn(b.ctx, rreq)

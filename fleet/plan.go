@@ -44,12 +44,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/pipeline"
-	"github.com/oslayer/oslayer/preflight"
-	"github.com/oslayer/oslayer/publish"
-	"github.com/oslayer/oslayer/sign"
 )
 
 // MaxPlanSize bounds the plan file.
@@ -333,8 +329,8 @@ func (p *Plan) resolve(dir string) ([]Pool, Errors) {
 			if pool.Target != "" {
 				key := pool.Target
 				if !registry.IsLayout(key) {
-					if t, err := publish.ParseTarget(key); err == nil {
-						key = t.Name()
+					if name, err := pipeline.TargetName(key); err == nil {
+						key = name
 					}
 				}
 				if prev, ok := targets[key]; ok {
@@ -422,13 +418,13 @@ func (s *Settings) checkArch(path string, add addFunc) {
 	if s.Arch == "" {
 		return
 	}
-	arches, err := assemble.ParseArches(s.Arch)
+	arches, err := pipeline.ParseArch(s.Arch)
 	if err != nil {
 		add(path+".arch", "%v", strings.TrimPrefix(err.Error(), "--arch "))
 		return
 	}
 	for _, a := range arches {
-		if a != assemble.ArchAll && !knownArch[a] {
+		if a = registry.NormalizeArch(a); a != pipeline.ArchAll && !knownArch[a] {
 			add(path+".arch", "%q: want one of amd64, arm64, ppc64le, s390x (or x86_64, aarch64), a list of them (amd64,arm64) or all", a)
 		}
 	}
@@ -442,12 +438,12 @@ func (s *Settings) checkPreflight(path string, add addFunc) {
 		return
 	}
 	for i, sk := range pf.Skip {
-		if err := preflight.CheckKnown(sk, nil); err != nil {
+		if err := pipeline.CheckSkip(sk); err != nil {
 			add(fmt.Sprintf("%s.preflight.skip[%d]", path, i), "%v", err)
 		}
 	}
 	if pf.MaxAddedBytes != "" {
-		if _, err := preflight.ParseBytes(pf.MaxAddedBytes); err != nil {
+		if _, err := pipeline.ParseBytes(pf.MaxAddedBytes); err != nil {
 			add(path+".preflight.maxAddedBytes", "%q: %v", pf.MaxAddedBytes, err)
 		}
 	}
@@ -557,7 +553,7 @@ func (p *Pool) validate(add func(path, format string, args ...any)) {
 			add(p.Path+".target", "%v", err)
 		}
 	default:
-		if _, err := publish.ParseTarget(p.Target); err != nil {
+		if _, err := pipeline.TargetName(p.Target); err != nil {
 			add(p.Path+".target", "%v", err)
 		}
 	}
@@ -630,7 +626,7 @@ func (p *Pool) spec(o Options, readKey bool) (pipeline.Spec, error) {
 			DenyUsrOverride: isTrue(pf.DenyUsrOverride), RequireBase: pf.RequireBase, AllowSecrets: pf.AllowSecrets,
 			WarnLayers: pf.WarnLayers, MaxLayers: pf.MaxLayers}
 		if pf.MaxAddedBytes != "" {
-			n, err := preflight.ParseBytes(pf.MaxAddedBytes)
+			n, err := pipeline.ParseBytes(pf.MaxAddedBytes)
 			if err != nil {
 				return s, &pipeline.Error{Step: "preflight", Field: "preflight.maxAddedBytes", Err: fmt.Errorf("%q: %v", pf.MaxAddedBytes, err)}
 			}
@@ -638,16 +634,16 @@ func (p *Pool) spec(o Options, readKey bool) (pipeline.Spec, error) {
 		}
 	}
 	if p.SignKey != "" {
-		var km *sign.KeyMaterial
+		var km *pipeline.KeyMaterial
 		if readKey {
 			var err error
-			if km, err = sign.ReadKey(p.SignKey); err != nil {
-				return s, &pipeline.Error{Step: sign.StageSign, Err: fmt.Errorf("%s: %w", sign.StageSign, err)}
+			if km, err = pipeline.ReadKey(p.SignKey); err != nil {
+				return s, &pipeline.Error{Step: pipeline.StepSign, Err: fmt.Errorf("%s: %w", pipeline.StepSign, err)}
 			}
 		}
-		pass := sign.Password(o.Password)
+		pass := pipeline.Password(o.Password)
 		if p.SignKeyPasswordFile != "" {
-			pass = sign.PasswordFile(p.SignKeyPasswordFile)
+			pass = pipeline.PasswordFile(p.SignKeyPasswordFile)
 		}
 		s.Signing = &pipeline.Signing{Key: km, Password: pass, Referrers: isTrue(p.SignReferrers), Identity: p.SignIdentity}
 	}

@@ -44,8 +44,25 @@ type Env struct {
 	// Keys decrypts signing keys once for many builds (nil: every time).
 	Keys *Keys
 	// Images returns the imageRef reader of a platform (nil: linux/amd64)
-	// shared by many builds; nil makes the build's own (Inputs.ImageRefs).
+	// shared by many builds; nil makes the build's own (Inputs.ImageRefs),
+	// or takes the Cache's.
 	Images func(*v1.Platform) model.ImageFiles
+	// Cache is shared by the builds of one run (a fleet): bases, platform
+	// lists, imageRef readers, known blobs and connections (see Cache,
+	// Prepare). nil: the build resolves what it needs itself.
+	Cache *Cache
+	// SoleWriter says the front-end is the only writer of the tags,
+	// signatures and attestations of its builds (publish.WithSoleWriter,
+	// sign.WithSoleWriter): a fleet, whose every image is signed by one
+	// pool.
+	SoleWriter bool
+	// SingleRequestUploads uploads each blob in one request
+	// (publish.WithSingleRequestUploads).
+	SingleRequestUploads bool
+	// ManifestByTag puts a single image's manifest once, by tag, after
+	// every stage (publish.WithManifestByTag; no stage may read it back
+	// by digest). An index's platform images are put by digest anyway.
+	ManifestByTag bool
 
 	// Two policies of the front-end, the same for all its builds; they
 	// change no image. ReadBack checks the written image as read back
@@ -74,6 +91,7 @@ type Pipeline struct {
 	// Repository is the target's repository ("" for an OCI layout).
 	Repository string
 
+	env      Env
 	packages *bud.Stage
 	readers  []*imageref.Reader
 }
@@ -114,9 +132,9 @@ func New(spec Spec, env Env) (*Pipeline, error) {
 	if reg == nil {
 		reg = &registry.Options{}
 	}
-	p := &Pipeline{Spec: spec}
+	p := &Pipeline{Spec: spec, env: env}
 	log := env.Logger
-	pub, err := publish.New(spec.Target, reg, append([]publish.Option{publish.WithLogger(log)}, env.Publish...)...)
+	pub, err := publish.New(spec.Target, reg, publishOptions(spec, env)...)
 	if err != nil {
 		return nil, specErr("push", "", err)
 	}
@@ -187,8 +205,9 @@ func (p *Pipeline) request(reg *registry.Options, env Env) assemble.Request {
 	return req
 }
 
-// images returns the constructor of imageRef readers: the Env's, or the
-// pipeline's own within Inputs.ImageRefs (nil: imageRef files refused).
+// images returns the constructor of imageRef readers: the Env's, the
+// Cache's, or the pipeline's own within Inputs.ImageRefs (nil: imageRef
+// files refused).
 func (p *Pipeline) images(reg *registry.Options, env Env) func(*v1.Platform) model.ImageFiles {
 	if env.Images != nil {
 		return env.Images
@@ -197,21 +216,49 @@ func (p *Pipeline) images(reg *registry.Options, env Env) func(*v1.Platform) mod
 	if lim == nil {
 		return nil
 	}
+	if env.Cache != nil {
+		return func(pl *v1.Platform) model.ImageFiles { return env.Cache.images(pl, reg, lim) }
+	}
 	return func(pl *v1.Platform) model.ImageFiles {
-		var opts []imageref.Option
-		if lim.Budget > 0 {
-			opts = append(opts, imageref.WithBudget(lim.Budget))
-		}
-		if lim.Timeout > 0 {
-			opts = append(opts, imageref.WithTimeout(lim.Timeout))
-		}
-		if pl != nil {
-			opts = append(opts, imageref.WithPlatform(*pl))
-		}
-		r := imageref.New(reg, opts...)
+		r := imageref.New(reg, imageRefOptions(lim, pl)...)
 		p.readers = append(p.readers, r)
 		return r
 	}
+}
+
+// imageRefOptions are the options of an imageRef reader within lim for
+// platform pl (nil: the default).
+func imageRefOptions(lim *ImageRefs, pl *v1.Platform) []imageref.Option {
+	var opts []imageref.Option
+	if lim.Budget > 0 {
+		opts = append(opts, imageref.WithBudget(lim.Budget))
+	}
+	if lim.Timeout > 0 {
+		opts = append(opts, imageref.WithTimeout(lim.Timeout))
+	}
+	if pl != nil {
+		opts = append(opts, imageref.WithPlatform(*pl))
+	}
+	return opts
+}
+
+// publishOptions are the publisher's options: the logger, the Env's
+// policies and options, what the Cache shares.
+func publishOptions(spec Spec, env Env) []publish.Option {
+	opts := append([]publish.Option{publish.WithLogger(env.Logger)}, env.Publish...)
+	if env.Cache != nil {
+		opts = append(opts, env.Cache.publishOptions()...)
+	}
+	if env.SoleWriter {
+		opts = append(opts, publish.WithSoleWriter())
+	}
+	if env.SingleRequestUploads {
+		opts = append(opts, publish.WithSingleRequestUploads())
+	}
+	if multi, _ := (assemble.Request{Arch: strings.Join(spec.Arch, ",")}).MultiPlatform(); env.ManifestByTag && !multi {
+		opts = append(opts, publish.WithManifestByTag())
+	}
+	return opts
 }
 
 // Run runs the build: one image, or for several platforms one image per
@@ -268,6 +315,9 @@ func signStages(spec Spec, reg *registry.Options, env Env) ([]assemble.Stage, er
 		return nil, specErr(sign.StageSign, "", fmt.Errorf("%s: %w", sign.StageSign, err))
 	}
 	opts := []sign.Option{sign.WithRegistry(reg), sign.WithReferrers(s.Referrers), sign.WithVersion(env.Version), sign.WithIdentity(s.Identity)}
+	if env.SoleWriter {
+		opts = append(opts, sign.WithSoleWriter())
+	}
 	if env.Logger != nil {
 		opts = append(opts, sign.WithLogger(env.Logger))
 	}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -79,6 +80,38 @@ func violations(imports map[string][]string) []string {
 	return bad
 }
 
+// buildFrontEnds are the front-ends that run builds: each hands the
+// pipeline one specification (pipeline.New, Prepare, Run) and reads its
+// result through the pipeline, so they import no stage, only what
+// frontEndMay lists. The CLI's thin commands over one stage (render,
+// verify, trust) import theirs and are not among them.
+var buildFrontEnds = []string{"fleet"}
+
+// frontEndMay are the folders a build front-end may import besides its
+// own: the pipeline, the API types, Day 2 (diff, prune), the plumbing.
+var frontEndMay = []string{"pipeline", "api", "diff", "prune", "internal"}
+
+// stageImports lists the imports of a build front-end that reach past
+// the pipeline into a stage.
+func stageImports(imports map[string][]string) []string {
+	var bad []string
+	for pkg, deps := range imports {
+		top := topFolder(pkg)
+		if !slices.Contains(buildFrontEnds, top) {
+			continue
+		}
+		for _, d := range deps {
+			if !strings.HasPrefix(d, module+"/") || topFolder(d) == top {
+				continue
+			}
+			if !slices.Contains(frontEndMay, topFolder(d)) {
+				bad = append(bad, pkg+" (a front-end that runs builds) imports the stage "+d+": go through pipeline")
+			}
+		}
+	}
+	return bad
+}
+
 func topFolder(pkg string) string {
 	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
 	top, _, _ := strings.Cut(rel, "/")
@@ -118,6 +151,9 @@ func TestPipelineOrder(t *testing.T) {
 	for _, v := range violations(imports) {
 		t.Error(v)
 	}
+	for _, v := range stageImports(imports) {
+		t.Error(v)
+	}
 }
 
 // The check itself finds each kind of violation.
@@ -140,5 +176,14 @@ func TestViolations(t *testing.T) {
 	}
 	if v := violations(ok); len(v) != 0 {
 		t.Errorf("allowed imports refused: %v", v)
+	}
+	if v := stageImports(map[string][]string{module + "/fleet": {module + "/assemble", module + "/sign", module + "/pipeline"}}); len(v) != 2 {
+		t.Errorf("a front-end's stage imports: found %v, want assemble and sign", v)
+	}
+	if v := stageImports(map[string][]string{
+		module + "/fleet":       {module + "/pipeline", module + "/internal/registry", module + "/diff", module + "/fleet/x"},
+		module + "/cmd/oslayer": {module + "/sign", module + "/render"},
+	}); len(v) != 0 {
+		t.Errorf("allowed front-end imports refused: %v", v)
 	}
 }
