@@ -8,8 +8,6 @@ import (
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/pipeline"
-	"github.com/oslayer/oslayer/preflight"
-	"github.com/oslayer/oslayer/sign"
 )
 
 // Read is what the controller read from the cluster (and its own
@@ -26,7 +24,7 @@ type Read struct {
 	// IndexCacheDir is the controller's base index cache.
 	IndexCacheDir string
 	// SigningKey is spec.signing.keySecret's key (nil: unsigned).
-	SigningKey *sign.KeyMaterial
+	SigningKey *pipeline.KeyMaterial
 	// Packages are the package stage's inputs (nil outside the build
 	// pod: the controller process never runs buildah).
 	Packages *pipeline.Packages
@@ -57,7 +55,7 @@ func SpecOf(pi *v1alpha1.PoolImage, rd Read) (pipeline.Spec, error) {
 			DenyUsrOverride: pf.DenyUsrOverride, RequireBase: pf.RequireBase, AllowSecrets: pf.AllowSecrets,
 			WarnLayers: int(pf.WarnLayers), MaxLayers: int(pf.MaxLayers)}
 		if pf.MaxAddedBytes != "" {
-			n, err := preflight.ParseBytes(pf.MaxAddedBytes)
+			n, err := pipeline.ParseBytes(pf.MaxAddedBytes)
 			if err != nil {
 				return s, fmt.Errorf("spec.preflight.maxAddedBytes: %w", err)
 			}
@@ -79,8 +77,8 @@ func specError(err error) error {
 	switch {
 	case pe.Field != "":
 		return inputErrorf("spec.%s: %v", pe.Field, pe.Err)
-	case pe.Step == sign.StageSign:
-		return fmt.Errorf("spec.signing.keySecret: %s", strings.TrimPrefix(pe.Err.Error(), sign.StageSign+": "))
+	case pe.Step == pipeline.StepSign:
+		return fmt.Errorf("spec.signing.keySecret: %s", strings.TrimPrefix(pe.Err.Error(), pipeline.StepSign+": "))
 	case pe.Step == "push":
 		return fmt.Errorf("spec.target: %w", pe.Err)
 	}

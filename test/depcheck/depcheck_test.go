@@ -85,7 +85,7 @@ func violations(imports map[string][]string) []string {
 // result through the pipeline, so they import no stage, only what
 // frontEndMay lists. The CLI's thin commands over one stage (render,
 // verify, trust) import theirs and are not among them.
-var buildFrontEnds = []string{"fleet"}
+var buildFrontEnds = []string{"fleet", "controller", "extension"}
 
 // frontEndMay are the folders a build front-end may import besides its
 // own: the pipeline, the API types, Day 2 (diff, prune), the plumbing.
@@ -121,11 +121,17 @@ func topFolder(pkg string) string {
 // listImports runs go list over the module: each package's non-test
 // imports.
 func listImports(t *testing.T) map[string][]string {
+	return goList(t, ".", "./...")
+}
+
+// goList runs go list on patterns in dir (relative to the module's
+// root): each package's non-test imports.
+func goList(t *testing.T, dir string, patterns ...string) map[string][]string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
-	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...")
-	cmd.Dir = root
+	cmd := exec.Command("go", append([]string{"list", "-f", `{{.ImportPath}} {{join .Imports " "}}`}, patterns...)...)
+	cmd.Dir = filepath.Join(root, dir)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
@@ -150,6 +156,19 @@ func TestPipelineOrder(t *testing.T) {
 	}
 	for _, v := range violations(imports) {
 		t.Error(v)
+	}
+	for _, v := range stageImports(imports) {
+		t.Error(v)
+	}
+}
+
+// TestExtensionFrontEnd: the Gardener OS extension, a module of its own,
+// runs builds through the pipeline too: its packages (not its tests)
+// import no stage of the main module.
+func TestExtensionFrontEnd(t *testing.T) {
+	imports := goList(t, "extension", "./pkg/...", "./cmd/...")
+	if _, ok := imports[module+"/extension/pkg/app"]; !ok {
+		t.Fatalf("go list did not list %s/extension/pkg/app: the extension moved, update the test", module)
 	}
 	for _, v := range stageImports(imports) {
 		t.Error(v)

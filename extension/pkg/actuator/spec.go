@@ -6,9 +6,6 @@ import (
 
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/pipeline"
-	"github.com/oslayer/oslayer/preflight"
-	"github.com/oslayer/oslayer/publish"
-	"github.com/oslayer/oslayer/sign"
 
 	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
 )
@@ -19,11 +16,11 @@ type read struct {
 	osc        string
 	secretsDir string
 	registry   *registry.Options
-	signingKey *sign.KeyMaterial
+	signingKey *pipeline.KeyMaterial
 	cacheDir   string
 	// publish and sign are the shared push and sign options.
-	publish []publish.Option
-	sign    []sign.Option
+	publish []pipeline.PublishOption
+	sign    []pipeline.SignOption
 }
 
 // specOf maps an OSC's settings onto the build specification: the OSC
@@ -64,7 +61,7 @@ func preflightOf(pf *configv1alpha1.Preflight, fld string, values map[string]str
 		FatalWarnings: pf.FatalWarnings, DenyUsrOverride: pf.DenyUsrOverride, RequireBase: pf.RequireBase,
 		AllowSecrets: pf.AllowSecrets, WarnLayers: int(pf.WarnLayers), MaxLayers: int(pf.MaxLayers)}
 	if pf.MaxAddedBytes != "" {
-		n, err := preflight.ParseBytes(pf.MaxAddedBytes)
+		n, err := pipeline.ParseBytes(pf.MaxAddedBytes)
 		if err != nil {
 			return p, invalidf(fld, "%v", err)
 		}
@@ -85,8 +82,8 @@ func specError(cfg *config, err error) error {
 		return invalidf(cfg.field("target"), "%v", pe.Err)
 	case pe.Field != "":
 		return invalidf(cfg.field(pe.Field), "%v", pe.Err)
-	case pe.Step == sign.StageSign:
-		return invalidf(cfg.field("signing.keySecretRef"), "%s", strings.TrimPrefix(pe.Err.Error(), sign.StageSign+": "))
+	case pe.Step == pipeline.StepSign:
+		return invalidf(cfg.field("signing.keySecretRef"), "%s", strings.TrimPrefix(pe.Err.Error(), pipeline.StepSign+": "))
 	case pe.Step == "push":
 		return fieldErr(cfg.field("target"), pe.Err)
 	}
