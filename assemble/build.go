@@ -45,8 +45,10 @@ type Request struct {
 	Base string
 	// Registry reaches the base; nil means the zero Options.
 	Registry *registry.Options
-	// Arch selects the base platform ("" means amd64).
-	Arch string
+	// Arch are the platforms to build for (none: amd64): one gives an
+	// image of that platform, several (or ArchAll) one image per platform
+	// and an index of them.
+	Arch Platforms
 	// Version is the oslayer version recorded in a label.
 	Version string
 	// Flags are the options that change the output, for provenance.
@@ -177,13 +179,10 @@ type Targeter interface{ Target() string }
 // also on error.
 func Build(ctx context.Context, req Request, pub Publisher, stages ...Stage) (*Result, error) {
 	var res *Result
-	multi, err := req.MultiPlatform()
-	switch {
-	case err != nil:
-		res = &Result{Pool: req.Render.Pool, Layers: []AddedLayer{}, Target: target(pub)}
-	case multi:
+	var err error
+	if req.Arch.Multi() {
 		res, err = buildIndex(ctx, req, pub, stages)
-	default:
+	} else {
 		res, err = build(ctx, req, pub, stages, true)
 	}
 	if err != nil {
@@ -266,7 +265,7 @@ func (b *builder) resolveGiven() error {
 // resolve resolves ref as the base.
 func (b *builder) resolve(ref string) error {
 	err := b.phase("base", func() (err error) {
-		b.base, err = ResolveBase(b.ctx, ref, b.req.Registry, b.req.Arch)
+		b.base, err = ResolveBase(b.ctx, ref, b.req.Registry, b.req.Arch.Arch())
 		return err
 	})
 	if err != nil {
@@ -391,7 +390,7 @@ func (b *builder) packages() error {
 	var pr *PackageResult
 	if err := b.phase("package-stage", func() (err error) {
 		pr, err = b.req.Packages.Run(b.ctx, PackageRequest{
-			Pool: b.req.Render.Pool, Base: b.base, Arch: b.req.Arch,
+			Pool: b.req.Render.Pool, Base: b.base, Arch: b.req.Arch.Arch(),
 			Extensions: r.Extensions, KernelType: r.KernelType, Logger: b.log,
 		})
 		return err
@@ -403,7 +402,7 @@ func (b *builder) packages() error {
 	b.res.PackageStage = pr
 	var pb *Base
 	if err := b.phase("package-base", func() (err error) {
-		pb, err = ResolveBase(b.ctx, pr.Ref, b.req.Registry, b.req.Arch)
+		pb, err = ResolveBase(b.ctx, pr.Ref, b.req.Registry, b.req.Arch.Arch())
 		return err
 	}); err != nil {
 		return err
@@ -437,7 +436,7 @@ func (b *builder) assemble() error {
 			return errors.New("no base image: give --base (e.g. quay.io/fedora/fedora-coreos:stable), or MachineConfigs with osImageURL")
 		}
 		b.built, err = Assemble(b.ctx, AssembleRequest{
-			Base: b.req.Base, BaseImage: b.base, Registry: b.req.Registry, Arch: b.req.Arch,
+			Base: b.req.Base, BaseImage: b.base, Registry: b.req.Registry, Arch: b.req.Arch.Arch(),
 			Pool: b.req.Render.Pool, Rendered: r, Epoch: b.req.Render.Epoch, Version: b.req.Version,
 			Flags: b.req.Flags, Logger: b.log, Official: b.official,
 		})

@@ -34,7 +34,7 @@ func TestIndexOnePublisherOneStage(t *testing.T) {
 	// One platform prepared: ArchAll takes the prepared platforms (the
 	// base's index is not read for them).
 	req := Request{
-		Render: render.Request{Pool: "worker"}, Arch: ArchAll,
+		Render: render.Request{Pool: "worker"}, Arch: OnePlatform(ArchAll),
 		Prepared: []Input{{Platform: v1.Platform{OS: "linux", Architecture: "amd64"}, Base: base, Rendered: rendered(t)}},
 	}
 	res, err := Build(ctx, req, pub, &fakeStage{name: "preflight", pub: pub}, &indexStage{fakeStage{name: "sign", pub: pub}})

@@ -5,55 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
-	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
-
-	"github.com/oslayer/oslayer/internal/registry"
 )
 
-// ArchAll (--arch all) builds for every platform of the base's index.
-const ArchAll = "all"
-
-// ParseArches splits a --arch value: "" and one architecture give one
-// entry (a single-platform build), "a,b" several, "all" ArchAll. Names are
-// normalized (x86_64 → amd64); duplicates and empty entries are errors.
-func ParseArches(s string) ([]string, error) {
-	if s == "" {
-		return []string{""}, nil
-	}
-	var out []string
-	for _, a := range strings.Split(s, ",") {
-		a = registry.NormalizeArch(strings.TrimSpace(a))
-		switch {
-		case a == "":
-			return nil, fmt.Errorf("--arch %q: empty architecture", s)
-		case a == ArchAll && strings.Contains(s, ","):
-			return nil, fmt.Errorf("--arch %q: %q stands alone", s, ArchAll)
-		case slices.Contains(out, a):
-			return nil, fmt.Errorf("--arch %q: %s given twice", s, a)
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
-// MultiPlatform reports whether the request builds one image per platform
-// and an index of them: Arch names several architectures or ArchAll.
-func (r Request) MultiPlatform() (bool, error) {
-	arches, err := ParseArches(r.Arch)
-	if err != nil {
-		return false, err
-	}
-	return len(arches) > 1 || arches[0] == ArchAll, nil
-}
-
-// Platforms resolves the request's architectures (Arch) to platforms:
-// ArchAll reads the base's index. Prepared inputs name their platforms.
+// Platforms resolves the request's platforms (Platforms.Resolve: ArchAll
+// reads the base's index). Prepared inputs name their platforms.
 func (r Request) Platforms(ctx context.Context) ([]v1.Platform, error) {
 	if r.Prepared != nil {
 		ps := make([]v1.Platform, len(r.Prepared))
@@ -62,36 +22,7 @@ func (r Request) Platforms(ctx context.Context) ([]v1.Platform, error) {
 		}
 		return ps, nil
 	}
-	arches, err := ParseArches(r.Arch)
-	if err != nil {
-		return nil, err
-	}
-	if len(arches) == 1 && arches[0] == ArchAll {
-		if r.Base == "" {
-			return nil, fmt.Errorf("--arch %s: give --base (the platforms are those of the base's index)", ArchAll)
-		}
-		reg := r.Registry
-		if reg == nil {
-			reg = &registry.Options{}
-		}
-		ps, err := reg.Platforms(ctx, r.Base)
-		if err != nil {
-			return nil, fmt.Errorf("base %s: --arch %s: %w", r.Base, ArchAll, err)
-		}
-		return ps, nil
-	}
-	var ps []v1.Platform
-	for _, a := range arches {
-		if a == ArchAll {
-			return nil, fmt.Errorf("--arch %s stands alone", ArchAll)
-		}
-		p := registry.DefaultPlatform
-		if a != "" {
-			p.Architecture = registry.NormalizeArch(a)
-		}
-		ps = append(ps, p)
-	}
-	return ps, nil
+	return r.Arch.Resolve(ctx, r.Base, r.Registry)
 }
 
 // buildIndex builds the pool once per platform (build on that platform's
@@ -132,7 +63,7 @@ func buildIndex(ctx context.Context, req Request, pub Publisher, stages []Stage)
 // platformRequest is req for platform p alone, the i-th of the index.
 func platformRequest(req Request, i int, p v1.Platform) Request {
 	preq := req
-	preq.Arch, preq.Prepared = p.Architecture, nil
+	preq.Arch, preq.Prepared = OnePlatform(p.Architecture), nil
 	if req.Prepared != nil {
 		preq.Prepared = req.Prepared[i : i+1]
 	} else if req.Images != nil {

@@ -38,9 +38,9 @@ type Read struct {
 // Packages, spec.preflight onto Preflight and spec.signing onto Signing
 // (the key Secret carries its password). Errors name the spec's field.
 func SpecOf(pi *v1alpha1.PoolImage, rd Read) (pipeline.Spec, error) {
-	arch, err := pipeline.ParseArch(strings.Join(pi.Spec.Arch, ","))
+	arch, err := pipeline.ParsePlatforms(strings.Join(pi.Spec.Arch, ","))
 	if err != nil {
-		return pipeline.Spec{}, inputErrorf("spec.arch: %s", strings.TrimPrefix(err.Error(), "--arch "))
+		return pipeline.Spec{}, inputErrorf("spec.arch: %s", err)
 	}
 	s := pipeline.Spec{
 		Inputs: pipeline.Inputs{

@@ -418,13 +418,13 @@ func (s *Settings) checkArch(path string, add addFunc) {
 	if s.Arch == "" {
 		return
 	}
-	arches, err := pipeline.ParseArch(s.Arch)
+	arch, err := pipeline.ParsePlatforms(s.Arch)
 	if err != nil {
-		add(path+".arch", "%v", strings.TrimPrefix(err.Error(), "--arch "))
+		add(path+".arch", "%v", err)
 		return
 	}
-	for _, a := range arches {
-		if a = registry.NormalizeArch(a); a != pipeline.ArchAll && !knownArch[a] {
+	for _, a := range arch.Normalized() {
+		if a != pipeline.ArchAll && !knownArch[a] {
 			add(path+".arch", "%q: want one of amd64, arm64, ppc64le, s390x (or x86_64, aarch64), a list of them (amd64,arm64) or all", a)
 		}
 	}
@@ -611,7 +611,7 @@ func (p *Pool) Spec(o Options) (pipeline.Spec, error) { return p.spec(o, true) }
 // spec is Spec; without readKey the signing key is not read (Signing.Key
 // nil), for checking the plan.
 func (p *Pool) spec(o Options, readKey bool) (pipeline.Spec, error) {
-	arch, _ := pipeline.ParseArch(p.Arch) // checked by Load
+	arch, _ := pipeline.ParsePlatforms(p.Arch) // checked by Load
 	s := pipeline.Spec{
 		Inputs: pipeline.Inputs{
 			Pool: p.Name, OSCs: p.OSC, MachineConfigs: p.MachineConfig, MachineConfigPools: p.MachineConfigPool,

@@ -124,7 +124,7 @@ func (c *Cache) base(ctx context.Context, ref, arch, mode string, o assemble.Ind
 // platforms: ArchAll reads the base's index once for every build that
 // names it.
 func (c *Cache) platforms(ctx context.Context, req assemble.Request) ([]v1.Platform, error) {
-	if req.Arch != assemble.ArchAll {
+	if !req.Arch.All() {
 		return req.Platforms(ctx)
 	}
 	e := entry(&c.mu, &c.platLists, req.Base, func(e *platformsEntry) { e.entry = CacheEntry{What: "platforms", Ref: req.Base} },

@@ -11,9 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
-	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/publish"
 )
@@ -50,13 +48,12 @@ func (s Spec) Identity() string {
 // name (the render covers it), the target's tag, the registry options,
 // the index cache, the imageRef bounds and the key's password.
 func (s Spec) writeSettings(h hash.Hash) {
-	arch, _ := assemble.ParseArches(strings.Join(s.Arch, ","))
 	pf := s.Preflight
 	if pf.MaxAddedBytes == 0 {
 		pf.MaxAddedBytes = DefaultMaxAddedBytes
 	}
 	in := s.Inputs
-	b, _ := json.Marshal([]any{repository(s.Target), s.Base, arch, mode(s.BaseIndex),
+	b, _ := json.Marshal([]any{repository(s.Target), s.Base, s.Arch.Normalized(), mode(s.BaseIndex),
 		in.BakeSecrets, in.Strict, in.AllowTopLevel, in.Epoch.Unix(), pf, signingIdentity(s.Signing)})
 	h.Write(b)
 	if pk := s.Packages; pk != nil {

@@ -45,7 +45,7 @@ func TestIdentity(t *testing.T) {
 		"unsigned":         func(s *Spec) { s.Signing = nil },
 		"input content":    func(s *Spec) { s.Inputs.OSCs = []string{other} },
 		"base":             func(s *Spec) { s.Base = "registry.example.com/fcos:stable" },
-		"platforms":        func(s *Spec) { s.Arch = []string{"amd64", "arm64"} },
+		"platforms":        func(s *Spec) { s.Arch = platforms(t, "amd64,arm64") },
 		"base index":       func(s *Spec) { s.BaseIndex = "off" },
 		"repository":       func(s *Spec) { s.Target = "oci:" + dir + "/other:a" },
 		"bakeSecrets":      func(s *Spec) { s.Inputs.BakeSecrets = true },
@@ -68,11 +68,11 @@ func TestIdentity(t *testing.T) {
 		"registry":       func(s *Spec) { s.Registry = &registry.Options{Insecure: []string{"example.com"}} },
 		"key password":   func(s *Spec) { s.Signing.Password = sign.Password([]byte("x")) },
 		"default budget": func(s *Spec) { s.Preflight.MaxAddedBytes = DefaultMaxAddedBytes },
-		"x86_64 (amd64)": func(s *Spec) { s.Arch = []string{"x86_64"} },
+		"x86_64 (amd64)": func(s *Spec) { s.Arch = platforms(t, "x86_64") },
 	}
 	for name, change := range alike {
 		s := base()
-		s.Arch = []string{"amd64"}
+		s.Arch = platforms(t, "amd64")
 		want := s.Identity()
 		change(&s)
 		if s.Identity() != want {
@@ -82,3 +82,12 @@ func TestIdentity(t *testing.T) {
 }
 
 const sixtyFour = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+func platforms(t *testing.T, s string) Platforms {
+	t.Helper()
+	p, err := ParsePlatforms(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

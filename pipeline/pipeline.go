@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -164,7 +163,6 @@ func (p *Pipeline) request(reg *registry.Options, env Env) assemble.Request {
 	if mode == "" {
 		mode = assemble.BaseIndexAuto
 	}
-	arch := strings.Join(spec.Arch, ",")
 	req := assemble.Request{
 		Render: render.Request{
 			OSCs: in.OSCs, Stdin: env.Stdin, MachineConfigs: in.MachineConfigs, MachineConfigPools: in.MachineConfigPools,
@@ -173,9 +171,9 @@ func (p *Pipeline) request(reg *registry.Options, env Env) assemble.Request {
 		},
 		Base:     spec.Base,
 		Registry: reg,
-		Arch:     arch,
+		Arch:     spec.Arch,
 		Version:  env.Version,
-		Flags: assemble.OutputFlags{Pool: in.Pool, Base: spec.Base, BaseIndex: mode, Arch: arch,
+		Flags: assemble.OutputFlags{Pool: in.Pool, Base: spec.Base, BaseIndex: mode, Arch: spec.Arch.String(),
 			BakeSecrets: in.BakeSecrets, AllowTopLevel: in.AllowTopLevel}.Map(),
 		Logger:    env.Logger,
 		BaseIndex: mode,
@@ -185,11 +183,11 @@ func (p *Pipeline) request(reg *registry.Options, env Env) assemble.Request {
 		req.Index.Repository = p.Repository
 	}
 	if images := p.images(reg, env); images != nil {
-		if multi, _ := req.MultiPlatform(); multi {
+		if spec.Arch.Multi() {
 			req.Images = func(pl v1.Platform) model.ImageFiles { return images(&pl) }
-		} else if len(spec.Arch) == 1 && spec.Arch[0] != "" {
+		} else if a := spec.Arch.Arch(); a != "" {
 			// imageRef content of the platform built for.
-			req.Render.Images = images(&v1.Platform{OS: "linux", Architecture: registry.NormalizeArch(spec.Arch[0])})
+			req.Render.Images = images(&v1.Platform{OS: "linux", Architecture: registry.NormalizeArch(a)})
 		} else {
 			req.Render.Images = images(nil)
 		}
@@ -255,7 +253,7 @@ func publishOptions(spec Spec, env Env) []publish.Option {
 	if env.SingleRequestUploads {
 		opts = append(opts, publish.WithSingleRequestUploads())
 	}
-	if multi, _ := (assemble.Request{Arch: strings.Join(spec.Arch, ",")}).MultiPlatform(); env.ManifestByTag && !multi {
+	if env.ManifestByTag && !spec.Arch.Multi() {
 		opts = append(opts, publish.WithManifestByTag())
 	}
 	return opts
@@ -325,35 +323,12 @@ func signStages(spec Spec, reg *registry.Options, env Env) ([]assemble.Stage, er
 	return sign.Stages(key, append(opts, env.Sign...)...), nil
 }
 
-// ParseArch splits a comma-separated architecture list (as --arch and a
-// fleet plan write it) and checks it: nil for "", ArchAll alone, no
-// duplicates (x86_64 is amd64). The names stay as given: errors about
-// the base quote them.
-func ParseArch(s string) ([]string, error) {
-	if s == "" {
-		return nil, nil
-	}
-	if _, err := assemble.ParseArches(s); err != nil {
-		return nil, err
-	}
-	out := strings.Split(s, ",")
-	for i := range out {
-		out[i] = strings.TrimSpace(out[i])
-	}
-	return out, nil
-}
-
 // Check validates the specification; each error names the field.
 func (s Spec) Check() error {
 	var errs []error
 	add := func(step, field string, err error) { errs = append(errs, specErr(step, field, err)) }
 	if s.Target == "" {
 		add("push", "target", errors.New("no target: give REG/REPO[:TAG] or oci:DIR[:TAG]"))
-	}
-	if len(s.Arch) > 0 {
-		if _, err := assemble.ParseArches(strings.Join(s.Arch, ",")); err != nil {
-			add("config", "arch", errors.New(strings.TrimPrefix(err.Error(), "--arch ")))
-		}
 	}
 	switch s.BaseIndex {
 	case "", assemble.BaseIndexAuto, assemble.BaseIndexOff:

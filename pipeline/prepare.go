@@ -52,13 +52,13 @@ func (p *Pipeline) Prepare(ctx context.Context) (*Plan, error) {
 	if c == nil {
 		c = &Cache{}
 	}
-	multi, _ := req.MultiPlatform()
+	multi := req.Arch.Multi()
 	if !multi {
 		pf := registry.DefaultPlatform
-		if req.Arch != "" {
-			pf.Architecture = registry.NormalizeArch(req.Arch)
+		if a := req.Arch.Arch(); a != "" {
+			pf.Architecture = registry.NormalizeArch(a)
 		}
-		if err := pl.add(ctx, c, pf, req.Arch, req.Render.Images); err != nil {
+		if err := pl.add(ctx, c, pf, req.Arch.Arch(), req.Render.Images); err != nil {
 			return pl, err
 		}
 	} else {
@@ -166,9 +166,8 @@ func (pl *Plan) Build(ctx context.Context, label string) (*Result, error) {
 	}
 	if len(pl.Inputs) > 0 {
 		req.Prepared = pl.Inputs
-		multi, _ := req.MultiPlatform()
 		c := p.env.Cache
-		if req.Index.Repository != "" && !multi && c != nil && !c.firstInRepo(p.Repository, pl.Inputs[0].Base) {
+		if req.Index.Repository != "" && !req.Arch.Multi() && c != nil && !c.firstInRepo(p.Repository, pl.Inputs[0].Base) {
 			// The base index artifact goes once into every target
 			// repository (a single image's build pushes it).
 			req.Index.Repository = ""

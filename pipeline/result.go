@@ -65,3 +65,13 @@ func TargetName(target string) (string, error) {
 
 // ArchAll (arch all) builds for every platform of the base's index.
 const ArchAll = assemble.ArchAll
+
+// Platforms are the platforms a build is for (assemble.Platforms), parsed
+// once by a front-end.
+type Platforms = assemble.Platforms
+
+// ParsePlatforms reads a comma-separated list of architectures: "" (none:
+// amd64), one, several, or ArchAll alone; x86_64 and aarch64 are amd64 and
+// arm64, a name given twice is an error. Its errors name no field or flag
+// (the caller names the one it read).
+func ParsePlatforms(s string) (Platforms, error) { return assemble.ParsePlatforms(s) }

@@ -35,11 +35,12 @@ type Spec struct {
 	// Base is the base image: a registry reference (pin @sha256:...) or
 	// oci:DIR[:TAG]; "" means the MachineConfigs' osImageURL.
 	Base string
-	// Arch are the architectures to build for: none (amd64), one (that
-	// platform's image), several (one image per platform, published as
-	// one OCI index) or ArchAll alone (every platform of the base's
-	// index). x86_64, aarch64 are amd64, arm64 (see ParseArch).
-	Arch []string
+	// Arch are the platforms to build for, parsed once by the front-end
+	// (ParsePlatforms): none (amd64), one (that platform's image),
+	// several (one image per platform, published as one OCI index) or
+	// ArchAll alone (every platform of the base's index). x86_64, aarch64
+	// are amd64, arm64.
+	Arch Platforms
 	// Target is where the image goes: REG/REPO[:TAG] or oci:DIR[:TAG]
 	// (the tag defaults to latest). The tag moves last.
 	Target string

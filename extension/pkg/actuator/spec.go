@@ -32,9 +32,9 @@ type read struct {
 // name the providerConfig field.
 func specOf(s *settings, rd read) (pipeline.Spec, error) {
 	cfg := s.config
-	arch, err := pipeline.ParseArch(strings.Join(cfg.Arch, ","))
+	arch, err := pipeline.ParsePlatforms(strings.Join(cfg.Arch, ","))
 	if err != nil {
-		return pipeline.Spec{}, invalidf(cfg.field("arch"), "%s", strings.TrimPrefix(err.Error(), "--arch "))
+		return pipeline.Spec{}, invalidf(cfg.field("arch"), "%s", err)
 	}
 	spec := pipeline.Spec{
 		Inputs: pipeline.Inputs{Pool: s.pool, OSCs: []string{rd.osc}, SecretsDir: rd.secretsDir,
