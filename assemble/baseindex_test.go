@@ -52,7 +52,7 @@ func (s *spyRenderer) render(t *testing.T) renderFunc {
 // repository), and with the index off.
 func TestBuildBaseIndexReadOnce(t *testing.T) {
 	ctx := context.Background()
-	reg := regtest.Start(t, regtest.Config{})
+	reg := regtest.Memory(t) // the proxy counts what the client reads
 	proxy := regtest.NewProxy(t, reg.Host)
 	img := synthBase(t)
 	if _, err := synth.Push(ctx, img, reg.Host+"/fcos/base:1"); err != nil {

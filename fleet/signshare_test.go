@@ -14,7 +14,7 @@ import (
 // retagged to the first's image (whose signature names another identity
 // or has no referrer).
 func TestFleetSigningSettingsNotShared(t *testing.T) {
-	e := newEnv(t)
+	e := newMemoryEnv(t)
 	e.signingKey(t)
 	e.osc(t, "same.yaml", "the same")
 	for name, plan := range map[string]string{
