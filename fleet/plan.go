@@ -1,8 +1,10 @@
 // Package fleet builds many pools' images in one process: a plan (YAML)
 // lists defaults and clusters, each with pools; every pool is one
-// build.Build, and the pools share what they can share (the resolved base
-// and its index, the registry credentials and connections, the imageRef
-// files read for rendering, the signing key).
+// pipeline specification, prepared through one pipeline.Cache for the run
+// and grouped by plan identity (pools of one identity are one image), and
+// the pools share what they can share (the resolved base and its index,
+// the registry credentials and connections, the imageRef files read for
+// rendering, the signing key). It calls nothing below pipeline.
 //
 // A plan:
 //

@@ -77,9 +77,10 @@ type Env struct {
 }
 
 // Pipeline is a Spec made ready to run: the build request, the publisher
-// and the stages. A front-end may hand over what it resolved already for
-// many builds (Request.BaseImage, Request.Bases, Request.Renderer, ...)
-// before Run: that changes no image.
+// and the stages. Run builds; Prepare resolves the bases (through the
+// Env's Cache, shared by many builds) and renders into a Plan that builds
+// the same image (Plan.Build), and Retag moves the tag to what a plan of
+// the same identity built.
 type Pipeline struct {
 	Spec      Spec
 	Request   assemble.Request

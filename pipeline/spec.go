@@ -9,9 +9,15 @@
 // plan's pool and a PoolImage's spec are each a thin mapping onto it
 // (cmd/oslayer buildFlags.spec, fleet Pool.Spec, controller SpecOf); New
 // turns it into the build request, the publisher and the stages, and
-// Pipeline.Run runs them (build.Build). What a front-end shares between
-// builds without changing any image (connections, known blobs, decrypted
-// keys, imageRef readers, logs) is its Env.
+// Pipeline.Run runs them (build.Build). A front-end that builds many
+// pools prepares them first (Pipeline.Prepare, through one Cache): a Plan
+// has an Identity computed from the whole specification and the renders,
+// and plans of one identity become one image (Plan.Build, then
+// Pipeline.Retag). What a front-end shares between builds without
+// changing any image (connections, known blobs, decrypted keys, imageRef
+// readers, the Cache, logs) is its Env. Front-ends that run builds import
+// this package and no stage: it names what they read of a build (Result,
+// Phase, the step names, keys).
 //
 // The three mappings reach the same fields, except those Absent lists
 // for a front-end with the reason (TestSpecParity in cmd/oslayer fails
