@@ -20,6 +20,15 @@ import (
 // the package's tests give their own).
 type renderFunc func(ctx context.Context, req render.Request) (*render.Result, error)
 
+// PlatformImages is a reader of imageRef files that also reads them for
+// another platform. In a multi-platform build each platform's render reads
+// through ForPlatform of Render.Images when it is one (else through
+// Render.Images itself).
+type PlatformImages interface {
+	model.ImageFiles
+	ForPlatform(v1.Platform) model.ImageFiles
+}
+
 // Input is one platform's input prepared before its build: the base
 // resolved (and indexed unless the base index is off) and the pool
 // rendered onto it. A caller that builds many pools prepares what they
@@ -68,9 +77,6 @@ type Request struct {
 	// base index and the render are redone onto it and the config layers
 	// are appended to it.
 	Packages PackageStage
-	// Images returns a platform's reader of imageRef files in a
-	// multi-platform build (nil keeps Render.Images).
-	Images func(v1.Platform) model.ImageFiles
 	// Prepared are the inputs prepared already: for a single image one,
 	// for a multi-platform build (Arch names several architectures or
 	// ArchAll) one per platform, in index order. nil: the build resolves

@@ -66,8 +66,8 @@ func platformRequest(req Request, i int, p v1.Platform) Request {
 	preq.Arch, preq.Prepared = OnePlatform(p.Architecture), nil
 	if req.Prepared != nil {
 		preq.Prepared = req.Prepared[i : i+1]
-	} else if req.Images != nil {
-		preq.Render.Images = req.Images(p)
+	} else if pi, ok := req.Render.Images.(PlatformImages); ok {
+		preq.Render.Images = pi.ForPlatform(p)
 	}
 	preq.Logger = logger(req.Logger).With("platform", p.String())
 	// Each platform image records its own architecture, as a

@@ -185,7 +185,7 @@ func (p *Pipeline) request(reg *registry.Options, env Env) assemble.Request {
 	}
 	if images := p.images(reg, env); images != nil {
 		if spec.Arch.Multi() {
-			req.Images = func(pl v1.Platform) model.ImageFiles { return images(&pl) }
+			req.Render.Images = platformImages{ImageFiles: images(nil), of: images}
 		} else if a := spec.Arch.Arch(); a != "" {
 			// imageRef content of the platform built for.
 			req.Render.Images = images(&v1.Platform{OS: "linux", Architecture: registry.NormalizeArch(a)})
@@ -224,6 +224,16 @@ func (p *Pipeline) images(reg *registry.Options, env Env) func(*v1.Platform) mod
 		return r
 	}
 }
+
+// platformImages reads imageRef files for the default platform and, in a
+// multi-platform build, for each platform through its own reader
+// (assemble.PlatformImages).
+type platformImages struct {
+	model.ImageFiles
+	of func(*v1.Platform) model.ImageFiles
+}
+
+func (p platformImages) ForPlatform(pl v1.Platform) model.ImageFiles { return p.of(&pl) }
 
 // imageRefOptions are the options of an imageRef reader within lim for
 // platform pl (nil: the default).

@@ -68,8 +68,8 @@ func (p *Pipeline) Prepare(ctx context.Context) (*Plan, error) {
 		}
 		for _, pf := range platforms {
 			images := req.Render.Images
-			if req.Images != nil {
-				images = req.Images(pf)
+			if pi, ok := images.(assemble.PlatformImages); ok {
+				images = pi.ForPlatform(pf)
 			}
 			if err := pl.add(ctx, c, pf, pf.Architecture, images); err != nil {
 				return pl, specErr(stepOf(err), "", fmt.Errorf("platform %s: %w", pf.String(), err))
