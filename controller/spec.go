@@ -75,10 +75,10 @@ func specError(err error) error {
 		return err
 	}
 	switch {
+	case pe.Field == "signing.key":
+		return fmt.Errorf("spec.signing.keySecret: %w", pe.Err)
 	case pe.Field != "":
 		return inputErrorf("spec.%s: %v", pe.Field, pe.Err)
-	case pe.Step == pipeline.StepSign:
-		return fmt.Errorf("spec.signing.keySecret: %s", strings.TrimPrefix(pe.Err.Error(), pipeline.StepSign+": "))
 	case pe.Step == "push":
 		return fmt.Errorf("spec.target: %w", pe.Err)
 	}

@@ -321,7 +321,8 @@ func signStages(spec Spec, reg *registry.Options, env Env) ([]assemble.Stage, er
 	}
 	sv, err := env.Keys.Signer(s.Key, s.Password)
 	if err != nil {
-		return nil, specErr(sign.StageSign, "", fmt.Errorf("%s: %w", sign.StageSign, err))
+		// "signing.key: key cosign.key: wrong or missing password".
+		return nil, specErr(sign.StageSign, "signing.key", err)
 	}
 	opts := []sign.Option{sign.WithRegistry(reg), sign.WithReferrers(s.Referrers), sign.WithVersion(env.Version), sign.WithIdentity(s.Identity)}
 	if env.SoleWriter {

@@ -80,10 +80,10 @@ func specError(cfg *config, err error) error {
 	switch {
 	case pe.Field == "target":
 		return invalidf(cfg.field("target"), "%v", pe.Err)
+	case pe.Field == "signing.key":
+		return invalidf(cfg.field("signing.keySecretRef"), "%v", pe.Err)
 	case pe.Field != "":
 		return invalidf(cfg.field(pe.Field), "%v", pe.Err)
-	case pe.Step == pipeline.StepSign:
-		return invalidf(cfg.field("signing.keySecretRef"), "%s", strings.TrimPrefix(pe.Err.Error(), pipeline.StepSign+": "))
 	case pe.Step == "push":
 		return fieldErr(cfg.field("target"), pe.Err)
 	}
