@@ -18,13 +18,13 @@ func TestFleetSigningSettingsNotShared(t *testing.T) {
 	e.signingKey(t)
 	e.osc(t, "same.yaml", "the same")
 	for name, plan := range map[string]string{
-		"signing identity": fmt.Sprintf(`defaults: {base: %s, target: "oci:out:{pool}", signKey: cosign.key, osc: [same.yaml]}
+		"signing identity": fmt.Sprintf(`defaults: {base: %s, target: "oci:%s/out:{pool}", signKey: cosign.key, osc: [same.yaml]}
 clusters:
 - name: c
   pools:
   - {name: worker, signIdentity: registry.example.com/os/worker}
   - {name: edge, signIdentity: registry.example.com/os/edge}
-`, e.base),
+`, e.base, e.dir),
 		"referrer mode": fmt.Sprintf(`defaults: {base: %s, target: "%s/os/images:{pool}", signKey: cosign.key, osc: [same.yaml]}
 clusters:
 - name: c
