@@ -46,7 +46,7 @@ func blobGetsBut(reqs []regtest.Request, allowed ...v1.Hash) []regtest.Request {
 // A multi-platform base: --arch picks the image, amd64 by default.
 func TestResolveBaseIndex(t *testing.T) {
 	ctx := context.Background()
-	reg := regtest.Start(t, regtest.Config{})
+	reg := regtest.Memory(t) // the proxy counts what the client reads
 	proxy := regtest.NewProxy(t, reg.Host)
 	amd := synthBase(t)
 	arm := withArch(t, amd, "arm64")

@@ -94,8 +94,9 @@ func registryHost(repo string) string {
 }
 
 // IndexBase resolves the index of base (a no-op when base.Index is set)
-// and records it on base, so that many builds on one base share it: a
-// fleet runner calls it once and passes base as Request.BaseImage.
+// and records it on base, so that many builds on one base share it: the
+// pipeline's Cache calls it once and hands base over in
+// Request.Prepared.
 func IndexBase(ctx context.Context, base *Base, o IndexOptions) (*IndexInfo, error) {
 	if base.Index != nil {
 		return indexInfo(base.Index, "given", 0), nil

@@ -39,7 +39,7 @@ func baseLayerGets(t *testing.T, img v1.Image, reqs []regtest.Request) int {
 // spyRenderer records the base tree each render gets.
 type spyRenderer struct{ bases []fs.FS }
 
-func (s *spyRenderer) render(t *testing.T) Renderer {
+func (s *spyRenderer) render(t *testing.T) renderFunc {
 	return func(ctx context.Context, req render.Request) (*render.Result, error) {
 		s.bases = append(s.bases, req.Base)
 		return rendered(t), nil
@@ -52,7 +52,7 @@ func (s *spyRenderer) render(t *testing.T) Renderer {
 // repository), and with the index off.
 func TestBuildBaseIndexReadOnce(t *testing.T) {
 	ctx := context.Background()
-	reg := regtest.Start(t, regtest.Config{})
+	reg := regtest.Memory(t) // the proxy counts what the client reads
 	proxy := regtest.NewProxy(t, reg.Host)
 	img := synthBase(t)
 	if _, err := synth.Push(ctx, img, reg.Host+"/fcos/base:1"); err != nil {
@@ -76,7 +76,7 @@ func TestBuildBaseIndexReadOnce(t *testing.T) {
 		{"off", "off", IndexOptions{CacheDir: t.TempDir(), Repository: repo}, "", 0},
 	} {
 		proxy.Reset()
-		res, err := Build(ctx, Request{Render: render.Request{Pool: "worker"}, Renderer: spy.render(t), Base: baseRef,
+		res, err := Build(ctx, Request{Render: render.Request{Pool: "worker"}, render: spy.render(t), Base: baseRef,
 			Registry: &registry.Options{}, BaseIndex: tc.index, Index: tc.opts}, &fakePub{})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
@@ -124,7 +124,7 @@ func TestBuildSharedIndex(t *testing.T) {
 	spy := &spyRenderer{}
 	shared := *base
 	for range 2 {
-		res, err := Build(ctx, Request{Render: render.Request{Pool: "worker"}, Renderer: spy.render(t), BaseImage: &shared}, &fakePub{})
+		res, err := Build(ctx, Request{Render: render.Request{Pool: "worker"}, render: spy.render(t), Prepared: []Input{{Base: &shared}}}, &fakePub{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,7 +174,7 @@ func TestBuildBaseIndexUnreadable(t *testing.T) {
 	})
 	pub := &fakePub{}
 	spy := &spyRenderer{}
-	res, err := Build(ctx, Request{Render: render.Request{Pool: "worker"}, Renderer: spy.render(t),
+	res, err := Build(ctx, Request{Render: render.Request{Pool: "worker"}, render: spy.render(t),
 		Base: proxy.Host + "/fcos/base@" + bd.DigestStr(), Registry: &registry.Options{}}, pub)
 	if err == nil || !strings.HasPrefix(err.Error(), "base-index: ") || !strings.Contains(err.Error(), last) || !strings.Contains(err.Error(), "--base-index=off") {
 		t.Fatalf("error %v", err)

@@ -16,25 +16,48 @@ import (
 	"github.com/oslayer/oslayer/sources/model"
 )
 
-// Renderer renders a pool's configuration into layers (render.Render).
-type Renderer func(ctx context.Context, req render.Request) (*render.Result, error)
+// renderFunc renders a pool's configuration into layers (render.Render;
+// the package's tests give their own).
+type renderFunc func(ctx context.Context, req render.Request) (*render.Result, error)
+
+// PlatformImages is a reader of imageRef files that also reads them for
+// another platform. In a multi-platform build each platform's render reads
+// through ForPlatform of Render.Images when it is one (else through
+// Render.Images itself).
+type PlatformImages interface {
+	model.ImageFiles
+	ForPlatform(v1.Platform) model.ImageFiles
+}
+
+// Input is one platform's input prepared before its build: the base
+// resolved (and indexed unless the base index is off) and the pool
+// rendered onto it. A caller that builds many pools prepares what they
+// share once (pipeline.Prepare) and hands it over in Request.Prepared.
+type Input struct {
+	// Platform is the platform built for (in a multi-platform build, its
+	// place in the index).
+	Platform v1.Platform
+	// Base is the resolved base; it may be shared by other builds (the
+	// build indexes a copy).
+	Base *Base
+	// Rendered is the pool rendered onto Base.
+	Rendered *render.Result
+}
 
 // Request is one build: what to render, onto which base, for which pool.
 type Request struct {
 	// Render is the render request; Render.Pool names the pool and
 	// Render.Epoch is the image's created time.
 	Render render.Request
-	// Renderer renders; nil means render.Render.
-	Renderer Renderer
 	// Base is the base image reference ("" means the MachineConfig pool's
-	// osImageURL). Ignored when BaseImage is set.
+	// osImageURL). Ignored when Prepared is set.
 	Base string
-	// BaseImage is an already resolved base, shared by many builds.
-	BaseImage *Base
 	// Registry reaches the base; nil means the zero Options.
 	Registry *registry.Options
-	// Arch selects the base platform ("" means amd64).
-	Arch string
+	// Arch are the platforms to build for (none: amd64): one gives an
+	// image of that platform, several (or ArchAll) one image per platform
+	// and an index of them.
+	Arch Platforms
 	// Version is the oslayer version recorded in a label.
 	Version string
 	// Flags are the options that change the output, for provenance.
@@ -43,8 +66,8 @@ type Request struct {
 	Logger *slog.Logger
 	// BaseIndex is BaseIndexAuto ("" too) or BaseIndexOff. With auto the
 	// renderer gets the base's tree from its index (IndexBase with Index;
-	// a BaseImage whose Index is set is used as is) unless Render.Base is
-	// already set.
+	// a prepared Base whose Index is set is used as is) unless Render.Base
+	// is already set.
 	BaseIndex string
 	// Index says where the base index is cached and published; its
 	// Registry and Logger default to the request's.
@@ -54,20 +77,14 @@ type Request struct {
 	// base index and the render are redone onto it and the config layers
 	// are appended to it.
 	Packages PackageStage
+	// Prepared are the inputs prepared already: for a single image one,
+	// for a multi-platform build (Arch names several architectures or
+	// ArchAll) one per platform, in index order. nil: the build resolves
+	// each base and renders.
+	Prepared []Input
 
-	// A multi-platform build (Arch names several architectures or
-	// ArchAll) builds one image per platform and an index of them; these
-	// let a caller hand over what it resolved already. Resolved are the
-	// platforms to build, in index order (nil: Platforms resolves Arch;
-	// set, the build is multi-platform). Images returns a platform's
-	// reader of imageRef files (nil keeps Render.Images). Bases returns a
-	// platform's resolved base, with its index when indexed (nil: the
-	// build resolves it); BaseImage must then be nil. Renderers returns a
-	// platform's renderer (nil, or a nil Renderer, keeps Renderer).
-	Resolved  []v1.Platform
-	Images    func(v1.Platform) model.ImageFiles
-	Bases     func(context.Context, v1.Platform) (*Base, error)
-	Renderers func(v1.Platform) Renderer
+	// render renders; nil means render.Render (the package's tests).
+	render renderFunc
 }
 
 // Result is what a build produced, ready for JSON output: one image, or
@@ -168,13 +185,10 @@ type Targeter interface{ Target() string }
 // also on error.
 func Build(ctx context.Context, req Request, pub Publisher, stages ...Stage) (*Result, error) {
 	var res *Result
-	multi, err := req.MultiPlatform()
-	switch {
-	case err != nil:
-		res = &Result{Pool: req.Render.Pool, Layers: []AddedLayer{}, Target: target(pub)}
-	case multi:
+	var err error
+	if req.Arch.Multi() {
 		res, err = buildIndex(ctx, req, pub, stages)
-	default:
+	} else {
 		res, err = build(ctx, req, pub, stages, true)
 	}
 	if err != nil {
@@ -198,6 +212,9 @@ type builder struct {
 	// official base).
 	base     *Base
 	official *Base
+	// prepared is the render handed over (Request.Prepared), taken by
+	// the first render onto the given base.
+	prepared *render.Result
 	rendered *render.Result
 	built    *Built
 	written  *Published
@@ -214,7 +231,10 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage, comm
 		return res, errors.New("build: no publisher (give a push target or an output layout)")
 	}
 	log := logger(req.Logger)
-	b := &builder{ctx: ctx, req: req, res: res, log: log, phase: res.phase(log), base: req.BaseImage}
+	b := &builder{ctx: ctx, req: req, res: res, log: log, phase: res.phase(log)}
+	if len(req.Prepared) == 1 {
+		b.base, b.prepared = req.Prepared[0].Base, req.Prepared[0].Rendered
+	}
 	pre, post := splitStages(stages)
 	for _, step := range []func() error{
 		b.resolveGiven, b.mode, b.index, b.render, b.packages, b.assemble,
@@ -251,7 +271,7 @@ func (b *builder) resolveGiven() error {
 // resolve resolves ref as the base.
 func (b *builder) resolve(ref string) error {
 	err := b.phase("base", func() (err error) {
-		b.base, err = ResolveBase(b.ctx, ref, b.req.Registry, b.req.Arch)
+		b.base, err = ResolveBase(b.ctx, ref, b.req.Registry, b.req.Arch.Arch())
 		return err
 	})
 	if err != nil {
@@ -344,9 +364,13 @@ func (b *builder) renderOnto() error {
 	if b.base != nil && rreq.BaseName == "" {
 		rreq.BaseName = fmt.Sprintf("base %s (%s)", b.base.Ref, b.base.Digest)
 	}
-	renderFn := b.req.Renderer
+	renderFn := b.req.render
 	if renderFn == nil {
 		renderFn = render.Render
+	}
+	if pr := b.prepared; pr != nil {
+		b.prepared = nil
+		renderFn = func(context.Context, render.Request) (*render.Result, error) { return pr, nil }
 	}
 	return b.phase("render", func() (err error) {
 		b.rendered, err = renderFn(b.ctx, rreq)
@@ -372,7 +396,7 @@ func (b *builder) packages() error {
 	var pr *PackageResult
 	if err := b.phase("package-stage", func() (err error) {
 		pr, err = b.req.Packages.Run(b.ctx, PackageRequest{
-			Pool: b.req.Render.Pool, Base: b.base, Arch: b.req.Arch,
+			Pool: b.req.Render.Pool, Base: b.base, Arch: b.req.Arch.Arch(),
 			Extensions: r.Extensions, KernelType: r.KernelType, Logger: b.log,
 		})
 		return err
@@ -384,7 +408,7 @@ func (b *builder) packages() error {
 	b.res.PackageStage = pr
 	var pb *Base
 	if err := b.phase("package-base", func() (err error) {
-		pb, err = ResolveBase(b.ctx, pr.Ref, b.req.Registry, b.req.Arch)
+		pb, err = ResolveBase(b.ctx, pr.Ref, b.req.Registry, b.req.Arch.Arch())
 		return err
 	}); err != nil {
 		return err
@@ -418,7 +442,7 @@ func (b *builder) assemble() error {
 			return errors.New("no base image: give --base (e.g. quay.io/fedora/fedora-coreos:stable), or MachineConfigs with osImageURL")
 		}
 		b.built, err = Assemble(b.ctx, AssembleRequest{
-			Base: b.req.Base, BaseImage: b.base, Registry: b.req.Registry, Arch: b.req.Arch,
+			Base: b.req.Base, BaseImage: b.base, Registry: b.req.Registry, Arch: b.req.Arch.Arch(),
 			Pool: b.req.Render.Pool, Rendered: r, Epoch: b.req.Render.Epoch, Version: b.req.Version,
 			Flags: b.req.Flags, Logger: b.log, Official: b.official,
 		})

@@ -71,7 +71,7 @@ func TestPreWriteStages(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pub := &fakePub{}
-			res, err := Build(ctx, Request{Render: render.Request{Pool: "worker"}, Renderer: fixedRenderer(rendered(t), nil), Base: ref}, pub,
+			res, err := Build(ctx, Request{Render: render.Request{Pool: "worker"}, render: fixedRenderer(rendered(t), nil), Base: ref}, pub,
 				&fakeStage{name: "written", pub: pub}, &preStage{fakeStage{name: "content", pub: pub, err: tc.err}}, &fakeStage{name: "sign", pub: pub})
 			if got := strings.Join(pub.calls, ","); got != tc.wantCalls {
 				t.Errorf("calls %q, want %q", got, tc.wantCalls)
@@ -89,7 +89,7 @@ func TestPreWriteStages(t *testing.T) {
 	}
 }
 
-func fixedRenderer(r *render.Result, err error) Renderer {
+func fixedRenderer(r *render.Result, err error) renderFunc {
 	return func(ctx context.Context, req render.Request) (*render.Result, error) { return r, err }
 }
 
@@ -98,7 +98,7 @@ func TestBuildOrderAndResult(t *testing.T) {
 	ref := layoutBase(t, synthBase(t))
 	pub := &fakePub{}
 	r := rendered(t)
-	res, err := Build(ctx, Request{Render: render.Request{Pool: "worker"}, Renderer: fixedRenderer(r, nil), Base: ref},
+	res, err := Build(ctx, Request{Render: render.Request{Pool: "worker"}, render: fixedRenderer(r, nil), Base: ref},
 		pub, &fakeStage{name: "preflight", pub: pub}, nil, &fakeStage{name: "sign", pub: pub})
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +147,7 @@ func TestBuildStopsBeforeTag(t *testing.T) {
 			if tc.base != "" {
 				base = tc.base
 			}
-			res, err := Build(ctx, Request{Render: render.Request{Pool: "worker"}, Renderer: fixedRenderer(rendered(t), tc.renderErr), Base: base},
+			res, err := Build(ctx, Request{Render: render.Request{Pool: "worker"}, render: fixedRenderer(rendered(t), tc.renderErr), Base: base},
 				pub, &fakeStage{name: "preflight", pub: pub, err: tc.stageErr}, &fakeStage{name: "sign", pub: pub})
 			if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) {
 				t.Fatalf("error %v, want prefix %q", err, tc.wantErr)
@@ -171,7 +171,7 @@ func TestBuildBaseFromOSImageURL(t *testing.T) {
 	r := rendered(t)
 	r.OSImageURL = ref
 	pub := &fakePub{}
-	res, err := Build(ctx, Request{Render: render.Request{Pool: "worker"}, Renderer: fixedRenderer(r, nil)}, pub)
+	res, err := Build(ctx, Request{Render: render.Request{Pool: "worker"}, render: fixedRenderer(r, nil)}, pub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestBuildBaseFromOSImageURL(t *testing.T) {
 		t.Errorf("base %s, want %s", res.Base.Ref, ref)
 	}
 	r.OSImageURL = ""
-	_, err = Build(ctx, Request{Render: render.Request{Pool: "worker"}, Renderer: fixedRenderer(r, nil)}, &fakePub{})
+	_, err = Build(ctx, Request{Render: render.Request{Pool: "worker"}, render: fixedRenderer(r, nil)}, &fakePub{})
 	if err == nil || !strings.Contains(err.Error(), "no base image") {
 		t.Errorf("no base: %v", err)
 	}
@@ -200,7 +200,7 @@ func TestBuildManyPoolsConcurrently(t *testing.T) {
 		go func() {
 			pub := &fakePub{}
 			pool := "pool-" + string(rune('a'+i%4))
-			res, err := Build(ctx, Request{Render: render.Request{Pool: pool}, Renderer: fixedRenderer(r, nil), BaseImage: base}, pub)
+			res, err := Build(ctx, Request{Render: render.Request{Pool: pool}, render: fixedRenderer(r, nil), Prepared: []Input{{Base: base}}}, pub)
 			if err == nil {
 				digests[i] = res.Digest.String()
 			}

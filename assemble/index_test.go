@@ -27,12 +27,15 @@ func TestIndexOnePublisherOneStage(t *testing.T) {
 	ctx := context.Background()
 	ref := layoutBase(t, synthBase(t))
 	pub := &fakePub{}
+	base, err := ResolveBase(ctx, ref, &registry.Options{}, "amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One platform prepared: ArchAll takes the prepared platforms (the
+	// base's index is not read for them).
 	req := Request{
-		Render: render.Request{Pool: "worker"}, Renderer: fixedRenderer(rendered(t), nil),
-		Resolved: []v1.Platform{{OS: "linux", Architecture: "amd64"}},
-		Bases: func(ctx context.Context, p v1.Platform) (*Base, error) {
-			return ResolveBase(ctx, ref, &registry.Options{}, p.Architecture)
-		},
+		Render: render.Request{Pool: "worker"}, Arch: OnePlatform(ArchAll),
+		Prepared: []Input{{Platform: v1.Platform{OS: "linux", Architecture: "amd64"}, Base: base, Rendered: rendered(t)}},
 	}
 	res, err := Build(ctx, req, pub, &fakeStage{name: "preflight", pub: pub}, &indexStage{fakeStage{name: "sign", pub: pub}})
 	if err != nil {

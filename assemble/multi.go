@@ -5,96 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
-	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
-
-	"github.com/oslayer/oslayer/internal/registry"
 )
 
-// ArchAll (--arch all) builds for every platform of the base's index.
-const ArchAll = "all"
-
-// ParseArches splits a --arch value: "" and one architecture give one
-// entry (a single-platform build), "a,b" several, "all" ArchAll. Names are
-// normalized (x86_64 → amd64); duplicates and empty entries are errors.
-func ParseArches(s string) ([]string, error) {
-	if s == "" {
-		return []string{""}, nil
-	}
-	var out []string
-	for _, a := range strings.Split(s, ",") {
-		a = registry.NormalizeArch(strings.TrimSpace(a))
-		switch {
-		case a == "":
-			return nil, fmt.Errorf("--arch %q: empty architecture", s)
-		case a == ArchAll && strings.Contains(s, ","):
-			return nil, fmt.Errorf("--arch %q: %q stands alone", s, ArchAll)
-		case slices.Contains(out, a):
-			return nil, fmt.Errorf("--arch %q: %s given twice", s, a)
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
-// MultiPlatform reports whether the request builds one image per platform
-// and an index of them: Arch names several architectures or ArchAll, or
-// the platforms are resolved already (Resolved).
-func (r Request) MultiPlatform() (bool, error) {
-	if r.Resolved != nil {
-		return true, nil
-	}
-	arches, err := ParseArches(r.Arch)
-	if err != nil {
-		return false, err
-	}
-	return len(arches) > 1 || arches[0] == ArchAll, nil
-}
-
-// Platforms resolves the request's architectures (Arch) to platforms:
-// ArchAll reads the base's index.
+// Platforms resolves the request's platforms (Platforms.Resolve: ArchAll
+// reads the base's index). Prepared inputs name their platforms.
 func (r Request) Platforms(ctx context.Context) ([]v1.Platform, error) {
-	if r.Resolved != nil {
-		if len(r.Resolved) == 0 {
-			return nil, errors.New("no platform to build for")
-		}
-		return r.Resolved, nil
-	}
-	arches, err := ParseArches(r.Arch)
-	if err != nil {
-		return nil, err
-	}
-	if len(arches) == 1 && arches[0] == ArchAll {
-		if r.Base == "" {
-			return nil, fmt.Errorf("--arch %s: give --base (the platforms are those of the base's index)", ArchAll)
-		}
-		reg := r.Registry
-		if reg == nil {
-			reg = &registry.Options{}
-		}
-		ps, err := reg.Platforms(ctx, r.Base)
-		if err != nil {
-			return nil, fmt.Errorf("base %s: --arch %s: %w", r.Base, ArchAll, err)
+	if r.Prepared != nil {
+		ps := make([]v1.Platform, len(r.Prepared))
+		for i, in := range r.Prepared {
+			ps[i] = in.Platform
 		}
 		return ps, nil
 	}
-	var ps []v1.Platform
-	for _, a := range arches {
-		if a == ArchAll {
-			return nil, fmt.Errorf("--arch %s stands alone", ArchAll)
-		}
-		p := registry.DefaultPlatform
-		if a != "" {
-			p.Architecture = registry.NormalizeArch(a)
-		}
-		ps = append(ps, p)
-	}
-	return ps, nil
+	return r.Arch.Resolve(ctx, r.Base, r.Registry)
 }
 
 // buildIndex builds the pool once per platform (build on that platform's
@@ -110,15 +38,15 @@ func buildIndex(ctx context.Context, req Request, pub Publisher, stages []Stage)
 	switch {
 	case pub == nil:
 		return res, errors.New("build: no publisher (give a push target or an output layout)")
-	case req.BaseImage != nil:
-		return res, errors.New("build: a multi-platform build resolves each platform's base itself or through Bases (BaseImage must be nil)")
+	case req.Prepared != nil && len(req.Prepared) == 0:
+		return res, errors.New("no platform to build for")
 	}
 	platforms, err := req.Platforms(ctx)
 	if err != nil {
 		return res, err
 	}
-	for _, p := range platforms {
-		if err := res.buildPlatform(ctx, req, p, pub, stages); err != nil {
+	for i, p := range platforms {
+		if err := res.buildPlatform(ctx, req, i, p, pub, stages); err != nil {
 			return res, err
 		}
 	}
@@ -132,17 +60,14 @@ func buildIndex(ctx context.Context, req Request, pub Publisher, stages []Stage)
 	return res, nil
 }
 
-// platformRequest is req for platform p alone.
-func platformRequest(ctx context.Context, req Request, p v1.Platform) (Request, error) {
+// platformRequest is req for platform p alone, the i-th of the index.
+func platformRequest(req Request, i int, p v1.Platform) Request {
 	preq := req
-	preq.Arch, preq.Resolved = p.Architecture, nil
-	if req.Images != nil {
-		preq.Render.Images = req.Images(p)
-	}
-	if req.Renderers != nil {
-		if rd := req.Renderers(p); rd != nil {
-			preq.Renderer = rd
-		}
+	preq.Arch, preq.Prepared = OnePlatform(p.Architecture), nil
+	if req.Prepared != nil {
+		preq.Prepared = req.Prepared[i : i+1]
+	} else if pi, ok := req.Render.Images.(PlatformImages); ok {
+		preq.Render.Images = pi.ForPlatform(p)
 	}
 	preq.Logger = logger(req.Logger).With("platform", p.String())
 	// Each platform image records its own architecture, as a
@@ -151,25 +76,14 @@ func platformRequest(ctx context.Context, req Request, p v1.Platform) (Request, 
 	if preq.Flags != nil {
 		preq.Flags["arch"] = p.Architecture
 	}
-	if req.Bases != nil {
-		b, err := req.Bases(ctx, p)
-		if err != nil {
-			return preq, err
-		}
-		preq.BaseImage = b
-	}
-	return preq, nil
+	return preq
 }
 
-// buildPlatform builds platform p's image, written by digest and through
-// its stages but not tagged, into res.Platforms.
-func (res *Result) buildPlatform(ctx context.Context, req Request, p v1.Platform, pub Publisher, stages []Stage) error {
-	preq, err := platformRequest(ctx, req, p)
-	if err != nil {
-		res.Platforms = append(res.Platforms, &Result{Pool: req.Render.Pool, Platform: p.String(), Layers: []AddedLayer{},
-			Phases: []Phase{{Name: "base"}}, Error: err.Error()})
-		return fmt.Errorf("platform %s: %w", p.String(), err)
-	}
+// buildPlatform builds platform p's image (the i-th of the index),
+// written by digest and through its stages but not tagged, into
+// res.Platforms.
+func (res *Result) buildPlatform(ctx context.Context, req Request, i int, p v1.Platform, pub Publisher, stages []Stage) error {
+	preq := platformRequest(req, i, p)
 	r, err := build(ctx, preq, pub, stages, false)
 	r.Platform = p.String()
 	res.Platforms = append(res.Platforms, r)

@@ -71,7 +71,7 @@ func TestBuildOntoPackageBase(t *testing.T) {
 	}
 	st := &layoutStage{t: t, dir: strings.TrimPrefix(ref, "oci:")}
 	pub := &fakePub{}
-	res, err := Build(ctx, Request{Render: render.Request{Pool: "worker"}, Renderer: renderer, Base: ref, Packages: st}, pub)
+	res, err := Build(ctx, Request{Render: render.Request{Pool: "worker"}, render: renderer, Base: ref, Packages: st}, pub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestBuildPackagesRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pub := &fakePub{}
-			res, err := Build(ctx, Request{Render: render.Request{Pool: "worker"}, Renderer: fixedRenderer(r, nil), Base: ref, Packages: tc.stage}, pub)
+			res, err := Build(ctx, Request{Render: render.Request{Pool: "worker"}, render: fixedRenderer(r, nil), Base: ref, Packages: tc.stage}, pub)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want %q", err, tc.want)
 			}
@@ -156,7 +156,7 @@ func TestFailedPackageStageResult(t *testing.T) {
 	partial := &PackageResult{Key: "sha256:" + strings.Repeat("1", 64), Commands: []string{"FROM packages", "RUN exit 3"},
 		Phases: []Phase{{Name: "lookup"}, {Name: "build"}}}
 	st := &layoutStage{t: t, dir: strings.TrimPrefix(ref, "oci:"), err: errors.New("RUN exit 3: exit status 3"), partial: partial}
-	res, err := Build(ctx, Request{Render: render.Request{Pool: "worker"}, Renderer: renderer, Base: ref, Packages: st}, &fakePub{})
+	res, err := Build(ctx, Request{Render: render.Request{Pool: "worker"}, render: renderer, Base: ref, Packages: st}, &fakePub{})
 	if err == nil {
 		t.Fatal("a failing package stage built")
 	}

@@ -43,13 +43,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
-	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/pipeline"
-	"github.com/oslayer/oslayer/preflight"
-	"github.com/oslayer/oslayer/publish"
-	"github.com/oslayer/oslayer/sign"
-	"github.com/oslayer/oslayer/sources/gardener"
 )
 
 // Options configure the reconciler.
@@ -191,7 +186,7 @@ func (r *Reconciler) reconcileInputs(ctx context.Context, pi *v1alpha1.PoolImage
 // retried until the input changes).
 func invalidStep(step string) bool {
 	switch step {
-	case "source", "render", "assemble", preflight.StageName, preflight.StageWritten, "config":
+	case "source", "render", "assemble", pipeline.StepPreflight, pipeline.StepPreflightWritten, "config":
 		return true
 	}
 	return false
@@ -255,7 +250,7 @@ func (r *Reconciler) build(ctx context.Context, pi *v1alpha1.PoolImage, in *inpu
 	st.InputsDigest = res.InputsDigest
 	st.BaseDigest = res.Base.Digest.String()
 	st.Image = res.Image
-	_, st.Signed = res.Stages[sign.StageSign]
+	_, st.Signed = res.Stages[pipeline.StepSign]
 	log.Info("built", "image", res.Image, "seconds", elapsed.Seconds(), "phases", phaseAttrs(res.Phases))
 	return ctrl.Result{}, r.succeeded(ctx, pi, in.digest, "", 0, elapsed.Seconds())
 }
@@ -326,7 +321,7 @@ func (r *Reconciler) fail(ctx context.Context, pi *v1alpha1.PoolImage, digest, s
 }
 
 // run builds the PoolImage's inputs; step names where a failure happened.
-func (r *Reconciler) run(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs, log *slog.Logger) (*assemble.Result, string, error) {
+func (r *Reconciler) run(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs, log *slog.Logger) (*pipeline.Result, string, error) {
 	if in.packageStage && !r.pod {
 		// The controller process never runs buildah (Reconcile refuses
 		// such a pool before it gets here).
@@ -365,7 +360,7 @@ func (r *Reconciler) run(ctx context.Context, pi *v1alpha1.PoolImage, in *inputs
 	}
 	// Small images: a blob goes in one PUT after its POST.
 	p, err := pipeline.New(spec, pipeline.Env{Version: r.Options.Version, Logger: log, PackageLog: r.buildLog,
-		Publish: append([]publish.Option{publish.WithSingleRequestUploads()}, shared...), Keys: &r.keys})
+		Publish: shared, SingleRequestUploads: true, Keys: &r.keys})
 	if err != nil {
 		return nil, "config", specError(err)
 	}
@@ -404,7 +399,7 @@ func (r *Reconciler) keychain(ctx context.Context, pi *v1alpha1.PoolImage, dir s
 		if err != nil {
 			return nil, [sha256.Size]byte{}, err
 		}
-		m, err := gardener.SecretManifest(s)
+		m, err := pipeline.SecretManifest(s)
 		if err != nil {
 			return nil, [sha256.Size]byte{}, err
 		}
@@ -424,7 +419,7 @@ func (r *Reconciler) keychain(ctx context.Context, pi *v1alpha1.PoolImage, dir s
 }
 
 // signingKey reads spec.signing.keySecret (nil without signing).
-func (r *Reconciler) signingKey(ctx context.Context, pi *v1alpha1.PoolImage) (*sign.KeyMaterial, error) {
+func (r *Reconciler) signingKey(ctx context.Context, pi *v1alpha1.PoolImage) (*pipeline.KeyMaterial, error) {
 	if pi.Spec.Signing == nil {
 		return nil, nil
 	}
@@ -433,11 +428,11 @@ func (r *Reconciler) signingKey(ctx context.Context, pi *v1alpha1.PoolImage) (*s
 	if err != nil {
 		return nil, err
 	}
-	km := &sign.KeyMaterial{Source: "Secret " + pi.Namespace + "/" + name, PEM: s.Data[sign.SecretKeyField]}
+	km := &pipeline.KeyMaterial{Source: "Secret " + pi.Namespace + "/" + name, PEM: s.Data[pipeline.SecretKeyField]}
 	if len(km.PEM) == 0 {
-		return nil, inputErrorf("spec.signing.keySecret: Secret %s/%s has no data key %s", pi.Namespace, name, sign.SecretKeyField)
+		return nil, inputErrorf("spec.signing.keySecret: Secret %s/%s has no data key %s", pi.Namespace, name, pipeline.SecretKeyField)
 	}
-	if p, ok := s.Data[sign.SecretPasswordField]; ok {
+	if p, ok := s.Data[pipeline.SecretPasswordField]; ok {
 		km.Password, km.HasPassword = p, true
 	}
 	return km, nil
@@ -469,7 +464,7 @@ func (r *Reconciler) event(pi *v1alpha1.PoolImage, typ, reason, action, format s
 }
 
 // phaseAttrs are the build's phase times (seconds) as a log group.
-func phaseAttrs(ps []assemble.Phase) slog.Value {
+func phaseAttrs(ps []pipeline.Phase) slog.Value {
 	as := make([]slog.Attr, len(ps))
 	for i, p := range ps {
 		as[i] = slog.Float64(p.Name, p.Seconds)

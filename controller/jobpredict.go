@@ -9,11 +9,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
-	"github.com/oslayer/oslayer/assemble/baseindex"
 	"github.com/oslayer/oslayer/diff"
 	"github.com/oslayer/oslayer/internal/registry"
-	"github.com/oslayer/oslayer/pipeline/settings"
-	"github.com/oslayer/oslayer/render"
+	"github.com/oslayer/oslayer/pipeline"
 )
 
 // A build Job, and an in-process build on a cold base index or a busy
@@ -111,36 +109,31 @@ func (r *Reconciler) compareInputs(ctx context.Context, pi *v1alpha1.PoolImage, 
 
 // renderRequest writes the documents under dir and is the render request
 // of the PoolImage's build (as the build specification maps it).
-func renderRequest(pi *v1alpha1.PoolImage, in *inputs, dir string) (render.Request, error) {
+func renderRequest(pi *v1alpha1.PoolImage, in *inputs, dir string) (pipeline.RenderRequest, error) {
 	byKind, secretsDir, err := writeDocs(dir, in.docs)
 	if err != nil {
-		return render.Request{}, err
+		return pipeline.RenderRequest{}, err
 	}
-	req := render.Request{OSCs: byKind["OSC"], MachineConfigs: byKind["MachineConfig"], MachineConfigPools: byKind["MachineConfigPool"],
-		Pool: poolName(pi), SecretsDir: secretsDir, BakeSecrets: settings.True(pi.Spec.BakeSecrets), Strict: settings.True(pi.Spec.Strict), AllowTopLevel: pi.Spec.AllowTopLevel}
-	if pf := pi.Spec.Preflight; pf != nil {
-		req.AllowSecrets = pf.AllowSecrets
+	s := pipeline.Spec{Inputs: pipeline.Inputs{OSCs: byKind["OSC"], MachineConfigs: byKind["MachineConfig"],
+		MachineConfigPools: byKind["MachineConfigPool"], Pool: poolName(pi), SecretsDir: secretsDir}}
+	if err := s.SetSettings(pi.Spec.Settings); err != nil {
+		return pipeline.RenderRequest{}, specError(err)
 	}
-	return req, nil
+	return s.RenderRequest(), nil
 }
 
 // publishedIndex is the base index of base: the controller's cache, else
 // the artifact in the target's repository (nil: neither).
-func (r *Reconciler) publishedIndex(ctx context.Context, pi *v1alpha1.PoolImage, reg *registry.Options, base string) *baseindex.Index {
+func (r *Reconciler) publishedIndex(ctx context.Context, pi *v1alpha1.PoolImage, reg *registry.Options, base string) *pipeline.BaseIndex {
 	h, err := v1.NewHash(base)
 	if err != nil {
 		return nil
-	}
-	if d := r.Options.IndexCacheDir; d != "" {
-		if ix, err := (baseindex.Cache{Dir: d}).Load(h); err == nil && ix != nil {
-			return ix
-		}
 	}
 	t, err := reg.ParseReference(pi.Spec.Target)
 	if err != nil {
 		return nil
 	}
-	ix, err := baseindex.Fetch(ctx, t.Context(), h, reg.RemoteOptions(ctx)...)
+	ix, err := pipeline.PublishedBaseIndex(ctx, r.Options.IndexCacheDir, t.Context(), h, reg.RemoteOptions(ctx)...)
 	if err != nil {
 		r.logger().Info("no base index for the change analysis", "poolimage", pi.Namespace+"/"+pi.Name, "error", err)
 		return nil

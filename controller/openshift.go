@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
-	"github.com/oslayer/oslayer/sources/machineconfig"
+	"github.com/oslayer/oslayer/pipeline"
 )
 
 // The OpenShift source: a MachineConfigPool and the MachineConfigs its
@@ -63,11 +63,11 @@ func poolDocs(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) (doc
 		return nil, "", openShiftInput(err, field, "MachineConfig", sel.String())
 	}
 	// Named as the build's pool (spec.pool, if set), which picks it.
-	pd, err := normalized(machineconfig.PoolKind, poolName(pi), nil, map[string]any{"machineConfigSelector": mcp.Spec.MachineConfigSelector})
+	pd, err := normalized(pipeline.MachineConfigPoolKind, poolName(pi), nil, map[string]any{"machineConfigSelector": mcp.Spec.MachineConfigSelector})
 	if err != nil {
 		return nil, "", err
 	}
-	docs = append(docs, document{Name: machineconfig.PoolKind + "/" + pool, Kind: machineconfig.PoolKind, Content: pd})
+	docs = append(docs, document{Name: pipeline.MachineConfigPoolKind + "/" + pool, Kind: pipeline.MachineConfigPoolKind, Content: pd})
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
 	for i := range list.Items {
 		mc := &list.Items[i]
@@ -76,11 +76,11 @@ func poolDocs(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) (doc
 		}
 		spec := mc.Spec
 		spec.OSImageURL = ""
-		b, err := normalized(machineconfig.Kind, mc.Name, mc.Labels, spec)
+		b, err := normalized(pipeline.MachineConfigKind, mc.Name, mc.Labels, spec)
 		if err != nil {
 			return nil, "", err
 		}
-		docs = append(docs, document{Name: machineconfig.Kind + "/" + mc.Name, Kind: machineconfig.Kind, Content: b})
+		docs = append(docs, document{Name: pipeline.MachineConfigKind + "/" + mc.Name, Kind: pipeline.MachineConfigKind, Content: b})
 	}
 	if len(docs) == 1 {
 		return nil, "", inputErrorf("%s: MachineConfigPool %s selects no MachineConfig (spec.machineConfigSelector %q)", field, pool, sel.String())
@@ -95,7 +95,7 @@ func poolInput(mc *mcfgv1.MachineConfig) bool {
 		return false
 	}
 	o := metav1.GetControllerOf(mc)
-	return o == nil || o.Kind != machineconfig.PoolKind
+	return o == nil || o.Kind != pipeline.MachineConfigPoolKind
 }
 
 // normalized is the document of kind with only name, labels and spec.
@@ -104,7 +104,7 @@ func normalized(kind, name string, labels map[string]string, spec any) ([]byte, 
 	if len(labels) > 0 {
 		meta["labels"] = labels
 	}
-	b, err := yaml.Marshal(map[string]any{"apiVersion": machineconfig.APIVersion, "kind": kind, "metadata": meta, "spec": spec})
+	b, err := yaml.Marshal(map[string]any{"apiVersion": pipeline.MachineConfigAPIVersion, "kind": kind, "metadata": meta, "spec": spec})
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", kind, name, err)
 	}
@@ -125,7 +125,7 @@ func getPool(ctx context.Context, c client.Reader, name, field string) (*mcfgv1.
 func openShiftInput(err error, field, kind, name string) error {
 	var nm *meta.NoKindMatchError
 	if errors.As(err, &nm) || meta.IsNoMatchError(err) {
-		return inputErrorf("%s: the cluster serves no %s API (%s)", field, kind, machineconfig.APIVersion)
+		return inputErrorf("%s: the cluster serves no %s API (%s)", field, kind, pipeline.MachineConfigAPIVersion)
 	}
 	if client.IgnoreNotFound(err) == nil {
 		return inputErrorf("%s: %s %s not found", field, kind, name)

@@ -21,7 +21,6 @@ import (
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/pipeline"
-	"github.com/oslayer/oslayer/sign"
 )
 
 // PodOptions configure a build in the build pod (oslayer build
@@ -88,7 +87,7 @@ func BuildPod(ctx context.Context, c client.Client, o PodOptions) (*JobResult, e
 		}
 		res.Succeeded = true
 		res.Image, res.InputsDigest, res.BaseDigest = br.Image, br.InputsDigest, br.Base.Digest.String()
-		_, res.Signed = br.Stages[sign.StageSign]
+		_, res.Signed = br.Stages[pipeline.StepSign]
 		return nil
 	}()
 	if berr != nil {

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
-	"github.com/oslayer/oslayer/sources/machineconfig"
+	"github.com/oslayer/oslayer/pipeline"
 )
 
 // spec.publish: the controller keeps an osImageURL MachineConfig for the
@@ -192,7 +192,7 @@ func (r *Reconciler) publishMachineConfig(ctx context.Context, pi *v1alpha1.Pool
 	if err != nil {
 		return err
 	}
-	l, a := publishedMeta(pi, map[string]string{machineconfig.RoleLabel: role})
+	l, a := publishedMeta(pi, map[string]string{pipeline.MachineConfigRoleLabel: role})
 	var mc mcfgv1.MachineConfig
 	err = r.reader().Get(ctx, types.NamespacedName{Name: name}, &mc)
 	if client.IgnoreNotFound(err) != nil {
@@ -239,15 +239,15 @@ func poolRole(mcp *mcfgv1.MachineConfigPool, want string) (string, error) {
 	}
 	cands := []string{want}
 	if want == "" {
-		cands = []string{mcp.Name, ls.MatchLabels[machineconfig.RoleLabel]}
+		cands = []string{mcp.Name, ls.MatchLabels[pipeline.MachineConfigRoleLabel]}
 	}
 	for _, c := range cands {
-		if c != "" && sel.Matches(labels.Set{machineconfig.RoleLabel: c}) {
+		if c != "" && sel.Matches(labels.Set{pipeline.MachineConfigRoleLabel: c}) {
 			return c, nil
 		}
 	}
 	return "", fmt.Errorf("%s %q selects no MachineConfig labelled only %s=%s (set spec.publish.machineConfig.role)",
-		where, sel.String(), machineconfig.RoleLabel, strings.Join(nonEmpty(cands), " or "))
+		where, sel.String(), pipeline.MachineConfigRoleLabel, strings.Join(nonEmpty(cands), " or "))
 }
 
 // publishConfigMap keeps the ConfigMap with the published image.

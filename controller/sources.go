@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/oslayer/oslayer/api/v1alpha1"
-	"github.com/oslayer/oslayer/sources/gardener"
+	"github.com/oslayer/oslayer/pipeline"
 )
 
 // inputError is a failure of the PoolImage's input (a missing object, a
@@ -112,7 +112,7 @@ func gardenerDocs(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) 
 	if err != nil {
 		return nil, err
 	}
-	b, err := gardener.SecretManifest(s)
+	b, err := pipeline.SecretManifest(s)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func gardenerDocs(ctx context.Context, c client.Reader, pi *v1alpha1.PoolImage) 
 		if err != nil {
 			return nil, err
 		}
-		b, err := gardener.SecretManifest(s)
+		b, err := pipeline.SecretManifest(s)
 		if err != nil {
 			return nil, err
 		}

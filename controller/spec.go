@@ -8,7 +8,6 @@ import (
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/pipeline"
-	"github.com/oslayer/oslayer/sign"
 )
 
 // Read is what the controller read from the cluster (and its own
@@ -25,7 +24,7 @@ type Read struct {
 	// IndexCacheDir is the controller's base index cache.
 	IndexCacheDir string
 	// SigningKey is spec.signing.keySecret's key (nil: unsigned).
-	SigningKey *sign.KeyMaterial
+	SigningKey *pipeline.KeyMaterial
 	// Packages are the package stage's inputs (nil outside the build
 	// pod: the controller process never runs buildah).
 	Packages *pipeline.Packages
@@ -40,9 +39,9 @@ type Read struct {
 // build pod) onto Packages and spec.signing onto Signing (the key Secret
 // carries its password). Errors name the spec's field.
 func SpecOf(pi *v1alpha1.PoolImage, rd Read) (pipeline.Spec, error) {
-	arch, err := pipeline.ParseArch(strings.Join(pi.Spec.Arch, ","))
+	arch, err := pipeline.ParsePlatforms(strings.Join(pi.Spec.Arch, ","))
 	if err != nil {
-		return pipeline.Spec{}, inputErrorf("spec.arch: %s", strings.TrimPrefix(err.Error(), "--arch "))
+		return pipeline.Spec{}, inputErrorf("spec.arch: %s", err)
 	}
 	s := pipeline.Spec{
 		Inputs: pipeline.Inputs{
@@ -68,10 +67,10 @@ func specError(err error) error {
 		return err
 	}
 	switch {
+	case pe.Field == "signing.key":
+		return fmt.Errorf("spec.signing.keySecret: %w", pe.Err)
 	case pe.Field != "":
 		return inputErrorf("spec.%s: %v", pe.Field, pe.Err)
-	case pe.Step == sign.StageSign:
-		return fmt.Errorf("spec.signing.keySecret: %s", strings.TrimPrefix(pe.Err.Error(), sign.StageSign+": "))
 	case pe.Step == "push":
 		return fmt.Errorf("spec.target: %w", pe.Err)
 	}

@@ -23,7 +23,7 @@ import (
 func TestFleetMultiArch(t *testing.T) {
 	crane := regtest.Require(t, "crane")
 	cosign := regtest.Require(t, "cosign")
-	e, base, pubFile := multiEnv(t)
+	e, base, pubFile := multiEnv(t, false)
 	e.osc(t, "worker.yaml", "worker content")
 	pools := e.plan(t, fmt.Sprintf(`
 defaults: {base: %s, target: "%s/os/{cluster}:{pool}", signKey: cosign.key, osc: [worker.yaml]}

@@ -37,10 +37,15 @@ func (e *env) signingKey(t *testing.T) (keyFile, pubFile string) {
 }
 
 // multiEnv is env with a two-platform base (amd64, arm64) at
-// fcos/multi:stable and a signing key pair in its directory.
-func multiEnv(t *testing.T) (e *env, base, pubFile string) {
+// fcos/multi:stable and a signing key pair in its directory; on the
+// in-memory registry unless the test counts requests.
+func multiEnv(t *testing.T, counting bool) (e *env, base, pubFile string) {
 	t.Helper()
-	e = newEnv(t)
+	if counting {
+		e = newEnv(t)
+	} else {
+		e = newMemoryEnv(t)
+	}
 	idx, err := synth.MultiArchBase(0.0002, "amd64", "arm64")
 	if err != nil {
 		t.Fatal(err)
@@ -92,14 +97,14 @@ clusters:
 	}
 
 	// The same run without the second pool: what the first costs.
-	alone, aloneBase, _ := multiEnv(t)
+	alone, aloneBase, _ := multiEnv(t, true)
 	alone.proxy.Reset()
 	aloneSum := alone.run(t, plan(alone, aloneBase, false))
 	if aloneSum.Built != 2 {
 		t.Fatalf("%+v", aloneSum.Pools)
 	}
 
-	e, base, pubFile := multiEnv(t)
+	e, base, pubFile := multiEnv(t, true)
 	e.proxy.Reset()
 	pools := plan(e, base, true)
 	sum := e.run(t, pools)
@@ -181,7 +186,7 @@ clusters:
 // one.
 func TestFleetMultiArchNotShared(t *testing.T) {
 	crane := regtest.Require(t, "crane")
-	e, base, _ := multiEnv(t)
+	e, base, _ := multiEnv(t, false)
 	// kubelet:a and kubelet:c are the same; kubelet:b differs on arm64.
 	for tag, arm := range map[string]string{"a": "kubelet arm64 a", "b": "kubelet arm64 b", "c": "kubelet arm64 a"} {
 		tools := synth.FileIndex(t, "kubelet", map[string]string{"amd64": "kubelet amd64", "arm64": arm}, "amd64", "arm64")
@@ -246,7 +251,7 @@ clusters:
 // with the same step and kind, naming it, and neither tag is written; the
 // base's platforms (arch: all) were read once for both.
 func TestFleetMultiArchSharedFailure(t *testing.T) {
-	e, base, _ := multiEnv(t)
+	e, base, _ := multiEnv(t, true)
 	e.osc(t, "secret.yaml", "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----\n")
 	pools := e.plan(t, fmt.Sprintf(`
 defaults: {base: %s, target: "%s/os/images:{cluster}-{pool}", arch: all, osc: [secret.yaml]}

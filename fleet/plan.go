@@ -1,8 +1,10 @@
 // Package fleet builds many pools' images in one process: a plan (YAML)
 // lists defaults and clusters, each with pools; every pool is one
-// build.Build, and the pools share what they can share (the resolved base
-// and its index, the registry credentials and connections, the imageRef
-// files read for rendering, the signing key).
+// pipeline specification, prepared through one pipeline.Cache for the run
+// and grouped by plan identity (pools of one identity are one image), and
+// the pools share what they can share (the resolved base and its index,
+// the registry credentials and connections, the imageRef files read for
+// rendering, the signing key). It calls nothing below pipeline.
 //
 // A plan:
 //
@@ -44,12 +46,9 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/pipeline"
 	"github.com/oslayer/oslayer/pipeline/settings"
-	"github.com/oslayer/oslayer/publish"
-	"github.com/oslayer/oslayer/sign"
 )
 
 // MaxPlanSize bounds the plan file.
@@ -313,8 +312,8 @@ func (p *Plan) resolve(dir string) ([]Pool, Errors) {
 			if pool.Target != "" {
 				key := pool.Target
 				if !registry.IsLayout(key) {
-					if t, err := publish.ParseTarget(key); err == nil {
-						key = t.Name()
+					if name, err := pipeline.TargetName(key); err == nil {
+						key = name
 					}
 				}
 				if prev, ok := targets[key]; ok {
@@ -397,13 +396,13 @@ func (s *Settings) checkArch(path string, add addFunc) {
 	if s.Arch == "" {
 		return
 	}
-	arches, err := assemble.ParseArches(s.Arch)
+	arch, err := pipeline.ParsePlatforms(s.Arch)
 	if err != nil {
-		add(path+".arch", "%v", strings.TrimPrefix(err.Error(), "--arch "))
+		add(path+".arch", "%v", err)
 		return
 	}
-	for _, a := range arches {
-		if a != assemble.ArchAll && !knownArch[a] {
+	for _, a := range arch.Normalized() {
+		if a != pipeline.ArchAll && !knownArch[a] {
 			add(path+".arch", "%q: want one of amd64, arm64, ppc64le, s390x (or x86_64, aarch64), a list of them (amd64,arm64) or all", a)
 		}
 	}
@@ -496,7 +495,7 @@ func (p *Pool) validate(add func(path, format string, args ...any)) {
 			add(p.Path+".target", "%v", err)
 		}
 	default:
-		if _, err := publish.ParseTarget(p.Target); err != nil {
+		if _, err := pipeline.TargetName(p.Target); err != nil {
 			add(p.Path+".target", "%v", err)
 		}
 	}
@@ -555,7 +554,7 @@ func (p *Pool) Spec(o Options) (pipeline.Spec, error) { return p.spec(o, true) }
 // spec is Spec; without readKey the signing key is not read (Signing.Key
 // nil), for checking the plan.
 func (p *Pool) spec(o Options, readKey bool) (pipeline.Spec, error) {
-	arch, _ := pipeline.ParseArch(p.Arch) // checked by Load
+	arch, _ := pipeline.ParsePlatforms(p.Arch) // checked by Load
 	s := pipeline.Spec{
 		Inputs: pipeline.Inputs{
 			Pool: p.Name, OSCs: p.OSC, MachineConfigs: p.MachineConfig, MachineConfigPools: p.MachineConfigPool,
@@ -567,16 +566,16 @@ func (p *Pool) spec(o Options, readKey bool) (pipeline.Spec, error) {
 		return s, err
 	}
 	if p.SignKey != "" {
-		var km *sign.KeyMaterial
+		var km *pipeline.KeyMaterial
 		if readKey {
 			var err error
-			if km, err = sign.ReadKey(p.SignKey); err != nil {
-				return s, &pipeline.Error{Step: sign.StageSign, Err: fmt.Errorf("%s: %w", sign.StageSign, err)}
+			if km, err = pipeline.ReadKey(p.SignKey); err != nil {
+				return s, &pipeline.Error{Step: pipeline.StepSign, Err: fmt.Errorf("%s: %w", pipeline.StepSign, err)}
 			}
 		}
-		pass := sign.Password(o.Password)
+		pass := pipeline.Password(o.Password)
 		if p.SignKeyPasswordFile != "" {
-			pass = sign.PasswordFile(p.SignKeyPasswordFile)
+			pass = pipeline.PasswordFile(p.SignKeyPasswordFile)
 		}
 		s.Signing = &pipeline.Signing{Key: km, Password: pass, Referrers: isTrue(p.SignReferrers), Identity: p.SignIdentity}
 	}

@@ -26,7 +26,7 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-// env is a real registry (behind a counting proxy) with the synthetic
+// env is a registry (behind a counting proxy) with the synthetic
 // FCOS-shaped base pushed to fcos/base:stable.
 type env struct {
 	proxy *regtest.Proxy
@@ -35,9 +35,23 @@ type env struct {
 	dir   string
 }
 
+// newEnv is env on Debian's docker-registry: for tests that count the
+// requests of a run (what a registry answers decides what is sent next)
+// or inject faults.
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	reg := regtest.Start(t, regtest.Config{})
+	return envOn(t, regtest.Start(t, regtest.Config{}))
+}
+
+// newMemoryEnv is env on the in-memory registry: for tests of what a run
+// builds, shares and signs, not of what it asks a registry.
+func newMemoryEnv(t *testing.T) *env {
+	t.Helper()
+	return envOn(t, regtest.Memory(t))
+}
+
+func envOn(t *testing.T, reg *regtest.Registry) *env {
+	t.Helper()
 	proxy := regtest.NewProxy(t, reg.Host)
 	img, err := synth.FCOSBase(0.0002)
 	if err != nil {

@@ -1,19 +1,10 @@
 package fleet
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/oslayer/oslayer/assemble"
-	"github.com/oslayer/oslayer/internal/registry"
 )
 
 // ParseShard reads "I/N" (0 <= I < N): the I-th of N shards.
@@ -76,64 +67,14 @@ func Shard(pools []Pool, i, n int) []Pool {
 	return out
 }
 
-// shardKey is the part of a pool's identity known before rendering: the
-// target repository, base and options, and the content of its input files.
+// shardKey is the pool's specification identity (pipeline
+// Spec.Identity: the part of its plan identity known before rendering,
+// with the input files by content); a pool whose specification cannot be
+// made (its key unreadable: it fails alone) is a unit of its own.
 func shardKey(p *Pool) string {
-	repo := p.Target
-	if registry.IsLayout(repo) {
-		repo, _, _ = registry.SplitLayout(repo)
-	} else if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
-		repo = repo[:i]
-	}
-	// "x86_64,aarch64" and "amd64,arm64" are one image.
-	arches, _ := assemble.ParseArches(p.Arch)
-	h := sha256.New()
-	opts, _ := json.Marshal([]any{repo, p.Base, arches, p.BaseIndex, p.bake(),
-		p.AllowTopLevel, p.SignKey, p.SignKeyPasswordFile, p.Preflight})
-	h.Write(opts)
-	for _, list := range [][]string{p.OSC, p.MachineConfig, p.MachineConfigPool, {p.Secrets}} {
-		h.Write([]byte("\n--"))
-		for _, path := range list {
-			hashTree(h, path)
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// hashTree adds the content of a file, or of every regular file under a
-// directory (by relative path, sorted), to h; an unreadable path adds its
-// error (the build reports it).
-func hashTree(h interface{ Write([]byte) (int, error) }, root string) {
-	if root == "" {
-		return
-	}
-	add := func(rel, path string) {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			fmt.Fprintf(h, "\n%s error %v", rel, err)
-			return
-		}
-		sum := sha256.Sum256(b)
-		fmt.Fprintf(h, "\n%s %x", rel, sum)
-	}
-	st, err := os.Stat(root)
+	spec, err := p.Spec(Options{})
 	if err != nil {
-		fmt.Fprintf(h, "\nerror %v", err)
-		return
+		return "pool " + p.Path
 	}
-	if !st.IsDir() {
-		add(".", root)
-		return
-	}
-	_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			fmt.Fprintf(h, "\n%s error %v", path, err)
-			return nil
-		}
-		if d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0 {
-			rel, _ := filepath.Rel(root, path)
-			add(rel, path)
-		}
-		return nil
-	})
+	return spec.Identity()
 }

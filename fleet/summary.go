@@ -12,8 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/oslayer/oslayer/assemble"
-	"github.com/oslayer/oslayer/sign"
+	"github.com/oslayer/oslayer/pipeline"
 )
 
 // Summary is the result of a fleet run, written by --summary as JSON.
@@ -53,7 +52,7 @@ type PoolResult struct {
 	// Digest are the OCI index's).
 	Platforms     []PlatformResult `json:"platforms,omitempty"`
 	BytesUploaded int64            `json:"bytesUploaded"`
-	Phases        []assemble.Phase `json:"phases"`
+	Phases        []pipeline.Phase `json:"phases"`
 	Seconds       float64          `json:"seconds"`
 	Warnings      []string         `json:"warnings,omitempty"`
 	// Status is "built" or "failed".
@@ -65,7 +64,7 @@ type PoolResult struct {
 	Error string `json:"error,omitempty"`
 }
 
-func (r *PoolResult) fill(b *assemble.Result) {
+func (r *PoolResult) fill(b *pipeline.Result) {
 	r.Status = "built"
 	if b == nil {
 		return
@@ -85,7 +84,7 @@ func (r *PoolResult) fill(b *assemble.Result) {
 		r.Warnings = append(r.Warnings, b.Report.Warnings...)
 	}
 	r.Warnings = append(r.Warnings, b.Warnings...)
-	if v, ok := b.Stages[sign.StageSign].(*sign.SignResult); ok {
+	if v, ok := b.Stages[pipeline.StepSign].(*pipeline.SignResult); ok {
 		r.Signature = v.SignatureTag
 	}
 }
@@ -100,7 +99,7 @@ type PlatformResult struct {
 
 // fillIndex records a multi-platform build: the index is the pool's
 // image; uploaded bytes and phases add up over the platforms.
-func (r *PoolResult) fillIndex(m *assemble.Result) {
+func (r *PoolResult) fillIndex(m *pipeline.Result) {
 	r.Image = m.Image
 	if m.Digest.Hex != "" {
 		r.Digest = m.Digest.String()
@@ -118,7 +117,7 @@ func (r *PoolResult) fillIndex(m *assemble.Result) {
 		r.Platforms = append(r.Platforms, PlatformResult{Platform: p.Platform, Digest: one.Digest, BaseDigest: one.BaseDigest, Signature: one.Signature})
 	}
 	r.Phases = append(r.Phases, m.Phases...)
-	if v, ok := m.Stages[sign.StageSign].(*sign.SignResult); ok {
+	if v, ok := m.Stages[pipeline.StepSign].(*pipeline.SignResult); ok {
 		r.Signature = v.SignatureTag
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -17,7 +16,6 @@ import (
 	"github.com/oslayer/oslayer/packagestage/bud"
 	"github.com/oslayer/oslayer/preflight"
 	"github.com/oslayer/oslayer/publish"
-	"github.com/oslayer/oslayer/render"
 	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/sources/imageref"
 	"github.com/oslayer/oslayer/sources/model"
@@ -44,8 +42,25 @@ type Env struct {
 	// Keys decrypts signing keys once for many builds (nil: every time).
 	Keys *Keys
 	// Images returns the imageRef reader of a platform (nil: linux/amd64)
-	// shared by many builds; nil makes the build's own (Inputs.ImageRefs).
+	// shared by many builds; nil makes the build's own (Inputs.ImageRefs),
+	// or takes the Cache's.
 	Images func(*v1.Platform) model.ImageFiles
+	// Cache is shared by the builds of one run (a fleet): bases, platform
+	// lists, imageRef readers, known blobs and connections (see Cache,
+	// Prepare). nil: the build resolves what it needs itself.
+	Cache *Cache
+	// SoleWriter says the front-end is the only writer of the tags,
+	// signatures and attestations of its builds (publish.WithSoleWriter,
+	// sign.WithSoleWriter): a fleet, whose every image is signed by one
+	// pool.
+	SoleWriter bool
+	// SingleRequestUploads uploads each blob in one request
+	// (publish.WithSingleRequestUploads).
+	SingleRequestUploads bool
+	// ManifestByTag puts a single image's manifest once, by tag, after
+	// every stage (publish.WithManifestByTag; no stage may read it back
+	// by digest). An index's platform images are put by digest anyway.
+	ManifestByTag bool
 
 	// Two policies of the front-end, the same for all its builds; they
 	// change no image. ReadBack checks the written image as read back
@@ -61,9 +76,10 @@ type Env struct {
 }
 
 // Pipeline is a Spec made ready to run: the build request, the publisher
-// and the stages. A front-end may hand over what it resolved already for
-// many builds (Request.BaseImage, Request.Bases, Request.Renderer, ...)
-// before Run: that changes no image.
+// and the stages. Run builds; Prepare resolves the bases (through the
+// Env's Cache, shared by many builds) and renders into a Plan that builds
+// the same image (Plan.Build), and Retag moves the tag to what a plan of
+// the same identity built.
 type Pipeline struct {
 	Spec      Spec
 	Request   assemble.Request
@@ -74,6 +90,7 @@ type Pipeline struct {
 	// Repository is the target's repository ("" for an OCI layout).
 	Repository string
 
+	env      Env
 	packages *bud.Stage
 	readers  []*imageref.Reader
 }
@@ -114,9 +131,9 @@ func New(spec Spec, env Env) (*Pipeline, error) {
 	if reg == nil {
 		reg = &registry.Options{}
 	}
-	p := &Pipeline{Spec: spec}
+	p := &Pipeline{Spec: spec, env: env}
 	log := env.Logger
-	pub, err := publish.New(spec.Target, reg, append([]publish.Option{publish.WithLogger(log)}, env.Publish...)...)
+	pub, err := publish.New(spec.Target, reg, publishOptions(spec, env)...)
 	if err != nil {
 		return nil, specErr("push", "", err)
 	}
@@ -146,32 +163,28 @@ func (p *Pipeline) request(reg *registry.Options, env Env) assemble.Request {
 	if mode == "" {
 		mode = assemble.BaseIndexAuto
 	}
-	arch := strings.Join(spec.Arch, ",")
 	req := assemble.Request{
-		Render: render.Request{
-			OSCs: in.OSCs, Stdin: env.Stdin, MachineConfigs: in.MachineConfigs, MachineConfigPools: in.MachineConfigPools,
-			Pool: in.Pool, SecretsDir: in.SecretsDir, BakeSecrets: in.BakeSecrets, Strict: in.Strict,
-			AllowTopLevel: in.AllowTopLevel, Epoch: in.Epoch, AllowSecrets: spec.Preflight.AllowSecrets,
-		},
+		Render:   spec.RenderRequest(),
 		Base:     spec.Base,
 		Registry: reg,
-		Arch:     arch,
+		Arch:     spec.Arch,
 		Version:  env.Version,
-		Flags: assemble.OutputFlags{Pool: in.Pool, Base: spec.Base, BaseIndex: mode, Arch: arch,
+		Flags: assemble.OutputFlags{Pool: in.Pool, Base: spec.Base, BaseIndex: mode, Arch: spec.Arch.String(),
 			BakeSecrets: in.BakeSecrets, AllowTopLevel: in.AllowTopLevel}.Map(),
 		Logger:    env.Logger,
 		BaseIndex: mode,
 		Index:     assemble.IndexOptions{CacheDir: spec.IndexCacheDir, Registry: reg, Logger: env.Logger},
 	}
+	req.Render.Stdin = env.Stdin
 	if env.PublishBaseIndex && p.Repository != "" {
 		req.Index.Repository = p.Repository
 	}
 	if images := p.images(reg, env); images != nil {
-		if multi, _ := req.MultiPlatform(); multi {
-			req.Images = func(pl v1.Platform) model.ImageFiles { return images(&pl) }
-		} else if len(spec.Arch) == 1 && spec.Arch[0] != "" {
+		if spec.Arch.Multi() {
+			req.Render.Images = platformImages{ImageFiles: images(nil), of: images}
+		} else if a := spec.Arch.Arch(); a != "" {
 			// imageRef content of the platform built for.
-			req.Render.Images = images(&v1.Platform{OS: "linux", Architecture: registry.NormalizeArch(spec.Arch[0])})
+			req.Render.Images = images(&v1.Platform{OS: "linux", Architecture: registry.NormalizeArch(a)})
 		} else {
 			req.Render.Images = images(nil)
 		}
@@ -187,8 +200,9 @@ func (p *Pipeline) request(reg *registry.Options, env Env) assemble.Request {
 	return req
 }
 
-// images returns the constructor of imageRef readers: the Env's, or the
-// pipeline's own within Inputs.ImageRefs (nil: imageRef files refused).
+// images returns the constructor of imageRef readers: the Env's, the
+// Cache's, or the pipeline's own within Inputs.ImageRefs (nil: imageRef
+// files refused).
 func (p *Pipeline) images(reg *registry.Options, env Env) func(*v1.Platform) model.ImageFiles {
 	if env.Images != nil {
 		return env.Images
@@ -197,21 +211,59 @@ func (p *Pipeline) images(reg *registry.Options, env Env) func(*v1.Platform) mod
 	if lim == nil {
 		return nil
 	}
+	if env.Cache != nil {
+		return func(pl *v1.Platform) model.ImageFiles { return env.Cache.images(pl, reg, lim) }
+	}
 	return func(pl *v1.Platform) model.ImageFiles {
-		var opts []imageref.Option
-		if lim.Budget > 0 {
-			opts = append(opts, imageref.WithBudget(lim.Budget))
-		}
-		if lim.Timeout > 0 {
-			opts = append(opts, imageref.WithTimeout(lim.Timeout))
-		}
-		if pl != nil {
-			opts = append(opts, imageref.WithPlatform(*pl))
-		}
-		r := imageref.New(reg, opts...)
+		r := imageref.New(reg, imageRefOptions(lim, pl)...)
 		p.readers = append(p.readers, r)
 		return r
 	}
+}
+
+// platformImages reads imageRef files for the default platform and, in a
+// multi-platform build, for each platform through its own reader
+// (assemble.PlatformImages).
+type platformImages struct {
+	model.ImageFiles
+	of func(*v1.Platform) model.ImageFiles
+}
+
+func (p platformImages) ForPlatform(pl v1.Platform) model.ImageFiles { return p.of(&pl) }
+
+// imageRefOptions are the options of an imageRef reader within lim for
+// platform pl (nil: the default).
+func imageRefOptions(lim *ImageRefs, pl *v1.Platform) []imageref.Option {
+	var opts []imageref.Option
+	if lim.Budget > 0 {
+		opts = append(opts, imageref.WithBudget(lim.Budget))
+	}
+	if lim.Timeout > 0 {
+		opts = append(opts, imageref.WithTimeout(lim.Timeout))
+	}
+	if pl != nil {
+		opts = append(opts, imageref.WithPlatform(*pl))
+	}
+	return opts
+}
+
+// publishOptions are the publisher's options: the logger, the Env's
+// policies and options, what the Cache shares.
+func publishOptions(spec Spec, env Env) []publish.Option {
+	opts := append([]publish.Option{publish.WithLogger(env.Logger)}, env.Publish...)
+	if env.Cache != nil {
+		opts = append(opts, env.Cache.publishOptions()...)
+	}
+	if env.SoleWriter {
+		opts = append(opts, publish.WithSoleWriter())
+	}
+	if env.SingleRequestUploads {
+		opts = append(opts, publish.WithSingleRequestUploads())
+	}
+	if env.ManifestByTag && !spec.Arch.Multi() {
+		opts = append(opts, publish.WithManifestByTag())
+	}
+	return opts
 }
 
 // Run runs the build: one image, or for several platforms one image per
@@ -259,32 +311,18 @@ func signStages(spec Spec, reg *registry.Options, env Env) ([]assemble.Stage, er
 	}
 	sv, err := env.Keys.Signer(s.Key, s.Password)
 	if err != nil {
-		return nil, specErr(sign.StageSign, "", fmt.Errorf("%s: %w", sign.StageSign, err))
+		// "signing.key: key cosign.key: wrong or missing password".
+		return nil, specErr(sign.StageSign, "signing.key", err)
 	}
 	opts := []sign.Option{sign.WithRegistry(reg), sign.WithReferrers(s.Referrers), sign.WithVersion(env.Version), sign.WithIdentity(s.Identity)}
+	if env.SoleWriter {
+		opts = append(opts, sign.WithSoleWriter())
+	}
 	if env.Logger != nil {
 		opts = append(opts, sign.WithLogger(env.Logger))
 	}
 	key := func(context.Context) (signature.SignerVerifier, error) { return sv, nil }
 	return sign.Stages(key, append(opts, env.Sign...)...), nil
-}
-
-// ParseArch splits a comma-separated architecture list (as --arch and a
-// fleet plan write it) and checks it: nil for "", ArchAll alone, no
-// duplicates (x86_64 is amd64). The names stay as given: errors about
-// the base quote them.
-func ParseArch(s string) ([]string, error) {
-	if s == "" {
-		return nil, nil
-	}
-	if _, err := assemble.ParseArches(s); err != nil {
-		return nil, err
-	}
-	out := strings.Split(s, ",")
-	for i := range out {
-		out[i] = strings.TrimSpace(out[i])
-	}
-	return out, nil
 }
 
 // Check validates the specification; each error names the field.
@@ -293,11 +331,6 @@ func (s Spec) Check() error {
 	add := func(step, field string, err error) { errs = append(errs, specErr(step, field, err)) }
 	if s.Target == "" {
 		add("push", "target", errors.New("no target: give REG/REPO[:TAG] or oci:DIR[:TAG]"))
-	}
-	if len(s.Arch) > 0 {
-		if _, err := assemble.ParseArches(strings.Join(s.Arch, ",")); err != nil {
-			add("config", "arch", errors.New(strings.TrimPrefix(err.Error(), "--arch ")))
-		}
 	}
 	switch s.BaseIndex {
 	case "", assemble.BaseIndexAuto, assemble.BaseIndexOff:

@@ -9,11 +9,17 @@
 // plan's pool, a PoolImage's spec and the Gardener extension's
 // providerConfig are each a thin mapping onto it (cmd/oslayer
 // buildFlags.spec, fleet Pool.Spec, controller SpecOf, the extension
-// actuator's specOf); New turns it into the build request, the publisher
-// and the stages, and Pipeline.Run runs them (build.Build). What a
-// front-end shares between builds without changing any image
-// (connections, known blobs, decrypted keys, imageRef readers, logs) is
-// its Env.
+// actuator's specOf); New
+// turns it into the build request, the publisher and the stages, and
+// Pipeline.Run runs them (build.Build). A front-end that builds many
+// pools prepares them first (Pipeline.Prepare, through one Cache): a Plan
+// has an Identity computed from the whole specification and the renders,
+// and plans of one identity become one image (Plan.Build, then
+// Pipeline.Retag). What a front-end shares between builds without
+// changing any image (connections, known blobs, decrypted keys, imageRef
+// readers, the Cache, logs) is its Env. Front-ends that run builds import
+// this package and no stage: it names what they read of a build (Result,
+// Phase, the step names, keys).
 //
 // The build settings all of them write the same way are one wire type,
 // settings.Settings, which they embed; SetSettings is its one mapping
@@ -41,11 +47,12 @@ type Spec struct {
 	// Base is the base image: a registry reference (pin @sha256:...) or
 	// oci:DIR[:TAG]; "" means the MachineConfigs' osImageURL.
 	Base string
-	// Arch are the architectures to build for: none (amd64), one (that
-	// platform's image), several (one image per platform, published as
-	// one OCI index) or ArchAll alone (every platform of the base's
-	// index). x86_64, aarch64 are amd64, arm64 (see ParseArch).
-	Arch []string
+	// Arch are the platforms to build for, parsed once by the front-end
+	// (ParsePlatforms): none (amd64), one (that platform's image),
+	// several (one image per platform, published as one OCI index) or
+	// ArchAll alone (every platform of the base's index). x86_64, aarch64
+	// are amd64, arm64.
+	Arch Platforms
 	// Target is where the image goes: REG/REPO[:TAG] or oci:DIR[:TAG]
 	// (the tag defaults to latest). The tag moves last.
 	Target string

@@ -142,11 +142,11 @@ func (f *buildFlags) spec(g *globals) (pipeline.Spec, error) {
 	if f.push == "" {
 		return s, errors.New("give a target: --push REG/REPO[:TAG] or --push oci:DIR[:TAG]")
 	}
-	arch, err := pipeline.ParseArch(f.arch)
+	arch, err := pipeline.ParsePlatforms(f.arch)
 	if err != nil {
-		return s, err
+		return s, fmt.Errorf("--arch %w", err)
 	}
-	if len(arch) > 1 || (len(arch) == 1 && arch[0] == assemble.ArchAll) {
+	if arch.Multi() {
 		if f.sign.key != "" && registry.IsLayout(f.push) {
 			return s, fmt.Errorf("--arch %s with --sign-key: signing a multi-platform image in an OCI layout is not supported; push it to a registry", f.arch)
 		}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -79,6 +80,38 @@ func violations(imports map[string][]string) []string {
 	return bad
 }
 
+// buildFrontEnds are the front-ends that run builds: each hands the
+// pipeline one specification (pipeline.New, Prepare, Run) and reads its
+// result through the pipeline, so they import no stage, only what
+// frontEndMay lists. The CLI's thin commands over one stage (render,
+// verify, trust) import theirs and are not among them.
+var buildFrontEnds = []string{"fleet", "controller", "extension"}
+
+// frontEndMay are the folders a build front-end may import besides its
+// own: the pipeline, the API types, Day 2 (diff, prune), the plumbing.
+var frontEndMay = []string{"pipeline", "api", "diff", "prune", "internal"}
+
+// stageImports lists the imports of a build front-end that reach past
+// the pipeline into a stage.
+func stageImports(imports map[string][]string) []string {
+	var bad []string
+	for pkg, deps := range imports {
+		top := topFolder(pkg)
+		if !slices.Contains(buildFrontEnds, top) {
+			continue
+		}
+		for _, d := range deps {
+			if !strings.HasPrefix(d, module+"/") || topFolder(d) == top {
+				continue
+			}
+			if !slices.Contains(frontEndMay, topFolder(d)) {
+				bad = append(bad, pkg+" (a front-end that runs builds) imports the stage "+d+": go through pipeline")
+			}
+		}
+	}
+	return bad
+}
+
 func topFolder(pkg string) string {
 	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
 	top, _, _ := strings.Cut(rel, "/")
@@ -88,11 +121,17 @@ func topFolder(pkg string) string {
 // listImports runs go list over the module: each package's non-test
 // imports.
 func listImports(t *testing.T) map[string][]string {
+	return goList(t, ".", "./...")
+}
+
+// goList runs go list on patterns in dir (relative to the module's
+// root): each package's non-test imports.
+func goList(t *testing.T, dir string, patterns ...string) map[string][]string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
-	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...")
-	cmd.Dir = root
+	cmd := exec.Command("go", append([]string{"list", "-f", `{{.ImportPath}} {{join .Imports " "}}`}, patterns...)...)
+	cmd.Dir = filepath.Join(root, dir)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
@@ -118,6 +157,22 @@ func TestPipelineOrder(t *testing.T) {
 	for _, v := range violations(imports) {
 		t.Error(v)
 	}
+	for _, v := range stageImports(imports) {
+		t.Error(v)
+	}
+}
+
+// TestExtensionFrontEnd: the Gardener OS extension, a module of its own,
+// runs builds through the pipeline too: its packages (not its tests)
+// import no stage of the main module.
+func TestExtensionFrontEnd(t *testing.T) {
+	imports := goList(t, "extension", "./pkg/...", "./cmd/...")
+	if _, ok := imports[module+"/extension/pkg/app"]; !ok {
+		t.Fatalf("go list did not list %s/extension/pkg/app: the extension moved, update the test", module)
+	}
+	for _, v := range stageImports(imports) {
+		t.Error(v)
+	}
 }
 
 // The check itself finds each kind of violation.
@@ -140,5 +195,14 @@ func TestViolations(t *testing.T) {
 	}
 	if v := violations(ok); len(v) != 0 {
 		t.Errorf("allowed imports refused: %v", v)
+	}
+	if v := stageImports(map[string][]string{module + "/fleet": {module + "/assemble", module + "/sign", module + "/pipeline"}}); len(v) != 2 {
+		t.Errorf("a front-end's stage imports: found %v, want assemble and sign", v)
+	}
+	if v := stageImports(map[string][]string{
+		module + "/fleet":       {module + "/pipeline", module + "/internal/registry", module + "/diff", module + "/fleet/x"},
+		module + "/cmd/oslayer": {module + "/sign", module + "/render"},
+	}); len(v) != 0 {
+		t.Errorf("allowed front-end imports refused: %v", v)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
 	"github.com/oslayer/oslayer/extension/pkg/nodeside"
-	"github.com/oslayer/oslayer/sources/gardener"
+	"github.com/oslayer/oslayer/pipeline"
 )
 
 // oscDocument is the OSC as the build reads it: its spec, with the
@@ -58,7 +58,7 @@ func (a *Actuator) writeSecretRefs(ctx context.Context, osc *extensionsv1alpha1.
 	}
 	i := 0
 	for name, data := range secrets {
-		b, err := gardener.SecretManifest(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: osc.Namespace}, Data: data})
+		b, err := pipeline.SecretManifest(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: osc.Namespace}, Data: data})
 		if err != nil {
 			return "", err
 		}

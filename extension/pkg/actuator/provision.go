@@ -18,7 +18,7 @@ import (
 	reconcilerutils "github.com/gardener/gardener/pkg/controllerutils/reconciler"
 
 	"github.com/oslayer/oslayer/extension/pkg/nodeside"
-	"github.com/oslayer/oslayer/sign"
+	"github.com/oslayer/oslayer/pipeline"
 )
 
 // provision returns the user data of a provision OSC: its units and
@@ -143,7 +143,7 @@ func (a *Actuator) trust(ctx context.Context, osc *extensionsv1alpha1.OperatingS
 	if err != nil {
 		return err
 	}
-	pub := s.Data[sign.SecretPublicField]
+	pub := s.Data[pipeline.SecretPublicField]
 	if len(pub) == 0 {
 		sv, err := a.keys.Signer(km, nil)
 		if err != nil {
@@ -161,7 +161,7 @@ func (a *Actuator) trust(ctx context.Context, osc *extensionsv1alpha1.OperatingS
 	if err != nil {
 		return fieldErr("status.providerStatus.image", err)
 	}
-	b, err := sign.Trust(d.Context().Name(), pub, sign.TrustOptions{Pool: osc.Labels[v1beta1constants.LabelWorkerPool], OSCType: osc.Spec.Type, AcceptImages: nodeside.NodeImages(osc)})
+	b, err := pipeline.Trust(d.Context().Name(), pub, pipeline.TrustOptions{Pool: osc.Labels[v1beta1constants.LabelWorkerPool], OSCType: osc.Spec.Type, AcceptImages: nodeside.NodeImages(osc)})
 	if err != nil {
 		return invalidf(field, "%v", err)
 	}

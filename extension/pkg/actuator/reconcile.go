@@ -11,11 +11,9 @@ import (
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
-	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/extension/pkg/nodeside"
 	"github.com/oslayer/oslayer/pipeline"
 	buildsettings "github.com/oslayer/oslayer/pipeline/settings"
-	"github.com/oslayer/oslayer/publish"
 
 	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
 )
@@ -42,7 +40,7 @@ func (a *Actuator) reconcile(ctx context.Context, log logr.Logger, osc *extensio
 }
 
 // build runs the shared pipeline for the OSC.
-func (a *Actuator) build(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, s *settings) (*assemble.Result, error) {
+func (a *Actuator) build(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, s *settings) (*pipeline.Result, error) {
 	dir, err := os.MkdirTemp("", "oslayer-os-extension-")
 	if err != nil {
 		return nil, err
@@ -57,7 +55,7 @@ func (a *Actuator) build(ctx context.Context, osc *extensionsv1alpha1.OperatingS
 		return nil, err
 	}
 	p, err := pipeline.New(spec, pipeline.Env{Version: a.options.Version, Logger: a.options.Logger,
-		Publish: rd.publish, Sign: rd.sign, Keys: &a.keys})
+		Publish: rd.publish, Sign: rd.sign, SingleRequestUploads: true, Keys: &a.keys})
 	if err != nil {
 		return nil, specError(s.config, err)
 	}
@@ -75,7 +73,7 @@ func (a *Actuator) build(ctx context.Context, osc *extensionsv1alpha1.OperatingS
 // buildErr names what failed: a render or preflight failure is the OSC's
 // content (spec.units/spec.files or the configuration's base), a push or
 // sign failure the target.
-func buildErr(cfg *config, res *assemble.Result, err error) error {
+func buildErr(cfg *config, res *pipeline.Result, err error) error {
 	step := "build"
 	if res != nil && len(res.Phases) > 0 {
 		step = res.Phases[len(res.Phases)-1].Name
@@ -115,7 +113,6 @@ func (a *Actuator) read(ctx context.Context, osc *extensionsv1alpha1.OperatingSy
 	}
 	reg.Keychain = kc
 	rd.publish, rd.sign, reg.Shared = a.shared.Options(cred)
-	rd.publish = append(rd.publish, publish.WithSingleRequestUploads())
 	rd.registry = &reg
 	rd.signingKey, _, err = a.signingKey(ctx, osc, s.config)
 	return rd, err

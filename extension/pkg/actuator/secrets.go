@@ -15,8 +15,7 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
 	"github.com/oslayer/oslayer/internal/registry"
-	"github.com/oslayer/oslayer/sign"
-	"github.com/oslayer/oslayer/sources/gardener"
+	"github.com/oslayer/oslayer/pipeline"
 
 	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
 )
@@ -53,7 +52,7 @@ func (a *Actuator) keychain(ctx context.Context, osc *extensionsv1alpha1.Operati
 	if err != nil {
 		return nil, cred, err
 	}
-	b, err := gardener.SecretManifest(s)
+	b, err := pipeline.SecretManifest(s)
 	if err != nil {
 		return nil, cred, err
 	}
@@ -68,7 +67,7 @@ func (a *Actuator) keychain(ctx context.Context, osc *extensionsv1alpha1.Operati
 }
 
 // signingKey reads signing.keySecretRef (nil without signing).
-func (a *Actuator) signingKey(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, cfg *config) (*sign.KeyMaterial, *corev1.Secret, error) {
+func (a *Actuator) signingKey(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, cfg *config) (*pipeline.KeyMaterial, *corev1.Secret, error) {
 	if cfg.Signing == nil {
 		return nil, nil, nil
 	}
@@ -77,11 +76,11 @@ func (a *Actuator) signingKey(ctx context.Context, osc *extensionsv1alpha1.Opera
 	if err != nil {
 		return nil, nil, err
 	}
-	km := &sign.KeyMaterial{Source: "Secret " + s.Namespace + "/" + s.Name, PEM: s.Data[sign.SecretKeyField]}
+	km := &pipeline.KeyMaterial{Source: "Secret " + s.Namespace + "/" + s.Name, PEM: s.Data[pipeline.SecretKeyField]}
 	if len(km.PEM) == 0 {
-		return nil, nil, invalidf(field, "Secret %s/%s has no data key %s", s.Namespace, s.Name, sign.SecretKeyField)
+		return nil, nil, invalidf(field, "Secret %s/%s has no data key %s", s.Namespace, s.Name, pipeline.SecretKeyField)
 	}
-	if p, ok := s.Data[sign.SecretPasswordField]; ok {
+	if p, ok := s.Data[pipeline.SecretPasswordField]; ok {
 		km.Password, km.HasPassword = p, true
 	}
 	return km, s, nil

@@ -6,8 +6,6 @@ import (
 
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/pipeline"
-	"github.com/oslayer/oslayer/publish"
-	"github.com/oslayer/oslayer/sign"
 
 	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
 )
@@ -18,11 +16,11 @@ type read struct {
 	osc        string
 	secretsDir string
 	registry   *registry.Options
-	signingKey *sign.KeyMaterial
+	signingKey *pipeline.KeyMaterial
 	cacheDir   string
 	// publish and sign are the shared push and sign options.
-	publish []publish.Option
-	sign    []sign.Option
+	publish []pipeline.PublishOption
+	sign    []pipeline.SignOption
 }
 
 // specOf maps an OSC's settings onto the build specification: the OSC
@@ -35,9 +33,9 @@ type read struct {
 // the providerConfig field.
 func specOf(s *settings, rd read) (pipeline.Spec, error) {
 	cfg := s.config
-	arch, err := pipeline.ParseArch(strings.Join(cfg.Arch, ","))
+	arch, err := pipeline.ParsePlatforms(strings.Join(cfg.Arch, ","))
 	if err != nil {
-		return pipeline.Spec{}, invalidf(cfg.field("arch"), "%s", strings.TrimPrefix(err.Error(), "--arch "))
+		return pipeline.Spec{}, invalidf(cfg.field("arch"), "%s", err)
 	}
 	spec := pipeline.Spec{
 		Inputs: pipeline.Inputs{Pool: s.pool, OSCs: []string{rd.osc}, SecretsDir: rd.secretsDir},
@@ -63,10 +61,10 @@ func specError(cfg *config, err error) error {
 	switch {
 	case pe.Field == "target":
 		return invalidf(cfg.field("target"), "%v", pe.Err)
+	case pe.Field == "signing.key":
+		return invalidf(cfg.field("signing.keySecretRef"), "%v", pe.Err)
 	case pe.Field != "":
 		return invalidf(cfg.field(pe.Field), "%v", pe.Err)
-	case pe.Step == sign.StageSign:
-		return invalidf(cfg.field("signing.keySecretRef"), "%s", strings.TrimPrefix(pe.Err.Error(), sign.StageSign+": "))
 	case pe.Step == "push":
 		return fieldErr(cfg.field("target"), pe.Err)
 	}

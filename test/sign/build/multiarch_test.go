@@ -33,11 +33,15 @@ func multiRequest(t *testing.T, base string, arches ...string) assemble.Request 
 	if err != nil {
 		t.Fatal(err)
 	}
+	arch, err := assemble.ParsePlatforms(strings.Join(arches, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
 	return assemble.Request{
 		Render:   render.Request{OSCs: []string{filepath.Join(root, "examples", "gardener", "worker-osc.yaml")}, Pool: "worker"},
 		Base:     base,
 		Registry: &registry.Options{},
-		Arch:     strings.Join(arches, ","),
+		Arch:     arch,
 		Version:  "test",
 		Flags:    map[string]string{"bake-secrets": "false", "arch": strings.Join(arches, ",")},
 	}

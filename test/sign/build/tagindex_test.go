@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -20,11 +19,11 @@ import (
 )
 
 // TestBuildResolvedAndRetag: Build builds the platforms a
-// caller resolved (Resolved, in its order) with each platform's own
-// renderer (Renderers), and gives the index a build that resolves and
-// renders itself gives; Retag then moves another tag of the repository
-// to that index with a look at the tag and one PUT, and refuses a build
-// that was not tagged without sending anything.
+// caller prepared (Prepared, in its order: each platform's base resolved
+// and the pool rendered onto it), and gives the index a build that
+// resolves and renders itself gives; Retag then moves another tag of the
+// repository to that index with a look at the tag and one PUT, and
+// refuses a build that was not tagged without sending anything.
 func TestBuildResolvedAndRetag(t *testing.T) {
 	r, _, baseRef := multiBase(t)
 	proxy := regtest.NewProxy(t, r.Host)
@@ -45,31 +44,20 @@ func TestBuildResolvedAndRetag(t *testing.T) {
 	// ArchAll, which would read the base's index: its order is amd64 first.
 	all := multiRequest(t, baseRef, assemble.ArchAll)
 	all.Flags = plain.Flags
-	all.Resolved = []v1.Platform{{OS: "linux", Architecture: "arm64"}, {OS: "linux", Architecture: "amd64"}}
-	var mu sync.Mutex
-	rendered := map[string]int{}
-	all.Renderers = func(p v1.Platform) assemble.Renderer {
-		return func(ctx context.Context, req render.Request) (*render.Result, error) {
-			mu.Lock()
-			rendered[p.Architecture]++
-			mu.Unlock()
-			return render.Render(ctx, req)
-		}
+	proxy.Reset()
+	for _, arch := range []string{"arm64", "amd64"} {
+		all.Prepared = append(all.Prepared, prepare(ctx, t, all, arch))
 	}
 	pub, err = publish.New(proxy.Host+"/pools/worker:resolved", &registry.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy.Reset()
 	got, err := assemble.Build(ctx, all, pub)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Digest != want.Digest || len(got.Platforms) != 2 || got.Platforms[0].Platform != "linux/arm64" {
 		t.Errorf("resolved build: %s (%d platforms, first %s), want %s", got.Digest, len(got.Platforms), got.Platforms[0].Platform, want.Digest)
-	}
-	if rendered["arm64"] != 1 || rendered["amd64"] != 1 {
-		t.Errorf("platform renderers called %v, want each once", rendered)
 	}
 	indexReads := 0
 	for _, q := range proxy.Requests() {
@@ -122,4 +110,25 @@ func TestBuildResolvedAndRetag(t *testing.T) {
 	if n := len(proxy.Requests()); n != 0 {
 		t.Errorf("Retag of a failed build sent %d requests", n)
 	}
+}
+
+// prepare resolves and indexes req's base for arch and renders the pool
+// onto it, as pipeline.Prepare does.
+func prepare(ctx context.Context, t *testing.T, req assemble.Request, arch string) assemble.Input {
+	t.Helper()
+	b, err := assemble.ResolveBase(ctx, req.Base, req.Registry, arch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := assemble.IndexBase(ctx, b, assemble.IndexOptions{Registry: req.Registry}); err != nil {
+		t.Fatal(err)
+	}
+	rreq := req.Render
+	rreq.Base = b.Index.FS()
+	rreq.BaseName = fmt.Sprintf("base %s (%s)", b.Ref, b.Digest)
+	rd, err := render.Render(ctx, rreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return assemble.Input{Platform: v1.Platform{OS: "linux", Architecture: arch}, Base: b, Rendered: rd}
 }
