@@ -24,8 +24,13 @@ const (
 	labelPackageKey = assemble.LabelPrefix + "package-key"
 )
 
-// maxManifest bounds the ownership manifest read from a metadata layer.
-const maxManifest = 64 << 20
+// maxManifest bounds the ownership manifest read from a metadata layer;
+// maxLayer an oslayer layer diff reads (each is verified against its
+// digest, whole, before it is read).
+const (
+	maxManifest = 64 << 20
+	maxLayer    = 4 << 30
+)
 
 // LoadImage reads an oslayer image side: its manifest, its config and its
 // metadata layer (the ownership manifest), never a base layer. platform
@@ -114,7 +119,7 @@ func ownershipManifest(img v1.Image, layers []Layer) ([]render.ManifestItem, err
 	if err != nil {
 		return nil, fmt.Errorf("metadata layer %s: %w", meta.Digest, err)
 	}
-	rc, err := l.Uncompressed()
+	rc, err := registry.ReadLayer(l, maxLayer)
 	if err != nil {
 		return nil, fmt.Errorf("metadata layer %s: %w", meta.Digest, err)
 	}

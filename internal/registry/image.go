@@ -122,12 +122,21 @@ func layoutImage(ref string, platform v1.Platform) (v1.Image, Resolved, error) {
 		if err != nil {
 			return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
 		}
+		raw, err := sub.RawManifest()
+		if err == nil {
+			err = checkManifest(raw, d.Digest)
+		}
+		if err != nil {
+			return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
+		}
 		dd := d.Digest
 		res.IndexDigest = &dd
 		if img, err = pickPlatform(sub, platform, ref); err != nil {
 			return nil, res, err
 		}
 	} else if img, err = idx.Image(d.Digest); err != nil {
+		return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
+	} else if err = checkImage(img, d.Digest); err != nil {
 		return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
 	}
 	if res.Digest, err = img.Digest(); err != nil {
@@ -209,7 +218,14 @@ func pickPlatform(idx v1.ImageIndex, want v1.Platform, ref string) (v1.Image, er
 		have = append(have, d.Platform.String())
 		if d.Platform.OS == want.OS && d.Platform.Architecture == want.Architecture &&
 			(want.Variant == "" || d.Platform.Variant == want.Variant) {
-			return idx.Image(d.Digest)
+			img, err := idx.Image(d.Digest)
+			if err != nil {
+				return nil, err
+			}
+			if err := checkImage(img, d.Digest); err != nil {
+				return nil, fmt.Errorf("image %s: %w", ref, err)
+			}
+			return img, nil
 		}
 	}
 	return nil, fmt.Errorf("image %s: %w %s (index has %v)", ref, ErrNoPlatform, want.String(), have)
