@@ -1,7 +1,6 @@
 package diff
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -34,12 +33,7 @@ func metadataTar(t *testing.T, file string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(render.ManifestPath, "/"), Mode: 0o644, Size: int64(len(man)), Typeflag: tar.TypeReg})
-	tw.Write(man)
-	tw.Close()
-	return buf.Bytes()
+	return fuzzTar(t, string(man))
 }
 
 // poolImage is a minimal oslayer pool image: labels, one metadata layer.

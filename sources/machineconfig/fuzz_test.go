@@ -2,7 +2,6 @@ package machineconfig_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -16,12 +15,8 @@ import (
 func FuzzDecode(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join(fixtures.Dir(f), "mco", "aws", "*", "*.yaml"))
 	files = append(files, filepath.Join(fixtures.Dir(f), "mco", "misc", "server-test-config.yaml")) // Ignition spec 2.2
-	for _, p := range files {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
+	for _, seed := range fixtures.Seeds(f, files...) { // shrunk: a short run explores
+		f.Add(seed)
 	}
 	f.Add([]byte(fileMC(`{path: /etc/x, contents: {compression: gzip, source: "data:;base64,H4sIAAAAAAAA/w=="}}`)))
 	f.Fuzz(func(t *testing.T, data []byte) {
