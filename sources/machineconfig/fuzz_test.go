@@ -15,7 +15,7 @@ import (
 func FuzzDecode(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join(fixtures.Dir(f), "mco", "aws", "*", "*.yaml"))
 	files = append(files, filepath.Join(fixtures.Dir(f), "mco", "misc", "server-test-config.yaml")) // Ignition spec 2.2
-	for _, seed := range fixtures.Seeds(f, files...) { // shrunk: a short run explores
+	for _, seed := range fixtures.Seeds(f, files...) {                                              // shrunk: a short run explores
 		f.Add(seed)
 	}
 	f.Add([]byte(fileMC(`{path: /etc/x, contents: {compression: gzip, source: "data:;base64,H4sIAAAAAAAA/w=="}}`)))
