@@ -79,11 +79,10 @@ func wantMismatch(t *testing.T, s *Side, err error) {
 	}
 }
 
-// TestSwappedBlobRefusedLayout: a metadata blob of an OCI layout swapped
-// for same-size other content under its digest is refused.
-func TestSwappedBlobRefusedLayout(t *testing.T) {
-	img, data := poolImage(t)
-	dir := t.TempDir()
+// writeLayout writes img to a new OCI layout as "latest".
+func writeLayout(t *testing.T, img v1.Image) (dir, ref string) {
+	t.Helper()
+	dir = t.TempDir()
 	p, err := layout.Write(dir, empty.Index)
 	if err != nil {
 		t.Fatal(err)
@@ -91,14 +90,32 @@ func TestSwappedBlobRefusedLayout(t *testing.T) {
 	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": "latest"})); err != nil {
 		t.Fatal(err)
 	}
-	ref := "oci:" + dir + ":latest"
+	ref = "oci:" + dir + ":latest"
 	if _, err := LoadImage(context.Background(), &registry.Options{}, ref, nil); err != nil {
 		t.Fatalf("intact: %v", err)
 	}
+	return dir, ref
+}
+
+// TestSwappedBlobRefusedLayout: a metadata blob, or the config blob, of an
+// OCI layout swapped for same-size other content under its digest is
+// refused.
+func TestSwappedBlobRefusedLayout(t *testing.T) {
+	img, data := poolImage(t)
+	dir, ref := writeLayout(t, img)
 	ls, _ := img.Layers()
 	d, _ := ls[0].Digest()
 	swap(t, filepath.Join(dir, "blobs", "sha256", d.Hex), data)
 	s, err := LoadImage(context.Background(), &registry.Options{}, ref, nil)
+	wantMismatch(t, s, err)
+
+	dir, ref = writeLayout(t, img)
+	cd, _ := img.ConfigName()
+	cfg, _ := img.RawConfigFile()
+	if err := os.WriteFile(filepath.Join(dir, "blobs", "sha256", cd.Hex), bytes.Replace(cfg, []byte(`"worker"`), []byte(`"xorker"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err = LoadImage(context.Background(), &registry.Options{}, ref, nil)
 	wantMismatch(t, s, err)
 }
 
