@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/base64"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/oslayer/oslayer/sources/machineconfig"
@@ -95,6 +96,11 @@ func TestMCOEntryAndRefusedPairs(t *testing.T) {
 				!slices.Equal(os.LegacyActions, []string{LegacyReboot}) || !os.LegacyDrain || os.Refused != p.refused {
 				t.Errorf("action %s drain %v daemon %v first boot %v (drain %v) refused %v; the MCO: reboot, drain, [Reboot], [reboot] (drain true), refused %v",
 					os.Action, os.Drain, os.MCOActions, os.LegacyActions, os.LegacyDrain, os.Refused, p.refused)
+			}
+			var text strings.Builder
+			r.WriteText(&text)
+			if want := "openshift: reboot, drain"; !strings.Contains(text.String(), want) || strings.Contains(text.String(), "refused by the MCO") != p.refused {
+				t.Errorf("text output lacks %q or the refusal (%v):\n%s", want, p.refused, text.String())
 			}
 		})
 	}
