@@ -2,9 +2,6 @@ package registry_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,43 +13,6 @@ import (
 	"github.com/oslayer/oslayer/test/regtest"
 )
 
-// fullTmpfs mounts a 1 MiB tmpfs for a registry's storage; fill then
-// takes its last free byte.
-func fullTmpfs(t *testing.T) (dir string, fill func()) {
-	t.Helper()
-	regtest.RequireRoot(t, "mounts a tmpfs")
-	dir = t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "oslayer-test", dir).CombinedOutput(); err != nil {
-		t.Fatalf("mount tmpfs: %v\n%s", err, out)
-	}
-	// Registered after t.TempDir: runs before its removal.
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v\n%s", dir, err, out)
-		}
-	})
-	return dir, func() {
-		f, err := os.Create(filepath.Join(dir, "filler"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		buf := make([]byte, 4096)
-		for i := 0; i < 1024; i++ { // 4 MiB at most: the tmpfs has 1
-			if _, err := f.Write(buf); err != nil {
-				break
-			}
-		}
-		for _, n := range []int{512, 64, 1} { // the tail
-			for j := 0; j < 4096; j++ {
-				if _, err := f.Write(buf[:n]); err != nil {
-					break
-				}
-			}
-		}
-	}
-}
-
 // TestStorageFullTmpfs: Debian's docker-registry whose filesystem storage
 // (a tmpfs) has no space left answers with ENOSPC nested in
 // distribution's driver error (detail.Enclosed.Err 28). A push of a new
@@ -60,7 +20,7 @@ func fullTmpfs(t *testing.T) (dir string, fill func()) {
 // full, not "UNKNOWN: unknown error; map[... Err:28 ...]".
 func TestStorageFullTmpfs(t *testing.T) {
 	regtest.Require(t, "docker-registry")
-	dir, fill := fullTmpfs(t)
+	dir, fill := regtest.SmallTmpfs(t)
 	r := regtest.Start(t, regtest.Config{Filesystem: true, StorageDir: dir})
 	opts := (&registry.Options{Retry: registry.Retry{Attempts: 1}}).RemoteOptions(context.Background())
 	stored, err := random.Image(128, 1)
