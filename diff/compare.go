@@ -93,6 +93,11 @@ func changed(o, n *render.ManifestItem) []string {
 	if o.StoredAt != n.StoredAt {
 		what = append(what, "storage")
 	}
+	if len(what) == 0 && o.Ignition != "" && n.Ignition != "" && o.Ignition != n.Ignition {
+		// Same node file, another Ignition entry (data URL encoding,
+		// compression, overwrite): the daemon compares entries whole.
+		what = append(what, "ignition entry")
+	}
 	return what
 }
 

@@ -24,8 +24,13 @@ const (
 	labelPackageKey = assemble.LabelPrefix + "package-key"
 )
 
-// maxManifest bounds the ownership manifest read from a metadata layer.
-const maxManifest = 64 << 20
+// maxManifest bounds the ownership manifest read from a metadata layer;
+// maxLayer an oslayer layer diff reads (each is verified against its
+// digest, whole, before it is read).
+const (
+	maxManifest = 64 << 20
+	maxLayer    = 4 << 30
+)
 
 // LoadImage reads an oslayer image side: its manifest, its config and its
 // metadata layer (the ownership manifest), never a base layer. platform
@@ -35,6 +40,11 @@ func LoadImage(ctx context.Context, reg *registry.Options, ref string, platform 
 	if err != nil {
 		return nil, err
 	}
+	return imageSide(ref, img, res.Digest.String())
+}
+
+// imageSide reads the side of img (resolved from ref, at digest).
+func imageSide(ref string, img v1.Image, digest string) (*Side, error) {
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return nil, fmt.Errorf("image %s: config: %w", ref, err)
@@ -43,7 +53,7 @@ func LoadImage(ctx context.Context, reg *registry.Options, ref string, platform 
 	if l[assemble.LabelPool] == "" {
 		return nil, fmt.Errorf("image %s: not an oslayer pool image (no label %s)", ref, assemble.LabelPool)
 	}
-	s := &Side{Given: ref, Kind: "image", Digest: res.Digest.String(), Pool: l[assemble.LabelPool], Arch: cf.Architecture,
+	s := &Side{Given: ref, Kind: "image", Digest: digest, Pool: l[assemble.LabelPool], Arch: cf.Architecture,
 		BaseDigest: l[assemble.LabelBaseDigest], OSVersion: firstNonEmpty(l[labelOSVersion], l[labelVersion]),
 		Kernel: l[labelKernel], PackageKey: l[labelPackageKey], InputsDigest: l[assemble.LabelInputsDigest]}
 	if err := json.Unmarshal([]byte(l[assemble.LabelKernelArgs]), &s.KernelArgs); err != nil {
@@ -114,7 +124,7 @@ func ownershipManifest(img v1.Image, layers []Layer) ([]render.ManifestItem, err
 	if err != nil {
 		return nil, fmt.Errorf("metadata layer %s: %w", meta.Digest, err)
 	}
-	rc, err := l.Uncompressed()
+	rc, err := registry.ReadLayer(l, maxLayer)
 	if err != nil {
 		return nil, fmt.Errorf("metadata layer %s: %w", meta.Digest, err)
 	}

@@ -49,5 +49,5 @@ func LoadInputs(ctx context.Context, given string, req render.Request, baseDiges
 func manifestItem(b render.Baked) render.ManifestItem {
 	src := b.Source
 	return render.ManifestItem{Path: b.Path, StoredAt: b.StoredAt, Type: b.Type, Mode: b.Mode, UID: b.UID, GID: b.GID,
-		SHA256: b.SHA256, Target: b.Target, Layer: b.Layer, Generated: b.Generated, Source: src}
+		SHA256: b.SHA256, Target: b.Target, Layer: b.Layer, Generated: b.Generated, Ignition: b.Ignition, Source: src}
 }

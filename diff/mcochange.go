@@ -14,15 +14,18 @@ type MCOChange struct {
 	Units []string `json:"units,omitempty"`
 	// Passwd is set when passwd (in practice core's SSH keys) changed.
 	Passwd bool `json:"passwd,omitempty"`
-	// OSImageURL, KernelArgs, FIPS, KernelType and Extensions are the
-	// changes the daemon always reboots for.
+	// OSImageURL, KernelArgs, KernelType and Extensions are the changes
+	// the daemon always reboots for.
 	OSImageURL bool `json:"osImageURL,omitempty"`
 	KernelArgs bool `json:"kernelArgs,omitempty"`
-	FIPS       bool `json:"fips,omitempty"`
 	KernelType bool `json:"kernelType,omitempty"`
 	Extensions bool `json:"extensions,omitempty"`
-	// Refused lists changes the MCO refuses outright (directories, links,
-	// disks, filesystems, raid, passwd other than SSH keys).
+	// FIPS is a spec.fips change, which the MCO refuses (it is in Refused
+	// too).
+	FIPS bool `json:"fips,omitempty"`
+	// Refused lists changes the MCO refuses outright (reconcilable:
+	// directories, links, disks, filesystems, raid, passwd other than SSH
+	// keys, FIPS).
 	Refused []string `json:"refused,omitempty"`
 }
 
@@ -33,7 +36,7 @@ func (c MCOChange) rebootFields() []string {
 		set  bool
 		name string
 	}{
-		{c.OSImageURL, "osImageURL"}, {c.KernelArgs, "kernelArguments"}, {c.FIPS, "fips"},
+		{c.OSImageURL, "osImageURL"}, {c.KernelArgs, "kernelArguments"},
 		{c.KernelType, "kernelType"}, {c.Extensions, "extensions"},
 	} {
 		if f.set {

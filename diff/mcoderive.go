@@ -35,7 +35,11 @@ func deriveMCO(old, new *Side, paths []PathChange) MCOChange {
 	}
 	c.Files, c.Units, c.Refused = sortedKeys(files), sortedKeys(units), sortedKeys(refused)
 	c.Passwd = old.Passwd != new.Passwd
-	c.FIPS = old.FIPS != new.FIPS
+	if c.FIPS = old.FIPS != new.FIPS; c.FIPS {
+		// reconcilable's checkFIPS: "refusing to modify FIPS on a running
+		// cluster" (pkg/daemon/update.go).
+		c.Refused = append(c.Refused, "fips")
+	}
 	c.OSImageURL = old.OSImageURL != new.OSImageURL || baseChanged(old, new)
 	c.KernelArgs = !(len(old.KernelArgs) == 0 && len(new.KernelArgs) == 0) && !slices.Equal(old.KernelArgs, new.KernelArgs)
 	c.KernelType = canonicalKernelType(old.KernelType) != canonicalKernelType(new.KernelType)

@@ -39,7 +39,9 @@ const (
 
 // LegacyAction is calculatePostConfigChangeAction: a change of
 // osImageURL, kernel arguments, FIPS, units, kernel type or extensions
-// reboots; otherwise the file rules decide.
+// reboots; otherwise the file rules decide. (A FIPS change never gets
+// here on a node: reconcilable refuses it first; predictOpenShift reports
+// it refused.)
 func LegacyAction(c MCOChange) []string {
 	if c.OSImageURL || c.KernelArgs || c.FIPS || len(c.Units) > 0 || c.KernelType || c.Extensions {
 		return []string{LegacyReboot}

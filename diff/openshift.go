@@ -25,11 +25,25 @@ func predictOpenShift(r *Result, p opv1.NodeDisruptionPolicyClusterStatus, polic
 	pr.Action = Summarize(d.Actions, drainSpecial)
 	pr.Drain = pr.Action == Reboot || pr.Action == Drain
 	pr.Notes = append(pr.Notes, "node disruption policy: "+policyName)
-	for _, r := range c.Refused {
-		pr.Rules = append(pr.Rules, Rule{Item: r, Rule: "the MCO refuses this change (can't reconcile): the update fails"})
-		pr.Action = Reboot
+	if len(c.Refused) > 0 {
+		refused(&pr, c.Refused)
 	}
 	return pr
+}
+
+// refused reports a change the MCO refuses (reconcilable, run by the
+// render controller before any node is touched: the pool degrades). No
+// node can get it in place; it takes a new node, so the answer is a
+// reboot with a drain, and the daemon's actions and first-boot actions
+// say the same.
+func refused(pr *Prediction, items []string) {
+	for _, r := range items {
+		pr.Rules = append(pr.Rules, Rule{Item: r, Rule: "the MCO refuses this change (can't reconcile): the update fails"})
+	}
+	pr.Refused = true
+	pr.Action, pr.Drain = Reboot, true
+	pr.MCOActions = []string{string(opv1.RebootStatusAction)}
+	pr.LegacyActions, pr.LegacyDrain = []string{LegacyReboot}, true
 }
 
 // predictOpenShiftImage is the change applied as a new osImageURL: the

@@ -27,6 +27,9 @@ type Prediction struct {
 	LegacyDrain bool `json:"legacyDrain,omitempty"`
 	// Drain says whether the node is drained first.
 	Drain bool `json:"drain"`
+	// Refused is set when the MCO refuses the change (OpenShift only):
+	// Action is then reboot, with a drain, as for a new node.
+	Refused bool `json:"refused,omitempty"`
 	// Rewritten and Restarted are the files gardener-node-agent writes
 	// and the units it restarts (Gardener only).
 	Rewritten []string `json:"rewritten,omitempty"`

@@ -10,6 +10,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/render"
 )
 
@@ -62,7 +63,7 @@ func imageOpener(img v1.Image, layers []Layer) openLayer {
 			if err != nil {
 				return nil, err
 			}
-			return layer.Uncompressed()
+			return registry.ReadLayer(layer, maxLayer)
 		}
 		return nil, fmt.Errorf("no %s layer", role)
 	}

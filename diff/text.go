@@ -103,6 +103,9 @@ func writePrediction(w io.Writer, p Prediction) {
 	if p.Drain && p.Action != None {
 		drain = ", drain"
 	}
+	if p.Refused {
+		drain += " (refused by the MCO: the pool degrades, no node takes it in place)"
+	}
 	fmt.Fprintf(w, "%s: %s%s%s\n", p.Platform, p.Action, drain, applies)
 	if len(p.MCOActions) > 0 {
 		fmt.Fprintf(w, "  daemon actions: %s (first boot: %s)\n", strings.Join(p.MCOActions, ", "), strings.Join(p.LegacyActions, ", "))

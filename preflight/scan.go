@@ -13,6 +13,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/oslayer/oslayer/internal/registry"
 )
 
 // ScanLimits bound the memory the added-layer scan uses. Zero values use
@@ -154,7 +156,9 @@ func Scan(ctx context.Context, t *Target, lim ScanLimits) ([]*LayerContent, erro
 		if err != nil {
 			return nil, fmt.Errorf("preflight: %s: %w", where, err)
 		}
-		rc, err := layer.Uncompressed()
+		// Verified whole against its digest before it is scanned (a layout
+		// blob is not checked otherwise, a registry blob only at its end).
+		rc, err := registry.ReadLayer(layer, maxScanLayer)
 		if err != nil {
 			return nil, fmt.Errorf("preflight: %s: %w", where, err)
 		}
@@ -174,6 +178,9 @@ func Scan(ctx context.Context, t *Target, lim ScanLimits) ([]*LayerContent, erro
 	}
 	return out, nil
 }
+
+// maxScanLayer bounds an added layer preflight reads.
+const maxScanLayer = 16 << 30
 
 func scanTar(ctx context.Context, r io.Reader, lc *LayerContent, buf []byte, kept *int64, entries *int, lim ScanLimits) error {
 	tr := tar.NewReader(r)

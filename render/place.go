@@ -74,6 +74,7 @@ type varItem struct {
 	origin    model.Origin
 	fromImage string
 	secret    bool
+	ignition  string
 }
 
 type placeClass int
@@ -278,11 +279,11 @@ func (p *placer) placeFile(f model.File) {
 	}
 	if cls == viaVar {
 		p.addVar(f.Origin, f.Path, varmech.Entry{Kind: varmech.File, Mode: f.Mode, UID: f.UID, GID: f.GID},
-			varItem{data: f.Data, fromImage: f.FromImage, secret: f.Secret})
+			varItem{data: f.Data, fromImage: f.FromImage, secret: f.Secret, ignition: f.Ignition})
 		return
 	}
 	p.add(tree.Entry{Path: f.Path, Kind: tree.File, Mode: f.Mode, UID: f.UID, GID: f.GID, Data: f.Data, Layer: layerFor(len(f.Data), f.FromImage)},
-		Baked{Path: f.Path, Source: f.Origin, FromImage: f.FromImage, Secret: f.Secret})
+		Baked{Path: f.Path, Source: f.Origin, FromImage: f.FromImage, Secret: f.Secret, Ignition: f.Ignition})
 }
 
 func (p *placer) placeSymlink(l model.Link) {
@@ -369,7 +370,7 @@ func (p *placer) placeVar() {
 				continue
 			}
 			p.add(tree.Entry{Path: img, Kind: tree.File, Mode: e.Mode, UID: e.UID, GID: e.GID, Data: it.data, Layer: layerFor(len(it.data), it.fromImage)},
-				Baked{Path: it.path, Source: it.origin, FromImage: it.fromImage, Secret: it.secret})
+				Baked{Path: it.path, Source: it.origin, FromImage: it.fromImage, Secret: it.secret, Ignition: it.ignition})
 		default:
 			// Directories and symlinks are created by tmpfiles.d rules; they
 			// are baked as part of the rules file and reported here.

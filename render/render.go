@@ -191,17 +191,20 @@ func createdBy(name string, baked []Baked) string {
 
 // ManifestItem is one entry of the ownership manifest.
 type ManifestItem struct {
-	Path      string       `json:"path"`
-	StoredAt  string       `json:"storedAt,omitempty"`
-	Type      string       `json:"type"`
-	Mode      string       `json:"mode"`
-	UID       int          `json:"uid"`
-	GID       int          `json:"gid"`
-	SHA256    string       `json:"sha256,omitempty"`
-	Target    string       `json:"target,omitempty"`
-	Layer     string       `json:"layer"`
-	Generated bool         `json:"generated,omitempty"`
-	Source    model.Origin `json:"source"`
+	Path      string `json:"path"`
+	StoredAt  string `json:"storedAt,omitempty"`
+	Type      string `json:"type"`
+	Mode      string `json:"mode"`
+	UID       int    `json:"uid"`
+	GID       int    `json:"gid"`
+	SHA256    string `json:"sha256,omitempty"`
+	Target    string `json:"target,omitempty"`
+	Layer     string `json:"layer"`
+	Generated bool   `json:"generated,omitempty"`
+	// Ignition is the SHA-256 of the MachineConfig file entry the item
+	// came from (absent in images built before it was recorded).
+	Ignition string       `json:"ignition,omitempty"`
+	Source   model.Origin `json:"source"`
 }
 
 // Manifest is the content of ManifestPath.
@@ -217,7 +220,7 @@ func manifest(items []Baked) ([]byte, error) {
 		src.Document = docName(src.Document)
 		m.Items = append(m.Items, ManifestItem{
 			Path: b.Path, StoredAt: b.StoredAt, Type: b.Type, Mode: b.Mode, UID: b.UID, GID: b.GID,
-			SHA256: b.SHA256, Target: b.Target, Layer: b.Layer, Generated: b.Generated, Source: src,
+			SHA256: b.SHA256, Target: b.Target, Layer: b.Layer, Generated: b.Generated, Ignition: b.Ignition, Source: src,
 		})
 	}
 	out, err := json.MarshalIndent(m, "", "  ")

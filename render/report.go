@@ -52,6 +52,9 @@ type Baked struct {
 	FromImage string `json:"fromImage,omitempty"`
 	// Secret marks baked secretRef content (--bake-secrets).
 	Secret bool `json:"secret,omitempty"`
+	// Ignition is the SHA-256 of the MachineConfig file entry
+	// (model.File.Ignition).
+	Ignition string `json:"ignition,omitempty"`
 	// Generated marks entries oslayer derives (links, tmpfiles rules, ...)
 	// rather than copies from an input item; Source then names the item it
 	// was derived from, or Document "oslayer".

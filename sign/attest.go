@@ -37,6 +37,10 @@ const (
 	BuilderID = "https://github.com/oslayer/oslayer"
 	// BuildType identifies how oslayer builds a pool image.
 	BuildType = "https://github.com/oslayer/oslayer/buildtypes/pool-image/v1"
+	// ParamSBOM is the internal parameter that records the SBOM attached
+	// with the provenance (its predicate type); images signed before it
+	// was recorded have none and no SBOM.
+	ParamSBOM = "sbom"
 )
 
 // Statement is an in-toto v1 statement with a SLSA provenance v1 predicate.
@@ -119,8 +123,11 @@ func NewStatement(b *assemble.Built, d name.Digest, version string) (*Statement,
 		flags["base"] = relRef(base)
 	}
 	bd.ExternalParameters = ExternalParameters{Pool: b.Pool, Base: relRef(b.Base.Ref), Flags: flags}
+	// oslayer attaches an SBOM to every image it signs; the provenance says
+	// so, and verify tells a stripped SBOM from an image signed before.
+	bd.InternalParameters = map[string]string{ParamSBOM: SBOMPredicateType}
 	if b.InputsDigest != "" {
-		bd.InternalParameters = map[string]string{"inputsDigest": b.InputsDigest}
+		bd.InternalParameters["inputsDigest"] = b.InputsDigest
 	}
 	base := ResourceDescriptor{Name: "base", Annotations: map[string]any{AnnotationRole: "base"}}
 	if b.Base.Digest.Hex != "" {

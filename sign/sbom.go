@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/oslayer/oslayer/assemble"
+	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/render"
 )
 
@@ -170,6 +171,9 @@ func imagePath(p string) string { return strings.TrimPrefix(path.Clean("/"+p), "
 
 type fileSums struct{ sha1, sha256 string }
 
+// maxAddedLayer bounds an added layer the SBOM reads.
+const maxAddedLayer = 16 << 30
+
 // addedFileSums reads the regular files of b's added layers (later layers
 // win) and returns their digests by image path.
 func addedFileSums(b *assemble.Built) (map[string]fileSums, error) {
@@ -182,7 +186,7 @@ func addedFileSums(b *assemble.Built) (map[string]fileSums, error) {
 		if err != nil {
 			return nil, fmt.Errorf("added layer %s: %w", a.Digest, err)
 		}
-		rc, err := l.Uncompressed()
+		rc, err := registry.ReadLayer(l, maxAddedLayer) // verified whole before the SBOM reads it
 		if err != nil {
 			return nil, fmt.Errorf("added layer %s: %w", a.Digest, err)
 		}

@@ -242,7 +242,8 @@ func (vr *verification) attestations() {
 // missingSBOM tells an image without an SBOM from one whose SBOM does not
 // verify: cosign keeps the attestations that verify and drops the others
 // silently, so an SBOM whose statement was edited would read as no SBOM
-// at all. Only an image with no SBOM attestation has none.
+// at all. Only an image with no SBOM attestation, whose provenance does
+// not record one (signed before oslayer attached SBOMs), has none.
 func (vr *verification) missingSBOM() {
 	v := vr.v
 	if v.SBOM != nil || v.SBOMError != "" {
@@ -254,6 +255,8 @@ func (vr *verification) missingSBOM() {
 		v.SBOMError = "reading the attestations again: " + err.Error()
 	case n > 0:
 		v.SBOMError = fmt.Sprintf("%d SBOM attestation(s) of %s attached, none verifies with this key (its statement or signature was changed, it names another image, or another key signed it)", n, v.Digest)
+	case v.Provenance != nil && v.Provenance.Predicate.BuildDefinition.InternalParameters[ParamSBOM] != "":
+		v.SBOMError = fmt.Sprintf("no SBOM attestation of %s, but its provenance (internalParameters.%s) says oslayer attached one when it signed it: the SBOM was removed", v.Digest, ParamSBOM)
 	}
 }
 

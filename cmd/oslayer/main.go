@@ -89,7 +89,7 @@ signs it, so nodes rebase onto one verified, reproducible image.`,
 		root.AddCommand(c(g))
 	}
 	root.AddCommand(newDocsCmd())
-	return root
+	return usageErrors(root)
 }
 
 // stopGrace is how long a command may take to wind down (cancel requests,
@@ -177,6 +177,9 @@ func exitCode(err error, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
+	}
+	if unknownCommand(err) {
+		return 2
 	}
 	return 1
 }

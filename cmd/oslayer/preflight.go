@@ -62,9 +62,6 @@ Exit codes: 0 all checks passed, 1 errors found, 2 the checks could not run.`,
 		},
 		RunE: c.run,
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &exitError{code: 2, err: fmt.Errorf("preflight: %w", err)}
-	})
 	fs := cmd.Flags()
 	fs.StringVar(&c.base, "base", "", "base image the IMAGE was built on: its layers must be a prefix, and the layers after it are the added layers")
 	fs.StringVar(&c.arch, "arch", "", "architecture of the nodes (amd64, arm64, x86_64, aarch64); also selects the image from a multi-arch index")

@@ -83,7 +83,7 @@ func (o *Options) Image(ctx context.Context, ref string, platform *v1.Platform) 
 		}
 		d := desc.Digest
 		res.IndexDigest = &d
-		img, err = pickPlatform(idx, *platform, ref)
+		img, _, err = pickPlatform(idx, *platform, ref)
 		if err != nil {
 			return nil, res, err
 		}
@@ -122,12 +122,25 @@ func layoutImage(ref string, platform v1.Platform) (v1.Image, Resolved, error) {
 		if err != nil {
 			return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
 		}
+		raw, err := sub.RawManifest()
+		if err == nil {
+			err = checkManifest(raw, d.Digest)
+		}
+		if err != nil {
+			return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
+		}
 		dd := d.Digest
 		res.IndexDigest = &dd
-		if img, err = pickPlatform(sub, platform, ref); err != nil {
+		var child v1.Hash
+		if img, child, err = pickPlatform(sub, platform, ref); err != nil {
 			return nil, res, err
 		}
+		if err = checkImage(img, child); err != nil {
+			return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
+		}
 	} else if img, err = idx.Image(d.Digest); err != nil {
+		return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
+	} else if err = checkImage(img, d.Digest); err != nil {
 		return nil, res, fmt.Errorf("OCI layout %s: %w", dir, err)
 	}
 	if res.Digest, err = img.Digest(); err != nil {
@@ -196,10 +209,10 @@ var ErrNoPlatform = errors.New("no image for platform")
 // image, not a multi-platform index.
 var ErrNotIndex = errors.New("not a multi-platform index")
 
-func pickPlatform(idx v1.ImageIndex, want v1.Platform, ref string) (v1.Image, error) {
+func pickPlatform(idx v1.ImageIndex, want v1.Platform, ref string) (v1.Image, v1.Hash, error) {
 	im, err := idx.IndexManifest()
 	if err != nil {
-		return nil, fmt.Errorf("image %s: %w", ref, err)
+		return nil, v1.Hash{}, fmt.Errorf("image %s: %w", ref, err)
 	}
 	var have []string
 	for _, d := range im.Manifests {
@@ -209,10 +222,11 @@ func pickPlatform(idx v1.ImageIndex, want v1.Platform, ref string) (v1.Image, er
 		have = append(have, d.Platform.String())
 		if d.Platform.OS == want.OS && d.Platform.Architecture == want.Architecture &&
 			(want.Variant == "" || d.Platform.Variant == want.Variant) {
-			return idx.Image(d.Digest)
+			img, err := idx.Image(d.Digest)
+			return img, d.Digest, err
 		}
 	}
-	return nil, fmt.Errorf("image %s: %w %s (index has %v)", ref, ErrNoPlatform, want.String(), have)
+	return nil, v1.Hash{}, fmt.Errorf("image %s: %w %s (index has %v)", ref, ErrNoPlatform, want.String(), have)
 }
 
 // Platforms lists the platforms of ref's index (a registry reference or

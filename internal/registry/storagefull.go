@@ -52,7 +52,7 @@ func (f *fullHosts) has(host string) bool {
 // StorageFullMessage is the message of an answer of registry host whose
 // storage is full.
 func StorageFullMessage(host string) string {
-	return fmt.Sprintf("the storage of registry %s is full (ENOSPC, errno 28): free space on the registry (or run its garbage collection) and try again", host)
+	return fmt.Sprintf("the disk of registry %s is full: its storage has no space left (ENOSPC, errno 28); free space on the registry (or run its garbage collection) and try again", host)
 }
 
 func (t *storageFullTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -118,7 +118,7 @@ func storageFull(body []byte) (any, bool) {
 					return d, true
 				}
 			case map[string]any:
-				if n, ok := d["Err"].(float64); ok && n == errnoENOSPC {
+				if enospc(d, 0) {
 					return d, true
 				}
 			}
@@ -128,6 +128,25 @@ func storageFull(body []byte) (any, bool) {
 		return nil, true
 	}
 	return nil, false
+}
+
+// enospc looks for "Err": 28 in an error detail and the errors it
+// encloses: distribution's storage drivers wrap the operating system's
+// error ({"DriverName":"filesystem","Enclosed":{"Op":"write",...,"Err":28}},
+// storagedriver.Error), so it is rarely at the top.
+func enospc(d map[string]any, depth int) bool {
+	if n, ok := d["Err"].(float64); ok && n == errnoENOSPC {
+		return true
+	}
+	if depth >= 8 {
+		return false
+	}
+	for _, v := range d {
+		if m, ok := v.(map[string]any); ok && enospc(m, depth+1) {
+			return true
+		}
+	}
+	return false
 }
 
 // explained is resp with a registry error document saying that the

@@ -16,10 +16,12 @@ import (
 
 // What docker-registry 2.8 answers when its filesystem storage is full: a
 // blob upload (the detail a string, as captured from a registry on a full
-// tmpfs) and a write whose error keeps its fields (Err 28 is ENOSPC).
+// tmpfs) and a write whose error keeps its fields, enclosed in the storage
+// driver's error (Err 28 is ENOSPC; captured from TestStorageFullTmpfs's
+// registry).
 const (
 	enospcUpload = `{"errors":[{"code":"UNKNOWN","message":"unknown error","detail":"write /var/lib/registry/docker/registry/v2/repositories/x/_uploads/1/data: no space left on device"}]}`
-	enospcFields = `{"errors":[{"code":"UNKNOWN","message":"unknown error","detail":{"Op":"write","Path":"/var/lib/registry/docker/registry/v2/repositories/x/_manifests/tags/v1/current/link","Err":28}}]}`
+	enospcFields = `{"errors":[{"code":"UNKNOWN","message":"unknown error","detail":{"DriverName":"filesystem","Enclosed":{"Op":"write","Path":"/var/lib/registry/docker/registry/v2/repositories/x/_manifests/tags/v1/current/link","Err":28}}}]}`
 )
 
 // TestStorageFull: a registry (real, behind a fault proxy answering as a

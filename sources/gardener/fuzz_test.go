@@ -2,7 +2,6 @@ package gardener_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -16,12 +15,8 @@ import (
 func FuzzDecode(f *testing.F) {
 	for _, sub := range []string{"generated", "verbatim"} {
 		files, _ := filepath.Glob(filepath.Join(fixtures.Dir(f), "gardener", sub, "*"))
-		for _, p := range files {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				f.Fatal(err)
-			}
-			f.Add(data)
+		for _, seed := range fixtures.Seeds(f, files...) { // shrunk: a short run explores
+			f.Add(seed)
 		}
 	}
 	f.Add([]byte(fileDoc("/etc/x", "      inline: {encoding: b64, data: eA==}\n")))

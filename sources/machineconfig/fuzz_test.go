@@ -2,7 +2,6 @@ package machineconfig_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -11,17 +10,14 @@ import (
 )
 
 // FuzzDecode feeds arbitrary bytes to the MachineConfig decoder, seeded with
-// the per-role fixtures and a spec 2.2 config. It must never panic and never return both a config
+// the per-role fixtures (shrunk) and a spec 2.2 config. It must never panic and never return both a config
 // and an error.
 func FuzzDecode(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join(fixtures.Dir(f), "mco", "aws", "*", "*.yaml"))
 	files = append(files, filepath.Join(fixtures.Dir(f), "mco", "misc", "server-test-config.yaml")) // Ignition spec 2.2
-	for _, p := range files {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
+	// Shrunk (fixtures.Seeds): whole fixtures keep a short run minimising.
+	for _, seed := range fixtures.Seeds(f, files...) {
+		f.Add(seed)
 	}
 	f.Add([]byte(fileMC(`{path: /etc/x, contents: {compression: gzip, source: "data:;base64,H4sIAAAAAAAA/w=="}}`)))
 	f.Fuzz(func(t *testing.T, data []byte) {

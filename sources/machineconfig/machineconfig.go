@@ -675,7 +675,19 @@ func (v *converter) file(f igntypes.File) {
 		v.fail(model.Errorf(o, f.Path, "%v", err))
 		return
 	}
-	v.cfg.Files = append(v.cfg.Files, model.File{Path: f.Path, Mode: mode, UID: uid, GID: gid, Data: data, Origin: o})
+	v.cfg.Files = append(v.cfg.Files, model.File{Path: f.Path, Mode: mode, UID: uid, GID: gid, Data: data, Ignition: entrySum(f), Origin: o})
+}
+
+// entrySum is the SHA-256 of the file entry's JSON: the daemon compares
+// entries whole (openshift/machine-config-operator @ 7ff337a4ffac,
+// pkg/controller/common/helpers.go CalculateConfigFileDiffs,
+// reflect.DeepEqual of the ign3types.File).
+func entrySum(f igntypes.File) string {
+	data, err := json.Marshal(f)
+	if err != nil {
+		return ""
+	}
+	return sha(data)
 }
 
 // dir converts a storage.directories entry.

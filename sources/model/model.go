@@ -53,8 +53,13 @@ type File struct {
 	FromImage string `json:"fromImage,omitempty"`
 	// Secret is true when the content came from a Secret (secretRef) and was
 	// baked because the user opted in.
-	Secret bool   `json:"secret,omitempty"`
-	Origin Origin `json:"origin"`
+	Secret bool `json:"secret,omitempty"`
+	// Ignition is the SHA-256 of the merged Ignition file entry
+	// (MachineConfigs only): the machine-config daemon compares the whole
+	// entry, so a new data URL encoding, compression or overwrite flag of
+	// the same content is a change to it.
+	Ignition string `json:"ignition,omitempty"`
+	Origin   Origin `json:"origin"`
 }
 
 // Dir is a directory the configuration asks for explicitly.

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"encoding/base64"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -27,8 +28,12 @@ import (
 // signature kept), fails `oslayer verify --key` (exit 1, saying the SBOM
 // does not verify), as `cosign verify-attestation --type spdxjson` does;
 // the provenance still verifies. With the SBOM attestation removed
-// altogether, verify passes and notes that there is none. Before, the
-// edited SBOM read as absent and verify exited 0.
+// altogether, verify fails too: the provenance records that oslayer
+// attached one. Only an image whose provenance records none (signed
+// before oslayer attached SBOMs; here its provenance re-attested by
+// cosign without that record) passes with the note that there is none.
+// Before, the edited SBOM read as absent, and the stripped one passed:
+// verify exited 0.
 func TestVerifyTamperedSBOM(t *testing.T) {
 	cosignBin := regtest.Require(t, "cosign")
 	bin := oslayerBin(t)
@@ -114,12 +119,71 @@ func TestVerifyTamperedSBOM(t *testing.T) {
 		t.Fatalf("cosign verify-attestation --type slsaprovenance1 after editing the SBOM only: %v\n%s", err, out)
 	}
 
-	// No SBOM attestation at all (an image from before oslayer attached
-	// one): passes, with the note.
+	// The SBOM attestation stripped: the provenance says there was one.
 	writeAtts(prov...)
 	r = oslayer(t, bin, nil, "verify", d.String(), "--key", pub)
+	if r.code != 1 || !strings.Contains(r.stdout, "sbom:        FAIL") || !strings.Contains(r.stderr, "the SBOM was removed") {
+		t.Fatalf("verify of an image whose SBOM attestation was stripped: want exit 1, got %+v", r)
+	}
+
+	// An image signed before oslayer attached SBOMs: its provenance
+	// (attested by cosign, without internalParameters.sbom) and no SBOM.
+	writeAtts()
+	pred := filepath.Join(dir, "provenance.json")
+	writeJSON(t, pred, predicateWithout(t, prov[0], sign.ParamSBOM))
+	attest := exec.Command(cosignBin, "attest", "--key", filepath.Join(keys, "cosign.key"), "--type", "slsaprovenance1",
+		"--predicate", pred, "--tlog-upload=false", "--allow-http-registry", "-y", d.String())
+	attest.Env = append(os.Environ(), pw...)
+	if out, err := attest.CombinedOutput(); err != nil {
+		t.Fatalf("cosign attest: %v\n%s", err, out)
+	}
+	r = oslayer(t, bin, nil, "verify", d.String(), "--key", pub)
 	if r.code != 0 || !strings.Contains(r.stdout, "sbom:        none by this key") {
-		t.Fatalf("verify of an image without an SBOM attestation: %+v", r)
+		t.Fatalf("verify of an image signed before SBOMs: %+v", r)
+	}
+}
+
+// predicateWithout is the SLSA predicate of provenance attestation a with
+// the internal parameter param removed.
+func predicateWithout(t *testing.T, a oci.Signature, param string) map[string]any {
+	t.Helper()
+	p, err := a.Payload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env struct {
+		Payload string `json:"payload"`
+	}
+	if err := json.Unmarshal(p, &env); err != nil {
+		t.Fatal(err)
+	}
+	b, err := base64.StdEncoding.DecodeString(env.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Predicate map[string]any `json:"predicate"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	bd := st.Predicate["buildDefinition"].(map[string]any)
+	ip, _ := bd["internalParameters"].(map[string]any)
+	if _, ok := ip[param]; !ok {
+		t.Fatalf("the provenance has no internalParameters.%s", param)
+	}
+	delete(ip, param)
+	return st.Predicate
+}
+
+func writeJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
