@@ -27,8 +27,8 @@ import (
 
 	"github.com/oslayer/oslayer/internal/registry"
 
-	"github.com/oslayer/oslayer/extension/pkg/actuator"
 	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
+	oscactuator "github.com/oslayer/oslayer/extension/pkg/controller/operatingsystemconfig"
 )
 
 // DefaultType is the OS type served by default.
@@ -143,15 +143,15 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (manager.Manag
 // the default configuration (an invalid one is an error naming the file
 // and the field).
 func Add(ctx context.Context, mgr manager.Manager, o Options) error {
-	var def *actuator.Default
+	var def *oscactuator.Default
 	if o.DefaultConfig != "" {
 		var err error
-		if def, err = actuator.LoadDefault(o.DefaultConfig, o.Namespace); err != nil {
+		if def, err = oscactuator.LoadDefault(o.DefaultConfig, o.Namespace); err != nil {
 			return err
 		}
 	}
 	reg := registry.Options{Insecure: o.Insecure, Timeout: o.RegistryTimeout, UserAgent: "oslayer-os-extension/" + o.Version}
-	act := actuator.New(mgr.GetClient(), actuator.Options{Version: o.Version, Registry: reg, IndexCacheDir: o.IndexCacheDir, Logger: o.Logger,
+	act := oscactuator.New(mgr.GetClient(), oscactuator.Options{Version: o.Version, Registry: reg, IndexCacheDir: o.IndexCacheDir, Logger: o.Logger,
 		Default: def, Namespace: o.Namespace})
 	workers := o.Workers
 	if workers < 1 {

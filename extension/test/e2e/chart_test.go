@@ -28,8 +28,8 @@ import (
 	"github.com/oslayer/oslayer/sign"
 
 	"github.com/oslayer/oslayer/extension/charts"
-	"github.com/oslayer/oslayer/extension/pkg/actuator"
 	"github.com/oslayer/oslayer/extension/pkg/app"
+	oscactuator "github.com/oslayer/oslayer/extension/pkg/controller/operatingsystemconfig"
 	"github.com/oslayer/oslayer/extension/test/exttest"
 )
 
@@ -175,7 +175,7 @@ func checkDefaultConfig(t *testing.T, objs []*unstructured.Unstructured, ns stri
 		}
 	}
 	doc, _, _ := unstructured.NestedString(cm.Object, "data", "default-config.yaml")
-	d, err := actuator.LoadDefault(writeFile(t, "default-config.yaml", doc), ns)
+	d, err := oscactuator.LoadDefault(writeFile(t, "default-config.yaml", doc), ns)
 	if err != nil {
 		t.Fatalf("the chart's default configuration: %v\n%s", err, doc)
 	}
