@@ -25,7 +25,7 @@ import (
 	"github.com/gardener/gardener/extensions/pkg/controller/operatingsystemconfig"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
-	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/pipeline"
 
 	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
 	oscactuator "github.com/oslayer/oslayer/extension/pkg/controller/operatingsystemconfig"
@@ -150,7 +150,7 @@ func Add(ctx context.Context, mgr manager.Manager, o Options) error {
 			return err
 		}
 	}
-	reg := registry.Options{Insecure: o.Insecure, Timeout: o.RegistryTimeout, UserAgent: "oslayer-os-extension/" + o.Version}
+	reg := pipeline.RegistryOptions{Insecure: o.Insecure, Timeout: o.RegistryTimeout, UserAgent: "oslayer-os-extension/" + o.Version}
 	act := oscactuator.New(mgr.GetClient(), oscactuator.Options{Version: o.Version, Registry: reg, IndexCacheDir: o.IndexCacheDir, Logger: o.Logger,
 		Default: def, Namespace: o.Namespace})
 	workers := o.Workers

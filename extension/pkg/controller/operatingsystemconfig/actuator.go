@@ -21,7 +21,6 @@ import (
 	"github.com/gardener/gardener/extensions/pkg/controller/operatingsystemconfig"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
-	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/pipeline"
 )
 
@@ -31,7 +30,7 @@ type Options struct {
 	Version string
 	// Registry are the registry options every build starts from
 	// (mirrors, insecure hosts, timeout); each OSC adds its credentials.
-	Registry registry.Options
+	Registry pipeline.RegistryOptions
 	// IndexCacheDir is the base index disk cache ("": none).
 	IndexCacheDir string
 	// Logger receives the builds' logs (nil: discarded).

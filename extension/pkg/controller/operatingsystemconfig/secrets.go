@@ -14,7 +14,7 @@ import (
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
-	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/pipeline"
 	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/sources/gardener"
 
@@ -45,7 +45,7 @@ func (a *Actuator) secret(ctx context.Context, ns string, ref configv1alpha1.Sec
 func (a *Actuator) keychain(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, cfg *config, dir string) (kc authn.Keychain, cred [sha256.Size]byte, err error) {
 	ref := cfg.RegistrySecretRef
 	if ref == nil {
-		kc, err = registry.Keychain("", "")
+		kc, err = pipeline.Keychain("", "")
 		return kc, cred, err
 	}
 	field := cfg.field("registrySecretRef")
@@ -61,7 +61,7 @@ func (a *Actuator) keychain(ctx context.Context, osc *extensionsv1alpha1.Operati
 	if err := os.WriteFile(p, b, 0o600); err != nil {
 		return nil, cred, err
 	}
-	if kc, err = registry.Keychain("", p); err != nil {
+	if kc, err = pipeline.Keychain("", p); err != nil {
 		return nil, cred, invalidf(field, "%v", err)
 	}
 	return kc, sha256.Sum256(b), nil

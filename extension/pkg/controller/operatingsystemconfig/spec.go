@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/pipeline"
 	"github.com/oslayer/oslayer/preflight"
 	"github.com/oslayer/oslayer/publish"
@@ -18,7 +17,7 @@ import (
 type read struct {
 	osc        string
 	secretsDir string
-	registry   *registry.Options
+	registry   *pipeline.RegistryOptions
 	signingKey *sign.KeyMaterial
 	cacheDir   string
 	// publish and sign are the shared push and sign options.
