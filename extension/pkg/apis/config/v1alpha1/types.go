@@ -24,6 +24,8 @@ const (
 // OperatingSystemConfiguration is spec.providerConfig of an
 // OperatingSystemConfig of the extension's type: how the worker pool's
 // image is built, where it goes and how it is signed.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type OperatingSystemConfiguration struct {
 	metav1.TypeMeta `json:",inline"`
 
@@ -108,6 +110,8 @@ type Preflight struct {
 
 // OperatingSystemConfigurationStatus is status.providerStatus of a
 // reconciled OSC: the pool image the extension built.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type OperatingSystemConfigurationStatus struct {
 	metav1.TypeMeta `json:",inline"`
 
