@@ -11,8 +11,8 @@ import (
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
-	"github.com/oslayer/oslayer/extension/pkg/nodeside"
 	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
+	"github.com/oslayer/oslayer/extension/pkg/nodeside"
 )
 
 // reconcileOSC runs the actuator on the reconcile OSC and returns the

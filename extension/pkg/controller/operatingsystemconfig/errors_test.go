@@ -60,7 +60,9 @@ func TestErrorMapping(t *testing.T) {
 		not    string // the message does not contain it
 		code   gardencorev1beta1.ErrorCode
 	}{
-		{"placeholder", func(c map[string]any, _ *extensionsv1alpha1.OperatingSystemConfig) { c["target"] = e.host + "/{cluster}" },
+		{"placeholder", func(c map[string]any, _ *extensionsv1alpha1.OperatingSystemConfig) {
+			c["target"] = e.host + "/{cluster}"
+		},
 			"spec.providerConfig.target", "", gardencorev1beta1.ErrorConfigurationProblem},
 		{"unknown field", func(c map[string]any, _ *extensionsv1alpha1.OperatingSystemConfig) { c["baseImage"] = "x" },
 			"spec.providerConfig", "", gardencorev1beta1.ErrorConfigurationProblem},
@@ -70,7 +72,9 @@ func TestErrorMapping(t *testing.T) {
 		{"no key Secret", func(c map[string]any, _ *extensionsv1alpha1.OperatingSystemConfig) {
 			c["signing"] = map[string]any{"keySecretRef": map[string]any{"name": "missing"}}
 		}, "spec.providerConfig.signing.keySecretRef", "", gardencorev1beta1.ErrorConfigurationProblem},
-		{"missing base", func(c map[string]any, _ *extensionsv1alpha1.OperatingSystemConfig) { c["base"] = e.host + "/fcos/missing:stable" },
+		{"missing base", func(c map[string]any, _ *extensionsv1alpha1.OperatingSystemConfig) {
+			c["base"] = e.host + "/fcos/missing:stable"
+		},
 			"spec.providerConfig.base", "", ""},
 		{"registry down", func(c map[string]any, _ *extensionsv1alpha1.OperatingSystemConfig) {
 			c["base"], c["target"] = down+"/fcos/base:stable", down+"/os/{pool}"
