@@ -159,7 +159,8 @@ func Add(ctx context.Context, mgr manager.Manager, o Options) error {
 	}
 	return addController(mgr, operatingsystemconfig.AddArgs{
 		Actuator:          act,
-		ControllerOptions: controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: &o.SkipNameValidation},
+		ControllerOptions: controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: &o.SkipNameValidation,
+			RateLimiter: failureBackoff()},
 		Predicates:        operatingsystemconfig.DefaultPredicates(ctx, mgr, o.IgnoreOperationAnnotation),
 		Types:             []string{o.Type},
 	})
