@@ -158,10 +158,10 @@ func Add(ctx context.Context, mgr manager.Manager, o Options) error {
 		workers = 1
 	}
 	return addController(mgr, operatingsystemconfig.AddArgs{
-		Actuator:          act,
+		Actuator: act,
 		ControllerOptions: controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: &o.SkipNameValidation,
 			RateLimiter: failureBackoff()},
-		Predicates:        operatingsystemconfig.DefaultPredicates(ctx, mgr, o.IgnoreOperationAnnotation),
-		Types:             []string{o.Type},
+		Predicates: operatingsystemconfig.DefaultPredicates(ctx, mgr, o.IgnoreOperationAnnotation),
+		Types:      []string{o.Type},
 	})
 }
