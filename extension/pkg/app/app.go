@@ -16,12 +16,14 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	heartbeatcmd "github.com/gardener/gardener/extensions/pkg/controller/heartbeat/cmd"
 	"github.com/gardener/gardener/extensions/pkg/controller/operatingsystemconfig"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
@@ -73,6 +75,9 @@ type Options struct {
 	// Namespace is the extension's own namespace: the default
 	// configuration's Secrets are there, a providerConfig may not name it.
 	Namespace string
+	// Heartbeat are Gardener's heartbeat options (--heartbeat-namespace,
+	// default Namespace; --heartbeat-renew-interval-seconds).
+	Heartbeat heartbeatcmd.Options
 }
 
 // AddFlags registers the options' flags.
@@ -92,6 +97,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Burst, "kube-api-burst", 150, "API requests in a burst")
 	fs.StringVar(&o.DefaultConfig, "default-config", "", "file of the default OperatingSystemConfiguration that the OSCs' providerConfigs refine (empty: none)")
 	fs.StringVar(&o.Namespace, "namespace", "", "the extension's own namespace (where the default configuration's Secrets are)")
+	addHeartbeatFlags(fs, &o.Heartbeat)
 }
 
 // Scheme is the manager's scheme: the Kubernetes types, Gardener's
@@ -124,6 +130,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (manager.Manag
 		// secretRef files'), never cached: a seed holds many, and the
 		// extension needs neither list nor watch on them.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+		Cache:  cache.Options{ByObject: leaseCache(o.heartbeatNamespace())},
 	})
 	if err != nil {
 		return nil, err
@@ -132,6 +139,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (manager.Manag
 		return nil, err
 	}
 	if err := mgr.AddReadyzCheck("informers", func(*http.Request) error { return informersSynced(ctx, mgr) }); err != nil {
+		return nil, err
+	}
+	if err := addHeartbeat(mgr, o); err != nil {
 		return nil, err
 	}
 	return mgr, Add(ctx, mgr, o)
