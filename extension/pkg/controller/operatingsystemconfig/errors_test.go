@@ -13,6 +13,8 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
 	"github.com/oslayer/oslayer/test/regtest"
+
+	"github.com/oslayer/oslayer/extension/test/exttest"
 )
 
 // codes are the Gardener error codes of err (the library reads them the
@@ -72,6 +74,9 @@ func TestErrorMapping(t *testing.T) {
 		{"no key Secret", func(c map[string]any, _ *extensionsv1alpha1.OperatingSystemConfig) {
 			c["signing"] = map[string]any{"keySecretRef": map[string]any{"name": "missing"}}
 		}, "spec.providerConfig.signing.keySecretRef", "", gardencorev1beta1.ErrorConfigurationProblem},
+		{"literal Secret name", func(c map[string]any, _ *extensionsv1alpha1.OperatingSystemConfig) {
+			c["signing"] = map[string]any{"keySecretRef": map[string]any{"name": exttest.KeySecretCopy}}
+		}, `spec.providerConfig.signing.keySecretRef.name: "` + exttest.KeySecretCopy + `" is not a resource of the shoot`, "", gardencorev1beta1.ErrorConfigurationProblem},
 		{"missing base", func(c map[string]any, _ *extensionsv1alpha1.OperatingSystemConfig) {
 			c["base"] = e.host + "/fcos/missing:stable"
 		},

@@ -66,7 +66,7 @@ func newFakeEnv(t *testing.T, objs ...client.Object) *fakeEnv {
 		t.Fatal(err)
 	}
 	objs = append(objs, exttest.Cluster(e.ns, "p", "s", fakePool, fakeVersion),
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cosign", Namespace: e.ns},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: exttest.KeySecretCopy, Namespace: e.ns},
 			Data: map[string][]byte{sign.SecretKeyField: e.key.Private, sign.SecretPasswordField: []byte(fakePass), sign.SecretPublicField: e.key.Public}})
 	e.client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
 		WithStatusSubresource(&extensionsv1alpha1.OperatingSystemConfig{}).Build()
@@ -95,7 +95,7 @@ func (e *fakeEnv) osc(t *testing.T, name string, purpose extensionsv1alpha1.Oper
 // with the namespace's cosign Secret.
 func (e *fakeEnv) config() map[string]any {
 	return map[string]any{"apiVersion": "oslayer.os.extensions.gardener.cloud/v1alpha1", "kind": "OperatingSystemConfiguration",
-		"base": e.base, "target": e.host + "/os/{namespace}/{pool}", "signing": map[string]any{"keySecretRef": map[string]any{"name": "cosign"}}}
+		"base": e.base, "target": e.host + "/os/{namespace}/{pool}", "signing": map[string]any{"keySecretRef": map[string]any{"name": exttest.KeyResource}}}
 }
 
 // pipelineInsecure are registry options reaching the hosts over plain

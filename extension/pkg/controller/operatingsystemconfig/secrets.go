@@ -8,11 +8,15 @@ import (
 	"path/filepath"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
+	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	"github.com/gardener/gardener/pkg/extensions"
 
 	"github.com/oslayer/oslayer/pipeline"
 	"github.com/oslayer/oslayer/sign"
@@ -21,17 +25,54 @@ import (
 	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
 )
 
-// secret reads a Secret a configuration field names (its namespace
-// defaults to the OSC's; the default configuration's references carry
-// the extension's).
-func (a *Actuator) secret(ctx context.Context, ns string, ref configv1alpha1.SecretReference, field string) (*corev1.Secret, error) {
-	if ref.Namespace != "" {
-		ns = ref.Namespace
+// secret reads the Secret a configuration field names. A reference of
+// the extension's default configuration is literal (a Secret of the
+// extension's namespace); a providerConfig's names a resource of the
+// shoot (Shoot.spec.resources[].name), which gardenlet copies into the
+// OSC's namespace under a prefixed name (referencedSecret).
+func (a *Actuator) secret(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, cfg *config, ref configv1alpha1.SecretReference, name string) (*corev1.Secret, error) {
+	field := cfg.field(name)
+	if !cfg.isDefault(name) {
+		return a.referencedSecret(ctx, osc, ref.Name, field)
 	}
 	var s corev1.Secret
-	if err := a.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &s); err != nil {
+	if err := a.client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, invalidf(field, "Secret %s/%s not found", ns, ref.Name)
+			return nil, invalidf(field, "Secret %s/%s not found", ref.Namespace, ref.Name)
+		}
+		return nil, fieldErr(field, err)
+	}
+	return &s, nil
+}
+
+// referencedSecret reads the Secret of the shoot's resource name
+// (Shoot.spec.resources, from the namespace's Cluster) as Gardener's
+// extension library resolves references (GetObjectByReference: the copy
+// gardenlet keeps in the shoot's namespace, prefixed "ref-"). Errors name
+// field and say which resource is missing.
+func (a *Actuator) referencedSecret(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, name, field string) (*corev1.Secret, error) {
+	cluster, err := extensions.GetCluster(ctx, a.client, osc.Namespace)
+	if err != nil {
+		return nil, fieldErr(field, err)
+	}
+	var ref *autoscalingv1.CrossVersionObjectReference
+	if cluster != nil && cluster.Shoot != nil {
+		for i, r := range cluster.Shoot.Spec.Resources {
+			if r.Name == name {
+				ref = &cluster.Shoot.Spec.Resources[i].ResourceRef
+			}
+		}
+	}
+	if ref == nil {
+		return nil, invalidf(field+".name", "%q is not a resource of the shoot: a providerConfig names a Secret by its entry in Shoot.spec.resources (name), which gardenlet copies into the shoot's namespace", name)
+	}
+	if ref.APIVersion != "v1" || ref.Kind != "Secret" {
+		return nil, invalidf(field+".name", "the shoot's resource %q is a %s %s, not a v1 Secret", name, ref.APIVersion, ref.Kind)
+	}
+	var s corev1.Secret
+	if err := extensionscontroller.GetObjectByReference(ctx, a.client, ref, osc.Namespace, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, invalidf(field+".name", "the shoot's resource %q (Secret %s): its copy %s/%s%s not found", name, ref.Name, osc.Namespace, v1beta1constants.ReferencedResourcesPrefix, ref.Name)
 		}
 		return nil, fieldErr(field, err)
 	}
@@ -49,7 +90,7 @@ func (a *Actuator) keychain(ctx context.Context, osc *extensionsv1alpha1.Operati
 		return kc, cred, err
 	}
 	field := cfg.field("registrySecretRef")
-	s, err := a.secret(ctx, osc.Namespace, *ref, field)
+	s, err := a.secret(ctx, osc, cfg, *ref, "registrySecretRef")
 	if err != nil {
 		return nil, cred, err
 	}
@@ -73,7 +114,7 @@ func (a *Actuator) signingKey(ctx context.Context, osc *extensionsv1alpha1.Opera
 		return nil, nil, nil
 	}
 	field := cfg.field("signing.keySecretRef")
-	s, err := a.secret(ctx, osc.Namespace, cfg.Signing.KeySecretRef, field)
+	s, err := a.secret(ctx, osc, cfg, cfg.Signing.KeySecretRef, "signing.keySecretRef")
 	if err != nil {
 		return nil, nil, err
 	}
