@@ -75,6 +75,10 @@ type Options struct {
 	// Namespace is the extension's own namespace: the default
 	// configuration's Secrets are there, a providerConfig may not name it.
 	Namespace string
+	// WebhookPort serves the Shoot admission webhook over TLS (0: off),
+	// with the certificate in WebhookCertDir.
+	WebhookPort    int
+	WebhookCertDir string
 	// Heartbeat are Gardener's heartbeat options (--heartbeat-namespace,
 	// default Namespace; --heartbeat-renew-interval-seconds).
 	Heartbeat heartbeatcmd.Options
@@ -98,6 +102,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DefaultConfig, "default-config", "", "file of the default OperatingSystemConfiguration that the OSCs' providerConfigs refine (empty: none)")
 	fs.StringVar(&o.Namespace, "namespace", "", "the extension's own namespace (where the default configuration's Secrets are)")
 	addHeartbeatFlags(fs, &o.Heartbeat)
+	addWebhookFlags(fs, o)
 }
 
 // Scheme is the manager's scheme: the Kubernetes types, Gardener's
@@ -129,8 +134,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (manager.Manag
 		// Secrets are read one at a time (the providerConfig's, the
 		// secretRef files'), never cached: a seed holds many, and the
 		// extension needs neither list nor watch on them.
-		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
-		Cache:  cache.Options{ByObject: leaseCache(o.heartbeatNamespace())},
+		Client:        client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+		Cache:         cache.Options{ByObject: leaseCache(o.heartbeatNamespace())},
+		WebhookServer: webhookServer(o),
 	})
 	if err != nil {
 		return nil, err
@@ -144,6 +150,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (manager.Manag
 	if err := addHeartbeat(mgr, o); err != nil {
 		return nil, err
 	}
+	addWebhook(mgr, o)
 	return mgr, Add(ctx, mgr, o)
 }
 
