@@ -76,7 +76,7 @@ func TestErrorMapping(t *testing.T) {
 		}, "spec.providerConfig.signing.keySecretRef", "", gardencorev1beta1.ErrorConfigurationProblem},
 		{"literal Secret name", func(c map[string]any, _ *extensionsv1alpha1.OperatingSystemConfig) {
 			c["signing"] = map[string]any{"keySecretRef": map[string]any{"name": exttest.KeySecretCopy}}
-		}, `spec.providerConfig.signing.keySecretRef.name: "` + exttest.KeySecretCopy + `" is not a resource of the shoot`, "", gardencorev1beta1.ErrorConfigurationProblem},
+		}, `spec.providerConfig.signing.keySecretRef.name: Not found: "` + exttest.KeySecretCopy + ` (not a resource of the shoot`, "", gardencorev1beta1.ErrorConfigurationProblem},
 		{"missing base", func(c map[string]any, _ *extensionsv1alpha1.OperatingSystemConfig) {
 			c["base"] = e.host + "/fcos/missing:stable"
 		},

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
@@ -48,33 +49,32 @@ func (a *Actuator) secret(ctx context.Context, osc *extensionsv1alpha1.Operating
 // referencedSecret reads the Secret of the shoot's resource name
 // (Shoot.spec.resources, from the namespace's Cluster) as Gardener's
 // extension library resolves references (GetObjectByReference: the copy
-// gardenlet keeps in the shoot's namespace, prefixed "ref-"). Errors name
-// field and say which resource is missing.
-func (a *Actuator) referencedSecret(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, name, field string) (*corev1.Secret, error) {
+// gardenlet keeps in the shoot's namespace, prefixed "ref-"); the
+// reference is checked as the admission webhook checks it
+// (configv1alpha1.ValidateShootReference). Errors name field (a
+// providerConfig path) and say which resource is missing.
+func (a *Actuator) referencedSecret(ctx context.Context, osc *extensionsv1alpha1.OperatingSystemConfig, name, fld string) (*corev1.Secret, error) {
 	cluster, err := extensions.GetCluster(ctx, a.client, osc.Namespace)
 	if err != nil {
-		return nil, fieldErr(field, err)
+		return nil, fieldErr(fld, err)
 	}
-	var ref *autoscalingv1.CrossVersionObjectReference
+	resources := map[string]*autoscalingv1.CrossVersionObjectReference{}
+	kinds := map[string]string{}
 	if cluster != nil && cluster.Shoot != nil {
 		for i, r := range cluster.Shoot.Spec.Resources {
-			if r.Name == name {
-				ref = &cluster.Shoot.Spec.Resources[i].ResourceRef
-			}
+			resources[r.Name], kinds[r.Name] = &cluster.Shoot.Spec.Resources[i].ResourceRef, r.ResourceRef.APIVersion+"/"+r.ResourceRef.Kind
 		}
 	}
-	if ref == nil {
-		return nil, invalidf(field+".name", "%q is not a resource of the shoot: a providerConfig names a Secret by its entry in Shoot.spec.resources (name), which gardenlet copies into the shoot's namespace", name)
+	if errs := configv1alpha1.ValidateShootReference(&configv1alpha1.SecretReference{Name: name}, kinds, field.NewPath(fld)); len(errs) > 0 {
+		return nil, invalid(errs.ToAggregate())
 	}
-	if ref.APIVersion != "v1" || ref.Kind != "Secret" {
-		return nil, invalidf(field+".name", "the shoot's resource %q is a %s %s, not a v1 Secret", name, ref.APIVersion, ref.Kind)
-	}
+	ref := resources[name]
 	var s corev1.Secret
 	if err := extensionscontroller.GetObjectByReference(ctx, a.client, ref, osc.Namespace, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, invalidf(field+".name", "the shoot's resource %q (Secret %s): its copy %s/%s%s not found", name, ref.Name, osc.Namespace, v1beta1constants.ReferencedResourcesPrefix, ref.Name)
+			return nil, invalidf(fld+".name", "the shoot's resource %q (Secret %s): its copy %s/%s%s not found", name, ref.Name, osc.Namespace, v1beta1constants.ReferencedResourcesPrefix, ref.Name)
 		}
-		return nil, fieldErr(field, err)
+		return nil, fieldErr(fld, err)
 	}
 	return &s, nil
 }
