@@ -1,6 +1,6 @@
 // Command oslayer-os-extension is oslayer's Gardener OS extension: it
 // serves the OperatingSystemConfigs of one OS type in a seed (package
-// app; the work is in package actuator).
+// app; the work is in package operatingsystemconfig under pkg/controller).
 package main
 
 import (

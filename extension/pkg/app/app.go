@@ -16,19 +16,21 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	heartbeatcmd "github.com/gardener/gardener/extensions/pkg/controller/heartbeat/cmd"
 	"github.com/gardener/gardener/extensions/pkg/controller/operatingsystemconfig"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
-	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/pipeline"
 
-	"github.com/oslayer/oslayer/extension/pkg/actuator"
 	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
+	oscactuator "github.com/oslayer/oslayer/extension/pkg/controller/operatingsystemconfig"
 )
 
 // DefaultType is the OS type served by default.
@@ -73,6 +75,13 @@ type Options struct {
 	// Namespace is the extension's own namespace: the default
 	// configuration's Secrets are there, a providerConfig may not name it.
 	Namespace string
+	// WebhookPort serves the Shoot admission webhook over TLS (0: off),
+	// with the certificate in WebhookCertDir.
+	WebhookPort    int
+	WebhookCertDir string
+	// Heartbeat are Gardener's heartbeat options (--heartbeat-namespace,
+	// default Namespace; --heartbeat-renew-interval-seconds).
+	Heartbeat heartbeatcmd.Options
 }
 
 // AddFlags registers the options' flags.
@@ -92,6 +101,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Burst, "kube-api-burst", 150, "API requests in a burst")
 	fs.StringVar(&o.DefaultConfig, "default-config", "", "file of the default OperatingSystemConfiguration that the OSCs' providerConfigs refine (empty: none)")
 	fs.StringVar(&o.Namespace, "namespace", "", "the extension's own namespace (where the default configuration's Secrets are)")
+	addHeartbeatFlags(fs, &o.Heartbeat)
+	addWebhookFlags(fs, o)
 }
 
 // Scheme is the manager's scheme: the Kubernetes types, Gardener's
@@ -123,7 +134,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (manager.Manag
 		// Secrets are read one at a time (the providerConfig's, the
 		// secretRef files'), never cached: a seed holds many, and the
 		// extension needs neither list nor watch on them.
-		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+		Client:        client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+		Cache:         cache.Options{ByObject: leaseCache(o.heartbeatNamespace())},
+		WebhookServer: webhookServer(o),
 	})
 	if err != nil {
 		return nil, err
@@ -134,6 +147,10 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (manager.Manag
 	if err := mgr.AddReadyzCheck("informers", func(*http.Request) error { return informersSynced(ctx, mgr) }); err != nil {
 		return nil, err
 	}
+	if err := addHeartbeat(mgr, o); err != nil {
+		return nil, err
+	}
+	addWebhook(mgr, o)
 	return mgr, Add(ctx, mgr, o)
 }
 
@@ -143,24 +160,25 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (manager.Manag
 // the default configuration (an invalid one is an error naming the file
 // and the field).
 func Add(ctx context.Context, mgr manager.Manager, o Options) error {
-	var def *actuator.Default
+	var def *oscactuator.Default
 	if o.DefaultConfig != "" {
 		var err error
-		if def, err = actuator.LoadDefault(o.DefaultConfig, o.Namespace); err != nil {
+		if def, err = oscactuator.LoadDefault(o.DefaultConfig, o.Namespace); err != nil {
 			return err
 		}
 	}
-	reg := registry.Options{Insecure: o.Insecure, Timeout: o.RegistryTimeout, UserAgent: "oslayer-os-extension/" + o.Version}
-	act := actuator.New(mgr.GetClient(), actuator.Options{Version: o.Version, Registry: reg, IndexCacheDir: o.IndexCacheDir, Logger: o.Logger,
+	reg := pipeline.RegistryOptions{Insecure: o.Insecure, Timeout: o.RegistryTimeout, UserAgent: "oslayer-os-extension/" + o.Version}
+	act := oscactuator.New(mgr.GetClient(), oscactuator.Options{Version: o.Version, Registry: reg, IndexCacheDir: o.IndexCacheDir, Logger: o.Logger,
 		Default: def, Namespace: o.Namespace})
 	workers := o.Workers
 	if workers < 1 {
 		workers = 1
 	}
 	return addController(mgr, operatingsystemconfig.AddArgs{
-		Actuator:          act,
-		ControllerOptions: controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: &o.SkipNameValidation},
-		Predicates:        operatingsystemconfig.DefaultPredicates(ctx, mgr, o.IgnoreOperationAnnotation),
-		Types:             []string{o.Type},
+		Actuator: act,
+		ControllerOptions: controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: &o.SkipNameValidation,
+			RateLimiter: failureBackoff()},
+		Predicates: operatingsystemconfig.DefaultPredicates(ctx, mgr, o.IgnoreOperationAnnotation),
+		Types:      []string{o.Type},
 	})
 }

@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,12 +26,13 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"github.com/gardener/gardener/pkg/chartrenderer"
+	"github.com/gardener/gardener/pkg/extensions"
 
 	"github.com/oslayer/oslayer/sign"
 
 	"github.com/oslayer/oslayer/extension/charts"
-	"github.com/oslayer/oslayer/extension/pkg/actuator"
 	"github.com/oslayer/oslayer/extension/pkg/app"
+	oscactuator "github.com/oslayer/oslayer/extension/pkg/controller/operatingsystemconfig"
 	"github.com/oslayer/oslayer/extension/test/exttest"
 )
 
@@ -64,7 +67,8 @@ func TestChart(t *testing.T) {
 			checkArgs(t, o)
 		}
 	}
-	for _, k := range []string{"Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "ConfigMap", "Secret"} {
+	for _, k := range []string{"Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "ConfigMap", "Secret",
+		"VerticalPodAutoscaler", "PodDisruptionBudget"} {
 		if !slices.Contains(kinds, k) {
 			t.Errorf("the chart has no %s (has %v)", k, kinds)
 		}
@@ -92,6 +96,21 @@ func TestChart(t *testing.T) {
 	osc := exttest.OSC(shoot, "osc-worker-original", "worker", extensionsv1alpha1.OperatingSystemConfigPurposeReconcile, nil, "rbac")
 	e.Create(t, osc)
 	checkImage(t, e, wait(t, e, osc, "Succeeded as the chart's ServiceAccount", succeeded), shoot, "rbac")
+	checkHeartbeat(t, e, ns)
+}
+
+// checkHeartbeat: Gardener's heartbeat controller, running with the
+// chart's RBAC, keeps the Lease gardenlet checks in the extension's
+// namespace.
+func checkHeartbeat(t *testing.T, e *exttest.Env, ns string) {
+	t.Helper()
+	var lease coordinationv1.Lease
+	exttest.Until(t, 30*time.Second, func() bool {
+		return e.Client.Get(e.Ctx, client.ObjectKey{Namespace: ns, Name: extensions.HeartBeatResourceName}, &lease) == nil
+	}, func() string { return "no Lease " + ns + "/" + extensions.HeartBeatResourceName })
+	if h := lease.Spec.HolderIdentity; h == nil || *h != app.ExtensionName || lease.Spec.RenewTime == nil {
+		t.Errorf("heartbeat Lease %+v: want holder %s and a renew time", lease.Spec, app.ExtensionName)
+	}
 }
 
 // exampleValues decodes example/controller-registration.yaml strictly
@@ -175,7 +194,7 @@ func checkDefaultConfig(t *testing.T, objs []*unstructured.Unstructured, ns stri
 		}
 	}
 	doc, _, _ := unstructured.NestedString(cm.Object, "data", "default-config.yaml")
-	d, err := actuator.LoadDefault(writeFile(t, "default-config.yaml", doc), ns)
+	d, err := oscactuator.LoadDefault(writeFile(t, "default-config.yaml", doc), ns)
 	if err != nil {
 		t.Fatalf("the chart's default configuration: %v\n%s", err, doc)
 	}

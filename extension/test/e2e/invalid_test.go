@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
@@ -15,7 +16,8 @@ import (
 
 // TestInvalid: an invalid providerConfig or OSC ends in status.lastError
 // naming the OSC field, with Gardener's configuration problem code, and
-// pushes nothing (the registry holds no repository of those pools).
+// pushes nothing (the registry holds no repository of those pools); they
+// are retried with a backoff, not every few milliseconds.
 func TestInvalid(t *testing.T) {
 	e := exttest.New(t, exttest.Options{})
 	e.StartManager(t, 2)
@@ -43,6 +45,7 @@ func TestInvalid(t *testing.T) {
 		{badUnit, "spec.units/spec.files"},
 		{noPool, "metadata.labels[worker.gardener.cloud/pool]"},
 	}
+	before, start := reconcileErrors(t), time.Now()
 	for _, c := range cases {
 		e.Create(t, c.osc)
 	}
@@ -57,6 +60,7 @@ func TestInvalid(t *testing.T) {
 		}
 		t.Logf("%s: %s", c.osc.Name, le.Description)
 	}
+	checkBackoff(t, len(cases), before, start)
 	for _, repo := range e.Catalog(t) {
 		if strings.HasPrefix(repo, "os/") {
 			t.Errorf("an invalid OSC pushed %s", repo)

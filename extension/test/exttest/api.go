@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/gardener/gardener/pkg/component"
+	"github.com/gardener/gardener/pkg/component/autoscaling/vpa"
 	"github.com/gardener/gardener/pkg/component/extensions/crds"
 
 	"github.com/oslayer/oslayer/test/k8senv"
@@ -63,8 +65,9 @@ func Stop() {
 	}
 }
 
-// installCRDs deploys Gardener's extension CRDs with Gardener's own
-// deployer (the CRDs of the pinned Gardener module).
+// installCRDs deploys Gardener's extension CRDs and the VPA's (a seed
+// has both; the chart's VerticalPodAutoscaler needs it) with Gardener's
+// own deployers (the CRDs of the pinned Gardener module).
 func installCRDs(cfg *rest.Config) error {
 	c, err := NewClient(cfg)
 	if err != nil {
@@ -74,12 +77,21 @@ func installCRDs(cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := d.Deploy(ctx); err != nil {
+	v, err := vpa.NewCRD(c, nil)
+	if err != nil {
 		return err
 	}
-	return d.Wait(ctx)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, dw := range []component.DeployWaiter{d, v} {
+		if err := dw.Deploy(ctx); err != nil {
+			return err
+		}
+		if err := dw.Wait(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // NewClient is a client with the extension's scheme.

@@ -40,8 +40,9 @@ type Env struct {
 	Host     string
 	// Base is the synthetic base (Host/fcos/base:stable).
 	Base string
-	// Key is the cosign key pair; the Secret "cosign" of every namespace
-	// holds it (with Password).
+	// Key is the cosign key pair; every shoot's resource KeyResource (its
+	// copy KeySecretCopy in the shoot's namespace) holds it (with
+	// Password).
 	Key      *sign.KeyPair
 	Password string
 	// User and UserPassword are the registry's credentials (Options.Registry's;
@@ -140,15 +141,16 @@ func (e *Env) StartManagerWith(t testing.TB, cfg *rest.Config, workers int, opts
 var shoots atomic.Int32
 
 // Shoot creates a shoot's namespace (shoot--PROJECT--NAME) with its
-// Cluster (the shoot's worker pool of machine image version) and the
-// cosign Secret; it returns the namespace.
+// Cluster (the shoot's worker pool of machine image version, its cosign
+// key among its resources) and the key Secret as gardenlet copies it into
+// the namespace (KeySecretCopy); it returns the namespace.
 func (e *Env) Shoot(t testing.TB, pool, version string) string {
 	t.Helper()
 	name := fmt.Sprintf("s%d", shoots.Add(1))
 	ns := "shoot--test--" + name
 	e.Create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"gardener.cloud/role": "shoot"}}})
 	e.Create(t, Cluster(ns, "test", name, pool, version))
-	e.Create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cosign", Namespace: ns},
+	e.Create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: KeySecretCopy, Namespace: ns},
 		Data: map[string][]byte{sign.SecretKeyField: e.Key.Private, sign.SecretPasswordField: []byte(e.Password), sign.SecretPublicField: e.Key.Public}})
 	// Before the manager stops (cleanups run last first): the OSCs go
 	// through the extension's Delete, so that no later test's manager

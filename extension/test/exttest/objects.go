@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -16,6 +17,16 @@ import (
 	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
 )
 
+// KeyResource is the name of the shoot's resource (spec.resources) of
+// its cosign key, which providerConfigs name; KeySecretName is the
+// Secret's name in the project namespace, and KeySecretCopy the copy
+// gardenlet keeps in the shoot's namespace in the seed.
+const (
+	KeyResource   = "cosign"
+	KeySecretName = "pool-key"
+	KeySecretCopy = v1beta1constants.ReferencedResourcesPrefix + KeySecretName
+)
+
 // Cluster is the Cluster gardenlet writes for a shoot: its CloudProfile,
 // Seed and Shoot (with the worker pool of our OS type and version).
 func Cluster(ns, project, shoot, pool, version string) *extensionsv1alpha1.Cluster {
@@ -25,7 +36,11 @@ func Cluster(ns, project, shoot, pool, version string) *extensionsv1alpha1.Clust
 		ObjectMeta: metav1.ObjectMeta{Name: shoot, Namespace: "garden-" + project},
 		Spec: gardencorev1beta1.ShootSpec{Provider: gardencorev1beta1.Provider{Type: "local", Workers: []gardencorev1beta1.Worker{{
 			Name: pool, Machine: gardencorev1beta1.Machine{Type: "m1", Image: &gardencorev1beta1.ShootMachineImage{Name: Type, Version: ptr.To(version)}},
-		}}}},
+		}}},
+			// The shoot owner's cosign key Secret (KeySecretName in the
+			// project namespace), referenced as "cosign".
+			Resources: []gardencorev1beta1.NamedResourceReference{{Name: KeyResource,
+				ResourceRef: autoscalingv1.CrossVersionObjectReference{APIVersion: "v1", Kind: "Secret", Name: KeySecretName}}}},
 	}
 	return &extensionsv1alpha1.Cluster{
 		ObjectMeta: metav1.ObjectMeta{Name: ns},
@@ -52,7 +67,7 @@ func (e *Env) Config() *configv1alpha1.OperatingSystemConfiguration {
 		TypeMeta: metav1.TypeMeta{APIVersion: configv1alpha1.SchemeGroupVersion.String(), Kind: "OperatingSystemConfiguration"},
 		Base:     e.Base,
 		Target:   e.Host + "/os/{namespace}/{pool}",
-		Signing:  &configv1alpha1.Signing{KeySecretRef: configv1alpha1.SecretReference{Name: "cosign"}},
+		Signing:  &configv1alpha1.Signing{KeySecretRef: configv1alpha1.SecretReference{Name: KeyResource}},
 	}
 }
 

@@ -26,6 +26,8 @@ const (
 // OperatingSystemConfiguration is spec.providerConfig of an
 // OperatingSystemConfig of the extension's type: how the worker pool's
 // image is built, where it goes and how it is signed.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type OperatingSystemConfiguration struct {
 	metav1.TypeMeta `json:",inline"`
 
@@ -47,7 +49,6 @@ type OperatingSystemConfiguration struct {
 	Arch []string `json:"arch,omitempty"`
 	// RegistrySecretRef is a Secret (kubernetes.io/dockerconfigjson)
 	// with the credentials to pull the base and push the pool image.
-	// Its namespace defaults to the OSC's.
 	RegistrySecretRef *SecretReference `json:"registrySecretRef,omitempty"`
 	// Signing signs the pool image (nil: unsigned; new machines then boot
 	// it without a signature policy).
@@ -68,9 +69,12 @@ type MachineImage struct {
 	Base string `json:"base"`
 }
 
-// SecretReference names a Secret; Namespace defaults to the OSC's. In a
-// providerConfig it may name only the OSC's namespace; in the extension's
-// default configuration it defaults to the extension's own.
+// SecretReference names a Secret. In a providerConfig, Name is the name
+// of the Secret's entry in the shoot's spec.resources (Gardener's
+// referenced resources: gardenlet copies the Secret into the shoot's
+// namespace in the seed, where the extension reads it), and Namespace is
+// not allowed. In the extension's default configuration it names a
+// Secret literally, Namespace defaulting to the extension's own.
 type SecretReference struct {
 	Name      string `json:"name"`
 	Namespace string `json:"namespace,omitempty"`
@@ -88,6 +92,8 @@ type Signing struct {
 
 // OperatingSystemConfigurationStatus is status.providerStatus of a
 // reconciled OSC: the pool image the extension built.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type OperatingSystemConfigurationStatus struct {
 	metav1.TypeMeta `json:",inline"`
 

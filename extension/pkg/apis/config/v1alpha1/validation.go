@@ -122,3 +122,36 @@ func unknownPlaceholder(s string) string {
 	}
 	return s[i : i+j+1]
 }
+
+// ValidateShootReferences checks a providerConfig's Secret references
+// (registrySecretRef, signing.keySecretRef) against the shoot's
+// resources (spec.resources: name → apiVersion/kind) with
+// ValidateShootReference. Errors name their field under fld.
+func ValidateShootReferences(c *OperatingSystemConfiguration, resources map[string]string, fld *field.Path) field.ErrorList {
+	errs := ValidateShootReference(c.RegistrySecretRef, resources, fld.Child("registrySecretRef"))
+	if c.Signing != nil {
+		errs = append(errs, ValidateShootReference(&c.Signing.KeySecretRef, resources, fld.Child("signing", "keySecretRef"))...)
+	}
+	return errs
+}
+
+// ValidateShootReference checks one Secret reference of a providerConfig
+// (nil or without name: nothing to check): it names a v1 Secret resource
+// of the shoot (resources: name → apiVersion/kind), without namespace.
+// The admission webhook and the actuator both check references with it.
+func ValidateShootReference(r *SecretReference, resources map[string]string, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if r == nil || r.Name == "" {
+		return nil
+	}
+	if r.Namespace != "" {
+		errs = append(errs, field.Forbidden(fld.Child("namespace"), "a providerConfig names a Secret by its entry in Shoot.spec.resources (name), without namespace"))
+	}
+	switch kind, ok := resources[r.Name]; {
+	case !ok:
+		errs = append(errs, field.NotFound(fld.Child("name"), r.Name+" (not a resource of the shoot: add it to spec.resources)"))
+	case kind != "v1/Secret":
+		errs = append(errs, field.Invalid(fld.Child("name"), r.Name, "the shoot's resource is a "+kind+", not a v1 Secret"))
+	}
+	return errs
+}

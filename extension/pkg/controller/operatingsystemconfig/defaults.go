@@ -1,4 +1,4 @@
-package actuator
+package operatingsystemconfig
 
 import (
 	"fmt"
@@ -77,12 +77,21 @@ type config struct {
 // preflight.skip[0]): the providerConfig's, or the default
 // configuration's file and field when the value is the default's.
 func (c *config) field(name string) string {
-	for p := name; p != ""; p = p[:max(strings.LastIndexAny(p, ".["), 0)] {
-		if c.fromDefault[p] {
-			return "--default-config " + c.file + ": " + name
-		}
+	if c.isDefault(name) {
+		return "--default-config " + c.file + ": " + name
 	}
 	return fieldProviderConfig + "." + name
+}
+
+// isDefault tells whether the field's value (a JSON path such as
+// signing.keySecretRef) is the default configuration's.
+func (c *config) isDefault(name string) bool {
+	for p := name; p != ""; p = p[:max(strings.LastIndexAny(p, ".["), 0)] {
+		if c.fromDefault[p] {
+			return true
+		}
+	}
+	return false
 }
 
 // configOf is the OSC's configuration: its providerConfig (decoded
@@ -141,10 +150,11 @@ func decodeConfig(osc *extensionsv1alpha1.OperatingSystemConfig, required bool) 
 	return cfg, nil
 }
 
-// checkNamespaces refuses a providerConfig's Secret reference outside
-// the OSC's namespace: the extension's own holds the operator's Secrets,
-// used only through the default configuration, and another shoot's
-// namespace holds that shoot's.
+// checkNamespaces refuses a providerConfig's Secret reference with a
+// namespace: it names a resource of the shoot (Shoot.spec.resources),
+// which gardenlet copies into the OSC's namespace; the extension's own
+// namespace holds the operator's Secrets, used only through the default
+// configuration, and another shoot's namespace holds that shoot's.
 func (a *Actuator) checkNamespaces(osc *extensionsv1alpha1.OperatingSystemConfig, pc *configv1alpha1.OperatingSystemConfiguration) error {
 	if pc == nil {
 		return nil
@@ -159,7 +169,9 @@ func (a *Actuator) checkNamespaces(osc *extensionsv1alpha1.OperatingSystemConfig
 			ns = r.Namespace
 		}
 		switch {
-		case ns == "" || ns == osc.Namespace:
+		case ns == "":
+		case ns == osc.Namespace:
+			return invalidf(fieldProviderConfig+"."+f+".namespace", "%q: a providerConfig names a Secret by its entry in Shoot.spec.resources (name), without namespace", ns)
 		case ns == a.options.Namespace:
 			return invalidf(fieldProviderConfig+"."+f+".namespace", "%q is the extension's own namespace: its Secrets are used only by the extension's default configuration", ns)
 		default:

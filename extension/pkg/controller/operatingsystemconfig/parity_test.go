@@ -1,9 +1,8 @@
-package actuator
+package operatingsystemconfig
 
 import (
 	"testing"
 
-	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/pipeline"
 	"github.com/oslayer/oslayer/sign"
 
@@ -34,7 +33,7 @@ func TestSpecParity(t *testing.T) {
 		Arch: []string{"amd64", "arm64"}, Signing: &configv1alpha1.Signing{Referrers: true}, Settings: pipeline.FullSettings()}),
 		pool: "worker", version: "42.1", base: "b.example/fcos:42.1", target: "r.example/os/worker:42.1",
 		values: map[string]string{configv1alpha1.PlaceholderVersion: "42.1"}}
-	rd := read{osc: "/tmp/full/osc.yaml", secretsDir: "/tmp/full/secretrefs", registry: &registry.Options{Jobs: 7},
+	rd := read{osc: "/tmp/full/osc.yaml", secretsDir: "/tmp/full/secretrefs", registry: &pipeline.RegistryOptions{Jobs: 7},
 		signingKey: &sign.KeyMaterial{Source: "Secret ns/cosign", PEM: []byte("key")}, cacheDir: "/tmp/cache"}
 	for _, e := range pipeline.ParityErrors(pipeline.FrontExtension, spec(none, read{osc: "/tmp/none/osc.yaml"}), spec(full, rd)) {
 		t.Error(e)

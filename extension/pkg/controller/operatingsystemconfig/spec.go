@@ -1,10 +1,9 @@
-package actuator
+package operatingsystemconfig
 
 import (
 	"errors"
 	"strings"
 
-	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/pipeline"
 
 	configv1alpha1 "github.com/oslayer/oslayer/extension/pkg/apis/config/v1alpha1"
@@ -15,7 +14,7 @@ import (
 type read struct {
 	osc        string
 	secretsDir string
-	registry   *registry.Options
+	registry   *pipeline.RegistryOptions
 	signingKey *pipeline.KeyMaterial
 	cacheDir   string
 	// publish and sign are the shared push and sign options.

@@ -1,8 +1,7 @@
-package actuator
+package operatingsystemconfig
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,14 +64,27 @@ func (a *Actuator) build(ctx context.Context, osc *extensionsv1alpha1.OperatingS
 		a.shared.Forget()
 		// Messages name the OSC, not the temporary file it was written to.
 		msg := strings.ReplaceAll(err.Error(), rd.osc, "OperatingSystemConfig "+osc.Namespace+"/"+osc.Name)
-		return nil, buildErr(s.config, res, errors.New(msg))
+		return nil, buildErr(s.config, res, &reworded{msg, err})
 	}
 	return res, nil
 }
 
+// reworded is an error with another message that still unwraps to its
+// cause (registryFault classifies the cause).
+type reworded struct {
+	msg string
+	err error
+}
+
+func (e *reworded) Error() string { return e.msg }
+func (e *reworded) Unwrap() error { return e.err }
+
 // buildErr names what failed: a render or preflight failure is the OSC's
-// content (spec.units/spec.files or the configuration's base), a push or
-// sign failure the target.
+// content (spec.units/spec.files or the configuration's base); a registry
+// outage or refused credentials is the registry's (registryFault: no
+// configuration field, the step and Gardener's infrastructure codes);
+// any other push or sign failure names the target, a failure before it
+// the base.
 func buildErr(cfg *config, res *pipeline.Result, err error) error {
 	step := "build"
 	if res != nil && len(res.Phases) > 0 {
@@ -83,6 +95,15 @@ func buildErr(cfg *config, res *pipeline.Result, err error) error {
 		return invalidf("spec.units/spec.files", "%v", err)
 	case "preflight", "preflight-written":
 		return invalidf("spec.units/spec.files (checked with "+cfg.field("preflight")+")", "%v", err)
+	}
+	creds := "the extension's registry credentials"
+	if cfg.RegistrySecretRef != nil {
+		creds = cfg.field("registrySecretRef")
+	}
+	if f := registryFault("build step "+step, creds, err); f != nil {
+		return f
+	}
+	switch step {
 	case "push", "tag", "sign", "attest":
 		return fieldErr(cfg.field("target"), err)
 	}

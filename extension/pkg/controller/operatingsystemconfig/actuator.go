@@ -1,13 +1,15 @@
-// Package actuator is oslayer's Gardener OS extension: the Actuator of
-// Gardener's OperatingSystemConfig extension library. For purpose
+// Package operatingsystemconfig is oslayer's Gardener OS extension: the
+// Actuator of Gardener's OperatingSystemConfig extension library (laid out
+// as Gardener's OS extensions are, pkg/controller/operatingsystemconfig).
+// For purpose
 // reconcile it builds, pushes and signs the worker pool's image from the
 // OSC's units and files with the shared build specification
 // (pipeline.Spec, pipeline.New), records its digest in
 // status.providerStatus and the pool-image extension file, and returns
 // the extension's units and files and status.inPlaceUpdates.osUpdate
-// (package osextension); for purpose provision it returns the Ignition
+// (package nodeside); for purpose provision it returns the Ignition
 // user data that boots a new machine and pivots it onto the pool image.
-package actuator
+package operatingsystemconfig
 
 import (
 	"context"
@@ -19,7 +21,6 @@ import (
 	"github.com/gardener/gardener/extensions/pkg/controller/operatingsystemconfig"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
-	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/pipeline"
 )
 
@@ -29,7 +30,7 @@ type Options struct {
 	Version string
 	// Registry are the registry options every build starts from
 	// (mirrors, insecure hosts, timeout); each OSC adds its credentials.
-	Registry registry.Options
+	Registry pipeline.RegistryOptions
 	// IndexCacheDir is the base index disk cache ("": none).
 	IndexCacheDir string
 	// Logger receives the builds' logs (nil: discarded).

@@ -1,4 +1,4 @@
-package actuator
+package operatingsystemconfig
 
 import (
 	"os"
@@ -238,7 +238,7 @@ func TestConfigOfPartialDefault(t *testing.T) {
 		!strings.Contains(err.Error(), "spec.providerConfig.registrySecretRef.namespace") {
 		t.Errorf("no default, a Secret of the extension's namespace: %v", err)
 	}
-	// Nor another shoot's; the OSC's own, named, is no other.
+	// Nor another shoot's.
 	for doc, f := range map[string]string{
 		"registrySecretRef: {name: push, namespace: shoot--p--other}\n":      "registrySecretRef",
 		"signing: {keySecretRef: {name: key, namespace: shoot--p--other}}\n": "signing.keySecretRef",
@@ -248,7 +248,9 @@ func TestConfigOfPartialDefault(t *testing.T) {
 			t.Errorf("no default, %s of another shoot's namespace: %v, want %s", f, err, want)
 		}
 	}
-	if _, err := a.configOf(oscWith("target: r.example/x\nbase: b.example/y\nregistrySecretRef: {name: push, namespace: shoot--p--s}\n")); err != nil {
+	// A providerConfig names the shoot's resource, never a namespace.
+	if _, err := a.configOf(oscWith("target: r.example/x\nbase: b.example/y\nregistrySecretRef: {name: push, namespace: shoot--p--s}\n")); err == nil ||
+		!strings.Contains(err.Error(), "spec.providerConfig.registrySecretRef.namespace: \"shoot--p--s\": a providerConfig names a Secret by its entry in Shoot.spec.resources") {
 		t.Errorf("no default, a Secret of the OSC's namespace: %v", err)
 	}
 }

@@ -1,0 +1,126 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/oslayer/oslayer/extension/pkg/admission"
+	"github.com/oslayer/oslayer/extension/pkg/app"
+	"github.com/oslayer/oslayer/extension/test/exttest"
+)
+
+// TestAdmissionServed: the binary's manager with --webhook-port and
+// --webhook-cert-dir serves the Shoot admission webhook over TLS: an
+// AdmissionReview of a Shoot whose pool of the extension's type has an
+// unknown providerConfig field is denied naming the field, a valid one is
+// admitted. (The Shoot API is Gardener's own API server's, which does not
+// run here: the review is posted as it would post it.)
+func TestAdmissionServed(t *testing.T) {
+	e := exttest.New(t, exttest.Options{})
+	dir, pool := t.TempDir(), x509.NewCertPool()
+	pool.AddCert(selfSigned(t, dir))
+	port := freePort(t)
+	e.StartManagerWith(t, e.Cfg, 1, func(o *app.Options) { o.WebhookPort, o.WebhookCertDir = port, dir })
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	url := "https://127.0.0.1:" + itoa(port) + admission.Path
+	post := func(pc string) *admissionv1.AdmissionResponse {
+		shoot := exttest.Cluster("shoot--test--a", "test", "a", "worker", "43.1")
+		var s map[string]any
+		if err := json.Unmarshal(shoot.Spec.Shoot.Raw, &s); err != nil {
+			t.Fatal(err)
+		}
+		workers := s["spec"].(map[string]any)["provider"].(map[string]any)["workers"].([]any)
+		workers[0].(map[string]any)["machine"].(map[string]any)["image"].(map[string]any)["providerConfig"] = json.RawMessage(pc)
+		raw, _ := json.Marshal(s)
+		body, _ := json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+			Request: &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create,
+				Kind: metav1.GroupVersionKind{Group: "core.gardener.cloud", Version: "v1beta1", Kind: "Shoot"}, Object: runtimeRaw(raw)}})
+		var resp *http.Response
+		var err error
+		exttest.Until(t, 30*time.Second, func() bool {
+			resp, err = c.Post(url, "application/json", bytes.NewReader(body))
+			return err == nil
+		}, func() string { return "webhook not served: " + err.Error() })
+		defer resp.Body.Close()
+		var out admissionv1.AdmissionReview
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Response == nil {
+			t.Fatalf("AdmissionReview response: %v", err)
+		}
+		return out.Response
+	}
+	if r := post(`{"apiVersion":"oslayer.os.extensions.gardener.cloud/v1alpha1","kind":"OperatingSystemConfiguration","baseImage":"x"}`); r.Allowed ||
+		!strings.Contains(r.Result.Message, `spec.provider.workers[0].machine.image.providerConfig: Invalid value: "": strict decoding error: unknown field "baseImage"`) {
+		t.Errorf("unknown field: allowed %v, %+v", r.Allowed, r.Result)
+	}
+	if r := post(`{"apiVersion":"oslayer.os.extensions.gardener.cloud/v1alpha1","kind":"OperatingSystemConfiguration","base":"` + e.Base + `"}`); !r.Allowed {
+		t.Errorf("valid providerConfig denied: %+v", r.Result)
+	}
+}
+
+// selfSigned writes a self-signed certificate for 127.0.0.1 as
+// tls.crt and tls.key into dir and returns it.
+func selfSigned(t *testing.T, dir string) *x509.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "oslayer-os-extension"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{
+		"tls.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		"tls.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func runtimeRaw(b []byte) runtime.RawExtension { return runtime.RawExtension{Raw: b} }
