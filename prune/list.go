@@ -34,8 +34,8 @@ type lister struct {
 // listRemote returns the images of repo: every image a tag names, every
 // image an attachment tag belongs to (so an image no tag names any more
 // is found through its signature), and every image a reference names in
-// this repository (the build history). Platform images of an index are
-// listed after it with Index set.
+// this repository (the build history), dated by its build record.
+// Platform images of an index are listed after it with Index set.
 func listRemote(ctx context.Context, reg *registry.Options, repo name.Repository, refs *Refs, jobs int) ([]*Image, error) {
 	l := &lister{reg: reg, repo: repo, refs: refs, jobs: jobs, found: map[v1.Hash]*Image{}}
 	tags, err := remote.List(repo, reg.RemoteOptions(ctx)...)
@@ -44,6 +44,9 @@ func listRemote(ctx context.Context, reg *registry.Options, repo name.Repository
 	}
 	plain, err := l.classify(ctx, tags)
 	if err != nil {
+		return nil, err
+	}
+	if err := l.records(ctx); err != nil {
 		return nil, err
 	}
 	want := l.wanted(plain)
