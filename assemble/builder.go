@@ -148,6 +148,9 @@ type Published struct {
 	// registry (publish/record), nil without one; the sign stage signs
 	// it with the image.
 	Record *v1.Descriptor
+	// TagCurrent is true when Write found the target's tag naming the
+	// image already (an unchanged rebuild): Commit moves nothing.
+	TagCurrent bool
 }
 
 // Attached is a manifest a stage wrote into an OCI layout for the image

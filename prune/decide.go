@@ -49,6 +49,12 @@ func Decide(images []*Image, refs *Refs, p Policy) {
 	for _, im := range images {
 		im.Action, im.Reasons = "", nil
 		inUse(im, refs, tagged, based)
+		if im.Gone && !im.Time.IsZero() && p.Now.Sub(im.Time) < p.Grace {
+			// A build that puts its manifest by tag last (a fleet) has
+			// written its record, signature and attestation before.
+			im.Action = ActionKeep
+			im.Reasons = []string{fmt.Sprintf("manifest not there yet, build record younger than the grace period %s: a build may be publishing it", p.Grace)}
+		}
 	}
 	for _, im := range images {
 		if im.Pool == "" && len(im.Platforms) > 0 {

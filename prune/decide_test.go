@@ -72,3 +72,16 @@ func TestDecideDeleteUndated(t *testing.T) {
 		t.Errorf("undated %s %v, dated %s %v", ims[0].Action, ims[0].Reasons, ims[1].Action, ims[1].Reasons)
 	}
 }
+
+// A gone image (no manifest) whose build record is young is kept with its
+// tags: a fleet build puts its manifest by tag last, after its record and
+// signature. An old one's tags go.
+func TestDecideGoneYoungRecord(t *testing.T) {
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	ims := []*Image{{Repo: "r", Digest: hash(0), Gone: true, Time: now.Add(-time.Minute)},
+		{Repo: "r", Digest: hash(1), Gone: true, Time: now.Add(-2 * time.Hour)}}
+	Decide(ims, &Refs{}, Policy{Keep: 1, Grace: time.Hour, Now: now})
+	if ims[0].Action != ActionKeep || ims[1].Action != ActionDelete {
+		t.Errorf("young %s %v, old %s %v", ims[0].Action, ims[0].Reasons, ims[1].Action, ims[1].Reasons)
+	}
+}

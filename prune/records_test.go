@@ -101,7 +101,7 @@ func TestRecordRewrittenBeforeDelete(t *testing.T) {
 func (e *env) pushRecordOnly(d name.Digest, at time.Time) {
 	e.t.Helper()
 	h, _ := v1.NewHash(d.DigestStr())
-	if _, err := record.Write(e.ctx, &registry.Options{}, d.Context(), record.Record{Image: h, Time: at, Pool: "worker"}); err != nil {
+	if _, err := record.Write(e.ctx, &registry.Options{}, d.Context(), record.Record{Image: h, Time: at, Pool: "worker"}, v1.Descriptor{}); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -11,9 +11,9 @@
 // rebuild of an image already there writes a new record (the image is
 // new again for retention). Prune dates images by it.
 //
-// Everything prune needs is in the manifest's annotations, so reading a
-// record costs one request; the config blob holds the same Record as
-// JSON for other readers.
+// The record is the manifest's annotations: reading it costs one request,
+// and writing it one PUT (its config is the image's own config blob,
+// already in the repository: no blob is uploaded).
 package record
 
 import (
@@ -91,7 +91,7 @@ func (r Record) annotations() map[string]string {
 }
 
 // manifest is the record manifest: an OCI image manifest with the
-// record as its config and no layers.
+// record's artifactType and annotations and no layers.
 type manifest struct {
 	SchemaVersion int               `json:"schemaVersion"`
 	MediaType     types.MediaType   `json:"mediaType"`
@@ -101,29 +101,24 @@ type manifest struct {
 	Annotations   map[string]string `json:"annotations"`
 }
 
-// Encode returns the record's config blob and its manifest.
-func Encode(r Record) (config, mf []byte, err error) {
+// Encode returns the record's manifest, whose config is the descriptor
+// config: the image's own config blob, which is in the repository
+// already, so writing a record uploads no blob (EmptyConfig for a caller
+// without one).
+func Encode(r Record, config v1.Descriptor) ([]byte, error) {
 	if r.Image.Hex == "" || r.Time.IsZero() {
-		return nil, nil, fmt.Errorf("build record: no image digest or time")
+		return nil, fmt.Errorf("build record: no image digest or time")
 	}
-	r.Time = r.Time.UTC()
-	if r.Builder == "" {
-		r.Builder = Builder
-	}
-	if config, err = json.Marshal(r); err != nil {
-		return nil, nil, err
-	}
-	h, size, err := v1.SHA256(bytesReader(config))
-	if err != nil {
-		return nil, nil, err
-	}
-	mf, err = json.Marshal(manifest{
+	return json.Marshal(manifest{
 		SchemaVersion: 2, MediaType: types.OCIManifestSchema1, ArtifactType: ArtifactType,
-		Config: v1.Descriptor{MediaType: ArtifactType, Digest: h, Size: size},
-		Layers: []v1.Descriptor{}, Annotations: r.annotations(),
+		Config: config, Layers: []v1.Descriptor{}, Annotations: r.annotations(),
 	})
-	return config, mf, err
 }
+
+// EmptyConfig is the OCI empty descriptor ("{}"), the config of a record
+// written without its image's config.
+var EmptyConfig = v1.Descriptor{MediaType: "application/vnd.oci.empty.v1+json", Size: 2,
+	Digest: v1.Hash{Algorithm: "sha256", Hex: "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"}}
 
 // Parse reads a record from its manifest's annotations. A manifest that
 // is not a record, or a record without an image digest or a valid time,
@@ -133,7 +128,7 @@ func Parse(mf []byte) (*Record, error) {
 	if err := json.Unmarshal(mf, &m); err != nil {
 		return nil, fmt.Errorf("build record: %v", err)
 	}
-	if m.ArtifactType != ArtifactType && m.Config.MediaType != ArtifactType {
+	if m.ArtifactType != ArtifactType {
 		return nil, fmt.Errorf("build record: artifactType %q, want %q", m.ArtifactType, ArtifactType)
 	}
 	a := m.Annotations

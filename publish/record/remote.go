@@ -14,19 +14,24 @@ import (
 	"github.com/oslayer/oslayer/internal/registry"
 )
 
-// Write writes r for the image r.Image in repo: its config blob, then its
-// manifest under Tag (replacing an earlier build's record of the same
-// image). It returns the manifest's descriptor.
-func Write(ctx context.Context, reg *registry.Options, repo name.Repository, r Record) (v1.Descriptor, error) {
-	config, mf, err := Encode(r)
+// Write writes r for the image r.Image in repo under Tag (replacing an
+// earlier build's record of the same image): one manifest PUT whose
+// config is config, a blob the repository holds (the image's config). A
+// zero config uploads and names EmptyConfig. It returns the manifest's
+// descriptor.
+func Write(ctx context.Context, reg *registry.Options, repo name.Repository, r Record, config v1.Descriptor) (v1.Descriptor, error) {
+	ro := reg.RemoteOptions(ctx)
+	tag := Tag(repo, r.Image)
+	if config.Digest.Hex == "" {
+		config = EmptyConfig
+		if err := remote.WriteLayer(repo, static.NewLayer([]byte("{}"), EmptyConfig.MediaType), ro...); err != nil {
+			return v1.Descriptor{}, fmt.Errorf("build record %s: %w", tag, err)
+		}
+	}
+	mf, err := Encode(r, config)
 	if err != nil {
 		return v1.Descriptor{}, err
 	}
-	ro := reg.RemoteOptions(ctx)
-	if err := remote.WriteLayer(repo, static.NewLayer(config, ArtifactType), ro...); err != nil {
-		return v1.Descriptor{}, fmt.Errorf("build record %s: %w", Tag(repo, r.Image), err)
-	}
-	tag := Tag(repo, r.Image)
 	if err := remote.Put(tag, raw(mf), ro...); err != nil {
 		return v1.Descriptor{}, fmt.Errorf("build record %s: %w", tag, err)
 	}

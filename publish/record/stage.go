@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/internal/registry"
 )
@@ -28,12 +30,23 @@ type Stage struct {
 	Now func() time.Time
 }
 
-// Result is what the stage wrote.
+// Result is what the stage wrote, or found.
 type Result struct {
 	Tag    string    `json:"tag"`
 	Digest string    `json:"digest"`
 	Time   time.Time `json:"time"`
+	// Existing is true when a record younger than Fresh was there:
+	// nothing was written.
+	Existing bool `json:"existing,omitempty"`
 }
+
+// Fresh is how old a record of the same image may be for a build to keep
+// it rather than write its own: a build that runs again within it (an
+// unchanged fleet or controller run) writes nothing. An older record is
+// replaced: the image, published again (a revert to an older
+// configuration gives an older image's digest), is new again for
+// retention, and prune's --grace protects it until its tag moves.
+const Fresh = 10 * time.Minute
 
 // Name implements assemble.Stage.
 func (*Stage) Name() string { return StageName }
@@ -42,7 +55,8 @@ func (*Stage) Name() string { return StageName }
 // tags is dated too.
 func (*Stage) OnIndex() bool { return true }
 
-// Run writes the record of b, written as p, and sets p.Record.
+// Run writes the record of b, written as p, and sets p.Record (left nil
+// when a fresh record of the image stands: it was signed when written).
 func (s *Stage) Run(ctx context.Context, b *assemble.Built, p *assemble.Published) (any, error) {
 	if p == nil {
 		return nil, fmt.Errorf("%s: no published image", StageName)
@@ -63,8 +77,18 @@ func (s *Stage) Run(ctx context.Context, b *assemble.Built, p *assemble.Publishe
 	if reg == nil {
 		reg = &registry.Options{}
 	}
+	if p.TagCurrent {
+		// The target's tag names the image already (an unchanged
+		// rebuild): nothing moves, the tag keeps it, nothing is written.
+		return nil, nil
+	}
 	repo := p.Digest.Context()
-	desc, err := Write(ctx, reg, repo, r)
+	if old, od, err := Read(ctx, reg, repo, r.Image); err == nil && old != nil && r.Time.Sub(old.Time) < Fresh && r.Time.After(old.Time) {
+		// Built again moments ago (an unchanged fleet run): the record
+		// stands, nothing is written.
+		return &Result{Tag: Tag(repo, r.Image).String(), Digest: od.String(), Time: old.Time, Existing: true}, nil
+	}
+	desc, err := Write(ctx, reg, repo, r, configOf(b))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", StageName, err)
 	}
@@ -76,3 +100,21 @@ var (
 	_ assemble.Stage   = (*Stage)(nil)
 	_ assemble.OnIndex = (*Stage)(nil)
 )
+
+// configOf is the config descriptor of b's image (of an index's first
+// platform image), a blob the repository holds once b is written; zero
+// when it cannot be read.
+func configOf(b *assemble.Built) v1.Descriptor {
+	img := b.Image
+	if img == nil && len(b.Platforms) > 0 {
+		img = b.Platforms[0].Image
+	}
+	if img == nil {
+		return v1.Descriptor{}
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		return v1.Descriptor{}
+	}
+	return m.Config
+}

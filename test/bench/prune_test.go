@@ -190,7 +190,11 @@ func pushPool(repo name.Repository, att v1.Image, pool string, out []name.Digest
 		// The build record every build writes: an hour apart, the
 		// newest two hours old.
 		at := now.Add(-2*time.Hour - time.Duration(len(out)-1-i)*time.Hour)
-		if _, err := record.Write(ctx, reg, repo, record.Record{Image: h, Time: at, Pool: pool}); err != nil {
+		m, err := img.Manifest()
+		if err != nil {
+			return err
+		}
+		if _, err := record.Write(ctx, reg, repo, record.Record{Image: h, Time: at, Pool: pool}, m.Config); err != nil {
 			return err
 		}
 	}
