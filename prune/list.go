@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/publish/record"
 )
 
 // Labels prune reads (build.LabelPool and build.LabelBaseDigest).
@@ -138,6 +139,12 @@ func (l *lister) read(ctx context.Context, d v1.Hash) error {
 		return fmt.Errorf("read %s@%s: %w", l.repo, d, err)
 	}
 	im.Media = desc.MediaType
+	if rec, err := record.Parse(desc.Manifest); err == nil {
+		// A build record listed through its own signature tag: not an
+		// image; its tags go with the image it records.
+		l.foldRecord(d, rec.Image)
+		return nil
+	}
 	if desc.MediaType.IsIndex() {
 		return l.readIndex(desc, im)
 	}

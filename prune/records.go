@@ -16,11 +16,13 @@ import (
 // record's own attachments (its signature) into the image's: they go
 // with it, and the record manifest is not an image of the repository.
 // A record that cannot be read as one leaves its image undated, which
-// keeps it.
+// keeps it. An image a reference dates (a PoolImage's build history,
+// which names its images: in use, kept) is not read again; its record's
+// own tags are still folded into it by their digest when listed.
 func (l *lister) records(ctx context.Context) error {
 	var ims []*Image
 	for _, im := range l.found {
-		if im.hasRecord() {
+		if im.hasRecord() && !l.datedByRef(im.Digest) {
 			ims = append(ims, im)
 		}
 	}
@@ -68,24 +70,26 @@ func readRecord(ctx context.Context, reg *registry.Options, repo name.Repository
 // fold moves the attachments of im's record (its signature, its
 // referrers tag) to im, named as the record's.
 func (l *lister) fold(im *Image) {
-	if im.Record == "" {
-		return
+	if h, err := v1.NewHash(im.Record); err == nil {
+		l.foldRecord(h, im.Digest)
 	}
-	h, err := v1.NewHash(im.Record)
-	if err != nil {
-		return
-	}
+}
+
+// foldRecord removes the record manifest rec, listed through its own
+// tags, from the images and gives its attachments to the image it
+// records (kept where it is when that image is not listed).
+func (l *lister) foldRecord(rec, image v1.Hash) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	rec := l.found[h]
-	if rec == nil {
+	r, im := l.found[rec], l.found[image]
+	if r == nil || im == nil {
 		return
 	}
-	for _, a := range rec.Attached {
+	for _, a := range r.Attached {
 		a.Kind = kindRecord + " " + a.Kind
 		im.Attached = append(im.Attached, a)
 	}
-	delete(l.found, h)
+	delete(l.found, rec)
 }
 
 // recordChanged reads im's build record again and reports what changed
@@ -104,4 +108,14 @@ func recordChanged(ctx context.Context, reg *registry.Options, repo name.Reposit
 		at = "at " + r.Time.UTC().Format(time.RFC3339)
 	}
 	return "a build published it again since it was listed (build record " + at + ")", nil
+}
+
+// datedByRef reports whether a reference dates d (a PoolImage's build).
+func (l *lister) datedByRef(d v1.Hash) bool {
+	for _, r := range l.refs.Of(d) {
+		if !r.Time.IsZero() {
+			return true
+		}
+	}
+	return false
 }

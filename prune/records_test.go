@@ -2,6 +2,7 @@ package prune_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -120,4 +121,32 @@ func TestUndatedNeverAheadOfDated(t *testing.T) {
 	e.wantKept(res, undated, "age unknown")
 	e.wantKept(res, newer, "one of the last 1 good images")
 	e.wantDeleted(res, dated)
+}
+
+// An image a PoolImage's build history dates is not read for its record
+// (one GET less per image), and its record, listed through the record's
+// own signature tag, is still not an image of the repository.
+func TestRecordOfPoolImageBuild(t *testing.T) {
+	e := newEnv(t, false)
+	d := e.pushRecorded("worker", time.Now().Add(-3*time.Hour))
+	e.apply(fmt.Sprintf(`apiVersion: oslayer.dev/v1alpha1
+kind: PoolImage
+metadata: {name: %s, namespace: %s}
+spec: {pool: worker, base: "quay.io/fedora/fedora-coreos:stable", target: "%s:worker", source: {gardener: {secretName: osc}}}
+status:
+  builds: [{image: %q, time: %q, result: Succeeded}]
+`, e.name("pi"), e.ns, e.repo, d.String(), time.Now().Add(-2*time.Hour).UTC().Format(time.RFC3339)))
+	e.proxy.Reset()
+	res := e.prune(false, func(o *prune.Options) { o.Policy = prune.Policy{Keep: 1, Grace: time.Hour, Now: time.Now()} })
+	if len(res.Images) != 1 || !strings.HasPrefix(res.Images[0].TimeFrom, "build record PoolImage") {
+		t.Fatalf("listed %v, dated by %q: want the image only, dated by the PoolImage", digests(res), res.Images[0].TimeFrom)
+	}
+	for _, r := range e.proxy.Requests() {
+		if strings.HasSuffix(r.Path, ".rec") {
+			t.Errorf("record read: %s %s", r.Method, r.Path)
+		}
+	}
+	if n := len(res.Images[0].Attached); n != 4 {
+		t.Errorf("attached %v, want .att, .rec, .sig and the record's .sig", res.Images[0].Attached)
+	}
 }
