@@ -144,6 +144,13 @@ type Published struct {
 	// layout's index.json together with the tag. Registry targets keep
 	// them under their own tags instead.
 	Attached []Attached
+	// Record is the build record a stage wrote for the image in a
+	// registry (publish/record), nil without one; the sign stage signs
+	// it with the image.
+	Record *v1.Descriptor
+	// TagCurrent is true when Write found the target's tag naming the
+	// image already (an unchanged rebuild): Commit moves nothing.
+	TagCurrent bool
 }
 
 // Attached is a manifest a stage wrote into an OCI layout for the image

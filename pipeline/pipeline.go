@@ -16,6 +16,7 @@ import (
 	"github.com/oslayer/oslayer/packagestage/bud"
 	"github.com/oslayer/oslayer/preflight"
 	"github.com/oslayer/oslayer/publish"
+	"github.com/oslayer/oslayer/publish/record"
 	"github.com/oslayer/oslayer/sign"
 	"github.com/oslayer/oslayer/sources/imageref"
 	"github.com/oslayer/oslayer/sources/model"
@@ -84,8 +85,9 @@ type Pipeline struct {
 	Spec      Spec
 	Request   assemble.Request
 	Publisher *publish.Publisher
-	// Stages are preflight (content, then the written image) and, when
-	// signing, sign and attest, in order.
+	// Stages are the build record, preflight (content, then the written
+	// image) and, when signing, sign and attest, in order (the content
+	// checks run before the write, the record first after it).
 	Stages []assemble.Stage
 	// Repository is the target's repository ("" for an OCI layout).
 	Repository string
@@ -145,7 +147,11 @@ func New(spec Spec, env Env) (*Pipeline, error) {
 		}
 		p.Repository = t.Context().Name()
 	}
-	p.Stages = preflight.Stages(preflightOptions(spec.Preflight, env.ReadBack, reg, log))
+	// The build record first after the write: the image is dated before
+	// any tag (its signature's, its own) names it, so prune cannot find
+	// it undated (publish/record).
+	p.Stages = []assemble.Stage{&record.Stage{Registry: reg, Version: env.Version}}
+	p.Stages = append(p.Stages, preflight.Stages(preflightOptions(spec.Preflight, env.ReadBack, reg, log))...)
 	ss, err := signStages(spec, reg, env)
 	if err != nil {
 		return nil, err

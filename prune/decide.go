@@ -16,8 +16,9 @@ type Policy struct {
 	Keep int
 	// Grace keeps every dated image younger than it.
 	Grace time.Duration
-	// DeleteUndated lets an image nothing dates be deleted even when its
-	// pool has no dated image.
+	// DeleteUndated lets an image nothing dates (no build record, no
+	// reference with a time) be deleted when nothing uses it; without it
+	// such an image is kept.
 	DeleteUndated bool
 	// Now is the time ages are measured from.
 	Now time.Time
@@ -48,6 +49,12 @@ func Decide(images []*Image, refs *Refs, p Policy) {
 	for _, im := range images {
 		im.Action, im.Reasons = "", nil
 		inUse(im, refs, tagged, based)
+		if im.Gone && !im.Time.IsZero() && p.Now.Sub(im.Time) < p.Grace {
+			// A build that puts its manifest by tag last (a fleet) has
+			// written its record, signature and attestation before.
+			im.Action = ActionKeep
+			im.Reasons = []string{fmt.Sprintf("manifest not there yet, build record younger than the grace period %s: a build may be publishing it", p.Grace)}
+		}
 	}
 	for _, im := range images {
 		if im.Pool == "" && len(im.Platforms) > 0 {
@@ -122,10 +129,39 @@ func platformPool(im *Image, byDigest map[v1.Hash]*Image) string {
 	return ""
 }
 
-// rank keeps, per repository and pool, the newest Keep good images, the
-// dated ones younger than Grace, and undated ones nothing can age; the
-// rest of the pool's images are deleted.
+// rank keeps, per repository and pool, the newest Keep good dated
+// images, the dated ones younger than Grace, and every image nothing
+// dates (unless DeleteUndated): the rest of the pool's images are
+// deleted. An undated image takes no place among the newest and is
+// never deleted in favour of a dated one: nothing says it is older.
 func rank(images []*Image, p Policy) {
+	for _, ims := range byPool(images, p) {
+		newestFirst(ims)
+		signs := false
+		for _, im := range ims {
+			signs = signs || im.Signed()
+		}
+		n := 0
+		for _, im := range ims {
+			// A layout holds the signatures of one image only.
+			layout := strings.HasPrefix(im.Repo, layoutPrefix)
+			good := !im.Failed && (im.Signed() || !signs || layout)
+			if good && n < p.Keep && !im.Time.IsZero() {
+				n++
+				im.keep(fmt.Sprintf("one of the last %d good images of pool %s", p.Keep, im.Pool))
+			}
+			age(im, p)
+			if im.Action == "" {
+				im.Action = ActionDelete
+				im.Reasons = append(im.Reasons, deleteReason(im, p, good))
+			}
+		}
+	}
+}
+
+// byPool groups the images rank orders by repository and pool; images of
+// pools this run does not prune are kept.
+func byPool(images []*Image, p Policy) map[string][]*Image {
 	pools := map[string][]*Image{}
 	for _, im := range images {
 		if im.Index == nil && im.Pool != "" && !im.Gone {
@@ -137,37 +173,15 @@ func rank(images []*Image, p Policy) {
 			pools[k] = append(pools[k], im)
 		}
 	}
-	for _, ims := range pools {
-		newestFirst(ims)
-		signs, dated := false, false
-		for _, im := range ims {
-			signs = signs || im.Signed()
-			dated = dated || !im.Time.IsZero()
-		}
-		n := 0
-		for _, im := range ims {
-			// A layout holds the signatures of one image only.
-			layout := strings.HasPrefix(im.Repo, layoutPrefix)
-			good := !im.Failed && (im.Signed() || !signs || layout)
-			if good && n < p.Keep {
-				n++
-				im.keep(fmt.Sprintf("one of the last %d good images of pool %s", p.Keep, im.Pool))
-			}
-			age(im, p, dated)
-			if im.Action == "" {
-				im.Action = ActionDelete
-				im.Reasons = append(im.Reasons, deleteReason(im, p, good))
-			}
-		}
-	}
+	return pools
 }
 
 // age keeps a young image, or one whose age nothing tells.
-func age(im *Image, p Policy, poolDated bool) {
+func age(im *Image, p Policy) {
 	switch {
 	case !im.Time.IsZero() && p.Now.Sub(im.Time) < p.Grace:
 		im.keep(fmt.Sprintf("younger than the grace period %s", p.Grace))
-	case im.Time.IsZero() && !poolDated && !p.DeleteUndated && im.Action != ActionKeep:
+	case im.Time.IsZero() && !p.DeleteUndated && im.Action != ActionKeep:
 		im.keep("age unknown: no build record dates it (--delete-undated deletes it)")
 	}
 }
@@ -179,6 +193,8 @@ func deleteReason(im *Image, p Policy, good bool) string {
 		return "not in use; its build failed"
 	case !good:
 		return "not in use; unsigned in a pool whose images are signed"
+	case im.Time.IsZero():
+		return "not in use; no build record dates it (--delete-undated)"
 	}
 	if p.Keep == 0 {
 		return "not in use (--keep 0)"
@@ -186,19 +202,17 @@ func deleteReason(im *Image, p Policy, good bool) string {
 	return fmt.Sprintf("not in use; older than the last %d good images of pool %s", p.Keep, im.Pool)
 }
 
-// newestFirst orders a pool's images: dated ones newest first, then the
-// undated ones (older than every dated one), tagged first, by digest.
+// newestFirst orders a pool's dated images newest first (by digest only
+// for one time), then the undated ones, which are not ordered among
+// themselves: nothing tells which is newer.
 func newestFirst(ims []*Image) {
 	sort.SliceStable(ims, func(i, j int) bool {
 		a, b := ims[i], ims[j]
-		if a.Time.IsZero() != b.Time.IsZero() {
-			return !a.Time.IsZero()
+		if a.Time.IsZero() || b.Time.IsZero() {
+			return !a.Time.IsZero() && b.Time.IsZero()
 		}
 		if !a.Time.Equal(b.Time) {
 			return a.Time.After(b.Time)
-		}
-		if (len(a.Tags) > 0) != (len(b.Tags) > 0) {
-			return len(a.Tags) > 0
 		}
 		return a.Digest.String() < b.Digest.String()
 	})

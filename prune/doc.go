@@ -14,15 +14,18 @@
 //
 // The order of "newest" never comes from the image config's creation
 // time, which reproducible builds fix: an image is dated by its build
-// record (a PoolImage's status.builds[].time, or status.lastBuildTime for
-// status.image) or, in an OCI layout, by the time its manifest was
-// written. A registry API (distribution's) keeps no upload time; an
-// image nothing dates counts as older than every dated image of its pool,
-// and is deleted only when its pool has a dated image (a build history
-// that moved past it) or when Policy.DeleteUndated says so.
+// record (the "sha256-HEX.rec" artifact every build writes before
+// anything else names the image, publish/record; a PoolImage's
+// status.builds[].time, or status.lastBuildTime for status.image) or, in
+// an OCI layout, by the time its manifest was written. An image nothing
+// dates takes no place among the newest and is kept: nothing says it is
+// older than a dated one, and digests say nothing of age
+// (Policy.DeleteUndated deletes it when nothing uses it).
 //
 // The stages: Collect reads the references (Sources), List reads the
 // repositories, Decide marks each image kept (with why) or deleted, and
 // Apply deletes, probing first that the registry accepts DELETE and
-// checking the references again right before each image.
+// checking the references, the tags and the image's build record again
+// right before each image (a build that published it again since the
+// listing wrote a new record: the image is kept).
 package prune

@@ -6,8 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/oslayer/oslayer/internal/inputfile"
 	"github.com/oslayer/oslayer/prune"
 )
 
@@ -70,4 +73,51 @@ func writeFile(t *testing.T, s string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// A references file must be a regular file with a size bound: a named
+// pipe (which would block the run for ever) or a device is refused at once
+// with an InputError naming the file.
+func TestReferenceFileNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "refs.fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{
+		{fifo, "not a regular file: it is a named pipe (FIFO)"},
+		{"/dev/zero", "not a regular file: it is a character device"},
+		{dir, "is a directory"},
+	} {
+		done := make(chan error, 1)
+		go func() { _, err := prune.Collect(context.Background(), prune.File(c.path)); done <- err }()
+		select {
+		case err := <-done:
+			var ie *prune.InputError
+			if !errors.As(err, &ie) || err.Error() != "references "+c.path+": "+c.want {
+				t.Errorf("%s: got %v, want an InputError %q", c.path, err, c.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: still reading after 10 s", c.path)
+		}
+	}
+}
+
+// A references file over the input size bound is refused before it is
+// decoded (a sparse file: no disk used).
+func TestReferenceFileTooLarge(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "refs.yaml")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(inputfile.MaxSize + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	_, err = prune.Collect(context.Background(), prune.File(p))
+	var ie *prune.InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "references "+p+": ") || !strings.Contains(err.Error(), "exceed the limit") {
+		t.Errorf("got %v, want an InputError naming the file and the limit", err)
+	}
 }

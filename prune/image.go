@@ -28,6 +28,8 @@ type Image struct {
 	Tags []string `json:"tags,omitempty"`
 	// Attached are its signature, attestation, SBOM and referrer tags.
 	Attached []Attachment `json:"attached,omitempty"`
+	// Record is the digest of its build record's manifest, as listed.
+	Record string `json:"record,omitempty"`
 	// Time dates the image (zero: undated); TimeFrom says by what.
 	Time     time.Time `json:"time,omitzero"`
 	TimeFrom string    `json:"timeFrom,omitempty"`
@@ -43,8 +45,9 @@ type Image struct {
 }
 
 // Attachment is a tag that belongs to an image: cosign's
-// "sha256-HEX.sig", ".att" and ".sbom", and the OCI referrers fallback
-// tag "sha256-HEX".
+// "sha256-HEX.sig", ".att" and ".sbom", the build record's ".rec" (and
+// the tags of the record's own signature), and the OCI referrers
+// fallback tag "sha256-HEX".
 type Attachment struct {
 	// Tag is the tag; in an OCI layout, where attachments are index.json
 	// entries, it is empty and Digest names the manifest.
@@ -55,10 +58,13 @@ type Attachment struct {
 
 // attachedRE matches the tags cosign and the referrers fallback derive
 // from a digest.
-var attachedRE = regexp.MustCompile(`^sha256-([0-9a-f]{64})(?:\.(sig|att|sbom))?$`)
+var attachedRE = regexp.MustCompile(`^sha256-([0-9a-f]{64})(?:\.(sig|att|sbom|rec))?$`)
 
 // attachKinds names what each suffix holds.
-var attachKinds = map[string]string{"sig": "signature", "att": "attestation", "sbom": "sbom", "": "referrers"}
+var attachKinds = map[string]string{"sig": "signature", "att": "attestation", "sbom": "sbom", "rec": kindRecord, "": "referrers"}
+
+// kindRecord is the kind of a build record tag (publish/record).
+const kindRecord = "record"
 
 // attachedTo returns the digest an attachment tag belongs to and its kind.
 func attachedTo(tag string) (v1.Hash, string, bool) {

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/publish/record"
 )
 
 // Labels prune reads (build.LabelPool and build.LabelBaseDigest).
@@ -34,8 +35,8 @@ type lister struct {
 // listRemote returns the images of repo: every image a tag names, every
 // image an attachment tag belongs to (so an image no tag names any more
 // is found through its signature), and every image a reference names in
-// this repository (the build history). Platform images of an index are
-// listed after it with Index set.
+// this repository (the build history), dated by its build record.
+// Platform images of an index are listed after it with Index set.
 func listRemote(ctx context.Context, reg *registry.Options, repo name.Repository, refs *Refs, jobs int) ([]*Image, error) {
 	l := &lister{reg: reg, repo: repo, refs: refs, jobs: jobs, found: map[v1.Hash]*Image{}}
 	tags, err := remote.List(repo, reg.RemoteOptions(ctx)...)
@@ -44,6 +45,9 @@ func listRemote(ctx context.Context, reg *registry.Options, repo name.Repository
 	}
 	plain, err := l.classify(ctx, tags)
 	if err != nil {
+		return nil, err
+	}
+	if err := l.records(ctx); err != nil {
 		return nil, err
 	}
 	want := l.wanted(plain)
@@ -135,6 +139,12 @@ func (l *lister) read(ctx context.Context, d v1.Hash) error {
 		return fmt.Errorf("read %s@%s: %w", l.repo, d, err)
 	}
 	im.Media = desc.MediaType
+	if rec, err := record.Parse(desc.Manifest); err == nil {
+		// A build record listed through its own signature tag: not an
+		// image; its tags go with the image it records.
+		l.foldRecord(d, rec.Image)
+		return nil
+	}
 	if desc.MediaType.IsIndex() {
 		return l.readIndex(desc, im)
 	}

@@ -63,9 +63,11 @@ func ordered(ims []*Image) []*Image {
 	return append(top, children...)
 }
 
-// deleteOne reads the references again and deletes im unless one names it
-// (or one of its platform images) now. The window left is the time
-// between that read and the registry's answer to the DELETE.
+// deleteOne reads the references and im's build record again and deletes
+// im unless a reference names it (or one of its platform images) now or
+// a build wrote its record since it was listed (the build published it
+// again: it is new). The window left is the time between those reads and
+// the registry's answer to the DELETE.
 func deleteOne(ctx context.Context, o Options, t target, im *Image, all []*Image) error {
 	for _, idx := range all {
 		if im.Index != nil && idx.Digest == *im.Index && idx.Action == ActionKeep {
@@ -82,15 +84,18 @@ func deleteOne(ctx context.Context, o Options, t target, im *Image, all []*Image
 		return err
 	}
 	if r := gained(refs, im); r != nil {
-		im.Action = ActionKeep
-		im.Reasons = []string{"gained a reference before deletion: " + r.From}
-		for _, c := range all {
-			if c.Index != nil && *c.Index == im.Digest && c.Action == ActionDelete {
-				c.Action = ActionKeep
-				c.Reasons = []string{"platform image of the kept index " + short(im.Digest)}
-			}
-		}
+		keepNow(im, all, "gained a reference before deletion: "+r.From)
 		return nil
+	}
+	if t.layout == "" {
+		why, err := recordChanged(ctx, o.Registry, t.repo, im)
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			keepNow(im, all, why)
+			return nil
+		}
 	}
 	if t.layout != "" {
 		err = deleteLayout(t.layout, im)
@@ -114,4 +119,16 @@ func gained(refs *Refs, im *Image) *Ref {
 		}
 	}
 	return nil
+}
+
+// keepNow keeps im, decided for deletion, and its platform images.
+func keepNow(im *Image, all []*Image, why string) {
+	im.Action = ActionKeep
+	im.Reasons = []string{why}
+	for _, c := range all {
+		if c.Index != nil && *c.Index == im.Digest && c.Action == ActionDelete {
+			c.Action = ActionKeep
+			c.Reasons = []string{"platform image of the kept index " + short(im.Digest)}
+		}
+	}
 }

@@ -1,13 +1,16 @@
 package prune
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 
 	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/oslayer/oslayer/internal/inputfile"
 )
 
 // Source is where references come from: a cluster or a file.
@@ -41,7 +44,8 @@ func Collect(ctx context.Context, sources ...Source) (*Refs, error) {
 // PoolImage, MachineConfig, MachineConfigPool, Node, BootcNode,
 // BootcNodePool, a PoolImage's published ConfigMap, or a List of them
 // (kubectl get -o yaml). Every MachineConfig of a file counts, rendered
-// or not.
+// or not. It must be a regular file (a link to one is followed) of at
+// most inputfile.MaxSize bytes: anything else is an InputError naming it.
 func File(path string) Source { return &fileSource{path: path} }
 
 type fileSource struct{ path string }
@@ -52,15 +56,30 @@ func (f *fileSource) Name() string { return "references " + f.path }
 const maxDocuments = 1 << 20
 
 func (f *fileSource) read(_ context.Context, c *collector) error {
-	fh, err := os.Open(f.path)
+	// A regular file with a size bound: a named pipe would block the run
+	// and an unbounded file would take memory without end.
+	b, err := inputfile.Read(f.path)
 	if err != nil {
-		return &InputError{Input: f.Name(), Err: err.Error()}
+		return &InputError{Input: f.Name(), Err: inputErr(err)}
 	}
-	defer fh.Close()
-	if st, err := fh.Stat(); err == nil && !st.Mode().IsRegular() {
-		return &InputError{Input: f.Name(), Err: "not a regular file"}
+	return decode(f.Name(), b, c.add)
+}
+
+// inputErr is err without the path the InputError names already.
+func inputErr(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
 	}
-	dec := yaml.NewYAMLOrJSONDecoder(fh, 4096)
+	return err.Error()
+}
+
+// decode reads the documents of a references file's content b (YAML or
+// JSON, one or more documents) and hands each object to add with its
+// 1-based document number; empty documents are skipped. input names the
+// file in errors.
+func decode(input string, b []byte, add func(input string, doc int, m map[string]any) error) error {
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
 	for doc := 1; doc <= maxDocuments; doc++ {
 		var m map[string]any
 		err := dec.Decode(&m)
@@ -68,14 +87,14 @@ func (f *fileSource) read(_ context.Context, c *collector) error {
 			return nil
 		}
 		if err != nil {
-			return &InputError{Input: f.Name(), Doc: doc, Err: fmt.Sprintf("not a YAML or JSON object: %v", err)}
+			return &InputError{Input: input, Doc: doc, Err: fmt.Sprintf("not a YAML or JSON object: %v", err)}
 		}
 		if m == nil {
 			continue
 		}
-		if err := c.add(f.Name(), doc, m); err != nil {
+		if err := add(input, doc, m); err != nil {
 			return err
 		}
 	}
-	return &InputError{Input: f.Name(), Err: fmt.Sprintf("more than %d documents", maxDocuments)}
+	return &InputError{Input: input, Err: fmt.Sprintf("more than %d documents", maxDocuments)}
 }

@@ -219,7 +219,7 @@ func (w *remoteWrite) upload(ctx context.Context) error {
 func (w *remoteWrite) published(found string) *assemble.Published {
 	dref := w.dref
 	if found != "" {
-		pub := &assemble.Published{Ref: dref.String(), Digest: &dref, Skipped: w.total}
+		pub := &assemble.Published{Ref: dref.String(), Digest: &dref, Skipped: w.total, TagCurrent: w.s.tagCurrent}
 		w.p.keep(pub, w.s)
 		w.log.Info("image written by digest", "uploaded", 0, "skipped", w.total, "mounted", 0, "blobUploads", 0, "manifestExisted", true, "found", found)
 		return pub

@@ -122,6 +122,9 @@ type SignResult struct {
 	// another writer replaced it meanwhile and the signature was merged
 	// again.
 	Writes int `json:"writes,omitempty"`
+	// RecordSignatureTag is where the signature of the image's build
+	// record lives (the record is signed with the image, by the same key).
+	RecordSignatureTag string `json:"recordSignatureTag,omitempty"`
 }
 
 // Payload returns the simple signing payload cosign signs for d: the

@@ -90,6 +90,15 @@ func (s *signStage) Run(ctx context.Context, b *assemble.Built, p *assemble.Publ
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", StageSign, err)
 	}
+	if p.Digest != nil && p.Record != nil {
+		// The build record is signed with the image: who trusts the key
+		// trusts the date and the specification it records.
+		rr, err := sg.Sign(ctx, p.Digest.Context().Digest(p.Record.Digest.String()))
+		if err != nil {
+			return nil, fmt.Errorf("%s: build record: %w", StageSign, err)
+		}
+		r.RecordSignatureTag = rr.SignatureTag
+	}
 	return r, nil
 }
 

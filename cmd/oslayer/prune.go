@@ -47,15 +47,18 @@ base; images without the io.oslayer.pool label (bases, other images) are
 never deleted; neither is an image younger than --grace.
 
 References come from the cluster of --kubeconfig and from --references
-files (YAML or JSON, multi-document, Lists). Ages come from the build
-records (PoolImage status), never from the image config (reproducible
-images have a fixed one); an image nothing dates is deleted only when its
-pool's build history moved past it, or with --delete-undated.
+files (YAML or JSON, multi-document, Lists), each a regular file of at
+most 256 MiB. Ages come from the build records (the sha256-HEX.rec
+artifact every build writes next to its image before anything names it,
+and PoolImage status), never from the image config (reproducible images
+have a fixed one); an image nothing dates is kept (nothing says it is
+older than a dated one) unless --delete-undated.
 
 Without --yes nothing is deleted: a table says what would be kept and
 deleted and why. With --yes the registry is probed first (a registry that
 refuses DELETE is an error before anything is deleted) and the references
-are read again right before each image is deleted.
+and the image's build record are read again right before each image is
+deleted: an image a build published again since the listing is kept.
 Exit code 0: done; 1: a registry or cluster failed; 2: bad arguments or
 references (nothing deleted).`,
 		Example: `  # What would go (dry run), with the references of the cluster
@@ -79,7 +82,7 @@ references (nothing deleted).`,
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "read references from this cluster")
 	fs.StringVar(&f.kubeContext, "context", "", "the kubeconfig context (default: its current one)")
 	fs.BoolVar(&f.noReferences, "no-references", false, "prune without any reference source (every image not tagged counts as unused)")
-	fs.BoolVar(&f.deleteUndated, "delete-undated", false, "delete an image nothing dates even when its pool has no build record")
+	fs.BoolVar(&f.deleteUndated, "delete-undated", false, "delete an image no build record dates when nothing uses it")
 	fs.IntVar(&f.jobs, "jobs", 8, "parallel registry reads")
 	f.reg.registerReads(fs)
 	return cmd

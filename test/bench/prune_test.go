@@ -26,7 +26,9 @@ import (
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/assemble"
 	"github.com/oslayer/oslayer/controller"
+	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/prune"
+	"github.com/oslayer/oslayer/publish/record"
 	"github.com/oslayer/oslayer/test/fixtures"
 	"github.com/oslayer/oslayer/test/k8senv"
 	"github.com/oslayer/oslayer/test/regtest"
@@ -39,7 +41,8 @@ var (
 
 // BenchmarkPrune measures `oslayer prune`'s dry run over one repository of
 // -bench.prune-pools × -bench.prune-images pool images, each with a .sig
-// and an .att tag and a tag per pool on its newest image, with the
+// and an .att tag and its build record (.rec), and a tag per pool on its
+// newest image, with the
 // references of a cluster (kube-apiserver and etcd, envtest): a PoolImage
 // per pool whose status names its newest image and a build history of 5,
 // and a Node per pool whose layered-image annotation names the newest
@@ -103,8 +106,8 @@ func BenchmarkPrune(b *testing.B) {
 		b.Fatalf("%d images listed (want %d), %d to delete (want %d)", len(res.Images), want, res.Delete, pools*(per-5))
 	}
 	var s strings.Builder
-	fmt.Fprintf(&s, "\nprune: dry run over one repository of %d images (%d pools × %d, each with .sig and .att, a tag per pool: %d tags), references from kube-apiserver %s + etcd (envtest: %d PoolImages with a build history of 5, %d Nodes)\n\n",
-		pools*per, pools, per, pools*(per*2+1), k8senv.KubeVersion, pools, pools)
+	fmt.Fprintf(&s, "\nprune: dry run over one repository of %d images (%d pools × %d, each with .sig, .att and .rec, a tag per pool: %d tags), references from kube-apiserver %s + etcd (envtest: %d PoolImages with a build history of 5, %d Nodes)\n\n",
+		pools*per, pools, per, pools*(per*3+1), k8senv.KubeVersion, pools, pools)
 	fmt.Fprintf(&s, "registry: %s; load average (1, 5, 15 min) before: %s, after: %s; %d CPUs\n\n", reg.Version(), loadBefore, loadavg(), runtime.NumCPU())
 	fmt.Fprintf(&s, "| measurement | value | target |\n|---|---:|---:|\n")
 	fmt.Fprintf(&s, "| dry run wall time | %.2f s | ≤ 10 s |\n", wall.Seconds())
@@ -125,7 +128,8 @@ func BenchmarkPrune(b *testing.B) {
 // pushPoolImages pushes pools × per small pool images by digest, tags the
 // newest (the last) of each pool, and gives each image a .sig and an .att
 // tag (one small manifest under every attachment tag: prune reads their
-// names). digests[pool] lists a pool's images oldest first.
+// names) and its build record (.rec, which prune reads). digests[pool]
+// lists a pool's images oldest first.
 func pushPoolImages(b *testing.B, repo name.Repository, pools, per int) [][]name.Digest {
 	att, err := random.Image(16, 1)
 	if err != nil {
@@ -136,6 +140,7 @@ func pushPoolImages(b *testing.B, repo name.Repository, pools, per int) [][]name
 		b.Fatal(err)
 	}
 	digests := make([][]name.Digest, pools)
+	now := time.Now()
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
 	errs := make([]error, pools)
@@ -146,7 +151,7 @@ func pushPoolImages(b *testing.B, repo name.Repository, pools, per int) [][]name
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			errs[p] = pushPool(repo, att, fmt.Sprintf("pool%03d", p), digests[p])
+			errs[p] = pushPool(repo, att, fmt.Sprintf("pool%03d", p), digests[p], now)
 		}()
 	}
 	wg.Wait()
@@ -159,7 +164,8 @@ func pushPoolImages(b *testing.B, repo name.Repository, pools, per int) [][]name
 }
 
 // pushPool pushes one pool's images with their attachment tags.
-func pushPool(repo name.Repository, att v1.Image, pool string, out []name.Digest) error {
+func pushPool(repo name.Repository, att v1.Image, pool string, out []name.Digest, now time.Time) error {
+	ctx, reg := context.Background(), &registry.Options{}
 	for i := range out {
 		img, err := random.Image(32, 1)
 		if err != nil {
@@ -180,6 +186,16 @@ func pushPool(repo name.Repository, att v1.Image, pool string, out []name.Digest
 			if err := remote.Tag(repo.Tag("sha256-"+h.Hex+suffix), att); err != nil {
 				return err
 			}
+		}
+		// The build record every build writes: an hour apart, the
+		// newest two hours old.
+		at := now.Add(-2*time.Hour - time.Duration(len(out)-1-i)*time.Hour)
+		m, err := img.Manifest()
+		if err != nil {
+			return err
+		}
+		if _, err := record.Write(ctx, reg, repo, record.Record{Image: h, Time: at, Pool: pool}, m.Config); err != nil {
+			return err
 		}
 	}
 	desc, err := remote.Get(out[len(out)-1])

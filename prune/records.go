@@ -1,0 +1,121 @@
+package prune
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/publish/record"
+)
+
+// records reads the build record of every listed image that has one
+// (its "sha256-HEX.rec" tag), dates the image by it, and folds the
+// record's own attachments (its signature) into the image's: they go
+// with it, and the record manifest is not an image of the repository.
+// A record that cannot be read as one leaves its image undated, which
+// keeps it. An image a reference dates (a PoolImage's build history,
+// which names its images: in use, kept) is not read again; its record's
+// own tags are still folded into it by their digest when listed.
+func (l *lister) records(ctx context.Context) error {
+	var ims []*Image
+	for _, im := range l.found {
+		if im.hasRecord() && !l.datedByRef(im.Digest) {
+			ims = append(ims, im)
+		}
+	}
+	err := parallel(ctx, l.jobs, len(ims), func(i int) error {
+		return readRecord(ctx, l.reg, l.repo, ims[i])
+	})
+	if err != nil {
+		return err
+	}
+	for _, im := range ims {
+		l.fold(im)
+	}
+	return nil
+}
+
+// hasRecord reports whether im has a build record tag.
+func (im *Image) hasRecord() bool {
+	for _, a := range im.Attached {
+		if a.Kind == kindRecord {
+			return true
+		}
+	}
+	return false
+}
+
+// readRecord dates im by its build record.
+func readRecord(ctx context.Context, reg *registry.Options, repo name.Repository, im *Image) error {
+	r, d, err := record.Read(ctx, reg, repo, im.Digest)
+	if d != (v1.Hash{}) {
+		im.Record = d.String()
+	}
+	if err != nil && d == (v1.Hash{}) {
+		return err // the registry failed
+	}
+	if err != nil {
+		im.TimeFrom = "unreadable build record: " + err.Error()
+		return nil
+	}
+	if r != nil && r.Time.After(im.Time) {
+		im.Time, im.TimeFrom = r.Time, "build record "+record.TagName(im.Digest)
+	}
+	return nil
+}
+
+// fold moves the attachments of im's record (its signature, its
+// referrers tag) to im, named as the record's.
+func (l *lister) fold(im *Image) {
+	if h, err := v1.NewHash(im.Record); err == nil {
+		l.foldRecord(h, im.Digest)
+	}
+}
+
+// foldRecord removes the record manifest rec, listed through its own
+// tags, from the images and gives its attachments to the image it
+// records (kept where it is when that image is not listed).
+func (l *lister) foldRecord(rec, image v1.Hash) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, im := l.found[rec], l.found[image]
+	if r == nil || im == nil {
+		return
+	}
+	for _, a := range r.Attached {
+		a.Kind = kindRecord + " " + a.Kind
+		im.Attached = append(im.Attached, a)
+	}
+	delete(l.found, rec)
+}
+
+// recordChanged reads im's build record again and reports what changed
+// since it was listed: a record written or rewritten since (a build
+// published the image again), with its time; "" when none did.
+func recordChanged(ctx context.Context, reg *registry.Options, repo name.Repository, im *Image) (string, error) {
+	r, d, err := record.Read(ctx, reg, repo, im.Digest)
+	if err != nil && d == (v1.Hash{}) {
+		return "", err
+	}
+	if d == (v1.Hash{}) || d.String() == im.Record {
+		return "", nil
+	}
+	at := "an unreadable record"
+	if r != nil {
+		at = "at " + r.Time.UTC().Format(time.RFC3339)
+	}
+	return "a build published it again since it was listed (build record " + at + ")", nil
+}
+
+// datedByRef reports whether a reference dates d (a PoolImage's build).
+func (l *lister) datedByRef(d v1.Hash) bool {
+	for _, r := range l.refs.Of(d) {
+		if !r.Time.IsZero() {
+			return true
+		}
+	}
+	return false
+}
