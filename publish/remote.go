@@ -199,7 +199,7 @@ func (w *remoteWrite) upload(ctx context.Context) error {
 		return w.fail("upload blobs", err)
 	}
 	w.log.Info("writing image by digest", "blobs", len(w.sizes), "bytes", w.total)
-	if err := s.writeBlobs(ctx, pusher, blobs, w.prog, w.log); err != nil {
+	if err := s.writeBlobs(ctx, blobs, w.prog, w.log); err != nil {
 		return w.fail("upload blobs", err)
 	}
 	if p.o.byTag {
