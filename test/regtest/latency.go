@@ -3,6 +3,7 @@ package regtest
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -17,7 +18,7 @@ import (
 type Latency struct {
 	// Host is "127.0.0.1:PORT" of the proxy.
 	Host string
-	rtt  time.Duration
+	rtt  atomic.Int64 // nanoseconds
 	up   string
 	l    net.Listener
 	wg   sync.WaitGroup
@@ -34,12 +35,16 @@ func NewLatency(t testing.TB, upstream string, rtt time.Duration) *Latency {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Latency{Host: l.Addr().String(), rtt: rtt, up: upstream, l: l, open: map[net.Conn]bool{}}
+	p := &Latency{Host: l.Addr().String(), up: upstream, l: l, open: map[net.Conn]bool{}}
+	p.rtt.Store(int64(rtt))
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.Close)
 	return p
 }
+
+// SetRTT changes the round trip for the connections opened from now on.
+func (p *Latency) SetRTT(rtt time.Duration) { p.rtt.Store(int64(rtt)) }
 
 // Close stops accepting and closes every connection.
 func (p *Latency) Close() {
@@ -100,10 +105,11 @@ func (p *Latency) serve(c net.Conn) {
 		return
 	}
 	defer p.untrack(u)
+	rtt := time.Duration(p.rtt.Load())
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); delayed(u, c, p.rtt/2, time.Now().Add(p.rtt+p.rtt/2)) }()
-	go func() { defer wg.Done(); delayed(c, u, p.rtt/2, time.Time{}) }()
+	go func() { defer wg.Done(); delayed(u, c, rtt/2, time.Now().Add(rtt+rtt/2)) }()
+	go func() { defer wg.Done(); delayed(c, u, rtt/2, time.Time{}) }()
 	wg.Wait()
 }
 
