@@ -31,7 +31,8 @@ import (
 //     layers of another repository of the registry are mounted, every
 //     other blob uploaded;
 //   - mounts, checks and uploads go many at a time (registry.Options
-//     Requests and Jobs bound them);
+//     Requests bounds them, Jobs the uploads of blobs larger than
+//     smallBlob);
 //   - a registry that answers a mount with an upload session (202:
 //     cross-repository mounting off) is told apart at the first such
 //     answer: one warning, that upload session is used, and no blob is
@@ -233,14 +234,19 @@ func (w *blobWrite) write(ctx context.Context, b blob) error {
 }
 
 // upload uploads b (POST, unless loc is an upload session a refused mount
-// opened, then one PUT), at most s.jobs at once, retried as a whole.
+// opened, then one PUT), at most s.jobs blobs larger than smallBlob at
+// once, retried as a whole.
 func (w *blobWrite) upload(ctx context.Context, b blob, loc string) error {
-	select {
-	case w.ups <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	if b.size > smallBlob {
+		// A small blob's upload is a request more than a transfer: only
+		// the request bound holds it.
+		select {
+		case w.ups <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		defer func() { <-w.ups }()
 	}
-	defer func() { <-w.ups }()
 	if err := w.s.uploadRetried(ctx, b, loc); err != nil {
 		return fmt.Errorf("upload %s %s: %w", b.what, b.digest, err)
 	}
