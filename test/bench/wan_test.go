@@ -27,6 +27,7 @@ var (
 	wanReps     = flag.Int("bench.wan-reps", 3, "repetitions of the single-build cases; the median is reported")
 	wanSweep    = flag.String("bench.wan-sweep", "", "round trips (\"0,10ms,30ms,100ms\") of a sweep of the tag-in-the-base's-repository case, written as CSV to -bench.wan-csv")
 	wanCSV      = flag.String("bench.wan-csv", "", "file the sweep's CSV is written to")
+	wanDump     = flag.Bool("bench.wan-dump", false, "list the requests of each oslayer build of fewer than 50")
 )
 
 // wanSide is one registry behind a counting proxy behind a latency proxy.
@@ -339,6 +340,11 @@ func wanReport(rows []wanRow, load string) string {
 			fmt.Fprintf(&kinds, "; crane: %s", kindsOf(r.peer.reqs))
 		}
 		kinds.WriteString("\n")
+		if *wanDump && len(r.os.reqs) < 50 {
+			for _, q := range r.os.reqs {
+				fmt.Fprintf(&kinds, "    %s %s %d\n", q.Method, q.Path, q.Status)
+			}
+		}
 	}
 	fmt.Fprintf(&s, "\nrequests by kind at the target's registry:\n\n%s\nload after: %s\n", kinds.String(), loadavg())
 	return s.String()
