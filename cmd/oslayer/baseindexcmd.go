@@ -58,7 +58,9 @@ where bases are mirrored or promoted (see docs/benchmarks.md).`,
 // run resolves the base, makes or finds its index and publishes it.
 func (c *baseIndexCmd) run(cmd *cobra.Command, args []string) error {
 	ref := args[0]
-	bad := func(err error) error { return &exitError{code: 2, err: fmt.Errorf("base-index publish %s: %w", ref, err)} }
+	bad := func(err error) error {
+		return &exitError{code: 2, err: fmt.Errorf("base-index publish %s: %w", ref, err)}
+	}
 	if registry.IsLayout(ref) {
 		return bad(fmt.Errorf("give a registry reference (the index is published next to the base)"))
 	}
