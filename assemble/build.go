@@ -251,7 +251,7 @@ func (b *builder) resolveGiven() error {
 // resolve resolves ref as the base.
 func (b *builder) resolve(ref string) error {
 	err := b.phase("base", func() (err error) {
-		b.base, err = ResolveBase(b.ctx, ref, b.req.Registry, b.req.Arch)
+		b.base, err = ResolveBaseCached(b.ctx, ref, b.req.Registry, b.req.Arch, b.req.Index.CacheDir)
 		return err
 	})
 	if err != nil {
