@@ -52,7 +52,7 @@ type session struct {
 	tag *name.Tag
 	// sole: WithSoleWriter.
 	sole bool
-	// tagLooked is set when Write looked at the tag (WithSoleWriter), and
+	// tagLooked is set when Write looked at the tag, and
 	// tagCurrent when the tag named the image already.
 	tagLooked, tagCurrent bool
 	// prev is what the tag named when Write looked at it, when that is
