@@ -101,7 +101,7 @@ func (p *Publisher) connect(ctx context.Context, pulls []name.Repository) (*sess
 func (p *Publisher) open(ctx context.Context, repo name.Repository, pulls []name.Repository) (*session, error) {
 	base := p.reg.Transport
 	if base == nil {
-		base = remote.DefaultTransport
+		base = registry.DefaultTransport
 	}
 	inner := p.reg.RoundTripper(counting{base})
 	kc := p.reg.Keychain

@@ -27,6 +27,7 @@ var (
 	wanReps     = flag.Int("bench.wan-reps", 3, "repetitions of the single-build cases; the median is reported")
 	wanSweep    = flag.String("bench.wan-sweep", "", "round trips (\"0,10ms,30ms,100ms\") of a sweep of the tag-in-the-base's-repository case, written as CSV to -bench.wan-csv")
 	wanCSV      = flag.String("bench.wan-csv", "", "file the sweep's CSV is written to")
+	wanSingle   = flag.Bool("bench.wan-single", true, "run the single-build cases (false: the fleet runs only)")
 	wanDump     = flag.Bool("bench.wan-dump", false, "list the requests of each oslayer build of fewer than 50")
 )
 
@@ -71,11 +72,16 @@ func BenchmarkWAN(b *testing.B) {
 	load := loadavg()
 	b.ResetTimer()
 	var rows []wanRow
-	rows = append(rows, e.firstBuild())
-	rows = append(rows, e.single("changed pool, tag in the base's repository", "fcos/base:%s", true)...)
-	rows = append(rows, e.unchanged())
-	rows = append(rows, e.single("changed pool, a new repository", "pools/%s:latest", true)...)
-	rows = append(rows, e.otherRegistry()...)
+	if *wanSingle {
+		rows = append(rows, e.firstBuild())
+		rows = append(rows, e.single("changed pool, tag in the base's repository", "fcos/base:%s", true)...)
+		rows = append(rows, e.unchanged())
+		rows = append(rows, e.single("changed pool, a new repository", "pools/%s:latest", true)...)
+		rows = append(rows, e.otherRegistry()...)
+	} else {
+		// The fleet builds on an indexed base, as after a first build.
+		e.firstBuild()
+	}
 	if *wanFleet > 0 {
 		rows = append(rows, e.fleet("fleet, one repository (a tag per pool)", "fleet-one/pools:{cluster}-{pool}"))
 		rows = append(rows, e.fleet("fleet, a repository per cluster", "fleet-cluster/{cluster}:{pool}"))
