@@ -112,6 +112,14 @@ func (s *session) writeBlobs(ctx context.Context, blobs []blob, prog *progress, 
 		go func() {
 			defer wg.Done()
 			defer func() { <-w.reqs }()
+			if s.runSlots != nil {
+				select {
+				case s.runSlots <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+				defer func() { <-s.runSlots }()
+			}
 			if err := w.write(ctx, b); err != nil {
 				once.Do(func() { first = err; cancel() })
 			}

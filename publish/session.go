@@ -48,6 +48,9 @@ type session struct {
 	reqJobs int
 	// mounts is what the session learnt about mounting at the registry.
 	mounts *mountState
+	// runSlots, with WithSessions, bounds the blob requests of the whole
+	// run at once.
+	runSlots chan struct{}
 	// tag is the publisher's tag (the image it names proves its blobs).
 	tag *name.Tag
 	// sole: WithSoleWriter.
@@ -93,6 +96,9 @@ func (p *Publisher) connect(ctx context.Context, pulls []name.Repository) (*sess
 	}
 	// A shared session carries this publisher's options, not its opener's.
 	s.known, s.sole, s.tag = p.o.known, p.o.sole, p.tag
+	if p.o.sessions != nil {
+		s.runSlots = p.o.sessions.slots()
+	}
 	return s, nil
 }
 
@@ -141,6 +147,24 @@ func (p *Publisher) open(ctx context.Context, repo name.Repository, pulls []name
 type Sessions struct {
 	mu sync.Mutex
 	m  map[string]*sessionEntry
+	// inFlight bounds the blob requests of all the run's publishers at
+	// once (runRequests): many images at once, each with its own
+	// Options.Requests, would otherwise keep hundreds of requests open
+	// against one registry, which then answers each more slowly.
+	inFlight chan struct{}
+}
+
+// runRequests bounds the blob requests of a run's publishers at once.
+const runRequests = 64
+
+// slots returns the run's bound of requests at once.
+func (ss *Sessions) slots() chan struct{} {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.inFlight == nil {
+		ss.inFlight = make(chan struct{}, runRequests)
+	}
+	return ss.inFlight
 }
 
 type sessionEntry struct {
