@@ -286,16 +286,17 @@ func (s *session) uploadRetried(ctx context.Context, b blob, loc string) error {
 }
 
 // uploadLost reports whether err says the registry no longer knows the
-// upload session: a PUT the transport sent again after the first one's
-// connection broke, when the first had reached the registry (which then
-// completed or dropped the session). A new session is worth a try.
+// upload session or no longer takes it: a PUT the transport sent again
+// after the first one's connection broke, when the first had reached the
+// registry (which then completed, dropped or half-wrote the session). A
+// new session is worth a try.
 func uploadLost(err error) bool {
 	var te *transport.Error
 	if !errors.As(err, &te) {
 		return false
 	}
 	for _, d := range te.Errors {
-		if d.Code == transport.BlobUploadUnknownErrorCode {
+		if d.Code == transport.BlobUploadUnknownErrorCode || d.Code == transport.BlobUploadInvalidErrorCode {
 			return true
 		}
 	}
