@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
@@ -61,6 +63,14 @@ type AssembleRequest struct {
 // manifest (and index) and the config are read; a tag is resolved to a digest
 // once and that digest is what the build uses.
 func ResolveBase(ctx context.Context, ref string, reg *registry.Options, arch string) (*Base, error) {
+	return ResolveBaseCached(ctx, ref, reg, arch, "")
+}
+
+// ResolveBaseCached is ResolveBase keeping the manifest and config of a
+// base given by digest in the directory "bases" of the base index cache
+// cacheDir ("" keeps none): a later build on that digest, in a fresh
+// process, reads neither from the registry.
+func ResolveBaseCached(ctx context.Context, ref string, reg *registry.Options, arch, cacheDir string) (*Base, error) {
 	if ref == "" {
 		return nil, fmt.Errorf("no base image: give --base, or a MachineConfig with osImageURL")
 	}
@@ -71,7 +81,7 @@ func ResolveBase(ctx context.Context, ref string, reg *registry.Options, arch st
 	if arch != "" {
 		plat.Architecture = registry.NormalizeArch(arch)
 	}
-	img, res, err := reg.Image(ctx, ref, &plat)
+	img, res, err := readBaseImage(ctx, ref, reg, &plat, cacheDir)
 	if err != nil {
 		return nil, fmt.Errorf("base %s: %w", ref, trimRef(err, ref))
 	}
@@ -101,6 +111,31 @@ func ResolveBase(ctx context.Context, ref string, reg *registry.Options, arch st
 		return nil, fmt.Errorf("base %s: image is for architecture %q, --arch is %q", ref, cf.Architecture, arch)
 	}
 	return &Base{Ref: ref, Digest: res.Digest, Pinned: res.Pinned, Image: img}, nil
+}
+
+// readBaseImage reads the base ref: a digest of an image manifest from the
+// disk cache when it is there (no request), else from the registry
+// (keeping a digest's manifest and config in the cache).
+func readBaseImage(ctx context.Context, ref string, reg *registry.Options, plat *v1.Platform, cacheDir string) (v1.Image, registry.Resolved, error) {
+	dir := ""
+	if cacheDir != "" {
+		dir = filepath.Join(cacheDir, "bases")
+	}
+	if dir != "" && !registry.IsLayout(ref) {
+		if r, err := reg.ParseReference(ref); err == nil {
+			if d, ok := r.(name.Digest); ok {
+				if img := cachedBase(ctx, reg, d, dir); img != nil {
+					h, _ := v1.NewHash(d.DigestStr())
+					return img, registry.Resolved{Given: ref, Ref: d, Pinned: true, Digest: h}, nil
+				}
+			}
+		}
+	}
+	img, res, err := reg.Image(ctx, ref, plat)
+	if err == nil && dir != "" && res.Pinned && res.IndexDigest == nil && res.LayoutDir == "" {
+		keepBase(img, res.Digest, dir)
+	}
+	return img, res, err
 }
 
 // trimRef keeps an error from repeating "image REF: " under our own

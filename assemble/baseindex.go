@@ -22,7 +22,9 @@ const (
 	BaseIndexOff = "off"
 )
 
-// IndexOptions say where a base index is looked for and kept.
+// IndexOptions say where a base index is looked for and kept: the disk
+// cache, then the artifact next to the base (in the repository it is read
+// from), then in Repository, else the base is read once.
 type IndexOptions struct {
 	// CacheDir is the disk cache (baseindex.Cache); "" means none.
 	CacheDir string
@@ -61,10 +63,7 @@ type IndexInfo struct {
 }
 
 func (o IndexOptions) resolver(ctx context.Context) (*baseindex.Resolver, error) {
-	reg := o.Registry
-	if reg == nil {
-		reg = &registry.Options{}
-	}
+	reg := registryOptions(o.Registry)
 	r := &baseindex.Resolver{Logger: o.Logger, Build: baseindex.Options{Parent: o.Parent}}
 	if o.CacheDir != "" {
 		r.Cache = &baseindex.Cache{Dir: o.CacheDir}
@@ -82,6 +81,27 @@ func (o IndexOptions) resolver(ctx context.Context) (*baseindex.Resolver, error)
 		r.Remote = reg.RemoteOptions(ctx)
 	}
 	return r, nil
+}
+
+// baseRepository is the repository base was read from, where a pipeline
+// that mirrors or promotes bases publishes their indexes (oslayer
+// base-index publish); false for a base in a layout.
+func baseRepository(base *Base, reg *registry.Options) (name.Repository, bool) {
+	if base.Ref == "" || registry.IsLayout(base.Ref) {
+		return name.Repository{}, false
+	}
+	ref, err := registryOptions(reg).ParseReference(base.Ref)
+	if err != nil {
+		return name.Repository{}, false
+	}
+	return ref.Context(), true
+}
+
+func registryOptions(reg *registry.Options) *registry.Options {
+	if reg == nil {
+		return &registry.Options{}
+	}
+	return reg
 }
 
 func registryHost(repo string) string {
@@ -104,6 +124,12 @@ func IndexBase(ctx context.Context, base *Base, o IndexOptions) (*IndexInfo, err
 	r, err := o.resolver(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if repo, ok := baseRepository(base, o.Registry); ok {
+		r.Elsewhere = append(r.Elsewhere, repo)
+		if r.Remote == nil {
+			r.Remote = registryOptions(o.Registry).RemoteOptions(ctx)
+		}
 	}
 	res, err := r.Resolve(ctx, base.Image)
 	if err != nil {

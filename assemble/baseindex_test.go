@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/oslayer/oslayer/assemble/baseindex"
@@ -194,5 +195,60 @@ func TestOffWarningNamesAssumedUnits(t *testing.T) {
 	}
 	if w := offWarning(&render.Report{}); strings.Contains(w, "WantedBy") {
 		t.Errorf("warning without assumed units %q", w)
+	}
+}
+
+// An index published next to the base (by a pipeline that mirrors the
+// base: oslayer base-index publish) serves a build into any repository
+// with an empty cache: no base layer read, nothing published next to the
+// image; the build after it, from the disk cache, sends no request about
+// the index at all.
+func TestBuildBaseIndexNextToBase(t *testing.T) {
+	ctx := context.Background()
+	reg := regtest.Start(t, regtest.Config{})
+	proxy := regtest.NewProxy(t, reg.Host)
+	img := synthBase(t)
+	if _, err := synth.Push(ctx, img, reg.Host+"/fcos/base:1"); err != nil {
+		t.Fatal(err)
+	}
+	ix, _, err := baseindex.Build(ctx, img, baseindex.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseRepo, err := name.NewRepository(reg.Host + "/fcos/base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := baseindex.Publish(ctx, baseRepo, ix); err != nil {
+		t.Fatal(err)
+	}
+	bd, _ := img.Digest()
+	baseRef := proxy.Host + "/fcos/base@" + bd.String()
+	cache := t.TempDir()
+	for _, tc := range []struct{ name, source string }{{"empty cache", "registry"}, {"disk cache", "cache"}} {
+		proxy.Reset()
+		res, err := Build(ctx, Request{Render: render.Request{Pool: "worker"}, render: (&spyRenderer{}).render(t), Base: baseRef,
+			Registry: &registry.Options{}, Index: IndexOptions{CacheDir: cache, Repository: proxy.Host + "/pools/" + strings.ReplaceAll(tc.name, " ", "-")}}, &fakePub{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if res.BaseIndex == nil || res.BaseIndex.Source != tc.source || res.BaseIndex.Published != "" {
+			t.Errorf("%s: index %+v, want source %s and nothing published", tc.name, res.BaseIndex, tc.source)
+		}
+		if got := baseLayerGets(t, img, proxy.Requests()); got != 0 {
+			t.Errorf("%s: %d base layer downloads, want none", tc.name, got)
+		}
+		n := 0
+		for _, r := range proxy.Requests() {
+			if strings.HasSuffix(r.Path, baseindex.TagSuffix) && !strings.HasPrefix(r.Path, "/v2/fcos/base/") {
+				n++
+			}
+		}
+		if n != 0 {
+			t.Errorf("%s: %d requests about the index next to the image, want none:\n%s", tc.name, n, proxy.Dump())
+		}
+		if tc.source == "cache" && strings.Contains(proxy.Dump(), baseindex.TagSuffix) {
+			t.Errorf("%s: requests about the index:\n%s", tc.name, proxy.Dump())
+		}
 	}
 }

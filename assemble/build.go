@@ -271,7 +271,7 @@ func (b *builder) resolveGiven() error {
 // resolve resolves ref as the base.
 func (b *builder) resolve(ref string) error {
 	err := b.phase("base", func() (err error) {
-		b.base, err = ResolveBase(b.ctx, ref, b.req.Registry, b.req.Arch.Arch())
+		b.base, err = ResolveBaseCached(b.ctx, ref, b.req.Registry, b.req.Arch.Arch(), b.req.Index.CacheDir)
 		return err
 	})
 	if err != nil {
@@ -532,9 +532,17 @@ func logger(log *slog.Logger) *slog.Logger {
 
 // pushBaseIndex pushes the base index artifact next to the images once the
 // tag moved: shared with every later build into this repository. The
-// image is complete without it: a failure is a warning.
+// image is complete without it: a failure is a warning. An index found in
+// the registry (next to the base or here) or in the disk cache (which
+// holds what an earlier build fetched or built and published) is not
+// pushed: once per base digest is enough, and an unchanged rebuild sends
+// nothing for it.
 func (res *Result) pushBaseIndex(ctx context.Context, base *Base, iopts IndexOptions, phase phaseFunc) {
-	if res.BaseIndex == nil || res.BaseIndex.Source == string(baseindex.SourceRegistry) || iopts.Repository == "" || base == nil || base.Index == nil {
+	if res.BaseIndex == nil || iopts.Repository == "" || base == nil || base.Index == nil {
+		return
+	}
+	switch res.BaseIndex.Source {
+	case string(baseindex.SourceRegistry), string(baseindex.SourceCache):
 		return
 	}
 	err := phase("base-index-publish", func() error { return PublishIndex(ctx, base, iopts) })

@@ -139,6 +139,9 @@ type Published struct {
 	Uploaded int64
 	Skipped  int64
 	Mounted  int64
+	// Found is set when the publisher found the image there already and
+	// sent nothing of it.
+	Found bool
 	// Attached are manifests stages stored next to the image in an OCI
 	// layout (signatures, attestations): Commit lists them in the
 	// layout's index.json together with the tag. Registry targets keep

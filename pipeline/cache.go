@@ -98,7 +98,7 @@ func (c *Cache) base(ctx context.Context, ref, arch, mode string, o assemble.Ind
 	e.once.Do(func() {
 		start := time.Now()
 		defer func() { e.entry.Seconds = time.Since(start).Seconds() }()
-		b, err := assemble.ResolveBase(ctx, ref, o.Registry, arch)
+		b, err := assemble.ResolveBaseCached(ctx, ref, o.Registry, arch, o.CacheDir)
 		if err != nil {
 			e.step, e.entry.Err = "base", err
 			return

@@ -212,7 +212,9 @@ func (s *stage) target(ctx context.Context, opts Options, b *assemble.Built, p *
 	if cf, err := b.Image.ConfigFile(); err == nil && cf.Architecture != "" {
 		plat = &v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}
 	}
-	if s.written && p != nil && p.Digest != nil && opts.Open != nil && !opts.NoReadBack {
+	// An image the publisher found there already is what it built: the
+	// registry keeps a manifest under its digest only with those bytes.
+	if s.written && p != nil && p.Digest != nil && opts.Open != nil && !opts.NoReadBack && !p.Found {
 		img, err := opts.Open(ctx, p.Ref, plat)
 		if err != nil {
 			return t, fmt.Errorf("read back %s: %w", p.Ref, err)

@@ -139,11 +139,9 @@ func WithSessions(s *Sessions) Option { return func(o *options) { o.sessions = s
 // disturb).
 func WithSoleWriter() Option { return func(o *options) { o.sole = true } }
 
-// WithSingleRequestUploads sends each new blob of the image's own (not
-// one streamed from another registry) in a single PUT after the POST that
-// opens its upload: two requests instead of three (POST, PATCH, PUT). A
-// failed upload is retried as a whole. Meant for runs of many small
-// images (a fleet), where requests, not bytes, take the time.
+// WithSingleRequestUploads is how every blob is uploaded now (a POST,
+// then one PUT with the whole blob, retried as a whole); the option is
+// kept for the callers that ask for it.
 func WithSingleRequestUploads() Option { return func(o *options) { o.oneShot = true } }
 
 // WithManifestByTag makes Write upload the image's blobs but not its

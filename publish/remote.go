@@ -139,13 +139,12 @@ func (w *remoteWrite) write(ctx context.Context) (found string, err error) {
 	return "", w.upload(ctx)
 }
 
-// lookAtTag: the sole writer of the tag looks at it first: a tag that
-// names the image says the image is there, and it stays where it is.
+// lookAtTag: Write looks at the tag first: a tag that names the image
+// says the image is there, and it stays where it is (an unchanged rebuild
+// costs this one request after the ping); a tag that names another image
+// proves that image's blobs (learn).
 func (w *remoteWrite) lookAtTag(ctx context.Context) (string, error) {
 	p, s := w.p, w.s
-	if !p.o.sole {
-		return "", nil
-	}
 	desc, herr := remote.Head(*p.tag, s.remoteOptions(ctx)...)
 	if herr != nil && !registry.IsStatus(herr, http.StatusNotFound, http.StatusForbidden) {
 		return "", w.fail("check tag", herr)
@@ -161,12 +160,13 @@ func (w *remoteWrite) lookAtTag(ctx context.Context) (string, error) {
 	return "", nil
 }
 
-// lookByDigest: an image already there by digest: send nothing more. The
-// sole writer of an image put by tag does not ask: its tag names another
-// image (or none), so the image is new but for a rare one under another
-// tag, whose blobs the checks of the upload find and whose manifest is
-// put again, as the tag move of a pool sharing another's image puts it.
-// (The images of an index are put by digest and are asked for.)
+// lookByDigest: an image already there by digest (written before, its tag
+// not moved yet): send nothing more. The sole writer of an image put by
+// tag does not ask: its tag names another image (or none), so the image
+// is new but for a rare one under another tag, whose blobs the checks of
+// the upload find and whose manifest is put again, as the tag move of a
+// pool sharing another's image puts it. (The images of an index are put
+// by digest and are asked for.)
 func (w *remoteWrite) lookByDigest(ctx context.Context) (string, error) {
 	if w.s.tagLooked && w.p.o.byTag {
 		return "", nil
@@ -199,7 +199,7 @@ func (w *remoteWrite) upload(ctx context.Context) error {
 		return w.fail("upload blobs", err)
 	}
 	w.log.Info("writing image by digest", "blobs", len(w.sizes), "bytes", w.total)
-	if err := s.writeBlobs(ctx, pusher, blobs, w.prog, w.log); err != nil {
+	if err := s.writeBlobs(ctx, blobs, w.prog, w.log); err != nil {
 		return w.fail("upload blobs", err)
 	}
 	if p.o.byTag {
@@ -219,7 +219,7 @@ func (w *remoteWrite) upload(ctx context.Context) error {
 func (w *remoteWrite) published(found string) *assemble.Published {
 	dref := w.dref
 	if found != "" {
-		pub := &assemble.Published{Ref: dref.String(), Digest: &dref, Skipped: w.total, TagCurrent: w.s.tagCurrent}
+		pub := &assemble.Published{Ref: dref.String(), Digest: &dref, Skipped: w.total, TagCurrent: w.s.tagCurrent, Found: true}
 		w.p.keep(pub, w.s)
 		w.log.Info("image written by digest", "uploaded", 0, "skipped", w.total, "mounted", 0, "blobUploads", 0, "manifestExisted", true, "found", found)
 		return pub

@@ -204,15 +204,16 @@ func TestRemoteBaseOnOtherRegistryIsStreamed(t *testing.T) {
 	}
 }
 
-// 503, 429 and a connection reset on blob uploads, and a 503 on the
-// manifest PUT, are retried; the push succeeds and the image is intact.
+// 503, 429 and a connection reset on blob uploads (the PUT with the
+// blob), and a 503 on the manifest PUT, are retried; the push succeeds and
+// the image is intact.
 func TestRemoteRetriesTransientFailures(t *testing.T) {
 	r, px := startProxied(t)
 	fp := regtest.NewFaultProxy(t, px.Host)
 	var patches, manifests atomic.Int32
 	fp.SetFault(func(r *http.Request) regtest.Fault {
 		switch {
-		case r.Method == http.MethodPatch:
+		case r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/blobs/uploads/"):
 			switch patches.Add(1) {
 			case 1:
 				return regtest.Fault{Status: http.StatusServiceUnavailable}
@@ -258,7 +259,7 @@ func TestRemotePermanentFailure(t *testing.T) {
 	r, px := startProxied(t)
 	fp := regtest.NewFaultProxy(t, px.Host)
 	fp.SetFault(func(r *http.Request) regtest.Fault {
-		if r.Method == http.MethodPatch {
+		if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/blobs/uploads/") {
 			return regtest.Fault{Status: http.StatusInternalServerError}
 		}
 		return regtest.Fault{}
@@ -272,7 +273,7 @@ func TestRemotePermanentFailure(t *testing.T) {
 	if err == nil {
 		t.Fatal("push through a registry that always fails succeeded")
 	}
-	for _, want := range []string{"write image by digest", "500", "PATCH"} {
+	for _, want := range []string{"write image by digest", "500", "PUT"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

@@ -43,9 +43,19 @@ type session struct {
 	// counts one found there as skipped.
 	known *KnownBlobs
 	ctr   *counter
-	// sole: WithSoleWriter; oneShot: WithSingleRequestUploads.
-	sole, oneShot bool
-	// tagLooked is set when Write looked at the tag (WithSoleWriter), and
+	// reqJobs bounds a Write's blob requests at once (mounts, checks,
+	// uploads), jobs its uploads.
+	reqJobs int
+	// mounts is what the session learnt about mounting at the registry.
+	mounts *mountState
+	// runSlots, with WithSessions, bounds the blob requests of the whole
+	// run at once.
+	runSlots chan struct{}
+	// tag is the publisher's tag (the image it names proves its blobs).
+	tag *name.Tag
+	// sole: WithSoleWriter.
+	sole bool
+	// tagLooked is set when Write looked at the tag, and
 	// tagCurrent when the tag named the image already.
 	tagLooked, tagCurrent bool
 	// prev is what the tag named when Write looked at it, when that is
@@ -85,7 +95,10 @@ func (p *Publisher) connect(ctx context.Context, pulls []name.Repository) (*sess
 		return nil, err
 	}
 	// A shared session carries this publisher's options, not its opener's.
-	s.known, s.sole, s.oneShot = p.o.known, p.o.sole, p.o.oneShot
+	s.known, s.sole, s.tag = p.o.known, p.o.sole, p.tag
+	if p.o.sessions != nil {
+		s.runSlots = p.o.sessions.slots()
+	}
 	return s, nil
 }
 
@@ -94,7 +107,7 @@ func (p *Publisher) connect(ctx context.Context, pulls []name.Repository) (*sess
 func (p *Publisher) open(ctx context.Context, repo name.Repository, pulls []name.Repository) (*session, error) {
 	base := p.reg.Transport
 	if base == nil {
-		base = remote.DefaultTransport
+		base = registry.DefaultTransport
 	}
 	inner := p.reg.RoundTripper(counting{base})
 	kc := p.reg.Keychain
@@ -123,7 +136,7 @@ func (p *Publisher) open(ctx context.Context, repo name.Repository, pulls []name
 	if jobs <= 0 {
 		jobs = 4
 	}
-	return &session{repo: repo, tr: tr, retry: p.reg.Retry, jobs: jobs, known: p.o.known}, nil
+	return &session{repo: repo, tr: tr, retry: p.reg.Retry, jobs: jobs, reqJobs: p.reg.RequestJobs(), mounts: &mountState{}, known: p.o.known}, nil
 }
 
 // Sessions shares authenticated connections to target repositories between
@@ -134,6 +147,24 @@ func (p *Publisher) open(ctx context.Context, repo name.Repository, pulls []name
 type Sessions struct {
 	mu sync.Mutex
 	m  map[string]*sessionEntry
+	// inFlight bounds the blob requests of all the run's publishers at
+	// once (runRequests): many images at once, each with its own
+	// Options.Requests, would otherwise keep hundreds of requests open
+	// against one registry, which then answers each more slowly.
+	inFlight chan struct{}
+}
+
+// runRequests bounds the blob requests of a run's publishers at once.
+const runRequests = 64
+
+// slots returns the run's bound of requests at once.
+func (ss *Sessions) slots() chan struct{} {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.inFlight == nil {
+		ss.inFlight = make(chan struct{}, runRequests)
+	}
+	return ss.inFlight
 }
 
 type sessionEntry struct {
@@ -294,185 +325,6 @@ func (p *Publisher) mountHint(repo name.Repository, b *assemble.Built) []name.Re
 		return nil
 	}
 	return []name.Repository{ref.Context()}
-}
-
-// writeBlobs writes every blob, at most s.jobs at once: blobs of another
-// repository of the registry are checked and, when the target does not
-// have them, mounted; the rest go through go-containerregistry (existence
-// check, then upload). The
-// first failure cancels the others and is returned.
-func (s *session) writeBlobs(ctx context.Context, pusher *remote.Pusher, blobs []blob, prog *progress, log *slog.Logger) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		sem   = make(chan struct{}, s.jobs)
-	)
-	// The sole writer learns the blobs of the image its tag names, and
-	// mounts into a repository without tags without checking each blob
-	// first (a repository whose tag names an image has tags).
-	untagged := false
-	if s.sole && s.prev != nil {
-		s.learn(ctx, blobs, log)
-	} else if s.sole {
-		for _, b := range blobs {
-			if _, _, ok := mountFrom(s.repo, b); ok && !s.known.has(s.repo, b.digest.String()) {
-				untagged = s.untagged(ctx, log)
-				break
-			}
-		}
-	}
-	for _, b := range blobs {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := s.writeBlob(ctx, pusher, b, untagged, prog, log); err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
-					cancel()
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if first != nil {
-		return first
-	}
-	return ctx.Err()
-}
-
-func (s *session) writeBlob(ctx context.Context, pusher *remote.Pusher, b blob, untagged bool, prog *progress, log *slog.Logger) error {
-	if s.known.has(s.repo, b.digest.String()) {
-		if s.ctr != nil {
-			s.ctr.skip(b.digest)
-		}
-		prog.add(b.size)
-		return nil
-	}
-	l := b.layer
-	if ml, src, ok := mountFrom(s.repo, b); ok {
-		// Never mount what the repository already has: a mount rewrites
-		// the blob's link in the repository, and registries that store
-		// links as files (distribution's filesystem driver) serve errors
-		// to readers and to concurrent manifest PUTs while it is rewritten.
-		has := false
-		if !untagged {
-			var err error
-			if has, err = s.has(ctx, b.digest); err != nil {
-				return fmt.Errorf("check %s %s: %w", b.what, b.digest, err)
-			}
-		}
-		if has {
-			s.known.add(s.repo, b.digest.String())
-			prog.add(b.size)
-			return nil
-		}
-		mounted, err := s.mount(ctx, b.digest, src, log)
-		if err != nil {
-			return fmt.Errorf("mount %s %s from %s: %w", b.what, b.digest, src.RepositoryStr(), err)
-		}
-		if mounted {
-			s.known.add(s.repo, b.digest.String())
-			prog.add(b.size)
-			return nil
-		}
-		// A failed mount is "check, then upload": the upload checks the
-		// target first (another build may have written the blob
-		// meanwhile), without a second mount attempt.
-		l = ml.Layer
-	} else if s.oneShot {
-		if err := s.uploadOnce(ctx, b); err != nil {
-			return fmt.Errorf("upload %s %s: %w", b.what, b.digest, err)
-		}
-		s.known.add(s.repo, b.digest.String())
-		prog.add(b.size)
-		return nil
-	}
-	if err := pusher.Upload(ctx, s.repo, l); err != nil {
-		return fmt.Errorf("upload %s %s: %w", b.what, b.digest, err)
-	}
-	s.known.add(s.repo, b.digest.String())
-	return nil
-}
-
-// uploadOnce writes blob b unless the repository has it: HEAD, then POST
-// to open an upload and PUT with the whole content and its digest. The
-// upload is retried as a whole on failures worth retrying.
-func (s *session) uploadOnce(ctx context.Context, b blob) error {
-	if has, err := s.has(ctx, b.digest); err != nil {
-		return fmt.Errorf("check: %w", err)
-	} else if has {
-		return nil // the counter counts it as skipped
-	}
-	bo := s.retry.Backoff()
-	wait := bo.Duration
-	for attempt := 1; ; attempt++ {
-		err := s.putBlob(ctx, b)
-		if err == nil || attempt >= max(bo.Steps, 1) || ctx.Err() != nil || !registry.Retryable(err) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
-		wait = time.Duration(float64(wait) * max(bo.Factor, 1))
-	}
-}
-
-// putBlob opens an upload (POST) and finishes it with b's content (PUT).
-func (s *session) putBlob(ctx context.Context, b blob) error {
-	u := url.URL{Scheme: s.repo.Scheme(), Host: s.repo.RegistryStr(), Path: fmt.Sprintf("/v2/%s/blobs/uploads/", s.repo.RepositoryStr())}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), http.NoBody)
-	if err != nil {
-		return err
-	}
-	resp, err := s.client().Do(req)
-	if err != nil {
-		return err
-	}
-	drain(resp)
-	if err := transport.CheckError(resp, http.StatusAccepted); err != nil {
-		return err
-	}
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil || resp.Header.Get("Location") == "" {
-		return fmt.Errorf("registry opened an upload without a usable Location (%q)", resp.Header.Get("Location"))
-	}
-	lu := resp.Request.URL.ResolveReference(loc)
-	q := lu.Query()
-	q.Set("digest", b.digest.String())
-	lu.RawQuery = q.Encode()
-	body, err := b.layer.Compressed()
-	if err != nil {
-		return err
-	}
-	req, err = http.NewRequestWithContext(resendable(ctx), http.MethodPut, lu.String(), body)
-	if err != nil {
-		body.Close()
-		return err
-	}
-	req.ContentLength = b.size
-	req.GetBody = func() (io.ReadCloser, error) { return b.layer.Compressed() }
-	req.Header.Set("Content-Type", "application/octet-stream")
-	resp, err = s.client().Do(req)
-	if err != nil {
-		return err
-	}
-	defer drain(resp)
-	return transport.CheckError(resp, http.StatusCreated)
 }
 
 // untagged reports whether the target repository has no tag at all: the
@@ -674,72 +526,6 @@ func (s *session) putTagged(ctx context.Context, tag name.Tag, m remote.Taggable
 // tornRead reports whether err is a manifest PUT refused because a blob it
 // names looked unknown or corrupt (registry.TornManifestPut).
 func tornRead(err error) bool { return registry.TornManifestPut(err) }
-
-// mount asks the registry to mount blob d from the repository src into
-// the target with a single request, without checking first whether the
-// target has it (a blob the target has is answered 201 as well). It
-// reports false when the blob must be uploaded instead: the registry
-// refused (202 opens an upload session, which is deleted) or the mount
-// failed even after the retries (a mount is an optimization: registries
-// answer 401 or 404 when the source repository is not readable, and the
-// upload that follows says what is really wrong if anything is). Only a
-// cancelled push is an error.
-func (s *session) mount(ctx context.Context, d v1.Hash, src name.Repository, log *slog.Logger) (bool, error) {
-	u := url.URL{
-		Scheme:   s.repo.Scheme(),
-		Host:     s.repo.RegistryStr(),
-		Path:     fmt.Sprintf("/v2/%s/blobs/uploads/", s.repo.RepositoryStr()),
-		RawQuery: "mount=" + url.QueryEscape(d.String()) + "&from=" + url.QueryEscape(src.RepositoryStr()),
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), http.NoBody)
-	if err != nil {
-		return false, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.client().Do(req)
-	if err == nil {
-		defer drain(resp)
-		switch resp.StatusCode {
-		case http.StatusCreated:
-			return true, nil
-		case http.StatusAccepted:
-			log.Debug("mount refused, uploading instead", "digest", d.String(), "from", src.RepositoryStr())
-			s.cancelUpload(ctx, resp)
-			return false, nil
-		}
-		err = transport.CheckError(resp, http.StatusCreated, http.StatusAccepted)
-	}
-	if ctx.Err() != nil {
-		return false, ctx.Err()
-	}
-	log.Warn("mount failed, uploading instead", "digest", d.String(), "from", src.RepositoryStr(), "error", err)
-	return false, nil
-}
-
-// cancelUpload deletes the upload session a refused mount opened, so the
-// registry does not keep it until it expires. It is best effort: the
-// session is never used and expires anyway.
-func (s *session) cancelUpload(ctx context.Context, resp *http.Response) {
-	loc := resp.Header.Get("Location")
-	if loc == "" {
-		return
-	}
-	lu, err := url.Parse(loc)
-	if err != nil {
-		return
-	}
-	lu = resp.Request.URL.ResolveReference(lu)
-	if lu.Host != resp.Request.URL.Host {
-		return
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, lu.String(), http.NoBody)
-	if err != nil {
-		return
-	}
-	if r, err := s.client().Do(req); err == nil {
-		drain(r)
-	}
-}
 
 // client follows no redirects: every request here expects its answer from
 // the registry itself.

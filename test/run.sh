@@ -54,7 +54,8 @@ go test -count=1 -run '^$' -bench . -benchtime 1x -timeout 20m ./test/bench/ -ar
   -bench.scale 0.001 -bench.pools 2 -bench.parallel 2 -bench.reps 1 -bench.files 200 \
   -bench.fleet-clusters 1 -bench.fleet-pools 2 -bench.fleet-jobs 2 \
   -bench.changes 1 -bench.ctl-pools 2 -bench.cold-reps 1 -bench.agent-mib 1 \
-  -bench.imageref-scale 0.001 -bench.prune-pools 2 -bench.prune-images 6
+  -bench.imageref-scale 0.001 -bench.prune-pools 2 -bench.prune-images 6 \
+  -bench.wan-layers 5 -bench.wan-fleet 2 -bench.wan-reps 1 -bench.wan-rtt 2ms -bench.wan-sweep 0,2ms
 
 echo "== node-agent oracle (test/oracle/nodeagent, a module of its own)"
 (

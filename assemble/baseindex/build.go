@@ -24,7 +24,7 @@ import (
 
 // Options tune Build. The zero value is fine.
 type Options struct {
-	// Jobs is how many layers stream at once (0: 3). Layers are applied in
+	// Jobs is how many layers stream at once (0: DefaultJobs). Layers are applied in
 	// order whatever the order they arrive in.
 	Jobs int
 	// Progress, if set, is called after each layer is applied with the
@@ -39,6 +39,12 @@ type Options struct {
 	// hardlinks into it fails (Resolver then reads every layer).
 	Parent *Index
 }
+
+// DefaultJobs is Options.Jobs when unset: a rechunked base has hundreds
+// of small layers, and across a WAN reading one is mostly waiting for the
+// registry's answer, so many go at once. The layers read ahead of the one
+// being applied are bounded by it too.
+const DefaultJobs = 16
 
 // Stats say what Build read.
 type Stats struct {
@@ -91,7 +97,7 @@ func Build(ctx context.Context, img v1.Image, opts Options) (*Index, Stats, erro
 	}
 	jobs := opts.Jobs
 	if jobs <= 0 {
-		jobs = 3
+		jobs = DefaultJobs
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -35,6 +35,10 @@ type Resolver struct {
 	// Repository holds the artifact (read here; written by Publish); nil
 	// means none.
 	Repository *name.Repository
+	// Elsewhere are more repositories the artifact is looked for in, first
+	// (the base's own repository: a pipeline that mirrors or promotes a
+	// base publishes its index there once, for every builder).
+	Elsewhere []name.Repository
 	// Remote are the options for reaching Repository.
 	Remote []remote.Option
 	// Build tunes Build.
@@ -133,20 +137,10 @@ func (r *Resolver) resolve(ctx context.Context, img v1.Image, base v1.Hash) (*Re
 			return res, nil
 		}
 	}
-	if r.Repository != nil {
-		ix, err := Fetch(ctx, *r.Repository, base, r.Remote...)
-		switch {
-		case denied(err):
-			// A repository the credentials cannot read yet (some
-			// registries answer so for one that does not exist).
-			log.Info("base index artifact not readable, reading the base", "repository", r.Repository.String(), "error", err.Error())
-		case err != nil:
-			warn(fmt.Sprintf("base index artifact unusable, rebuilding it: %v", err))
-		case ix != nil:
-			res.Index, res.Source = ix, SourceRegistry
-			r.store(ix, warn)
-			return res, nil
-		}
+	if ix := r.fetch(ctx, base, log, warn); ix != nil {
+		res.Index, res.Source = ix, SourceRegistry
+		r.store(ix, warn)
+		return res, nil
 	}
 	log.Info("reading the base once to index it", "base", base.String())
 	opts := r.Build
@@ -169,6 +163,35 @@ func (r *Resolver) resolve(ctx context.Context, img v1.Image, base v1.Hash) (*Re
 	res.Index, res.Source, res.Stats = ix, SourceBuilt, st
 	r.store(ix, warn)
 	return res, nil
+}
+
+// fetch looks for the artifact of base in Elsewhere, then in Repository
+// (each once), and returns the first usable one, or nil.
+func (r *Resolver) fetch(ctx context.Context, base v1.Hash, log *slog.Logger, warn func(string)) *Index {
+	repos := append([]name.Repository(nil), r.Elsewhere...)
+	if r.Repository != nil {
+		repos = append(repos, *r.Repository)
+	}
+	seen := map[string]bool{}
+	for _, repo := range repos {
+		if seen[repo.String()] {
+			continue
+		}
+		seen[repo.String()] = true
+		ix, err := Fetch(ctx, repo, base, r.Remote...)
+		switch {
+		case denied(err):
+			// A repository the credentials cannot read yet (some
+			// registries answer so for one that does not exist).
+			log.Info("base index artifact not readable", "repository", repo.String(), "error", err.Error())
+		case err != nil:
+			warn(fmt.Sprintf("base index artifact in %s unusable: %v", repo, err))
+		case ix != nil:
+			log.Info("base index found in the registry", "repository", repo.String())
+			return ix
+		}
+	}
+	return nil
 }
 
 func (r *Resolver) store(ix *Index, warn func(string)) {

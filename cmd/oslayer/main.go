@@ -85,6 +85,7 @@ signs it, so nodes rebase onto one verified, reproducible image.`,
 		newControllerCmd,
 		newPruneCmd,
 		newHistoryCmd,
+		newBaseIndexCmd,
 	} {
 		root.AddCommand(c(g))
 	}

@@ -16,6 +16,7 @@ type registryFlags struct {
 	authfile   string
 	authSecret string
 	jobs       int
+	requests   int
 	insecure   []string
 	timeout    time.Duration
 }
@@ -25,6 +26,7 @@ type registryFlags struct {
 func (f *registryFlags) register(fs *pflag.FlagSet) {
 	f.registerReads(fs)
 	fs.IntVar(&f.jobs, "jobs", defaultJobs, "parallel blob uploads per image")
+	fs.IntVar(&f.requests, "request-jobs", registry.DefaultRequests, "parallel blob requests per image (mounts, checks, uploads; at least --jobs): across a WAN each costs a round trip")
 }
 
 // defaultJobs is the number of parallel blob uploads without --jobs.
@@ -55,6 +57,10 @@ func (f *registryFlags) options() (*registry.Options, error) {
 		return nil, fmt.Errorf("--jobs %d: want 1 to 64", f.jobs)
 	}
 	o.Jobs = f.jobs
+	if f.requests < 0 || f.requests > 256 {
+		return nil, fmt.Errorf("--request-jobs %d: want 1 to 256", f.requests)
+	}
+	o.Requests = f.requests
 	if f.timeout <= 0 {
 		return nil, fmt.Errorf("--timeout %s: want a positive duration, e.g. 30s", f.timeout)
 	}

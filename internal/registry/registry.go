@@ -35,6 +35,11 @@ type Options struct {
 	UserAgent string
 	// Jobs bounds parallel blob transfers (0: 4).
 	Jobs int
+	// Requests bounds an image's parallel blob requests that move no
+	// blob (mounts, checks), uploads included but at most Jobs of them
+	// (0: DefaultRequests). Across a WAN each costs a round trip, so a
+	// base of hundreds of layers goes to a new repository in a few.
+	Requests int
 	// Retry bounds the retries of failed registry requests (5xx, 429,
 	// refused and reset connections); the zero value is DefaultRetry.
 	Retry Retry
@@ -51,6 +56,19 @@ type Options struct {
 	// token per repository for all of them instead of one per call. A run
 	// of many builds (a fleet) sets it; nil means none.
 	Shared *Connections
+}
+
+// DefaultRequests is Options.Requests when unset.
+const DefaultRequests = 32
+
+// RequestJobs is Requests, or DefaultRequests when unset, and never
+// fewer than Jobs.
+func (o *Options) RequestJobs() int {
+	n := o.Requests
+	if n <= 0 {
+		n = DefaultRequests
+	}
+	return max(n, o.Jobs)
 }
 
 // Connections are the authenticated connections calls made with one

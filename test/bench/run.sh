@@ -14,6 +14,10 @@
 #   test/bench/run.sh -bench.prune      # oslayer prune's dry run over 1,000 images
 #                                       # (100 pools × 10) with a cluster's references
 #   test/bench/run.sh -bench.diff [-bench.gb] # oslayer diff of two pool images
+#   test/bench/run.sh -bench.wan        # across a WAN: a 400-layer base in docker-registry
+#                                       # behind a 30 ms proxy, oslayer against crane append,
+#                                       # a fleet of 300 pools, and the round-trip sweep
+#                                       # (CSV and chart into docs/)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 case "${1:-}" in
@@ -37,6 +41,12 @@ case "${1:-}" in
   shift
   BENCH=BenchmarkDiff
   ;;
+-bench.wan)
+  shift
+  BENCH=BenchmarkWAN
+  set -- -bench.wan-sweep 0,10ms,30ms,100ms -bench.wan-csv "$PWD/docs/wan-sweep.csv" "$@"
+  WAN_CHART=1
+  ;;
 -bench.controller)
   shift
   BENCH=BenchmarkController
@@ -49,3 +59,7 @@ export PATH="$tools:$PATH"
 mkdir -p test/bench/results
 go test -run '^$' -bench "${BENCH:-BenchmarkPeers}" -benchtime 1x -timeout 60m ./test/bench/ \
   -args -bench.md "$PWD/test/bench/results/${BENCH:-latest}.md" "$@"
+if [ -n "${WAN_CHART:-}" ]; then
+  # The chart of the sweep, drawn by gonum/plot (a module of its own).
+  (cd test/bench/chart && go run . ../../../docs/wan-sweep.csv ../../../docs/wan-sweep.svg)
+fi

@@ -59,7 +59,8 @@ func TestCLIRegistryRestart(t *testing.T) {
 	var once sync.Once
 	fp.SetFault(func(r *http.Request) regtest.Fault {
 		f := regtest.Fault{}
-		if r.Method == http.MethodPatch {
+		// The upload's PUT (a blob goes in a POST and one PUT).
+		if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/blobs/uploads/") {
 			once.Do(func() { f = regtest.Fault{Down: 500 * time.Millisecond} })
 		}
 		return f

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
@@ -80,5 +81,29 @@ func TestMemory(t *testing.T) {
 	want, _ := img.Digest()
 	if d, err := got.Digest(); err != nil || d != want {
 		t.Errorf("pulled %v (%v), pushed %v", d, err, want)
+	}
+}
+
+// A request through the latency proxy takes at least a round trip, and
+// the first on a connection one more (the handshake); the bytes arrive.
+func TestLatencyDelays(t *testing.T) {
+	const rtt = 40 * time.Millisecond
+	srv := serveLoopback(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Write([]byte("pong"))
+	}))
+	lp := NewLatency(t, srv, rtt)
+	c := &http.Client{Transport: &http.Transport{}}
+	for i, least := range []time.Duration{2 * rtt, rtt} {
+		start := time.Now()
+		resp, err := c.Get("http://" + lp.Host + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if took := time.Since(start); took < least || string(body) != "pong" {
+			t.Errorf("request %d: %v, %q; want at least %v and pong", i+1, took, body, least)
+		}
 	}
 }
