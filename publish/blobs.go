@@ -350,7 +350,9 @@ func (s *session) openUpload(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	drain(resp)
+	// The error first: CheckError reads the registry's error body (a full
+	// registry's ENOSPC detail), which drain would discard.
+	defer drain(resp)
 	if err := transport.CheckError(resp, http.StatusAccepted); err != nil {
 		return "", err
 	}

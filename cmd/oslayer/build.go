@@ -113,7 +113,7 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 	p, err := pipeline.New(spec, pipeline.Env{Version: version, Logger: g.log, Stdin: cmd.InOrStdin(), PackageLog: stderr,
 		Publish: []publish.Option{publish.WithProgress(stderr)}, ReadBack: true, PublishBaseIndex: true})
 	if err != nil {
-		return err
+		return flagError(err)
 	}
 	// The package stage's scratch storage is removed while the build
 	// goes on; the command ends once it is gone.

@@ -94,6 +94,10 @@ func (v *intSetting) Set(s string) error {
 }
 func (v *intSetting) Type() string { return "int" }
 
+// specFlags are the flags outside the settings table (pipeline.Flags)
+// that set a field an error of pipeline names.
+var specFlags = map[string]string{"signing.key": "sign-key"}
+
 // flagError names the flag of each field an error of pipeline names
 // (--max-added-bytes "lots": ...).
 func flagError(err error) error {
@@ -103,6 +107,8 @@ func flagError(err error) error {
 		if errors.As(e, &pe) {
 			if fl := pipeline.FlagOf(pe.Field); fl != nil {
 				e = fmt.Errorf("--%s %w", fl.Name, pe.Err)
+			} else if name, ok := specFlags[pe.Field]; ok {
+				e = fmt.Errorf("--%s: %w", name, pe.Err)
 			}
 		}
 		out = append(out, e)

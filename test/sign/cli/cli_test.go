@@ -162,7 +162,7 @@ func TestKeygenTrustVerify(t *testing.T) {
 	pwFile := filepath.Join(dir, "pw")
 	os.WriteFile(pwFile, []byte("wrong\n"), 0o600)
 	r = oslayer(t, bin, nil, append(buildArgs, "--sign-key-password-file", pwFile)...)
-	if r.code == 0 || !strings.Contains(r.stderr, "sign: key ") || !strings.Contains(r.stderr, "wrong or missing password") {
+	if r.code == 0 || !strings.Contains(r.stderr, "--sign-key: key ") || !strings.Contains(r.stderr, "wrong or missing password") {
 		t.Fatalf("build with a wrong key password: %+v", r)
 	}
 	tag, _ := name.NewTag(target)
