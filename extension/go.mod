@@ -14,6 +14,7 @@ require (
 	github.com/sigstore/sigstore v1.10.6
 	github.com/spf13/afero v1.15.0
 	github.com/spf13/pflag v1.0.10
+	go.podman.io/image/v5 v5.40.0
 	k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver v0.37.0
 	k8s.io/apimachinery v0.37.2
@@ -323,7 +324,6 @@ require (
 	go.opentelemetry.io/proto/otlp v1.10.0 // indirect
 	go.podman.io/buildah v1.44.0 // indirect
 	go.podman.io/common v0.68.0 // indirect
-	go.podman.io/image/v5 v5.40.0 // indirect
 	go.podman.io/storage v1.63.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.28.0 // indirect
