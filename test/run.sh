@@ -7,8 +7,17 @@ cd "$(dirname "$0")/.."
 # Go and the tool cache need a home directory, even where none is set.
 export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 
+# On a fresh machine the modules of every module here download (network)
+# while setup.sh builds the tools (CPU); both end before the first go vet.
+(
+  for m in . extension test/oracle/nodeagent test/tekton test/openshift; do
+    (cd "$m" && go mod download) || echo "run.sh: go mod download in $m failed; the step that needs it will say why" >&2
+  done
+) &
+prefetch=$!
 tools=$(bash test/setup.sh | tail -n 1)
 export PATH="$tools:$PATH"
+wait "$prefetch"
 # Missing tools or fixtures fail tests instead of skipping them.
 export OSLAYER_REQUIRE_TOOLS=1
 # setup.sh built kube-apiserver and etcd (unless OSLAYER_KUBE=0): the
