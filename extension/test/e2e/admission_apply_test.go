@@ -29,7 +29,8 @@ import (
 )
 
 // TestAdmissionAtApply: the admission webhook as the charts deploy it,
-// against a real kube-apiserver. The runtime chart's Deployment
+// against a real kube-apiserver. The runtime chart's objects apply
+// (dry run) as rendered; its Deployment
 // arguments run the webhook (app.RunAdmission, as the binary runs it
 // with --admission-only) with the rendered TLS Secret's certificate; the
 // application chart's ValidatingWebhookConfiguration is applied as
@@ -55,7 +56,9 @@ func TestAdmissionAtApply(t *testing.T) {
 	installShootCRD(t, c)
 	ext, certs := exampleExtension(t), newAdmissionCerts(t)
 	values := admissionValues(t, ext, certs)
-	port := startAdmission(t, mustRender(t, ext, charts.AdmissionRuntimePath, values))
+	rt := mustRender(t, ext, charts.AdmissionRuntimePath, values)
+	dryRunApply(t, c, rt)
+	port := startAdmission(t, rt)
 	vwc := admissionWebhook(t, mustRender(t, ext, charts.AdmissionApplicationPath, values))
 	u, err := url.Parse(ptr.Deref(vwc.Webhooks[0].ClientConfig.URL, ""))
 	if err != nil || u.Scheme != "https" {
@@ -225,4 +228,20 @@ func startAdmission(t *testing.T, objs map[string]*unstructured.Unstructured) in
 		return resp.StatusCode == http.StatusOK
 	}, func() string { return "the admission webhook is not ready" })
 	return o.WebhookPort
+}
+
+// dryRunApply applies the runtime chart's objects server-side (dry run)
+// in their namespace, garden: the API server (with the VPA's CRD, as in a
+// runtime cluster) accepts them as rendered.
+func dryRunApply(t *testing.T, c client.Client, objs map[string]*unstructured.Unstructured) {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: admissionRuntimeNS}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if err := c.Patch(ctx, o.DeepCopy(), client.Apply, client.DryRunAll, client.FieldOwner("test"), client.ForceOwnership); err != nil {
+			t.Errorf("server-side apply (dry run) of %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
 }
