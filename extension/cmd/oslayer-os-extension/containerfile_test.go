@@ -12,7 +12,8 @@ import (
 // The image's build command (extension/Containerfile's RUN go build), run
 // as written from the repository root but for its output directory, links
 // a static binary (what the distroless static base can run) that reports
-// the VERSION it was given. ./test/run.sh runs this module's tests with
+// the VERSION it was given, and serves the admission webhook alone
+// (--admission-only) without a kubeconfig. ./test/run.sh runs this module's tests with
 // the command's CGO_ENABLED and -trimpath, so the build only links.
 func TestContainerfileBuild(t *testing.T) {
 	if testing.Short() {
@@ -39,6 +40,7 @@ func TestContainerfileBuild(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(v)) != "oslayer-os-extension v0.0.0-containerfile" {
 		t.Errorf("%s --version: %v\n%s", bin, err, v)
 	}
+	checkAdmissionOnly(t, bin)
 }
 
 // containerfileBuild returns the Containerfile's RUN instruction that runs

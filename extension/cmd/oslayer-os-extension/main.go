@@ -4,6 +4,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/oslayer/oslayer/extension/pkg/app"
 )
@@ -35,9 +37,19 @@ func main() {
 	}
 	ctrl.SetLogger(zap.New())
 	ctx := ctrl.SetupSignalHandler()
-	mgr, err := app.NewManager(ctx, ctrl.GetConfigOrDie(), o)
-	if err == nil {
-		err = mgr.Start(ctx)
+	var err error
+	if o.AdmissionOnly {
+		// The admission chart's mode: the webhook alone, no kubeconfig.
+		err = app.RunAdmission(ctx, o)
+	} else {
+		var mgr manager.Manager
+		if mgr, err = app.NewManager(ctx, ctrl.GetConfigOrDie(), o); err == nil {
+			err = mgr.Start(ctx)
+		}
+	}
+	if errors.Is(err, app.ErrUsage) {
+		fmt.Fprintln(os.Stderr, "oslayer-os-extension:", err)
+		os.Exit(2)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "oslayer-os-extension:", err)

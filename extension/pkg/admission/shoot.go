@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -37,7 +38,8 @@ var _ admission.Handler = (*ShootValidator)(nil)
 // Handle admits a Shoot whose worker pools of the OS type have valid
 // providerConfigs; it denies one naming every invalid field
 // (spec.provider.workers[i].machine.image.providerConfig.FIELD).
-// Deletions and other objects are allowed.
+// Deletions, other objects and updates that change neither those
+// providerConfigs nor spec.resources are allowed.
 func (v *ShootValidator) Handle(_ context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed("")
@@ -49,10 +51,42 @@ func (v *ShootValidator) Handle(_ context.Context, req admission.Request) admiss
 	if err := json.Unmarshal(req.Object.Raw, &shoot); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the Shoot: %w", err))
 	}
+	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
+		var old gardencorev1beta1.Shoot
+		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old Shoot: %w", err))
+		}
+		if reflect.DeepEqual(v.inputs(&old), v.inputs(&shoot)) {
+			return admission.Allowed("the providerConfigs of " + v.Type + " and spec.resources are unchanged")
+		}
+	}
 	if errs := v.validate(&shoot); len(errs) > 0 {
 		return admission.Denied(errs.ToAggregate().Error())
 	}
 	return admission.Allowed("")
+}
+
+// inputs is what the validation reads: the pools of the type (name and
+// providerConfig, decoded as JSON so that its formatting does not count)
+// and the shoot's resources. An update that changes none of it is
+// admitted unchecked, so that a Shoot created before the webhook (or
+// before a stricter version of it) can still be updated by Gardener and
+// its owner (labels, annotations, deletion confirmation, other pools)
+// without fixing it first; its seed's reconcile reports the fault.
+func (v *ShootValidator) inputs(shoot *gardencorev1beta1.Shoot) []any {
+	in := []any{shoot.Spec.Resources}
+	for _, w := range shoot.Spec.Provider.Workers {
+		if im := w.Machine.Image; im != nil && im.Name == v.Type {
+			var pc any
+			if im.ProviderConfig != nil && len(im.ProviderConfig.Raw) > 0 {
+				if err := json.Unmarshal(im.ProviderConfig.Raw, &pc); err != nil {
+					pc = string(im.ProviderConfig.Raw)
+				}
+			}
+			in = append(in, w.Name, pc)
+		}
+	}
+	return in
 }
 
 // validate checks the providerConfigs of the shoot's pools of the type.

@@ -46,6 +46,12 @@ func shoot(name, pc string) *gardencorev1beta1.Shoot {
 // server does and returns its response.
 func review(t *testing.T, url string, op admissionv1.Operation, s *gardencorev1beta1.Shoot) *admissionv1.AdmissionResponse {
 	t.Helper()
+	return reviewUpdate(t, url, op, s, nil)
+}
+
+// reviewUpdate is review with the old object of an update (nil: none).
+func reviewUpdate(t *testing.T, url string, op admissionv1.Operation, s, old *gardencorev1beta1.Shoot) *admissionv1.AdmissionResponse {
+	t.Helper()
 	raw, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +61,11 @@ func review(t *testing.T, url string, op admissionv1.Operation, s *gardencorev1b
 			Kind:     metav1.GroupVersionKind{Group: "core.gardener.cloud", Version: "v1beta1", Kind: "Shoot"},
 			Resource: metav1.GroupVersionResource{Group: "core.gardener.cloud", Version: "v1beta1", Resource: "shoots"},
 			Name:     s.Name, Namespace: s.Namespace, Object: runtime.RawExtension{Raw: raw}}}
+	if old != nil {
+		if ar.Request.OldObject.Raw, err = json.Marshal(old); err != nil {
+			t.Fatal(err)
+		}
+	}
 	body, err := json.Marshal(ar)
 	if err != nil {
 		t.Fatal(err)
@@ -112,5 +123,36 @@ func TestShootValidator(t *testing.T) {
 				t.Errorf("allowed %v, %q; want denied with %q", r.Allowed, msg, tc.deny)
 			}
 		})
+	}
+}
+
+// TestShootValidatorUnchanged: an update that leaves the providerConfigs
+// of the type and spec.resources as they were is admitted even when they
+// are invalid (a Shoot from before the webhook can still be labelled,
+// annotated or confirmed for deletion); one that changes the
+// providerConfig (even to another invalid one) or the resources is
+// validated.
+func TestShootValidatorUnchanged(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.Handle(Path, &webhook.Admission{Handler: &ShootValidator{Type: osType}})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	const bad = `{"apiVersion":"oslayer.os.extensions.gardener.cloud/v1alpha1","kind":"OperatingSystemConfiguration","baseImage":"x"}`
+	old := shoot(osType, bad)
+	relabelled := old.DeepCopy()
+	relabelled.Labels = map[string]string{"confirmation.gardener.cloud/deletion": "true"}
+	// The same JSON, formatted otherwise, is unchanged.
+	relabelled.Spec.Provider.Workers[0].Machine.Image.ProviderConfig.Raw = []byte(strings.ReplaceAll(bad, ",", ", "))
+	if r := reviewUpdate(t, srv.URL, admissionv1.Update, relabelled, old); !r.Allowed {
+		t.Errorf("unchanged providerConfig denied: %+v", r.Result)
+	}
+	changed := old.DeepCopy()
+	changed.Spec.Provider.Workers[0].Machine.Image.ProviderConfig.Raw = []byte(strings.Replace(bad, `"x"`, `"y"`, 1))
+	moreResources := old.DeepCopy()
+	moreResources.Spec.Resources = moreResources.Spec.Resources[:1]
+	for name, s := range map[string]*gardencorev1beta1.Shoot{"providerConfig changed": changed, "resources changed": moreResources} {
+		if r := reviewUpdate(t, srv.URL, admissionv1.Update, s, old); r.Allowed {
+			t.Errorf("%s: admitted without validation", name)
+		}
 	}
 }

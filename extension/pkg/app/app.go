@@ -79,6 +79,11 @@ type Options struct {
 	// with the certificate in WebhookCertDir.
 	WebhookPort    int
 	WebhookCertDir string
+	// WebhookHost is the address the webhook listens on ("": all).
+	WebhookHost string
+	// AdmissionOnly serves the webhook alone (RunAdmission), as the
+	// admission chart runs it.
+	AdmissionOnly bool
 	// Heartbeat are Gardener's heartbeat options (--heartbeat-namespace,
 	// default Namespace; --heartbeat-renew-interval-seconds).
 	Heartbeat heartbeatcmd.Options

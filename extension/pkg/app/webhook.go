@@ -12,6 +12,7 @@ import (
 func addWebhookFlags(fs *pflag.FlagSet, o *Options) {
 	fs.IntVar(&o.WebhookPort, "webhook-port", 0, "serve the Shoot admission webhook ("+admission.Path+") over TLS on this port (0: off)")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "directory of the webhook's tls.crt and tls.key")
+	fs.BoolVar(&o.AdmissionOnly, "admission-only", false, "serve only the Shoot admission webhook (needs --webhook-port): no controller, no API server connection")
 }
 
 // webhookServer is the manager's webhook server (nil: no webhook).
@@ -19,7 +20,7 @@ func webhookServer(o Options) webhook.Server {
 	if o.WebhookPort <= 0 {
 		return nil
 	}
-	return webhook.NewServer(webhook.Options{Port: o.WebhookPort, CertDir: o.WebhookCertDir})
+	return webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.WebhookCertDir})
 }
 
 // addWebhook serves the validating admission webhook for the Shoots'

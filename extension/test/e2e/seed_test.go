@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/version"
 	vpav1 "k8s.io/autoscaler/vertical-pod-autoscaler/pkg/apis/autoscaling.k8s.io/v1"
@@ -22,7 +21,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
-	operatorv1alpha1 "github.com/gardener/gardener/pkg/apis/operator/v1alpha1"
 	resourcesv1alpha1 "github.com/gardener/gardener/pkg/apis/resources/v1alpha1"
 	"github.com/gardener/gardener/pkg/chartrenderer"
 	gardenerutils "github.com/gardener/gardener/pkg/utils/gardener"
@@ -182,13 +180,20 @@ func checkPodSecurity(t *testing.T, pod corev1.PodTemplateSpec) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	evaluatePod(t, l, pod)
+}
+
+// evaluatePod fails the test unless the pod passes the pod security
+// level (the checks of k8s.io/pod-security-admission).
+func evaluatePod(t *testing.T, l psaapi.Level, pod corev1.PodTemplateSpec) {
+	t.Helper()
 	ev, err := psapolicy.NewEvaluator(psapolicy.DefaultChecks(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range ev.EvaluatePod(psaapi.LevelVersion{Level: l, Version: psaapi.LatestVersion()}, &pod.ObjectMeta, &pod.Spec) {
 		if !r.Allowed {
-			t.Errorf("pod security %s: %s: %s", level, r.ForbiddenReason, r.ForbiddenDetail)
+			t.Errorf("pod security %s: %s: %s", l, r.ForbiddenReason, r.ForbiddenDetail)
 		}
 	}
 }
@@ -228,23 +233,7 @@ func checkHeartbeatArgs(t *testing.T, args []string) {
 // strictly as Gardener's type, registers the same resource and carries
 // the same chart and values as the ControllerDeployment example.
 func TestExtensionExample(t *testing.T) {
-	b, err := os.ReadFile("../../example/extension.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := runtime.NewScheme()
-	if err := operatorv1alpha1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	dec := serializer.NewCodecFactory(s, serializer.EnableStrict).UniversalDeserializer()
-	obj, _, err := dec.Decode(b, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ext, ok := obj.(*operatorv1alpha1.Extension)
-	if !ok {
-		t.Fatalf("%T; want an Extension", obj)
-	}
+	ext := exampleExtension(t)
 	if len(ext.Spec.Resources) != 1 || ext.Spec.Resources[0].Kind != "OperatingSystemConfig" || ext.Spec.Resources[0].Type != app.DefaultType {
 		t.Errorf("Extension resources %+v; want OperatingSystemConfig %s", ext.Spec.Resources, app.DefaultType)
 	}
