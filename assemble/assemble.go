@@ -83,7 +83,7 @@ func ResolveBaseCached(ctx context.Context, ref string, reg *registry.Options, a
 	}
 	img, res, err := readBaseImage(ctx, ref, reg, &plat, cacheDir)
 	if err != nil {
-		return nil, fmt.Errorf("base %s: %w", ref, trimRef(err, ref))
+		return nil, fmt.Errorf("base %s: %w", ref, asBase(err, ref))
 	}
 	// Every build on this Base reads the parsed manifest and config.
 	img = cacheBase(img)
@@ -138,22 +138,15 @@ func readBaseImage(ctx context.Context, ref string, reg *registry.Options, plat 
 	return img, res, err
 }
 
-// trimRef keeps an error from repeating "image REF: " under our own
-// "base REF: " prefix. The wrapped error stays reachable with errors.Is.
-func trimRef(err error, ref string) error {
-	if p := "image " + ref + ": "; strings.HasPrefix(err.Error(), p) {
-		return &trimmed{msg: strings.TrimPrefix(err.Error(), p), err: err}
+// asBase is what went wrong opening the base ref, said under the
+// build's own "base REF: ": the registry's error for that image without
+// its "image REF: ". The error's causes stay reachable with errors.Is.
+func asBase(err error, ref string) error {
+	if ie, ok := err.(*registry.ImageError); ok && ie.Ref == ref {
+		return ie.Err
 	}
 	return err
 }
-
-type trimmed struct {
-	msg string
-	err error
-}
-
-func (t *trimmed) Error() string { return t.msg }
-func (t *trimmed) Unwrap() error { return t.err }
 
 // Assemble appends the rendered layers onto the base and returns the image.
 // It reads only the base's manifest and config: no base layer blob is

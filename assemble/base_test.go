@@ -82,6 +82,10 @@ func TestResolveBaseIndex(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "s390x") || !strings.Contains(err.Error(), base) || !errors.Is(err, registry.ErrNoPlatform) {
 		t.Errorf("s390x: %v", err)
 	}
+	// The base is named once, as the base (not again as "image REF").
+	if err == nil || !strings.HasPrefix(err.Error(), "base "+base+": no image for platform linux/s390x") || strings.Count(err.Error(), base) != 1 {
+		t.Errorf("s390x: %v, want the base named once", err)
+	}
 	amdCfg, _ := amd.ConfigName()
 	armCfg, _ := arm.ConfigName()
 	for _, r := range blobGetsBut(proxy.Requests(), amdCfg, armCfg) {

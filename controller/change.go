@@ -14,6 +14,7 @@ import (
 	"github.com/oslayer/oslayer/api/v1alpha1"
 	"github.com/oslayer/oslayer/diff"
 	"github.com/oslayer/oslayer/internal/registry"
+	"github.com/oslayer/oslayer/pipeline"
 )
 
 // maxChangedPaths bounds status.change.paths.
@@ -63,7 +64,11 @@ func (r *Reconciler) compare(ctx context.Context, pi *v1alpha1.PoolImage, from, 
 	if platforms != nil {
 		return compareArches(ctx, reg, from, to, platforms, opts)
 	}
-	platform := changePlatform(pi)
+	arch, err := platformsOf(pi)
+	if err != nil {
+		return nil, err
+	}
+	platform := changePlatform(arch)
 	res, err := compareOne(ctx, reg, from, to, platform, platform, opts)
 	if err != nil {
 		return nil, err
@@ -86,13 +91,14 @@ func compareOne(ctx context.Context, reg *registry.Options, from, to string, old
 }
 
 // changePlatform is the platform compared when the built image is one
-// image: the first of spec.arch (nil: linux/amd64), which picks it from a
-// published index.
-func changePlatform(pi *v1alpha1.PoolImage) *v1.Platform {
-	if len(pi.Spec.Arch) == 0 || pi.Spec.Arch[0] == "all" {
+// image: the first of the PoolImage's platforms (nil: none or all,
+// linux/amd64), which picks it from a published index.
+func changePlatform(arch pipeline.Platforms) *v1.Platform {
+	n := arch.Normalized()
+	if len(n) == 0 || arch.All() {
 		return nil
 	}
-	return &v1.Platform{OS: "linux", Architecture: registry.NormalizeArch(pi.Spec.Arch[0])}
+	return &v1.Platform{OS: "linux", Architecture: n[0]}
 }
 
 // policies reads the cluster's MachineConfiguration "cluster" for an

@@ -75,7 +75,11 @@ func (r *Reconciler) compareInputs(ctx context.Context, pi *v1alpha1.PoolImage, 
 		return nil, err
 	}
 	defer done()
-	old, err := diff.LoadImage(ctx, reg, from, changePlatform(pi))
+	arch, err := platformsOf(pi)
+	if err != nil {
+		return nil, err
+	}
+	old, err := diff.LoadImage(ctx, reg, from, changePlatform(arch))
 	if err != nil {
 		return nil, fmt.Errorf("reading the published image: %w", err)
 	}

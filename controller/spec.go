@@ -39,9 +39,9 @@ type Read struct {
 // build pod) onto Packages and spec.signing onto Signing (the key Secret
 // carries its password). Errors name the spec's field.
 func SpecOf(pi *v1alpha1.PoolImage, rd Read) (pipeline.Spec, error) {
-	arch, err := pipeline.ParsePlatforms(strings.Join(pi.Spec.Arch, ","))
+	arch, err := platformsOf(pi)
 	if err != nil {
-		return pipeline.Spec{}, inputErrorf("spec.arch: %s", err)
+		return pipeline.Spec{}, err
 	}
 	s := pipeline.Spec{
 		Inputs: pipeline.Inputs{
@@ -58,6 +58,16 @@ func SpecOf(pi *v1alpha1.PoolImage, rd Read) (pipeline.Spec, error) {
 		s.Signing = &pipeline.Signing{Key: rd.SigningKey, Referrers: g.Referrers}
 	}
 	return s, nil
+}
+
+// platformsOf parses spec.arch, the one place the controller reads it;
+// the error names the field.
+func platformsOf(pi *v1alpha1.PoolImage) (pipeline.Platforms, error) {
+	arch, err := pipeline.ParsePlatforms(strings.Join(pi.Spec.Arch, ","))
+	if err != nil {
+		return pipeline.Platforms{}, inputErrorf("spec.arch: %s", err)
+	}
+	return arch, nil
 }
 
 // specError names the PoolImage's field in an error of pipeline.New.

@@ -270,11 +270,11 @@ func orDefault(s, d string) string {
 func manifestConfig(img v1.Image, ref string) (*v1.Manifest, *v1.ConfigFile, error) {
 	m, err := img.Manifest()
 	if err != nil {
-		return nil, nil, fmt.Errorf("preflight: %s: manifest: %w", ref, err)
+		return nil, nil, fmt.Errorf("%s: manifest: %w", ref, err)
 	}
 	c, err := img.ConfigFile()
 	if err != nil {
-		return nil, nil, fmt.Errorf("preflight: %s: config: %w", ref, err)
+		return nil, nil, fmt.Errorf("%s: config: %w", ref, err)
 	}
 	return m, c, nil
 }

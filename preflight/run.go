@@ -9,10 +9,21 @@ import (
 )
 
 // Run runs the checks on t. An error means the checks could not run (an
-// image or a layer could not be read); problems with the image are findings.
+// image or a layer could not be read); problems with the image are
+// findings. Its errors start with "preflight: ".
 func Run(ctx context.Context, t Target, opts Options) (*Report, error) {
+	rep, err := runChecks(ctx, t, opts)
+	if err != nil {
+		return nil, fmt.Errorf("preflight: %w", err)
+	}
+	return rep, nil
+}
+
+// runChecks is Run without its errors' prefix: the build's stage calls
+// it (the build prefixes the stage's errors with its name).
+func runChecks(ctx context.Context, t Target, opts Options) (*Report, error) {
 	if t.Image == nil {
-		return nil, errors.New("preflight: no candidate image")
+		return nil, errors.New("no candidate image")
 	}
 	r := &runner{opts: opts, checks: opts.Checks, log: opts.Log, ref: orDefault(t.Ref, "candidate image")}
 	if r.log == nil {
@@ -60,7 +71,7 @@ type runner struct {
 func (r *runner) validateSkip() error {
 	for _, s := range r.opts.Skip {
 		if err := CheckKnown(s, r.checks); err != nil {
-			return fmt.Errorf("preflight: --skip %w", err)
+			return fmt.Errorf("--skip %w", err)
 		}
 	}
 	return nil
@@ -72,13 +83,13 @@ func (r *runner) load() error {
 	t := r.t
 	var err error
 	if t.Manifest, err = t.Image.Manifest(); err != nil {
-		return fmt.Errorf("preflight: %s: manifest: %w", r.ref, err)
+		return fmt.Errorf("%s: manifest: %w", r.ref, err)
 	}
 	if t.MediaType, err = t.Image.MediaType(); err != nil {
-		return fmt.Errorf("preflight: %s: manifest media type: %w", r.ref, err)
+		return fmt.Errorf("%s: manifest media type: %w", r.ref, err)
 	}
 	if t.Config, err = t.Image.ConfigFile(); err != nil {
-		return fmt.Errorf("preflight: %s: config: %w", r.ref, err)
+		return fmt.Errorf("%s: config: %w", r.ref, err)
 	}
 	t.Labels = t.Config.Config.Labels
 	if t.Labels == nil {
@@ -110,7 +121,7 @@ func (r *runner) scan(ctx context.Context) error {
 	}
 	if t.FirstAdded >= 0 && r.needAdded() {
 		var err error
-		if t.Added, err = Scan(ctx, t, r.opts.Scan); err != nil {
+		if t.Added, err = scanAdded(ctx, t, r.opts.Scan); err != nil {
 			return err
 		}
 	}
@@ -172,7 +183,7 @@ func (r *runner) runCheck(ctx context.Context, c Check) error {
 	}
 	fs, err := c.Run(ctx, r.t)
 	if err != nil {
-		return fmt.Errorf("preflight: check %s on %s: %w", c.Name(), r.ref, err)
+		return fmt.Errorf("check %s on %s: %w", c.Name(), r.ref, err)
 	}
 	cr.Status = "passed"
 	for i := range fs {

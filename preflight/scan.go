@@ -129,8 +129,18 @@ func looksSecret(b []byte) bool {
 }
 
 // Scan streams each added layer of t once (t.FirstAdded onwards) and
-// records its entries and the small file contents the checks need.
+// records its entries and the small file contents the checks need. Its
+// errors start with "preflight: ".
 func Scan(ctx context.Context, t *Target, lim ScanLimits) ([]*LayerContent, error) {
+	out, err := scanAdded(ctx, t, lim)
+	if err != nil {
+		return nil, fmt.Errorf("preflight: %w", err)
+	}
+	return out, nil
+}
+
+// scanAdded is Scan without its errors' prefix (Run adds it once).
+func scanAdded(ctx context.Context, t *Target, lim ScanLimits) ([]*LayerContent, error) {
 	lim = lim.withDefaults()
 	if t.FirstAdded < 0 {
 		return nil, nil
@@ -154,13 +164,13 @@ func Scan(ctx context.Context, t *Target, lim ScanLimits) ([]*LayerContent, erro
 		where := fmt.Sprintf("%s layer %d (%s)", orDefault(t.Ref, "candidate image"), i, lc.Digest)
 		layer, err := t.Image.LayerByDigest(lc.Digest)
 		if err != nil {
-			return nil, fmt.Errorf("preflight: %s: %w", where, err)
+			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 		// Verified whole against its digest before it is scanned (a layout
 		// blob is not checked otherwise, a registry blob only at its end).
 		rc, err := registry.ReadLayer(layer, maxScanLayer)
 		if err != nil {
-			return nil, fmt.Errorf("preflight: %s: %w", where, err)
+			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 		err = scanTar(ctx, rc, lc, buf, &kept, &entries, lim)
 		if err == nil {
@@ -172,7 +182,7 @@ func Scan(ctx context.Context, t *Target, lim ScanLimits) ([]*LayerContent, erro
 			err = cerr
 		}
 		if err != nil {
-			return nil, fmt.Errorf("preflight: %s: %w", where, err)
+			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 		out = append(out, lc)
 	}

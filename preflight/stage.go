@@ -177,10 +177,9 @@ func (s *stage) Run(ctx context.Context, b *assemble.Built, p *assemble.Publishe
 	if err != nil {
 		return nil, err
 	}
-	rep, err := Run(ctx, t, opts)
+	rep, err := runChecks(ctx, t, opts) // the build names the stage
 	if err != nil {
-		// The build names the stage already.
-		return nil, unprefixed{err}
+		return nil, err
 	}
 	errs := logFindings(log, rep.Findings)
 	if rep.Errors > 0 {
@@ -294,9 +293,3 @@ func short12(d string) string {
 	}
 	return d
 }
-
-// unprefixed drops Run's "preflight: " prefix: the build prefixes the stage name.
-type unprefixed struct{ err error }
-
-func (u unprefixed) Error() string { return strings.TrimPrefix(u.err.Error(), "preflight: ") }
-func (u unprefixed) Unwrap() error { return u.err }

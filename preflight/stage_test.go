@@ -68,9 +68,33 @@ func TestStage(t *testing.T) {
 			t.Errorf("err %v", err)
 		}
 	})
+	t.Run("a check that cannot run", func(t *testing.T) {
+		// The stage's error does not name the stage (the build does,
+		// once); Run's does.
+		img := derive(t, b.img, cleanLayer(t))
+		opts := Options{Checks: []Check{brokenCheck{}}}
+		_, err := Stage(opts).Run(context.Background(), &assemble.Built{Image: img, Pool: "worker"}, &assemble.Published{Ref: "r.example/pool@sha256:abc"})
+		if err == nil || err.Error() != "check broken on r.example/pool@sha256:abc: unreadable" {
+			t.Errorf("stage: %v", err)
+		}
+		_, err = Run(context.Background(), Target{Image: img, Ref: "r.example/pool@sha256:abc"}, opts)
+		if err == nil || err.Error() != "preflight: check broken on r.example/pool@sha256:abc: unreadable" {
+			t.Errorf("Run: %v", err)
+		}
+	})
 	if b.reads.Load() != 0 {
 		t.Errorf("base blobs read")
 	}
+}
+
+// brokenCheck is a check that cannot run.
+type brokenCheck struct{}
+
+func (brokenCheck) Name() string       { return "broken" }
+func (brokenCheck) Severity() Severity { return Error }
+func (brokenCheck) Needs() Needs       { return 0 }
+func (brokenCheck) Run(context.Context, *Target) ([]Finding, error) {
+	return nil, errors.New("unreadable")
 }
 
 // TestStagesSplit: Stages runs the content checks before the write (a

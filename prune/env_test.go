@@ -73,20 +73,23 @@ type env struct {
 
 var serial atomic.Int32
 
-// newEnv starts a registry (deletes on unless noDelete) behind a counting
-// proxy and connects to the shared API server; each test gets its own
-// namespace and object names.
+// newEnv connects to the shared API server (a test skips here first
+// when there is none, as in -short runs) and starts Debian's
+// docker-registry (deletes on unless noDelete) behind a counting proxy:
+// prune's deletes are what the tests check, and a real registry's
+// deletes take a manifest's tags with it, or are refused. Each test gets
+// its own namespace and object names.
 func newEnv(t testing.TB, noDelete bool) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
-	reg := regtest.Start(t, regtest.Config{NoDelete: noDelete, Quiet: true})
-	proxy := regtest.NewProxy(t, reg.Host)
-	repo, err := name.NewRepository(proxy.Host + "/os/pools")
+	dc, err := dynamic.NewForConfig(kubeConfig(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dc, err := dynamic.NewForConfig(kubeConfig(t))
+	reg := regtest.Start(t, regtest.Config{NoDelete: noDelete, Quiet: true})
+	proxy := regtest.NewProxy(t, reg.Host)
+	repo, err := name.NewRepository(proxy.Host + "/os/pools")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,10 +111,23 @@ func pushPlain(t testing.TB, ref string, img v1.Image, opts ...remote.Option) {
 	}
 }
 
-// startProxied starts a registry and a recording proxy in front of it.
+// startProxied starts Debian's docker-registry and a recording proxy in
+// front of it: for tests of what a push asks a registry, where what the
+// registry answers decides what is sent next (blob checks, mounts,
+// uploads, pings and tokens, tag looks), and of faults injected in front
+// of it.
 func startProxied(t testing.TB) (*regtest.Registry, *regtest.Proxy) {
 	t.Helper()
 	r := regtest.Start(t, regtest.Config{})
+	return r, regtest.NewProxy(t, r.Host)
+}
+
+// memoryProxied is startProxied on the in-memory registry: for tests that
+// need somewhere to push and pull, or count only what the client reads
+// (blob downloads), which does not depend on the registry's answers.
+func memoryProxied(t testing.TB) (*regtest.Registry, *regtest.Proxy) {
+	t.Helper()
+	r := regtest.Memory(t)
 	return r, regtest.NewProxy(t, r.Host)
 }
 

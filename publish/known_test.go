@@ -46,9 +46,9 @@ func TestRemoteTagInBaseRepositoryChecksNoBaseBlob(t *testing.T) {
 // A base in another registry is never mounted (a mount only comes from the
 // same registry): into a new repository each base layer is one POST and
 // one PUT at the target, without a check or a mount attempt, and is read
-// once from the base's registry.
+// once from the base's registry (in memory: it only serves reads).
 func TestRemoteBaseInAnotherRegistryUploadsInTwoRequests(t *testing.T) {
-	_, src := startProxied(t)
+	_, src := memoryProxied(t)
 	_, px := startProxied(t)
 	const nBase = 20
 	baseLayers := mkLayers(t, "base", nBase, 2048)

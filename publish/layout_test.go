@@ -217,7 +217,7 @@ func TestLayoutFromLayoutBase(t *testing.T) {
 // A registry base written to a layout: its layers must be downloaded,
 // each once.
 func TestLayoutFromRegistryBase(t *testing.T) {
-	_, px := startProxied(t)
+	_, px := memoryProxied(t)
 	baseLayers := mkLayers(t, "base", 3, 4096)
 	reg := &registry.Options{Retry: fastRetry}
 	base := pushBase(t, reg, px.Host, baseLayers)

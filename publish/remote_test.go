@@ -173,12 +173,13 @@ func TestRemoteRepushUploadsNothing(t *testing.T) {
 }
 
 // A base on another registry cannot be mounted: its layers are streamed
-// from the base registry to the target, once each.
+// from the base registry to the target, once each. The base's registry
+// only serves reads (in memory: what the client downloads does not depend
+// on its answers); the target is docker-registry, whose answers decide
+// the uploads counted.
 func TestRemoteBaseOnOtherRegistryIsStreamed(t *testing.T) {
-	r1 := regtest.Start(t, regtest.Config{})
-	r2 := regtest.Start(t, regtest.Config{})
-	p1 := regtest.NewProxy(t, r1.Host)
-	p2 := regtest.NewProxy(t, r2.Host)
+	_, p1 := memoryProxied(t)
+	_, p2 := startProxied(t)
 	baseLayers := mkLayers(t, "base", 3, 4096)
 	reg := &registry.Options{Retry: fastRetry}
 	base := pushBase(t, reg, p1.Host, baseLayers)
@@ -295,7 +296,7 @@ func TestRemotePermanentFailure(t *testing.T) {
 
 // On a terminal the progress is one line redrawn with \r.
 func TestRemoteProgressTerminal(t *testing.T) {
-	r := regtest.Start(t, regtest.Config{})
+	r := regtest.Memory(t)
 	img := mkImage(t, nil, mkLayers(t, "l", 2, 20000)...)
 	b := built(t, img)
 	var out bytes.Buffer

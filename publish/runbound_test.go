@@ -39,7 +39,8 @@ func (f *inFlight) start(t *testing.T, upstream string) string {
 // Publishers of one run (shared Sessions, as a fleet's) send at most 64
 // blob requests at once together, each image up to its own bound (32):
 // four images of 60 base layers into four new repositories, at once,
-// across a 20 ms round trip.
+// across a 20 ms round trip. On docker-registry: its answers (the mounts
+// into new repositories) decide which requests are under way.
 func TestRunBoundsBlobRequests(t *testing.T) {
 	r := regtest.Start(t, regtest.Config{})
 	var f inFlight

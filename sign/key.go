@@ -145,12 +145,29 @@ func (km *KeyMaterial) Decrypt(pass PassFunc) (signature.SignerVerifier, error) 
 	sv, err := cosign.LoadPrivateKey(km.PEM, pw, nil)
 	if err != nil {
 		if strings.Contains(err.Error(), "decrypt") {
-			return nil, fmt.Errorf("key %s: wrong or missing password (COSIGN_PASSWORD, --sign-key-password-file or the Secret's %s): %w", km.Source, SecretPasswordField, err)
+			return nil, &PasswordError{Source: km.Source, Err: err}
 		}
 		return nil, fmt.Errorf("key %s: %w", km.Source, err)
 	}
 	return sv, nil
 }
+
+// PasswordError is a key that did not decrypt with the password it
+// carried or was given: a wrong password, or none where one is needed.
+// It names the key, not where the password came from: the caller knows
+// (a flag, an environment variable, a Secret's cosign.password) and says
+// so.
+type PasswordError struct {
+	// Source names the key (KeyMaterial.Source).
+	Source string
+	Err    error
+}
+
+func (e *PasswordError) Error() string {
+	return fmt.Sprintf("key %s: wrong or missing password: %v", e.Source, e.Err)
+}
+
+func (e *PasswordError) Unwrap() error { return e.Err }
 
 // KeyPair is a freshly generated cosign key pair.
 type KeyPair struct {

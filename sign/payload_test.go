@@ -1,6 +1,7 @@
 package sign
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,7 +65,11 @@ func TestGenerateAndLoadKey(t *testing.T) {
 		if err != nil || string(pub) != string(kp.Public) {
 			t.Fatalf("public key of the loaded key differs: %v\n%s\n%s", err, pub, kp.Public)
 		}
-		if _, err := LoadKey(p, Password([]byte(pw+"x"))); err == nil || !strings.Contains(err.Error(), "wrong or missing password") {
+		// The error names the key; where the password came from is the
+		// caller's to say (no flag of a front-end).
+		_, err = LoadKey(p, Password([]byte(pw+"x")))
+		var pe *PasswordError
+		if !errors.As(err, &pe) || pe.Source != p || err.Error() != "key "+p+": wrong or missing password: "+pe.Err.Error() {
 			t.Fatalf("wrong password: %v", err)
 		}
 	}

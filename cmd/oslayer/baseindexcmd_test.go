@@ -27,7 +27,7 @@ func oslayerRun(t *testing.T, args ...string) (int, string, string) {
 // run again it finds the index there and reads no base layer. A layout
 // reference is bad input: exit 2, nothing sent.
 func TestBaseIndexPublish(t *testing.T) {
-	reg := regtest.Start(t, regtest.Config{})
+	reg := regtest.Memory(t) // the proxy counts what the command reads
 	px := regtest.NewProxy(t, reg.Host)
 	img, err := synth.FCOSBase(0.001)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/oslayer/oslayer/pipeline"
 	"github.com/oslayer/oslayer/pipeline/settings"
+	"github.com/oslayer/oslayer/sign"
 )
 
 // registerSettings adds the flags of one group of pipeline.Flags to fs,
@@ -108,12 +109,25 @@ func flagError(err error) error {
 			if fl := pipeline.FlagOf(pe.Field); fl != nil {
 				e = fmt.Errorf("--%s %w", fl.Name, pe.Err)
 			} else if name, ok := specFlags[pe.Field]; ok {
-				e = fmt.Errorf("--%s: %w", name, pe.Err)
+				e = fmt.Errorf("--%s: %w", name, passwordHint(pe.Err))
 			}
 		}
 		out = append(out, e)
 	}
 	return errors.Join(out...)
+}
+
+// passwordHint says, for a key that did not decrypt, where the CLI takes
+// its password from: the Secret manifest --sign-key names, else
+// --sign-key-password-file, else $COSIGN_PASSWORD (passFunc). Other
+// errors are returned as they are.
+func passwordHint(err error) error {
+	var pw *sign.PasswordError
+	if !errors.As(err, &pw) {
+		return err
+	}
+	return fmt.Errorf("key %s: wrong or missing password (COSIGN_PASSWORD, --sign-key-password-file or the Secret's %s): %w",
+		pw.Source, sign.SecretPasswordField, pw.Err)
 }
 
 // unjoinErr lists the errors err joins (err itself when it joins none).

@@ -73,13 +73,13 @@ func (o *Options) Image(ctx context.Context, ref string, platform *v1.Platform) 
 	_, res.Pinned = r.(name.Digest)
 	desc, err := remote.Get(r, o.RemoteOptions(ctx)...)
 	if err != nil {
-		return nil, res, fmt.Errorf("image %s: %w", ref, ExplainRefused(err, r.Context()))
+		return nil, res, &ImageError{Ref: ref, Err: ExplainRefused(err, r.Context())}
 	}
 	var img v1.Image
 	if desc.MediaType.IsIndex() {
 		idx, err := desc.ImageIndex()
 		if err != nil {
-			return nil, res, fmt.Errorf("image %s: %w", ref, err)
+			return nil, res, &ImageError{Ref: ref, Err: err}
 		}
 		d := desc.Digest
 		res.IndexDigest = &d
@@ -90,11 +90,11 @@ func (o *Options) Image(ctx context.Context, ref string, platform *v1.Platform) 
 	} else {
 		img, err = desc.Image()
 		if err != nil {
-			return nil, res, fmt.Errorf("image %s: %w", ref, err)
+			return nil, res, &ImageError{Ref: ref, Err: err}
 		}
 	}
 	if res.Digest, err = img.Digest(); err != nil {
-		return nil, res, fmt.Errorf("image %s: %w", ref, err)
+		return nil, res, &ImageError{Ref: ref, Err: err}
 	}
 	return img, res, nil
 }
@@ -202,6 +202,17 @@ func layoutEntry(im *v1.IndexManifest, l Layout) (v1.Descriptor, error) {
 	return matches[0], nil
 }
 
+// ImageError is an image that could not be opened: "image REF: ERR".
+// Ref is the reference as given, so that a caller that names the image
+// itself (the build's "base REF: ") can say Err under its own name.
+type ImageError struct {
+	Ref string
+	Err error
+}
+
+func (e *ImageError) Error() string { return "image " + e.Ref + ": " + e.Err.Error() }
+func (e *ImageError) Unwrap() error { return e.Err }
+
 // ErrNoPlatform is returned when an index has no image for the platform.
 var ErrNoPlatform = errors.New("no image for platform")
 
@@ -212,7 +223,7 @@ var ErrNotIndex = errors.New("not a multi-platform index")
 func pickPlatform(idx v1.ImageIndex, want v1.Platform, ref string) (v1.Image, v1.Hash, error) {
 	im, err := idx.IndexManifest()
 	if err != nil {
-		return nil, v1.Hash{}, fmt.Errorf("image %s: %w", ref, err)
+		return nil, v1.Hash{}, &ImageError{Ref: ref, Err: err}
 	}
 	var have []string
 	for _, d := range im.Manifests {
@@ -226,7 +237,7 @@ func pickPlatform(idx v1.ImageIndex, want v1.Platform, ref string) (v1.Image, v1
 			return img, d.Digest, err
 		}
 	}
-	return nil, v1.Hash{}, fmt.Errorf("image %s: %w %s (index has %v)", ref, ErrNoPlatform, want.String(), have)
+	return nil, v1.Hash{}, &ImageError{Ref: ref, Err: fmt.Errorf("%w %s (index has %v)", ErrNoPlatform, want.String(), have)}
 }
 
 // Platforms lists the platforms of ref's index (a registry reference or

@@ -108,11 +108,21 @@ type Result struct {
 
 // Run looks the package base up by its key and builds and pushes it on a
 // miss. A failing step fails naming its Containerfile line, and nothing is
-// pushed or tagged.
+// pushed or tagged. Its errors start with "package stage: ".
 func Run(ctx context.Context, o Options) (*Result, error) {
+	res, err := lookupOrBuild(ctx, o)
+	if err != nil {
+		return res, fmt.Errorf("package stage: %w", err)
+	}
+	return res, nil
+}
+
+// lookupOrBuild is Run without its errors' prefix: the stage calls it
+// (the build prefixes the stage's errors with its step's name).
+func lookupOrBuild(ctx context.Context, o Options) (*Result, error) {
 	start := time.Now()
 	if o.Plan == nil || o.Base == "" || o.Repository == "" {
-		return nil, errors.New("package stage: plan, base and repository are required")
+		return nil, errors.New("plan, base and repository are required")
 	}
 	reg := o.Registry
 	if reg == nil {
@@ -143,7 +153,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	scratch, err := os.MkdirTemp(o.ScratchDir, "oslayer-packages-")
 	if err != nil {
-		return res, fmt.Errorf("package stage: scratch directory: %w", err)
+		return res, fmt.Errorf("scratch directory: %w", err)
 	}
 	removed := false
 	defer func() {
@@ -164,7 +174,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := assemble.TimePhase(&res.Phases, "describe", func() error {
 		img, err := remote.Image(mustRef(tagRef), reg.RemoteOptions(ctx)...)
 		if err != nil {
-			return fmt.Errorf("package stage: reading the pushed package base %s: %w", tagRef, registry.ExplainRefused(err, mustRef(tagRef).Context()))
+			return fmt.Errorf("reading the pushed package base %s: %w", tagRef, registry.ExplainRefused(err, mustRef(tagRef).Context()))
 		}
 		return describe(ctx, reg, res, o.Repository, img, o.Plan.BaseDigest, o.Base, o.Plan.Containerfile)
 	}); err != nil {
@@ -174,7 +184,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		removed = true
 		o.RemoveScratch(scratch)
 	} else if err := assemble.TimePhase(&res.Phases, "cleanup", func() error { return os.RemoveAll(scratch) }); err != nil {
-		return res, fmt.Errorf("package stage: removing the scratch storage: %w", err)
+		return res, fmt.Errorf("removing the scratch storage: %w", err)
 	}
 	res.Duration = time.Since(start)
 	return res, nil
@@ -193,7 +203,7 @@ func mustRef(s string) name.Reference {
 func lookup(ctx context.Context, reg *registry.Options, ref, key string) (v1.Image, error) {
 	r, err := reg.ParseReference(ref)
 	if err != nil {
-		return nil, fmt.Errorf("package stage: repository: %w", err)
+		return nil, fmt.Errorf("repository: %w", err)
 	}
 	img, err := remote.Image(r, reg.RemoteOptions(ctx)...)
 	if err != nil {
@@ -201,11 +211,11 @@ func lookup(ctx context.Context, reg *registry.Options, ref, key string) (v1.Ima
 		if errors.As(err, &te) && te.StatusCode == 404 {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("package stage: looking up %s: %w", ref, registry.ExplainRefused(err, r.Context()))
+		return nil, fmt.Errorf("looking up %s: %w", ref, registry.ExplainRefused(err, r.Context()))
 	}
 	cfg, err := img.ConfigFile()
 	if err != nil {
-		return nil, fmt.Errorf("package stage: %s: config: %w", ref, err)
+		return nil, fmt.Errorf("%s: config: %w", ref, err)
 	}
 	if cfg.Config.Labels[packagestage.LabelKey] != key {
 		return nil, nil
@@ -229,11 +239,11 @@ func describe(ctx context.Context, reg *registry.Options, res *Result, repo stri
 	res.Ref = repo + "@" + d.String()
 	br, err := reg.ParseReference(base)
 	if err != nil {
-		return fmt.Errorf("package stage: base: %w", err)
+		return fmt.Errorf("base: %w", err)
 	}
 	bimg, err := remote.Image(br, reg.RemoteOptions(ctx)...)
 	if err != nil {
-		return fmt.Errorf("package stage: base %s: %w", base, registry.ExplainRefused(err, br.Context()))
+		return fmt.Errorf("base %s: %w", base, registry.ExplainRefused(err, br.Context()))
 	}
 	bm, err := bimg.Manifest()
 	if err != nil {
@@ -244,14 +254,14 @@ func describe(ctx context.Context, reg *registry.Options, res *Result, repo stri
 		return err
 	}
 	if len(m.Layers) < len(bm.Layers) {
-		return fmt.Errorf("package stage: %s has fewer layers than its base", res.Ref)
+		return fmt.Errorf("%s has fewer layers than its base", res.Ref)
 	}
 	cfg, err := img.ConfigFile()
 	if err != nil {
 		return err
 	}
 	if len(cfg.RootFS.DiffIDs) != len(m.Layers) {
-		return fmt.Errorf("package stage: %s: manifest has %d layers but config rootfs.diff_ids has %d", res.Ref, len(m.Layers), len(cfg.RootFS.DiffIDs))
+		return fmt.Errorf("%s: manifest has %d layers but config rootfs.diff_ids has %d", res.Ref, len(m.Layers), len(cfg.RootFS.DiffIDs))
 	}
 	var created []string
 	for _, h := range cfg.History {
@@ -327,30 +337,30 @@ func authCode(err error) bool {
 func copyBaseLayers(ctx context.Context, reg *registry.Options, base, repo string) error {
 	br, err := reg.ParseReference(base)
 	if err != nil {
-		return fmt.Errorf("package stage: base: %w", err)
+		return fmt.Errorf("base: %w", err)
 	}
 	tr, err := name.NewRepository(repo, name.Insecure)
 	if err != nil {
-		return fmt.Errorf("package stage: repository %s: %w", repo, err)
+		return fmt.Errorf("repository %s: %w", repo, err)
 	}
 	if br.Context().RegistryStr() == tr.RegistryStr() {
 		return nil
 	}
 	img, err := remote.Image(br, reg.RemoteOptions(ctx)...)
 	if err != nil {
-		return fmt.Errorf("package stage: base %s: %w", base, registry.ExplainRefused(err, br.Context()))
+		return fmt.Errorf("base %s: %w", base, registry.ExplainRefused(err, br.Context()))
 	}
 	layers, err := img.Layers()
 	if err != nil {
-		return fmt.Errorf("package stage: base %s: %w", base, err)
+		return fmt.Errorf("base %s: %w", base, err)
 	}
 	for _, l := range layers {
 		d, err := l.Digest()
 		if err != nil {
-			return fmt.Errorf("package stage: base %s: %w", base, err)
+			return fmt.Errorf("base %s: %w", base, err)
 		}
 		if err := remote.WriteLayer(tr, l, reg.RemoteOptions(ctx)...); err != nil {
-			return fmt.Errorf("package stage: copying base layer %s to %s: %w", d, repo, registry.ExplainRefused(err, tr))
+			return fmt.Errorf("copying base layer %s to %s: %w", d, repo, registry.ExplainRefused(err, tr))
 		}
 	}
 	return nil
@@ -366,7 +376,7 @@ func stepError(cf *packagestage.Containerfile, err error, output string) error {
 	m := stepRE.FindStringSubmatch(err.Error())
 	if m == nil {
 		// Not a step (pulling the base, committing): the error says it.
-		return &stepErr{msg: fmt.Sprintf("package stage: %v", err), err: err}
+		return &stepErr{msg: err.Error(), err: err}
 	}
 	out := stepOutput(output)
 	if out != "" {
@@ -376,10 +386,10 @@ func stepError(cf *packagestage.Containerfile, err error, output string) error {
 	lines := strings.Split(string(cf.Bytes()), "\n")
 	for i := range lines {
 		if instructionAt(lines, i) == step {
-			return &stepErr{msg: fmt.Sprintf("package stage: %s: %s: %v%s", cf.Locate(i+1), firstLine(step), err, out), err: err, step: step}
+			return &stepErr{msg: fmt.Sprintf("%s: %s: %v%s", cf.Locate(i+1), firstLine(step), err, out), err: err, step: step}
 		}
 	}
-	return &stepErr{msg: fmt.Sprintf("package stage: %v%s", err, out), err: err, step: step}
+	return &stepErr{msg: fmt.Sprintf("%v%s", err, out), err: err, step: step}
 }
 
 type stepErr struct {
@@ -476,7 +486,8 @@ func firstLine(s string) string {
 	return s
 }
 
-// execute runs plan for req with buildah (Run) and reports it for builder.
+// execute runs plan for req with buildah (Run, without its prefix: the
+// build names the step, "package-stage: ...") and reports it for builder.
 func execute(ctx context.Context, c Config, req assemble.PackageRequest, plan *packagestage.Plan, removeScratch func(string)) (*assemble.PackageResult, error) {
 	reg := c.Registry
 	if reg == nil {
@@ -484,9 +495,9 @@ func execute(ctx context.Context, c Config, req assemble.PackageRequest, plan *p
 	}
 	r, err := reg.ParseReference(req.Base.Ref)
 	if err != nil {
-		return nil, fmt.Errorf("package stage: base %s: %w", req.Base.Ref, err)
+		return nil, fmt.Errorf("base %s: %w", req.Base.Ref, err)
 	}
-	res, err := Run(ctx, Options{
+	res, err := lookupOrBuild(ctx, Options{
 		Plan:          plan,
 		Base:          r.Context().Name() + "@" + req.Base.Digest.String(),
 		Repository:    c.Repository,
@@ -508,7 +519,7 @@ func execute(ctx context.Context, c Config, req assemble.PackageRequest, plan *p
 				StorageDriver: res.StorageDriver, Phases: res.Phases,
 			}
 		}
-		return pr, unprefixed(err)
+		return pr, err
 	}
 	return &assemble.PackageResult{
 		Hit:           res.Hit,
@@ -543,7 +554,7 @@ func openStore(scratch, driver string) (storage.Store, string, error) {
 		}
 		errs = append(errs, d+": "+err.Error())
 	}
-	return nil, "", fmt.Errorf("package stage: storage: %s", strings.Join(errs, "; "))
+	return nil, "", fmt.Errorf("storage: %s", strings.Join(errs, "; "))
 }
 
 // writeAuthFile writes the credentials reg's keychain has for the
@@ -565,15 +576,15 @@ func writeAuthFile(dir string, reg *registry.Options, refs ...string) (string, e
 	for _, ref := range refs {
 		r, err := name.NewRepository(strings.SplitN(ref, "@", 2)[0], name.Insecure)
 		if err != nil {
-			return "", fmt.Errorf("package stage: %s: %w", ref, err)
+			return "", fmt.Errorf("%s: %w", ref, err)
 		}
 		a, err := kc.Resolve(r.Registry)
 		if err != nil {
-			return "", fmt.Errorf("package stage: credentials for %s: %w", r.RegistryStr(), err)
+			return "", fmt.Errorf("credentials for %s: %w", r.RegistryStr(), err)
 		}
 		cfg, err := a.Authorization()
 		if err != nil {
-			return "", fmt.Errorf("package stage: credentials for %s: %w", r.RegistryStr(), err)
+			return "", fmt.Errorf("credentials for %s: %w", r.RegistryStr(), err)
 		}
 		switch {
 		case cfg.IdentityToken != "":

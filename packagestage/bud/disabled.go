@@ -19,5 +19,5 @@ func InitReexec() bool { return false }
 
 // execute is never called without the executor (Stage.Run refuses first).
 func execute(context.Context, Config, assemble.PackageRequest, *packagestage.Plan, func(string)) (*assemble.PackageResult, error) {
-	return nil, errors.New("package stage: not built in")
+	return nil, errors.New("not built in")
 }

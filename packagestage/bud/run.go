@@ -200,7 +200,7 @@ func currentLimits() ([]string, error) {
 	}{{"nofile", unix.RLIMIT_NOFILE}, {"nproc", unix.RLIMIT_NPROC}} {
 		var lim unix.Rlimit
 		if err := unix.Getrlimit(l.res, &lim); err != nil {
-			return nil, fmt.Errorf("package stage: %s limit: %w", l.name, err)
+			return nil, fmt.Errorf("%s limit: %w", l.name, err)
 		}
 		ulimits = append(ulimits, l.name+"="+strconv.FormatUint(lim.Cur, 10)+":"+strconv.FormatUint(lim.Max, 10))
 	}
@@ -233,7 +233,7 @@ func (r *buildRun) pull() error {
 		})
 		return err
 	}); err != nil {
-		return fmt.Errorf("package stage: pulling the base %s: %w", r.o.Base, refused(err, r.o.Base))
+		return fmt.Errorf("pulling the base %s: %w", r.o.Base, refused(err, r.o.Base))
 	}
 	return nil
 }
@@ -258,7 +258,7 @@ func (r *buildRun) push() error {
 	o := r.o
 	dest, err := alltransports.ParseImageName("docker://" + o.Repository + ":" + o.Plan.Key.Tag())
 	if err != nil {
-		return fmt.Errorf("package stage: repository %s: %w", o.Repository, err)
+		return fmt.Errorf("repository %s: %w", o.Repository, err)
 	}
 	if err := assemble.TimePhase(&r.res.Phases, "push", func() error {
 		if err := copyBaseLayers(r.ctx, r.reg, o.Base, o.Repository); err != nil {
@@ -274,7 +274,7 @@ func (r *buildRun) push() error {
 		})
 		return err
 	}); err != nil {
-		return fmt.Errorf("package stage: pushing to %s: %w", o.Repository, refused(err, o.Repository))
+		return fmt.Errorf("pushing to %s: %w", o.Repository, refused(err, o.Repository))
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ package bud
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -122,7 +123,7 @@ func (s *Stage) Run(ctx context.Context, req assemble.PackageRequest) (*assemble
 		return nil, nil
 	}
 	if req.Base == nil {
-		return nil, fmt.Errorf("package stage: no base")
+		return nil, errors.New("no base image")
 	}
 	plan, err := packagestage.NewPlan(req.Base.Digest, in, s.c.ContextDir)
 	if err != nil {
@@ -160,20 +161,4 @@ func needs(in packagestage.Inputs, plan *packagestage.Plan) string {
 		out = append(out, "containerfile "+filepath.Base(name))
 	}
 	return strings.Join(out, ", ")
-}
-
-type trimmedErr struct {
-	msg string
-	err error
-}
-
-func (t *trimmedErr) Error() string { return t.msg }
-func (t *trimmedErr) Unwrap() error { return t.err }
-
-// unprefixed drops the "package stage: " prefix of err's message.
-func unprefixed(err error) error {
-	if m, ok := strings.CutPrefix(err.Error(), "package stage: "); ok {
-		return &trimmedErr{msg: m, err: err}
-	}
-	return err
 }

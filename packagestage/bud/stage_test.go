@@ -49,3 +49,12 @@ func TestStageRefusals(t *testing.T) {
 		t.Errorf("layout base: %v", err)
 	}
 }
+
+// A pool with package inputs and no base: the stage's error does not name
+// the stage (the build names its step once, "package-stage: ...").
+func TestStageNoBase(t *testing.T) {
+	_, err := New(Config{Containerfile: []byte("FROM packages\nRUN true\n")}).Run(context.Background(), assemble.PackageRequest{Pool: "worker"})
+	if err == nil || err.Error() != "no base image" {
+		t.Errorf("no base: %v", err)
+	}
+}
