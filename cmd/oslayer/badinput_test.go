@@ -130,3 +130,55 @@ func checkBadInput(t *testing.T, px *regtest.Proxy, layout string, code int, std
 		t.Errorf("the layout %s was written: %v", layout, err)
 	}
 }
+
+// Bad input to oslayer fleet build: its flags exit 2 naming the flag; a
+// pool whose key does not decrypt fails as the pool's input (kind input,
+// exit 1 as every input failure of a pool: docs/fleet.md) naming the
+// plan's field and where the password comes from; nothing is written.
+func TestFleetBadInput(t *testing.T) {
+	t.Setenv("OSLAYER_BASEINDEX_CACHE", t.TempDir())
+	t.Setenv("COSIGN_PASSWORD", "")
+	t.Setenv("JOB_COMPLETION_INDEX", "7")
+	dir := t.TempDir()
+	f := writeBadInputFiles(t, dir)
+	px := regtest.NewProxy(t, regtest.Memory(t).Host)
+	layout := filepath.Join(dir, "layout")
+	plan := filepath.Join(dir, "fleet.yaml")
+	if err := os.WriteFile(plan, []byte(`
+defaults:
+  base: oci:`+example(t, "base")+`
+  target: `+px.Host+`/os/{cluster}-{pool}:latest
+  signKey: `+f.key+`
+  signKeyPasswordFile: `+f.wrongPW+`
+clusters:
+- name: dev
+  pools:
+  - {name: worker, osc: [`+example(t, "gardener", "worker-osc.yaml")+`]}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--jobs", "0"}, []string{"--jobs 0"}},
+		{[]string{"--shard", "2/2"}, []string{"--shard", `"2/2"`}},
+		{[]string{"--shards", "4"}, []string{"--shards and $JOB_COMPLETION_INDEX", `"7/4"`}},
+		{[]string{"--shard", "0/2", "--shards", "2"}, []string{"--shard I/N or --shards N"}},
+		{[]string{"--imageref-budget", "much"}, []string{"--imageref-budget"}},
+		{[]string{"--imageref-timeout", "-1s"}, []string{"--imageref-timeout -1s"}},
+	} {
+		code, stdout, stderr := oslayerRun(t, append([]string{"fleet", "build", plan}, tc.args...)...)
+		checkBadInput(t, px, layout, code, stdout, stderr, tc.want)
+	}
+	code, _, stderr := oslayerRun(t, "fleet", "build", plan)
+	want := "clusters[0].pools[0].signKey: key " + f.key + ": wrong or missing password (the pool's signKeyPasswordFile, else COSIGN_PASSWORD, or the Secret's cosign.password): "
+	if code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, stderr %q; want 1 and %q", code, stderr, want)
+	}
+	for _, r := range px.Requests() {
+		if r.Method != "GET" && r.Method != "HEAD" {
+			t.Errorf("the registry saw %s %s", r.Method, r.Path)
+		}
+	}
+}
