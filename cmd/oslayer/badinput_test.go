@@ -182,3 +182,20 @@ clusters:
 		}
 	}
 }
+
+// A required base that cannot be read fails the build (exit 1: it may be
+// a registry's failure) before anything is written; the preflight stage's
+// error names the field preflight.requireBase, the CLI its flag.
+func TestBuildRequireBaseNamesFlag(t *testing.T) {
+	t.Setenv("OSLAYER_BASEINDEX_CACHE", t.TempDir())
+	dir := t.TempDir()
+	layout, missing := filepath.Join(dir, "layout"), filepath.Join(dir, "official")
+	code, stdout, stderr := oslayerRun(t, "build", "--base", "oci:"+example(t, "base"), "--pool", "worker",
+		"--osc", example(t, "gardener", "worker-osc.yaml"), "--require-base", "oci:"+missing, "--push", "oci:"+layout)
+	if want := "preflight: --require-base oci:" + missing + ": "; code != 1 || !strings.Contains(stderr, want) || strings.Contains(stderr, "preflight.requireBase") {
+		t.Errorf("exit %d, stderr %q; want 1 and %q", code, stderr, want)
+	}
+	if _, err := os.Stat(layout); stdout != "" || !os.IsNotExist(err) {
+		t.Errorf("stdout %q; the layout %s was written: %v", stdout, layout, err)
+	}
+}
