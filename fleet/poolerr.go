@@ -16,7 +16,8 @@ var planFields = map[string]string{"signing.key": "signKey", "signing.identity":
 // pipeline ("clusters[0].pools[1].signKey: ..."), and, for a key that did
 // not decrypt, where the run takes its password from: the Secret manifest
 // signKey names, else the pool's signKeyPasswordFile, else the run's
-// (COSIGN_PASSWORD for oslayer fleet build). The error stays in the chain (pipeline.IsInput).
+// (COSIGN_PASSWORD for oslayer fleet build). The error stays in the
+// chain (pipeline.IsInput).
 func poolError(p *Pool, err error) error {
 	var pe *pipeline.Error
 	if !errors.As(err, &pe) || pe.Field == "" {
