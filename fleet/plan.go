@@ -570,7 +570,7 @@ func (p *Pool) spec(o Options, readKey bool) (pipeline.Spec, error) {
 		if readKey {
 			var err error
 			if km, err = pipeline.ReadKey(p.SignKey); err != nil {
-				return s, &pipeline.Error{Step: pipeline.StepSign, Err: fmt.Errorf("%s: %w", pipeline.StepSign, err)}
+				return s, &pipeline.Error{Step: pipeline.StepSign, Err: fmt.Errorf("%s: %w", pipeline.StepSign, err), Input: true}
 			}
 		}
 		pass := pipeline.Password(o.Password)

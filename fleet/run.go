@@ -239,7 +239,7 @@ func (r *run) prepare(ctx context.Context, p *Pool) (pr *prepared) {
 	}
 	pipe, err := r.pipeline(p)
 	if err != nil {
-		return fail(errStep(err, "push"), KindInput, err)
+		return fail(errStep(err, "push"), KindInput, poolError(p, err))
 	}
 	pr.plan, err = pipe.Prepare(ctx)
 	for _, s := range pr.plan.RenderSeconds {

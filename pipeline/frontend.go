@@ -43,6 +43,10 @@ type (
 	TrustBundle  = sign.TrustBundle
 )
 
+// PasswordError is a signing key that did not decrypt (sign.PasswordError):
+// a front-end says where it takes the password from.
+type PasswordError = sign.PasswordError
+
 // Trust returns the trust files a node needs to verify the images of
 // repo signed with the public key pub (sign.Trust).
 func Trust(repo string, pub []byte, o TrustOptions) (*TrustBundle, error) {

@@ -97,28 +97,6 @@ type Pipeline struct {
 	readers  []*imageref.Reader
 }
 
-// Error is a specification New refuses: Field names it (as the fleet
-// plan and the PoolImage name it: "preflight.maxLayers"), Step is the
-// build step it belongs to ("push", "sign", "preflight", "config").
-type Error struct {
-	Field string
-	Step  string
-	Err   error
-}
-
-func (e *Error) Error() string {
-	if e.Field == "" {
-		return e.Err.Error()
-	}
-	return e.Field + ": " + e.Err.Error()
-}
-
-func (e *Error) Unwrap() error { return e.Err }
-
-func specErr(step, field string, err error) error {
-	return &Error{Step: step, Field: field, Err: err}
-}
-
 // New turns a specification into the pipeline that runs it: the one
 // place the publisher, the preflight and signing stages, the package
 // stage, the base index options and the build request are made. It
@@ -137,13 +115,13 @@ func New(spec Spec, env Env) (*Pipeline, error) {
 	log := env.Logger
 	pub, err := publish.New(spec.Target, reg, publishOptions(spec, env)...)
 	if err != nil {
-		return nil, specErr("push", "", err)
+		return nil, inputErr("push", "", err)
 	}
 	p.Publisher = pub
 	if !registry.IsLayout(spec.Target) {
 		t, err := publish.ParseTarget(spec.Target)
 		if err != nil {
-			return nil, specErr("push", "", err)
+			return nil, inputErr("push", "", err)
 		}
 		p.Repository = t.Context().Name()
 	}
@@ -313,12 +291,12 @@ func signStages(spec Spec, reg *registry.Options, env Env) ([]assemble.Stage, er
 		return nil, nil
 	}
 	if s.Key == nil {
-		return nil, specErr(sign.StageSign, "signing.key", errors.New("no key"))
+		return nil, inputErr(sign.StageSign, "signing.key", errors.New("no key"))
 	}
 	sv, err := env.Keys.Signer(s.Key, s.Password)
 	if err != nil {
 		// "signing.key: key cosign.key: wrong or missing password".
-		return nil, specErr(sign.StageSign, "signing.key", err)
+		return nil, inputErr(sign.StageSign, "signing.key", err)
 	}
 	opts := []sign.Option{sign.WithRegistry(reg), sign.WithReferrers(s.Referrers), sign.WithVersion(env.Version), sign.WithIdentity(s.Identity)}
 	if env.SoleWriter {
@@ -334,7 +312,7 @@ func signStages(spec Spec, reg *registry.Options, env Env) ([]assemble.Stage, er
 // Check validates the specification; each error names the field.
 func (s Spec) Check() error {
 	var errs []error
-	add := func(step, field string, err error) { errs = append(errs, specErr(step, field, err)) }
+	add := func(step, field string, err error) { errs = append(errs, inputErr(step, field, err)) }
 	if s.Target == "" {
 		add("push", "target", errors.New("no target: give REG/REPO[:TAG] or oci:DIR[:TAG]"))
 	}
@@ -359,15 +337,15 @@ func (pf Preflight) check() []error {
 	var errs []error
 	for i, sk := range pf.Skip {
 		if err := preflight.CheckKnown(sk, nil); err != nil {
-			errs = append(errs, specErr("preflight", fmt.Sprintf("preflight.skip[%d]", i), err))
+			errs = append(errs, inputErr("preflight", fmt.Sprintf("preflight.skip[%d]", i), err))
 		}
 	}
 	if pf.MaxAddedBytes < 0 {
-		errs = append(errs, specErr("preflight", "preflight.maxAddedBytes", fmt.Errorf("%d: want a positive size", pf.MaxAddedBytes)))
+		errs = append(errs, inputErr("preflight", "preflight.maxAddedBytes", fmt.Errorf("%d: want a positive size", pf.MaxAddedBytes)))
 	}
 	warn, max := pf.WarnLayers, pf.MaxLayers
 	if warn < 0 || max < 0 {
-		errs = append(errs, specErr("preflight", "preflight.warnLayers", fmt.Errorf("%d, maxLayers %d: want positive layer counts", warn, max)))
+		errs = append(errs, inputErr("preflight", "preflight.warnLayers", fmt.Errorf("%d, maxLayers %d: want positive layer counts", warn, max)))
 	}
 	if warn == 0 {
 		warn = preflight.DefaultWarnLayers
@@ -376,7 +354,7 @@ func (pf Preflight) check() []error {
 		max = preflight.DefaultMaxLayers
 	}
 	if warn >= max {
-		errs = append(errs, specErr("preflight", "preflight.warnLayers", fmt.Errorf("%d must be below maxLayers %d", warn, max)))
+		errs = append(errs, inputErr("preflight", "preflight.warnLayers", fmt.Errorf("%d must be below maxLayers %d", warn, max)))
 	}
 	return errs
 }

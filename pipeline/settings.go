@@ -31,7 +31,7 @@ func (s *Spec) SetSettings(w settings.Settings) error {
 	if pf.MaxAddedBytes != "" {
 		n, err := preflight.ParseBytes(pf.MaxAddedBytes)
 		if err != nil {
-			return specErr("preflight", "preflight.maxAddedBytes", fmt.Errorf("%q: %v", pf.MaxAddedBytes, err))
+			return inputErr("preflight", "preflight.maxAddedBytes", fmt.Errorf("%q: %v", pf.MaxAddedBytes, err))
 		}
 		s.Preflight.MaxAddedBytes = n
 	}

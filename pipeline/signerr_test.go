@@ -21,8 +21,8 @@ func TestSigningKeyError(t *testing.T) {
 		Identity: "registry.example.com/os/worker"}}
 	_, err = New(spec, Env{})
 	var pe *Error
-	if !errors.As(err, &pe) || pe.Step != StepSign || pe.Field != "signing.key" {
-		t.Fatalf("error %#v, want an Error of step sign, field signing.key", err)
+	if !errors.As(err, &pe) || pe.Step != StepSign || pe.Field != "signing.key" || !IsInput(err) {
+		t.Fatalf("error %#v, want bad input (an Error of step sign, field signing.key)", err)
 	}
 	if msg := pe.Err.Error(); !strings.HasPrefix(msg, "key cosign.key: ") || strings.HasPrefix(err.Error(), "sign: ") {
 		t.Errorf("error %q (cause %q)", err, msg)

@@ -476,7 +476,7 @@ func TestRunner(t *testing.T) {
 				t.Errorf("%s: %s, want %s", cr.Name, cr.Status, want)
 			}
 		}
-		if _, err := Run(context.Background(), Target{Image: img}, Options{Skip: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), `--skip "nope": no such check`) {
+		if _, err := Run(context.Background(), Target{Image: img}, Options{Skip: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), `preflight.skip[0]: "nope": no such check`) {
 			t.Errorf("err %v", err)
 		}
 	})

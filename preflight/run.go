@@ -67,11 +67,11 @@ type runner struct {
 	rep    *Report
 }
 
-// validateSkip refuses a --skip that names no check.
+// validateSkip refuses a skipped name that names no check.
 func (r *runner) validateSkip() error {
-	for _, s := range r.opts.Skip {
+	for i, s := range r.opts.Skip {
 		if err := CheckKnown(s, r.checks); err != nil {
-			return fmt.Errorf("--skip %w", err)
+			return &OptionError{Field: fmt.Sprintf("preflight.skip[%d]", i), Err: err}
 		}
 	}
 	return nil

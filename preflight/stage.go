@@ -222,12 +222,12 @@ func (s *stage) target(ctx context.Context, opts Options, b *assemble.Built, p *
 	}
 	if opts.RequireBase != "" {
 		if opts.Open == nil {
-			return t, fmt.Errorf("--require-base %s: no way to open images", opts.RequireBase)
+			return t, &OptionError{Field: "preflight.requireBase", Err: fmt.Errorf("%s: no way to open images", opts.RequireBase)}
 		}
 		rq := s.sh.requiredFor(plat)
 		rq.once.Do(func() { rq.img, rq.err = opts.Open(ctx, opts.RequireBase, plat) })
 		if rq.err != nil {
-			return t, fmt.Errorf("--require-base %s: %w", opts.RequireBase, rq.err)
+			return t, &OptionError{Field: "preflight.requireBase", Err: fmt.Errorf("%s: %w", opts.RequireBase, rq.err)}
 		}
 		t.Require, t.RequireRef = rq.img, opts.RequireBase
 	} else if o := b.Official; o != nil && o.Image != nil {

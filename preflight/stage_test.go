@@ -64,7 +64,7 @@ func TestStage(t *testing.T) {
 			t.Errorf("opened %q %v", gotRef, gotPlat)
 		}
 		st = Stage(Options{RequireBase: "gone", Open: func(context.Context, string, *v1.Platform) (v1.Image, error) { return nil, errors.New("not found") }})
-		if _, err := st.Run(context.Background(), &assemble.Built{Image: img, Pool: "worker"}, nil); err == nil || err.Error() != "--require-base gone: not found" {
+		if _, err := st.Run(context.Background(), &assemble.Built{Image: img, Pool: "worker"}, nil); err == nil || err.Error() != "preflight.requireBase: gone: not found" {
 			t.Errorf("err %v", err)
 		}
 	})

@@ -108,7 +108,8 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 	}
 	spec, err := f.spec(g)
 	if err != nil {
-		return err
+		// The flags (and the files they name) are bad input.
+		return &exitError{code: 2, err: err}
 	}
 	p, err := pipeline.New(spec, pipeline.Env{Version: version, Logger: g.log, Stdin: cmd.InOrStdin(), PackageLog: stderr,
 		Publish: []publish.Option{publish.WithProgress(stderr)}, ReadBack: true, PublishBaseIndex: true})
@@ -119,7 +120,7 @@ func runBuild(cmd *cobra.Command, g *globals, f *buildFlags) error {
 	// goes on; the command ends once it is gone.
 	defer p.Close()
 	res, err := p.Run(cmd.Context())
-	return f.report(g, stdout, res, err, func() { summaries(stderr, res) })
+	return f.report(g, stdout, res, flagError(err), func() { summaries(stderr, res) })
 }
 
 // spec maps oslayer build's flags onto the build specification: the

@@ -105,7 +105,7 @@ func runFleetBuild(cmd *cobra.Command, g *globals, f *fleetFlags, planPath strin
 	stderr := cmd.ErrOrStderr()
 	opts, err := f.options(g, stderr)
 	if err != nil {
-		return err
+		return &exitError{code: 2, err: err} // the flags are bad input
 	}
 	spec, pools, err := f.shardPools(planPath)
 	if err != nil {
@@ -173,12 +173,16 @@ func (f *fleetFlags) options(g *globals, stderr io.Writer) (fleet.Options, error
 // shard ("I/N", "" for the whole plan).
 func (f *fleetFlags) shardPools(planPath string) (spec string, pools []fleet.Pool, err error) {
 	if spec, err = f.shardSpec(); err != nil {
-		return "", nil, err
+		return "", nil, &exitError{code: 2, err: err}
 	}
 	shard, shards := 0, 1
 	if spec != "" {
 		if shard, shards, err = fleet.ParseShard(spec); err != nil {
-			return "", nil, err
+			from := "--shard"
+			if f.shard == "" {
+				from = "--shards and $JOB_COMPLETION_INDEX"
+			}
+			return "", nil, &exitError{code: 2, err: fmt.Errorf("%s: %w", from, err)}
 		}
 	}
 	if pools, err = fleet.Load(planPath); err != nil {

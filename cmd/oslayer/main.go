@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/oslayer/oslayer/packagestage/bud"
+	"github.com/oslayer/oslayer/pipeline"
 )
 
 // exitError carries a specific exit code (e.g. preflight's 1 vs 2).
@@ -169,7 +170,9 @@ func signalName(s os.Signal) string {
 	return "SIGINT"
 }
 
-// exitCode prints err and returns the exit code it carries (1 by default).
+// exitCode prints err and returns the exit code it carries: an
+// exitError's, 2 for bad input (a specification the pipeline refuses,
+// pipeline.IsInput), else 1.
 func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
 		return 0
@@ -179,7 +182,7 @@ func exitCode(err error, stderr io.Writer) int {
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	if unknownCommand(err) {
+	if unknownCommand(err) || pipeline.IsInput(err) {
 		return 2
 	}
 	return 1

@@ -73,7 +73,7 @@ Exit codes: 0 all checks passed, 1 errors found, 2 the checks could not run.`,
 // run checks the image args[0]; every error but the checks' findings
 // exits 2.
 func (c *preflightCmd) run(cmd *cobra.Command, args []string) error {
-	fail := func(err error) error { return &exitError{code: 2, err: err} }
+	fail := func(err error) error { return &exitError{code: 2, err: flagError(err)} }
 	opts, err := c.pf.options(c.g)
 	if err != nil {
 		return fail(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/oslayer/oslayer/pipeline"
 	"github.com/oslayer/oslayer/pipeline/settings"
+	"github.com/oslayer/oslayer/preflight"
 	"github.com/oslayer/oslayer/sign"
 )
 
@@ -99,23 +100,47 @@ func (v *intSetting) Type() string { return "int" }
 // that set a field an error of pipeline names.
 var specFlags = map[string]string{"signing.key": "sign-key"}
 
-// flagError names the flag of each field an error of pipeline names
-// (--max-added-bytes "lots": ...).
+// flagError names the flag of each field an error of pipeline or of the
+// preflight checks names (--max-added-bytes "lots": ...), keeping the
+// error itself in the chain: bad input (pipeline.IsInput) still exits 2.
 func flagError(err error) error {
 	var out []error
 	for _, e := range unjoinErr(err) {
-		var pe *pipeline.Error
-		if errors.As(e, &pe) {
-			if fl := pipeline.FlagOf(pe.Field); fl != nil {
-				e = fmt.Errorf("--%s %w", fl.Name, pe.Err)
-			} else if name, ok := specFlags[pe.Field]; ok {
-				e = fmt.Errorf("--%s: %w", name, passwordHint(pe.Err))
-			}
-		}
-		out = append(out, e)
+		out = append(out, flagNamed(e))
 	}
 	return errors.Join(out...)
 }
+
+// flagNamed is e with the flag of the field it names in place of the
+// field, e itself when it names none.
+func flagNamed(e error) error {
+	var pe *pipeline.Error
+	var oe *preflight.OptionError
+	switch {
+	case errors.As(e, &pe):
+		if fl := pipeline.FlagOf(pe.Field); fl != nil {
+			return &renamed{msg: fmt.Sprintf("--%s %v", fl.Name, flagNamed(pe.Err)), err: e}
+		} else if name, ok := specFlags[pe.Field]; ok {
+			return &renamed{msg: fmt.Sprintf("--%s: %v", name, passwordHint(pe.Err)), err: e}
+		}
+	case errors.As(e, &oe):
+		if fl := pipeline.FlagOf(oe.Field); fl != nil {
+			msg := strings.Replace(e.Error(), oe.Error(), fmt.Sprintf("--%s %v", fl.Name, oe.Err), 1)
+			return &renamed{msg: msg, err: e}
+		}
+	}
+	return e
+}
+
+// renamed is err with the message the command-line user reads (flags for
+// fields); err stays in the chain.
+type renamed struct {
+	msg string
+	err error
+}
+
+func (r *renamed) Error() string { return r.msg }
+func (r *renamed) Unwrap() error { return r.err }
 
 // passwordHint says, for a key that did not decrypt, where the CLI takes
 // its password from: the Secret manifest --sign-key names, else
