@@ -26,7 +26,7 @@ import (
 // controllers, so no pod runs) next to the ConfigMap and Secrets it
 // names, and checks what the API server stored: an Indexed Job with its
 // completions, parallelism, backoffLimitPerIndex, maxFailedIndexes and a
-// podFailurePolicy that fails an index on exit code 1 in the oslayer
+// podFailurePolicy that fails an index on exit code 2 (bad input) in the oslayer
 // container. The API server's own validation must also refuse the two
 // mistakes the example avoids (a per-index backoff without Indexed
 // completion, FailIndex without backoffLimitPerIndex), and applying the
@@ -99,8 +99,8 @@ func TestIndexedJobOnAPIServer(t *testing.T) {
 	}
 	if p := s.PodFailurePolicy; p == nil || len(p.Rules) != 1 || p.Rules[0].Action != batchv1.PodFailurePolicyActionFailIndex ||
 		p.Rules[0].OnExitCodes == nil || p.Rules[0].OnExitCodes.ContainerName == nil || *p.Rules[0].OnExitCodes.ContainerName != "oslayer" ||
-		len(p.Rules[0].OnExitCodes.Values) != 1 || p.Rules[0].OnExitCodes.Values[0] != 1 {
-		t.Errorf("stored podFailurePolicy %+v, want FailIndex on exit code 1 of container oslayer", p)
+		len(p.Rules[0].OnExitCodes.Values) != 1 || p.Rules[0].OnExitCodes.Values[0] != 2 {
+		t.Errorf("stored podFailurePolicy %+v, want FailIndex on exit code 2 (bad input) of container oslayer", p)
 	}
 	// The API server took the Job as a Job: it generated the selector and
 	// labelled the pod template with it.

@@ -270,8 +270,8 @@ clusters:
 		follower.SameImageAs != lead.Path || !strings.Contains(follower.Error, "the same image as "+lead.Path) {
 		t.Errorf("second pool: %+v, want failed at %s as the same image as %s", follower, lead.Step, lead.Path)
 	}
-	if sum.ExitCode() != 1 {
-		t.Errorf("exit code %d, want 1", sum.ExitCode())
+	if sum.ExitCode() != 2 {
+		t.Errorf("exit code %d, want 2 (a preflight check refused the pools' input)", sum.ExitCode())
 	}
 	// arch: all: the base's platforms were read once for both pools.
 	var lists []fleet.Shared

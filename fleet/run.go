@@ -51,10 +51,10 @@ type Options struct {
 // Failure kinds: whether retrying could help.
 const (
 	// KindInput is a failure of the pool's input or of a preflight check:
-	// retrying won't help.
+	// retrying won't help (oslayer fleet build exits 2).
 	KindInput = "input"
 	// KindRun is a failure to run (registry, credentials, cancelled):
-	// retrying may help.
+	// retrying may help (exit 1).
 	KindRun = "run"
 )
 
@@ -250,7 +250,7 @@ func (r *run) prepare(ctx context.Context, p *Pool) (pr *prepared) {
 		if step == "render" {
 			pr.res.Phases = []pipeline.Phase{{Name: "render", Seconds: pr.renderSecs}}
 		}
-		return fail(step, stepKind(ctx, step), err)
+		return fail(step, stepKind(ctx, step, err), err)
 	}
 	pr.prepSecs = time.Since(pr.start).Seconds() - pr.renderSecs
 	return pr
@@ -415,7 +415,7 @@ func (r *run) record(ctx context.Context, pr *prepared, br *pipeline.Result, err
 	}
 	if err != nil {
 		step := lastStep(br)
-		res.fail(step, stepKind(ctx, step), err)
+		res.fail(step, stepKind(ctx, step, err), err)
 	}
 }
 
@@ -435,13 +435,18 @@ func lastStep(br *pipeline.Result) string {
 }
 
 // stepKind says whether a failure at step is the input's (or a preflight
-// check's) or a failure to run.
-func stepKind(ctx context.Context, step string) string {
-	if ctx.Err() != nil {
+// check's) or a failure to run. What the pipeline refuses as input
+// (pipeline.IsInput) is the input's at any step; a render that fails
+// otherwise could not read its inputs (imageRef content from a registry).
+func stepKind(ctx context.Context, step string, err error) string {
+	switch {
+	case ctx.Err() != nil:
 		return KindRun
+	case pipeline.IsInput(err):
+		return KindInput
 	}
 	switch step {
-	case "render", "assemble", pipeline.StepPreflight, pipeline.StepPreflightWritten:
+	case "assemble", pipeline.StepPreflight, pipeline.StepPreflightWritten:
 		return KindInput
 	}
 	return KindRun

@@ -239,8 +239,8 @@ clusters:
 			t.Errorf("%s: status %s step %q kind %q (%s), want failed at %s (%s)", p.Pool, p.Status, p.Step, p.Kind, p.Error, w[0], w[1])
 		}
 	}
-	if sum.ExitCode() != 1 {
-		t.Errorf("exit code %d, want 1", sum.ExitCode())
+	if sum.ExitCode() != 2 {
+		t.Errorf("exit code %d, want 2 (bad input)", sum.ExitCode())
 	}
 	for _, r := range e.proxy.Requests() {
 		if strings.Contains(r.Path, "/os/c/secret/") || strings.Contains(r.Path, "/os/c/bad/") {
@@ -250,8 +250,14 @@ clusters:
 		}
 	}
 
-	// A registry that refuses connections: could not run, exit 2; the
+	// A registry that does not answer, for a target or for an imageRef
+	// file: could not run (kind run, at push and at render), exit 1; the
 	// pools on the working registry are still built.
+	stalled := regtest.Stalled(t)
+	imgref := synth.OSCFiles("  - path: /etc/from-image\n    content: {imageRef: {image: " + stalled + "/tools/x:1, filePathInImage: /x}}\n")
+	if err := os.WriteFile(filepath.Join(e.dir, "imgref.yaml"), []byte(imgref), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	pools = e.plan(t, fmt.Sprintf(`
 defaults: {base: %[1]s}
 clusters:
@@ -259,13 +265,17 @@ clusters:
   pools:
   - {name: good, osc: [good.yaml], target: "%[2]s/os/c/good:latest"}
   - {name: away, osc: [good.yaml], target: "%[3]s/os/c/away:latest"}
-`, e.base, e.host, regtest.Stalled(t)))
+  - {name: imgref, osc: [imgref.yaml], target: "%[2]s/os/c/imgref:latest"}
+`, e.base, e.host, stalled))
 	sum, err := fleet.Run(ctxT(t), pools, fleet.Options{Registry: &registry.Options{Timeout: 2 * time.Second}, Jobs: 2,
 		IndexCacheDir: filepath.Join(e.dir, "cache")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Pools[0].Status != "built" || sum.Pools[1].Status != "failed" || sum.Pools[1].Kind != fleet.KindRun || sum.ExitCode() != 2 {
+	if sum.Pools[0].Status != "built" || sum.Pools[1].Status != "failed" || sum.Pools[1].Kind != fleet.KindRun || sum.ExitCode() != 1 {
 		t.Errorf("pools %+v, exit %d", sum.Pools, sum.ExitCode())
+	}
+	if p := sum.Pools[2]; p.Status != "failed" || p.Step != "render" || p.Kind != fleet.KindRun {
+		t.Errorf("imageRef from a registry that does not answer: %s at %q, kind %q (%s); want failed at render, kind run", p.Status, p.Step, p.Kind, p.Error)
 	}
 }

@@ -187,8 +187,8 @@ clusters:
 			t.Errorf("%s: %+v, want failed at %s as the same image as %s", f.Pool, f, lead.Step, lead.Path)
 		}
 	}
-	if sum.ExitCode() != 1 {
-		t.Errorf("exit code %d, want 1", sum.ExitCode())
+	if sum.ExitCode() != 2 {
+		t.Errorf("exit code %d, want 2 (a preflight check refused the pools' input)", sum.ExitCode())
 	}
 	for _, r := range e.proxy.Requests() {
 		if strings.HasPrefix(r.Path, "/v2/os/images/") && r.Method != http.MethodGet && r.Method != http.MethodHead {

@@ -139,18 +139,19 @@ func (s *Summary) tally() {
 	sort.Slice(s.Shared, func(i, j int) bool { return s.Shared[i].Ref < s.Shared[j].Ref })
 }
 
-// ExitCode is 0 when every pool was built, 2 when some pool could not run
-// (registry, credentials: retrying may help), else 1 (a pool's input or a
-// preflight check failed: retrying won't help).
+// ExitCode is 0 when every pool was built, 1 when some pool failed to run
+// (registry, credentials, cancelled: retrying may help), else 2: every
+// failed pool was refused as input (a field, a source that does not parse,
+// a preflight check: retrying won't help), the rule for bad input.
 func (s *Summary) ExitCode() int {
 	code := 0
 	for _, p := range s.Pools {
 		switch {
 		case p.Status == "built":
 		case p.Kind == KindRun:
-			return 2
+			return 1
 		default:
-			code = 1
+			code = 2
 		}
 	}
 	return code

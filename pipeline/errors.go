@@ -1,6 +1,10 @@
 package pipeline
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/oslayer/oslayer/sources/model"
+)
 
 // Error is a specification New refuses: Field names it (as the fleet
 // plan and the PoolImage name it: "preflight.maxLayers"), Step is the
@@ -37,8 +41,10 @@ func inputErr(step, field string, err error) error {
 }
 
 // IsInput reports whether err is bad input: every error it joins is (or
-// wraps) an *Error with Input set. A front-end exits 2 for it, 1 for any
-// other error.
+// wraps) an *Error with Input set, or input the sources and the renderer
+// marked (model.IsInput: a file that does not parse, a field value they
+// refuse; not imageRef content a registry failed to give). A front-end
+// exits 2 for it, 1 for any other error.
 func IsInput(err error) bool {
 	if err == nil {
 		return false
@@ -52,8 +58,8 @@ func IsInput(err error) bool {
 		return len(j.Unwrap()) > 0
 	}
 	var pe *Error
-	if errors.As(err, &pe) {
-		return pe.Input
+	if errors.As(err, &pe) && pe.Input {
+		return true
 	}
-	return false
+	return model.IsInput(err)
 }

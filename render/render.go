@@ -19,10 +19,13 @@ import (
 
 // Render loads the sources of req, merges them, applies the placement
 // rules and builds the layers and the report. On error nothing is returned;
-// errors name the input document, the field and the node path.
+// errors name the input document, the field and the node path. What is the
+// user's input at fault (a source that does not parse, a field value the
+// sources or the placement rules refuse, items that conflict) is marked
+// model.InputError; a failure to read imageRef content is not.
 func Render(ctx context.Context, req Request) (*Result, error) {
 	if len(req.OSCs) == 0 && len(req.MachineConfigs) == 0 {
-		return nil, fmt.Errorf("nothing to render: give at least one OperatingSystemConfig or MachineConfig")
+		return nil, model.MarkInput(fmt.Errorf("nothing to render: give at least one OperatingSystemConfig or MachineConfig"))
 	}
 	var cfgs []*model.Config
 	if len(req.OSCs) > 0 {
@@ -54,7 +57,7 @@ func Render(ctx context.Context, req Request) (*Result, error) {
 	}
 	cfg, err := model.Merge(cfgs...)
 	if err != nil {
-		return nil, err
+		return nil, model.MarkInput(err)
 	}
 	return RenderConfig(ctx, req, cfg)
 }
@@ -84,7 +87,7 @@ func RenderConfig(ctx context.Context, req Request, cfg *model.Config) (*Result,
 	}
 	p, err := place(req, cfg)
 	if err != nil {
-		return nil, err
+		return nil, model.MarkInput(err)
 	}
 	pkgs := packages(cfg)
 	rep := &Report{
@@ -104,7 +107,7 @@ func RenderConfig(ctx context.Context, req Request, cfg *model.Config) (*Result,
 	p.add(tree.Entry{Path: ManifestPath, Kind: tree.File, Mode: 0o644, Data: man, Layer: LayerMetadata},
 		Baked{Path: ManifestPath, Source: model.Origin{Document: "oslayer", Field: "ownership manifest"}, Generated: true})
 	if len(p.errs) > 0 {
-		return nil, p.errs[0]
+		return nil, model.MarkInput(p.errs[0])
 	}
 	rep.Baked = p.bakedList()
 

@@ -133,7 +133,7 @@ func checkBadInput(t *testing.T, px *regtest.Proxy, layout string, code int, std
 
 // Bad input to oslayer fleet build: its flags exit 2 naming the flag; a
 // pool whose key does not decrypt fails as the pool's input (kind input,
-// exit 1 as every input failure of a pool: docs/fleet.md) naming the
+// exit 2 as every input failure of a pool: docs/fleet.md) naming the
 // plan's field and where the password comes from; nothing is written.
 func TestFleetBadInput(t *testing.T) {
 	t.Setenv("OSLAYER_BASEINDEX_CACHE", t.TempDir())
@@ -173,8 +173,8 @@ clusters:
 	}
 	code, _, stderr := oslayerRun(t, "fleet", "build", plan)
 	want := "clusters[0].pools[0].signKey: key " + f.key + ": wrong or missing password (the pool's signKeyPasswordFile, else COSIGN_PASSWORD, or the Secret's cosign.password): "
-	if code != 1 || !strings.Contains(stderr, want) {
-		t.Errorf("exit %d, stderr %q; want 1 and %q", code, stderr, want)
+	if code != 2 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr, want)
 	}
 	for _, r := range px.Requests() {
 		if r.Method != "GET" && r.Method != "HEAD" {

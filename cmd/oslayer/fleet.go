@@ -60,9 +60,10 @@ summary table goes to stdout (-o json: the full summary), and --summary FILE
 writes the full summary as JSON (per pool: image digest, inputs digest,
 uploaded bytes, phases, error with its step).
 
-Exit codes: 0 every pool built; 1 the plan is invalid, or some pool failed
-for its input or a preflight check (retrying won't help); 2 some pool could
-not run (registry, credentials: retrying may help).`,
+Exit codes: 0 every pool built; 2 bad input, retrying won't help: a flag
+or the plan is invalid, or every pool that failed was refused for its input
+or a preflight check (kind input); 1 some pool could not run (kind run:
+registry, credentials; retrying may help) or the run itself failed.`,
 		Example: `  oslayer fleet build fleet.yaml --jobs 8 --summary summary.json`,
 		Args:    cobra.ExactArgs(1),
 		RunE:    func(cmd *cobra.Command, args []string) error { return runFleetBuild(cmd, g, f, args[0]) },
@@ -118,7 +119,7 @@ func runFleetBuild(cmd *cobra.Command, g *globals, f *fleetFlags, planPath strin
 	}
 	sum, err := fleet.Run(cmd.Context(), pools, opts)
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return err // a failure to run: exit 1
 	}
 	sum.Shard = spec
 	if err := f.writeSummary(sum); err != nil {
@@ -186,7 +187,7 @@ func (f *fleetFlags) shardPools(planPath string) (spec string, pools []fleet.Poo
 		}
 	}
 	if pools, err = fleet.Load(planPath); err != nil {
-		return "", nil, &exitError{code: 1, err: err}
+		return "", nil, &exitError{code: 2, err: err} // an invalid plan is bad input
 	}
 	return spec, fleet.Shard(pools, shard, shards), nil
 }
@@ -196,7 +197,7 @@ func (f *fleetFlags) shardPools(planPath string) (spec string, pools []fleet.Poo
 func (f *fleetFlags) writeSummary(sum *fleet.Summary) error {
 	if f.results != "" {
 		if err := sum.WriteTektonResults(f.results); err != nil {
-			return &exitError{code: 2, err: fmt.Errorf("--tekton-results: %w", err)}
+			return fmt.Errorf("--tekton-results: %w", err) // I/O: exit 1
 		}
 	}
 	if f.summary == "" {
@@ -207,7 +208,7 @@ func (f *fleetFlags) writeSummary(sum *fleet.Summary) error {
 		return err
 	}
 	if err := writeAtomic(f.summary, b.Bytes()); err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("--summary %s: %w", f.summary, err)}
+		return fmt.Errorf("--summary %s: %w", f.summary, err) // I/O: exit 1
 	}
 	return nil
 }

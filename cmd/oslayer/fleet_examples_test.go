@@ -40,7 +40,7 @@ func parseFleetArgs(t *testing.T, args []string) *fleetFlags {
 // TestExampleIndexedJob decodes examples/fleet/job.yaml strictly as a
 // batch/v1 Job and checks that it runs the shards as oslayer expects: an
 // Indexed Job whose completions are the --shards count, a per-index
-// backoff, input errors (exit code 1) failing the index without retries,
+// backoff, bad input (exit code 2) failing the index without retries,
 // and every path the arguments name mounted (the summary writable).
 func TestExampleIndexedJob(t *testing.T) {
 	b, err := os.ReadFile(example(t, "fleet", "job.yaml"))
@@ -68,13 +68,13 @@ func TestExampleIndexedJob(t *testing.T) {
 	if s.PodFailurePolicy != nil {
 		for _, r := range s.PodFailurePolicy.Rules {
 			if r.Action == batchv1.PodFailurePolicyActionFailIndex && r.OnExitCodes != nil &&
-				r.OnExitCodes.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn && len(r.OnExitCodes.Values) == 1 && r.OnExitCodes.Values[0] == 1 {
+				r.OnExitCodes.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn && len(r.OnExitCodes.Values) == 1 && r.OnExitCodes.Values[0] == 2 {
 				failIndex = true
 			}
 		}
 	}
 	if !failIndex {
-		t.Error("no podFailurePolicy rule FailIndex on exit code 1 (input errors are not retried)")
+		t.Error("no podFailurePolicy rule FailIndex on exit code 2 (bad input is not retried; failures, exit 1, are)")
 	}
 	if len(s.Template.Spec.Containers) != 1 {
 		t.Fatalf("%d containers", len(s.Template.Spec.Containers))

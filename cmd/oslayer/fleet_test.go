@@ -70,8 +70,8 @@ clusters:
 	}
 	_, _, err = runCLIIO(t, nil, "fleet", "build", plan)
 	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != 1 {
-		t.Fatalf("invalid plan: %v, want exit code 1", err)
+	if !errors.As(err, &ee) || ee.code != 2 {
+		t.Fatalf("invalid plan: %v, want exit code 2 (bad input)", err)
 	}
 	for _, want := range []string{"clusters[0].pools[0]: no inputs", "clusters[0].pools[0].target: no target", "clusters[0].pools[1].base: ", `clusters[0].pools[1].name: "w" is also`} {
 		if !strings.Contains(err.Error(), want) {

@@ -180,7 +180,16 @@ func (o Options) maxContent() int {
 // Load decodes and merges the OSC inputs at paths. Several inputs merge into
 // one Config; an item defined twice with different content is an error that
 // names both origins.
+//
+// Its errors are bad input (model.InputError: a file missing or not
+// parsing, a wrong kind, a field value refused) but for imageRef content
+// that could not be read (model.Failure) and a context's end.
 func Load(ctx context.Context, paths []string, opts Options) (*model.Config, error) {
+	c, err := load(ctx, paths, opts)
+	return c, model.MarkInput(err)
+}
+
+func load(ctx context.Context, paths []string, opts Options) (*model.Config, error) {
 	l := &loader{opts: opts}
 	var cfgs []*model.Config
 	for _, p := range paths {
@@ -204,14 +213,16 @@ func Load(ctx context.Context, paths []string, opts Options) (*model.Config, err
 }
 
 // Decode decodes one input file's bytes (named path in errors and
-// origins) into a Config. It is Load for a single in-memory input.
+// origins) into a Config. It is Load for a single in-memory input, its
+// errors marked as Load's.
 func Decode(ctx context.Context, path string, data []byte, opts Options) (*model.Config, error) {
 	l := &loader{opts: opts}
 	cs, err := l.loadFile(ctx, path, data)
 	if err != nil {
-		return nil, err
+		return nil, model.MarkInput(err)
 	}
-	return l.finish(cs)
+	c, err := l.finish(cs)
+	return c, model.MarkInput(err)
 }
 
 func (l *loader) finish(cfgs []*model.Config) (*model.Config, error) {
@@ -705,7 +716,13 @@ func (l *loader) imageFile(ctx context.Context, o model.Origin, out *model.File,
 	}
 	data, _, pinned, err := l.opts.Images.ReadFile(ctx, ref.Image, ref.FilePathInImage)
 	if err != nil {
-		return nil, nil, model.Errorf(o, out.Path, "content.imageRef: %v", err)
+		e := model.Errorf(o, out.Path, "content.imageRef: %v", err)
+		if !model.IsInput(err) {
+			// A registry that is down, a read that took too long: not
+			// the OSC's fault.
+			return nil, nil, &model.Failure{Err: e}
+		}
+		return nil, nil, e
 	}
 	if len(data) > model.MaxImageFileSize {
 		return nil, nil, model.Errorf(o, out.Path, "content.imageRef %s:%s: %d bytes exceed the limit of %d bytes", ref.Image, ref.FilePathInImage, len(data), model.MaxImageFileSize)

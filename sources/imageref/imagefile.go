@@ -185,7 +185,7 @@ func (r *Reader) Used() int64 {
 func (r *Reader) ReadFile(ctx context.Context, image, p string) ([]byte, uint32, string, error) {
 	want, err := cleanPath(p)
 	if err != nil {
-		return nil, 0, "", fmt.Errorf("image %s: %v", image, err)
+		return nil, 0, "", model.MarkInput(fmt.Errorf("image %s: %v", image, err))
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, 0, "", err
@@ -246,7 +246,12 @@ func (r *Reader) ReadFile(ctx context.Context, image, p string) ([]byte, uint32,
 			delete(r.images, image)
 			r.mu.Unlock()
 		}
-		return nil, 0, "", fmt.Errorf("image %s (%s): %s: %w", image, pinned, p, r.explain(ctx, fe.err))
+		err := fmt.Errorf("image %s (%s): %s: %w", image, pinned, p, r.explain(ctx, fe.err))
+		if errors.Is(err, ErrNotFound) {
+			// The imageRef names a file the image does not hold.
+			return nil, 0, "", model.MarkInput(err)
+		}
+		return nil, 0, "", err
 	}
 	return fe.data, fe.mode, pinned, nil
 }

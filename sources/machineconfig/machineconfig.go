@@ -141,8 +141,16 @@ type Options struct {
 }
 
 // Load reads MachineConfig files and directories at paths, selects those of
-// the pool (see Options) and merges them as the MCO renders a pool.
+// the pool (see Options) and merges them as the MCO renders a pool. Its
+// errors are bad input (model.InputError: a file missing or not parsing, a
+// wrong kind, a field value refused) but a context's end: the files are
+// all there is to read.
 func Load(ctx context.Context, paths []string, opts Options) (*model.Config, error) {
+	c, err := load(ctx, paths, opts)
+	return c, model.MarkInput(err)
+}
+
+func load(ctx context.Context, paths []string, opts Options) (*model.Config, error) {
 	cfg := &model.Config{}
 	var docs []doc
 	for _, p := range paths {
@@ -199,13 +207,14 @@ func Load(ctx context.Context, paths []string, opts Options) (*model.Config, err
 
 // Decode decodes the MachineConfigs in one file's bytes (named path in
 // errors and origins), selects pool and merges them: Load for one in-memory
-// input.
+// input, its errors marked as Load's.
 func Decode(ctx context.Context, path string, data []byte, opts Options) (*model.Config, error) {
 	ds, warns, err := decodeFile(path, data)
 	if err != nil {
-		return nil, err
+		return nil, model.MarkInput(err)
 	}
-	return merge(ctx, &model.Config{Warnings: warns}, ds, opts)
+	c, err := merge(ctx, &model.Config{Warnings: warns}, ds, opts)
+	return c, model.MarkInput(err)
 }
 
 func sha(b []byte) string {

@@ -19,7 +19,14 @@ const PoolKind = "MachineConfigPool"
 // only one when name is empty. The returned Options carry the pool and the
 // source document; they select MachineConfigs by the pool's
 // spec.machineConfigSelector.
+//
+// Its errors are bad input (model.InputError).
 func LoadPool(paths []string, name string) (Options, error) {
+	o, err := loadPool(paths, name)
+	return o, model.MarkInput(err)
+}
+
+func loadPool(paths []string, name string) (Options, error) {
 	var pools []foundPool
 	for _, p := range paths {
 		fp, err := readPools(p)
