@@ -187,7 +187,7 @@ func (s *stage) Run(ctx context.Context, b *assemble.Built, p *assemble.Publishe
 		if rep.Errors > len(errs) {
 			more = fmt.Sprintf("; and %d more", rep.Errors-len(errs))
 		}
-		return rep, fmt.Errorf("%d error(s) in %s: %s%s", rep.Errors, t.Ref, strings.Join(errs, "; "), more)
+		return rep, &RefusedError{msg: fmt.Sprintf("%d error(s) in %s: %s%s", rep.Errors, t.Ref, strings.Join(errs, "; "), more)}
 	}
 	log.Info("preflight passed", "image", t.Ref, "warnings", rep.Warnings)
 	return rep, nil
@@ -293,3 +293,15 @@ func short12(d string) string {
 	}
 	return d
 }
+
+// RefusedError is a build the checks refused: the image the pool's input
+// makes would not boot or would break the node (the findings say why).
+// It is the input's fault, as a field the specification refuses is, so a
+// front-end exits 2 for it (InputError), as the fleet counts it (kind
+// input); a check that could not run returns another error.
+type RefusedError struct{ msg string }
+
+func (e *RefusedError) Error() string { return e.msg }
+
+// InputError reports that the refusal is bad input.
+func (e *RefusedError) InputError() bool { return true }

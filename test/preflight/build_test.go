@@ -61,7 +61,7 @@ func TestBuildStage(t *testing.T) {
 	args := []string{"build", "--base", baseRef, "--pool", "worker", "--osc", osc, "--push", target, "-o", "json"}
 
 	_, stderr, code := cli(t, args...)
-	if code == 0 || !strings.Contains(stderr, "preflight: 1 error(s) in ") || !strings.Contains(stderr, "secrets /etc/ssl/private/node.key") {
+	if code != 2 || !strings.Contains(stderr, "preflight: 1 error(s) in ") || !strings.Contains(stderr, "secrets /etc/ssl/private/node.key") {
 		t.Fatalf("build with a private key: exit %d\n%s", code, stderr)
 	}
 	tag, err := name.ParseReference(target)
@@ -114,7 +114,7 @@ func TestContentCheckWritesNothing(t *testing.T) {
 	}
 	proxy.Reset()
 	_, stderr, code := cli(t, "build", "--base", baseRef, "--pool", "worker", "--osc", osc, "--push", proxy.Host+"/pool/worker:latest")
-	if code == 0 || !strings.Contains(stderr, "preflight: 1 error(s) in ") || !strings.Contains(stderr, "secrets /etc/ssl/private/node.key") {
+	if code != 2 || !strings.Contains(stderr, "preflight: 1 error(s) in ") || !strings.Contains(stderr, "secrets /etc/ssl/private/node.key") {
 		t.Fatalf("build with a private key: exit %d\n%s", code, stderr)
 	}
 	for _, r := range proxy.Requests() {
@@ -141,7 +141,7 @@ func TestContentCheckWritesNothing(t *testing.T) {
 	proxy.Reset()
 	_, stderr, code = cli(t, "build", "--base", baseRef, "--pool", "worker", "--machineconfig", fixtures.Path(t, "mco", "aws", "worker"),
 		"--bake-secrets", "--push", proxy.Host+"/os/aws:latest")
-	if code == 0 || !strings.Contains(stderr, "secrets /") || !strings.Contains(stderr, "kubelet/config.json (layer") {
+	if code != 2 || !strings.Contains(stderr, "secrets /") || !strings.Contains(stderr, "kubelet/config.json (layer") {
 		t.Fatalf("build of the OpenShift worker set with --bake-secrets: exit %d\n%s", code, stderr)
 	}
 	for _, r := range proxy.Requests() {
@@ -152,7 +152,7 @@ func TestContentCheckWritesNothing(t *testing.T) {
 
 	dir := filepath.Join(t.TempDir(), "layout")
 	_, stderr, code = cli(t, "build", "--base", baseRef, "--pool", "worker", "--osc", osc, "--push", "oci:"+dir+":latest")
-	if code == 0 || !strings.Contains(stderr, "secrets /etc/ssl/private/node.key") {
+	if code != 2 || !strings.Contains(stderr, "secrets /etc/ssl/private/node.key") {
 		t.Fatalf("build into a layout with a private key: exit %d\n%s", code, stderr)
 	}
 	var blobs []string
