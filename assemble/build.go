@@ -237,7 +237,8 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage, comm
 	}
 	pre, post := splitStages(stages)
 	for _, step := range []func() error{
-		b.resolveGiven, b.mode, b.index, b.render, b.packages, b.assemble,
+		b.resolveGiven, func() error { b.start(pub, commit); return nil },
+		b.mode, b.index, b.render, b.packages, b.assemble,
 		func() error { return b.runStages(pre) },
 		func() error { return b.push(pub) },
 		func() error { return b.runStages(post) },
@@ -266,6 +267,19 @@ func (b *builder) resolveGiven() error {
 		return nil
 	}
 	return b.resolve(b.req.Base)
+}
+
+// start lets a publisher that can (Starter) begin its write while the
+// image is built: a single image's only (an index's platform images are
+// written one after the other by one publisher), on a known base.
+func (b *builder) start(pub Publisher, commit bool) {
+	st, ok := pub.(Starter)
+	if !ok || !commit || b.base == nil {
+		// Without a base (a MachineConfig pool's osImageURL) the write
+		// does not know yet whence it mounts.
+		return
+	}
+	st.Start(b.ctx, b.base.Ref)
 }
 
 // resolve resolves ref as the base.
