@@ -237,7 +237,7 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage, comm
 	}
 	pre, post := splitStages(stages)
 	for _, step := range []func() error{
-		b.resolveGiven, func() error { b.start(pub, commit); return nil },
+		func() error { b.start(pub, commit); return nil }, b.resolveGiven,
 		b.mode, b.index, b.render, b.packages, b.assemble,
 		func() error { return b.runStages(pre) },
 		func() error { return b.push(pub) },
@@ -271,15 +271,20 @@ func (b *builder) resolveGiven() error {
 
 // start lets a publisher that can (Starter) begin its write while the
 // image is built: a single image's only (an index's platform images are
-// written one after the other by one publisher), on a known base.
+// written one after the other by one publisher), on a base given up
+// front; first, before the base is even resolved.
 func (b *builder) start(pub Publisher, commit bool) {
 	st, ok := pub.(Starter)
-	if !ok || !commit || b.base == nil {
+	base := b.req.Base
+	if b.base != nil {
+		base = b.base.Ref
+	}
+	if !ok || !commit || base == "" {
 		// Without a base (a MachineConfig pool's osImageURL) the write
 		// does not know yet whence it mounts.
 		return
 	}
-	st.Start(b.ctx, b.base.Ref)
+	st.Start(b.ctx, base)
 }
 
 // resolve resolves ref as the base.
