@@ -135,6 +135,12 @@ func New(spec Spec, env Env) (*Pipeline, error) {
 	if reg == nil {
 		reg = &registry.Options{}
 	}
+	if spec.RequestJobs > 0 {
+		// The settings' bound of an image's blob requests at once.
+		c := *reg
+		c.Requests = spec.RequestJobs
+		reg = &c
+	}
 	if reg.Shared == nil {
 		// Every registry call of the build (the base and its index, the
 		// push, the record, the read-back, the signatures) shares one
@@ -353,6 +359,9 @@ func (s Spec) Check() error {
 	case "", assemble.BaseIndexAuto, assemble.BaseIndexOff:
 	default:
 		add("config", "baseIndex", fmt.Errorf("%q: want %s or %s", s.BaseIndex, assemble.BaseIndexAuto, assemble.BaseIndexOff))
+	}
+	if s.RequestJobs < 0 || s.RequestJobs > 256 {
+		add("push", "requestJobs", fmt.Errorf("%d: want 1 to 256", s.RequestJobs))
 	}
 	errs = append(errs, s.Preflight.check()...)
 	if g := s.Signing; g != nil && g.Identity != "" {
