@@ -64,7 +64,10 @@ type IndexInfo struct {
 
 func (o IndexOptions) resolver(ctx context.Context) (*baseindex.Resolver, error) {
 	reg := registryOptions(o.Registry)
-	r := &baseindex.Resolver{Logger: o.Logger, Build: baseindex.Options{Parent: o.Parent}}
+	// The base's layers are read as many at once as an image's blob
+	// requests go (registry.Options.Requests): across a WAN reading a
+	// small layer is mostly waiting for the registry's answer.
+	r := &baseindex.Resolver{Logger: o.Logger, Build: baseindex.Options{Parent: o.Parent, Jobs: reg.RequestJobs()}}
 	if o.CacheDir != "" {
 		r.Cache = &baseindex.Cache{Dir: o.CacheDir}
 	}

@@ -237,7 +237,8 @@ func build(ctx context.Context, req Request, pub Publisher, stages []Stage, comm
 	}
 	pre, post := splitStages(stages)
 	for _, step := range []func() error{
-		b.resolveGiven, b.mode, b.index, b.render, b.packages, b.assemble,
+		func() error { b.start(pub, commit); return nil }, b.resolveGiven,
+		b.mode, b.index, b.render, b.packages, b.assemble,
 		func() error { return b.runStages(pre) },
 		func() error { return b.push(pub) },
 		func() error { return b.runStages(post) },
@@ -266,6 +267,24 @@ func (b *builder) resolveGiven() error {
 		return nil
 	}
 	return b.resolve(b.req.Base)
+}
+
+// start lets a publisher that can (Starter) begin its write while the
+// image is built: a single image's only (an index's platform images are
+// written one after the other by one publisher), on a base given up
+// front; first, before the base is even resolved.
+func (b *builder) start(pub Publisher, commit bool) {
+	st, ok := pub.(Starter)
+	base := b.req.Base
+	if b.base != nil {
+		base = b.base.Ref
+	}
+	if !ok || !commit || base == "" {
+		// Without a base (a MachineConfig pool's osImageURL) the write
+		// does not know yet whence it mounts.
+		return
+	}
+	st.Start(b.ctx, base)
 }
 
 // resolve resolves ref as the base.

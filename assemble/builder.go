@@ -142,6 +142,13 @@ type Published struct {
 	// Found is set when the publisher found the image there already and
 	// sent nothing of it.
 	Found bool
+	// Proven is set when the write itself proved what reading the image
+	// back by digest would: the registry answered the manifest's PUT by
+	// digest with that digest (Docker-Content-Digest), and a registry
+	// accepts a manifest only with every blob it names in the repository
+	// (each uploaded against its digest, mounted, or proven by a manifest
+	// there). A stage that would read the image back learns nothing more.
+	Proven bool
 	// Attached are manifests stages stored next to the image in an OCI
 	// layout (signatures, attestations): Commit lists them in the
 	// layout's index.json together with the tag. Registry targets keep
@@ -171,6 +178,16 @@ type Attached struct {
 type Publisher interface {
 	Write(ctx context.Context, b *Built) (*Published, error)
 	Commit(ctx context.Context, b *Built, p *Published) error
+}
+
+// Starter is implemented by a publisher that begins, while the image is
+// built, what its next Write does first and needs nothing of the image
+// for (connecting to the target, looking at its tag): across a WAN those
+// round trips then cost no time. base is the base's reference ("" when
+// not known yet). Start sends only reads; what it learnt goes to the
+// next Write, which sends them itself when Start was not called.
+type Starter interface {
+	Start(ctx context.Context, base string)
 }
 
 // Stage runs after the image is written by digest and before the tag moves

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/oslayer/oslayer/assemble"
+	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/pipeline/settings"
 	"github.com/oslayer/oslayer/preflight"
 )
@@ -14,6 +15,7 @@ const (
 	FlagsInputs    = "inputs"    // render and build
 	FlagsIndex     = "index"     // render, diff and build
 	FlagsPreflight = "preflight" // preflight and build
+	FlagsPush      = "push"      // build
 )
 
 // Flag is one command-line flag of a field of settings.Settings.
@@ -46,6 +48,9 @@ var Flags = []Flag{
 	{Name: "allow-toplevel", Field: "allowTopLevel", Group: FlagsInputs, Repeatable: true,
 		Help:  "allow content under this extra top-level directory (survives only on composefs bases; repeatable)",
 		Value: func(s *settings.Settings) any { return &s.AllowTopLevel }},
+	{Name: "request-jobs", Field: "requestJobs", Group: FlagsPush, Default: strconv.Itoa(registry.DefaultRequests),
+		Help:  "parallel blob requests per image (mounts, checks, uploads, reads of the base for its index; at least --jobs): across a WAN each costs a round trip",
+		Value: func(s *settings.Settings) any { return &s.RequestJobs }},
 	{Name: "base-index", Field: "baseIndex", Group: FlagsIndex, Default: assemble.BaseIndexAuto,
 		Help:  "auto: read the base once per digest (cached on disk and next to the image) so units the OS ships are enabled as their [Install] says; off: never read the base and assume what the report says",
 		Value: func(s *settings.Settings) any { return &s.BaseIndex }},

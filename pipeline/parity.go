@@ -182,7 +182,7 @@ func splitPath(p string) []string {
 // settings.Settings.
 func FullSettings() settings.Settings {
 	return settings.Settings{
-		BaseIndex: "off", BakeSecrets: settings.Bool(true), Strict: settings.Bool(true), AllowTopLevel: []string{"data"},
+		BaseIndex: "off", BakeSecrets: settings.Bool(true), Strict: settings.Bool(true), AllowTopLevel: []string{"data"}, RequestJobs: 8,
 		Preflight: &settings.Preflight{Skip: []string{"layers"}, ExpectVersion: "42", FatalWarnings: settings.Bool(true),
 			DenyUsrOverride: settings.Bool(true), MaxAddedBytes: "1GiB", RequireBase: "quay.io/fedora/fedora-coreos:stable",
 			WarnLayers: 50, MaxLayers: 60, AllowSecrets: []string{"/etc/x"}},

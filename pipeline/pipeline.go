@@ -68,7 +68,9 @@ type Env struct {
 	// from the target (oslayer build: other writers may share the
 	// repository) instead of the assembled one, which a registry keeps
 	// under its digest with exactly those bytes (a fleet, the
-	// controller). PublishBaseIndex pushes the base index artifact next
+	// controller); it reads only what the write did not prove (a
+	// registry that answered the manifest's PUT with its digest proved
+	// it: assemble.Published.Proven). PublishBaseIndex pushes the base index artifact next
 	// to the image in a registry target, for later builds into that
 	// repository (oslayer build, a fleet; the controller's builds share
 	// its disk cache).
@@ -110,6 +112,21 @@ func New(spec Spec, env Env) (*Pipeline, error) {
 	reg := spec.Registry
 	if reg == nil {
 		reg = &registry.Options{}
+	}
+	if spec.RequestJobs > 0 {
+		// The settings' bound of an image's blob requests at once.
+		c := *reg
+		c.Requests = spec.RequestJobs
+		reg = &c
+	}
+	if reg.Shared == nil {
+		// Every registry call of the build (the base and its index, the
+		// push, the record, the read-back, the signatures) shares one
+		// ping per registry and one token per repository, unless the
+		// front-end shares its own between builds.
+		c := *reg
+		c.Shared = &registry.Connections{}
+		reg = &c
 	}
 	p := &Pipeline{Spec: spec, env: env}
 	log := env.Logger
@@ -320,6 +337,9 @@ func (s Spec) Check() error {
 	case "", assemble.BaseIndexAuto, assemble.BaseIndexOff:
 	default:
 		add("config", "baseIndex", fmt.Errorf("%q: want %s or %s", s.BaseIndex, assemble.BaseIndexAuto, assemble.BaseIndexOff))
+	}
+	if s.RequestJobs < 0 || s.RequestJobs > 256 {
+		add("push", "requestJobs", fmt.Errorf("%d: want 1 to 256", s.RequestJobs))
 	}
 	errs = append(errs, s.Preflight.check()...)
 	if g := s.Signing; g != nil && g.Identity != "" {

@@ -18,6 +18,7 @@ func (s *Spec) SetSettings(w settings.Settings) error {
 	s.Inputs.Strict = settings.True(w.Strict)
 	s.Inputs.AllowTopLevel = w.AllowTopLevel
 	s.BaseIndex = w.BaseIndex
+	s.RequestJobs = int(w.RequestJobs)
 	s.Preflight = Preflight{}
 	pf := w.Preflight
 	if pf == nil {

@@ -60,6 +60,10 @@ type Spec struct {
 	// mirrors, credentials, insecure hosts, parallel uploads, timeout.
 	// nil means the zero Options.
 	Registry *registry.Options
+	// RequestJobs bounds an image's blob requests at once (mounts,
+	// checks, uploads, reads of the base for its index; 1 to 256): the
+	// settings' requestJobs. 0 keeps Registry's (registry.Options.Requests).
+	RequestJobs int
 	// BaseIndex is how the base is read: "" or "auto" (its index, cached
 	// and shared) or "off" (never read; the result says what was assumed).
 	BaseIndex string

@@ -204,7 +204,9 @@ type Options struct {
 	// under its digest only with exactly those bytes (it checks the
 	// digest), so reading it back tells nothing new when the publisher
 	// wrote it by that digest or found it there. A fleet sets it (two
-	// requests fewer per pool); Open still opens RequireBase.
+	// requests fewer per pool); Open still opens RequireBase. Without it
+	// the image is read back only when the publisher did not prove the
+	// write (assemble.Published Found or Proven).
 	NoReadBack bool
 
 	// onlyWritten: the run is the written half of a build (see Stages),

@@ -211,9 +211,16 @@ func (s *stage) target(ctx context.Context, opts Options, b *assemble.Built, p *
 	if cf, err := b.Image.ConfigFile(); err == nil && cf.Architecture != "" {
 		plat = &v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}
 	}
-	// An image the publisher found there already is what it built: the
-	// registry keeps a manifest under its digest only with those bytes.
-	if s.written && p != nil && p.Digest != nil && opts.Open != nil && !opts.NoReadBack && !p.Found {
+	// The image is read back only for what the write did not prove. An
+	// image the publisher found there already is what it built (the
+	// registry keeps a manifest under its digest only with those bytes),
+	// and so is one whose PUT by digest the registry answered with that
+	// digest, which it accepted only with every blob it names in the
+	// repository (Published.Proven). What the read-back still catches: a
+	// registry that answered no digest and then does not serve the image
+	// by digest (it lost it, or stored other bytes), and a publisher that
+	// proves nothing (a layout target is checked from the assembled image).
+	if s.written && p != nil && p.Digest != nil && opts.Open != nil && !opts.NoReadBack && !p.Found && !p.Proven {
 		img, err := opts.Open(ctx, p.Ref, plat)
 		if err != nil {
 			return t, fmt.Errorf("read back %s: %w", p.Ref, err)

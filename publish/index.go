@@ -54,7 +54,7 @@ func (p *Publisher) writeIndex(ctx context.Context, ix *assemble.Built) (*assemb
 	}
 	pub := &assemble.Published{Ref: dref.String(), Digest: &dref}
 	if desc, herr := remote.Head(dref, s.remoteOptions(ctx)...); herr == nil && desc.Digest == d {
-		pub.Skipped = int64(len(raw))
+		pub.Skipped, pub.Found = int64(len(raw)), true
 	} else if herr != nil && !registry.IsStatus(herr, http.StatusNotFound, http.StatusForbidden) {
 		return nil, fmt.Errorf("push %s: write index by digest %s: check manifest: %w", p.target, d, registry.ExplainRefused(herr, dref.Context()))
 	} else {

@@ -86,6 +86,8 @@ type Publisher struct {
 	mu sync.Mutex
 	// sessions Write kept for the Commit of what it published.
 	sessions map[*assemble.Published]*session
+	// started is what Start began for the next Write.
+	started *started
 }
 
 var _ assemble.Publisher = (*Publisher)(nil)

@@ -59,6 +59,10 @@ type remoteWrite struct {
 	ctr   *counter
 	prog  *progress
 	s     *session
+	// proven: the registry answered the manifest's PUT with its digest.
+	proven bool
+	// started is what Start began for this Write (nil: nothing).
+	started *started
 }
 
 // Write writes b's blobs and manifest by digest (the manifest by tag,
@@ -126,7 +130,13 @@ func (w *remoteWrite) finish(err error) {
 // write connects, looks whether the image is there ("tag" or "digest":
 // found, nothing more sent) and otherwise uploads it.
 func (w *remoteWrite) write(ctx context.Context) (found string, err error) {
-	s, err := w.p.connect(ctx, w.p.mountHint(w.dref.Context(), w.b))
+	pulls := w.p.mountHint(w.dref.Context(), w.b)
+	var s *session
+	if w.started = w.p.takeStarted(pulls); w.started != nil {
+		s, err = w.started.s, w.started.err
+	} else {
+		s, err = w.p.connect(ctx, pulls)
+	}
 	if err != nil {
 		return "", w.fail("connect", err)
 	}
@@ -145,7 +155,13 @@ func (w *remoteWrite) write(ctx context.Context) (found string, err error) {
 // proves that image's blobs (learn).
 func (w *remoteWrite) lookAtTag(ctx context.Context) (string, error) {
 	p, s := w.p, w.s
-	desc, herr := remote.Head(*p.tag, s.remoteOptions(ctx)...)
+	var desc *v1.Descriptor
+	var herr error
+	if st := w.started; st != nil {
+		desc, herr = st.tag, st.tagErr
+	} else {
+		desc, herr = remote.Head(*p.tag, s.remoteOptions(ctx)...)
+	}
 	if herr != nil && !registry.IsStatus(herr, http.StatusNotFound, http.StatusForbidden) {
 		return "", w.fail("check tag", herr)
 	}
@@ -190,14 +206,6 @@ func (w *remoteWrite) upload(ctx context.Context) error {
 		return fmt.Errorf("push %s: read layers: %w", p.target, err)
 	}
 	markOwn(blobs, w.b.Added)
-	opts := s.remoteOptions(ctx)
-	if w.prog != nil {
-		opts = append(opts, remote.WithProgress(w.prog.updates))
-	}
-	pusher, err := remote.NewPusher(opts...)
-	if err != nil {
-		return w.fail("upload blobs", err)
-	}
 	w.log.Info("writing image by digest", "blobs", len(w.sizes), "bytes", w.total)
 	if err := s.writeBlobs(ctx, blobs, w.prog, w.log); err != nil {
 		return w.fail("upload blobs", err)
@@ -207,10 +215,31 @@ func (w *remoteWrite) upload(ctx context.Context) error {
 		s.manifestPending = true
 		return nil
 	}
-	put := func(ctx context.Context, r name.Reference, img remote.Taggable) error { return pusher.Put(ctx, r, img) }
-	if err := s.putManifest(ctx, w.dref, w.b.Image, put, w.log); err != nil {
+	looked := s.lookAgain(ctx, p.o.sole)
+	err = s.putManifest(ctx, w.dref, w.b.Image, w.putByDigest, w.log)
+	looked()
+	if err != nil {
 		return w.fail("put manifest", err)
 	}
+	w.prog.add(int64(len(w.raw)))
+	return nil
+}
+
+// putByDigest puts the manifest by its digest in one request. The digest
+// the registry answers proves the write (Published.Proven): a registry
+// keeps a manifest under a digest only with those bytes, and only with
+// every blob it names in the repository. An answer naming another digest
+// is an error; none proves nothing (a stage that reads the image back
+// then does).
+func (w *remoteWrite) putByDigest(ctx context.Context, _ name.Reference, m remote.Taggable) error {
+	got, err := w.s.putAt(ctx, w.d.String(), m)
+	if err != nil {
+		return err
+	}
+	if got != "" && got != w.d.String() {
+		return fmt.Errorf("the registry answered digest %s", got)
+	}
+	w.proven = got != ""
 	return nil
 }
 
@@ -225,7 +254,7 @@ func (w *remoteWrite) published(found string) *assemble.Published {
 		return pub
 	}
 	up, skipped, mounted, puts, _ := w.ctr.stats()
-	pub := &assemble.Published{Ref: dref.String(), Digest: &dref, Uploaded: up, Skipped: skipped, Mounted: mounted}
+	pub := &assemble.Published{Ref: dref.String(), Digest: &dref, Uploaded: up, Skipped: skipped, Mounted: mounted, Proven: w.proven}
 	w.p.keep(pub, w.s)
 	w.log.Info("image written by digest", "uploaded", up, "skipped", skipped, "mounted", mounted, "blobUploads", puts, "manifestExisted", false, "manifestByTag", w.s.manifestPending)
 	return pub
@@ -273,11 +302,9 @@ func (p *Publisher) moveTag(ctx context.Context, pub *assemble.Published, d v1.H
 		p.o.log.Info("tag already current", "tag", p.tag.String(), "digest", d.String())
 		return nil
 	}
-	if !(p.o.sole && s.tagLooked) {
-		if desc, herr := remote.Head(*p.tag, s.remoteOptions(ctx)...); herr == nil && desc.Digest == d {
-			p.o.log.Info("tag already current", "tag", p.tag.String(), "digest", d.String())
-			return nil
-		}
+	if !(p.o.sole && s.tagLooked) && s.tagAgain(ctx) == d {
+		p.o.log.Info("tag already current", "tag", p.tag.String(), "digest", d.String())
+		return nil
 	}
 	err = s.putManifest(ctx, *p.tag, m, func(ctx context.Context, r name.Reference, m remote.Taggable) error {
 		return remote.Put(r, m, s.remoteOptions(ctx)...)

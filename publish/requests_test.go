@@ -100,7 +100,7 @@ func TestRemoteRequestsPerKind(t *testing.T) {
 		"POST upload":             nNew + 1,
 		"PUT upload":              nNew + 1,
 		"PUT manifest by digest":  1,
-		"HEAD manifest by tag":    2, // Write looks at it first, Commit again
+		"HEAD manifest by tag":    2, // Write looks at it first, and again alongside the manifest's PUT
 		"PUT manifest by tag":     1,
 	}
 	if showKinds(got) != showKinds(want) {
@@ -187,7 +187,9 @@ func TestRemoteRefusedMountUploads(t *testing.T) {
 	}
 	got := kinds(px.Requests(), "v1")
 	want := map[string]int{
-		"GET /v2/": 1, "HEAD manifest by tag": 1, "HEAD manifest by digest": 1, "GET tags/list": 1,
+		// the tag: Write looks at it first, and again (for Commit)
+		// alongside the manifest's PUT
+		"GET /v2/": 1, "HEAD manifest by tag": 2, "HEAD manifest by digest": 1, "GET tags/list": 1,
 		"POST mount 201": 2, "POST mount 202": 1,
 		// the second refused layer, the new layer and the config
 		"POST upload": 3,

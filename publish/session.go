@@ -64,6 +64,10 @@ type session struct {
 	// manifestPending is set when Write left the manifest to Commit
 	// (WithManifestByTag).
 	manifestPending bool
+	// relooked is set when Write looked at the tag again while it put the
+	// manifest (lookAgain), and tagNow is what the tag named then.
+	relooked bool
+	tagNow   v1.Hash
 }
 
 // connect returns a session that pushes to the target repository and
@@ -317,10 +321,15 @@ func sameRegistryOtherRepo(repo, src name.Repository) bool {
 // another scope says so, and the transport asks for it), so it is
 // computed from the base reference rather than from every layer.
 func (p *Publisher) mountHint(repo name.Repository, b *assemble.Built) []name.Repository {
-	if b.Base.Ref == "" || registry.IsLayout(b.Base.Ref) {
+	return p.mountHintOf(repo, b.Base.Ref)
+}
+
+// mountHintOf is mountHint of a base reference.
+func (p *Publisher) mountHintOf(repo name.Repository, base string) []name.Repository {
+	if base == "" || registry.IsLayout(base) {
 		return nil
 	}
-	ref, err := p.reg.ParseReference(b.Base.Ref)
+	ref, err := p.reg.ParseReference(base)
 	if err != nil || !sameRegistryOtherRepo(repo, ref.Context()) {
 		return nil
 	}
@@ -477,39 +486,10 @@ func (s *session) putManifest(ctx context.Context, ref name.Reference, img remot
 // the digest the registry answers: it must be d (a registry that answers
 // none is asked for d by digest).
 func (s *session) putTagged(ctx context.Context, tag name.Tag, m remote.Taggable, d v1.Hash) error {
-	raw, err := m.RawManifest()
+	got, err := s.putAt(ctx, tag.TagStr(), m)
 	if err != nil {
 		return err
 	}
-	mtm, ok := m.(interface {
-		MediaType() (types.MediaType, error)
-	})
-	if !ok {
-		return fmt.Errorf("manifest %s: no media type", d)
-	}
-	mt, err := mtm.MediaType()
-	if err != nil {
-		return err
-	}
-	u := url.URL{
-		Scheme: s.repo.Scheme(),
-		Host:   s.repo.RegistryStr(),
-		Path:   fmt.Sprintf("/v2/%s/manifests/%s", s.repo.RepositoryStr(), tag.TagStr()),
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u.String(), bytes.NewReader(raw))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", string(mt))
-	resp, err := s.client().Do(req)
-	if err != nil {
-		return err
-	}
-	defer drain(resp)
-	if err := transport.CheckError(resp, http.StatusOK, http.StatusCreated, http.StatusAccepted); err != nil {
-		return err
-	}
-	got := resp.Header.Get("Docker-Content-Digest")
 	if got == "" {
 		desc, err := remote.Head(s.repo.Digest(d.String()), s.remoteOptions(ctx)...)
 		if err != nil {
@@ -521,6 +501,46 @@ func (s *session) putTagged(ctx context.Context, tag name.Tag, m remote.Taggable
 		return fmt.Errorf("manifest %s put by tag: the registry answered digest %s", d, got)
 	}
 	return nil
+}
+
+// putAt puts m at ref (a tag, or m's digest) in one request and returns
+// the digest the registry answered (Docker-Content-Digest; "" when it
+// answered none).
+func (s *session) putAt(ctx context.Context, ref string, m remote.Taggable) (string, error) {
+	raw, err := m.RawManifest()
+	if err != nil {
+		return "", err
+	}
+	mtm, ok := m.(interface {
+		MediaType() (types.MediaType, error)
+	})
+	if !ok {
+		return "", fmt.Errorf("manifest for %s: no media type", ref)
+	}
+	mt, err := mtm.MediaType()
+	if err != nil {
+		return "", err
+	}
+	u := url.URL{
+		Scheme: s.repo.Scheme(),
+		Host:   s.repo.RegistryStr(),
+		Path:   fmt.Sprintf("/v2/%s/manifests/%s", s.repo.RepositoryStr(), ref),
+	}
+	// The retries send the manifest again (resendable: from GetBody).
+	req, err := http.NewRequestWithContext(resendable(ctx), http.MethodPut, u.String(), bytes.NewReader(raw))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", string(mt))
+	resp, err := s.client().Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer drain(resp)
+	if err := transport.CheckError(resp, http.StatusOK, http.StatusCreated, http.StatusAccepted); err != nil {
+		return "", err
+	}
+	return resp.Header.Get("Docker-Content-Digest"), nil
 }
 
 // tornRead reports whether err is a manifest PUT refused because a blob it

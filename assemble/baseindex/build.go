@@ -40,7 +40,8 @@ type Options struct {
 	Parent *Index
 }
 
-// DefaultJobs is Options.Jobs when unset: a rechunked base has hundreds
+// DefaultJobs is Options.Jobs when unset (a build reads as many as its
+// registry requests go at once, registry.Options.Requests): a rechunked base has hundreds
 // of small layers, and across a WAN reading one is mostly waiting for the
 // registry's answer, so many go at once. The layers read ahead of the one
 // being applied are bounded by it too.

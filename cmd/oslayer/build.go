@@ -89,7 +89,8 @@ set, is the time stamped on every file and on the image.`,
 func (f *buildFlags) register(fs *pflag.FlagSet) {
 	f.in.set, f.index.set, f.preflight.set = &f.settings, &f.settings, &f.settings
 	f.in.register(fs)
-	f.reg.register(fs)
+	f.reg.registerUploads(fs)
+	registerSettings(fs, pipeline.FlagsPush, &f.settings)
 	f.preflight.register(fs)
 	f.sign.register(fs)
 	f.index.register(fs)

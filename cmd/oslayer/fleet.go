@@ -13,6 +13,7 @@ import (
 
 	"github.com/oslayer/oslayer/assemble/baseindex"
 	"github.com/oslayer/oslayer/fleet"
+	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/publish"
 )
 
@@ -72,6 +73,7 @@ registry, credentials; retrying may help) or the run itself failed.`,
 	f.reg.registerReads(fs)
 	fs.IntVar(&f.jobs, "jobs", 8, "pools built at once")
 	fs.IntVar(&f.uploadJobs, "upload-jobs", defaultJobs, "parallel blob uploads per image")
+	fs.IntVar(&f.reg.requests, "request-jobs", registry.DefaultRequests, "parallel blob requests per image (mounts, checks, uploads; at least --upload-jobs): across a WAN each costs a round trip")
 	fs.StringVar(&f.summary, "summary", "", "write the full result as JSON to this file")
 	fs.StringVar(&f.indexCache, "base-index-cache", "", "directory of cached base indexes (default $"+baseindex.CacheEnv+", else $XDG_CACHE_HOME/oslayer/baseindex)")
 	fs.StringVar(&f.imageBudget, "imageref-budget", "1GiB", "total size of all Gardener imageRef files read by the run (a file many pools name counts once)")

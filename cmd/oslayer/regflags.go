@@ -21,12 +21,19 @@ type registryFlags struct {
 	timeout    time.Duration
 }
 
-// register adds the flags to fs; --jobs only where something is uploaded
-// (build), so that no command offers a flag that does nothing.
+// register adds the flags to fs; --jobs and --request-jobs only where
+// something is uploaded, so that no command offers a flag that does
+// nothing.
 func (f *registryFlags) register(fs *pflag.FlagSet) {
+	f.registerUploads(fs)
+	fs.IntVar(&f.requests, "request-jobs", registry.DefaultRequests, "parallel blob requests per image (mounts, checks, uploads; at least --jobs): across a WAN each costs a round trip")
+}
+
+// registerUploads adds the flags of a command that uploads but --request-jobs,
+// which oslayer build takes from its settings (pipeline.Flags).
+func (f *registryFlags) registerUploads(fs *pflag.FlagSet) {
 	f.registerReads(fs)
 	fs.IntVar(&f.jobs, "jobs", defaultJobs, "parallel blob uploads per image")
-	fs.IntVar(&f.requests, "request-jobs", registry.DefaultRequests, "parallel blob requests per image (mounts, checks, uploads; at least --jobs): across a WAN each costs a round trip")
 }
 
 // defaultJobs is the number of parallel blob uploads without --jobs.

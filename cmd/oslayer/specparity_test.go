@@ -80,7 +80,7 @@ func cliSpecs(t *testing.T, f parityInputs) []pipeline.Spec {
 	all := []string{"--pool", "worker", "--osc", "a.yaml", "--machineconfig", "mcs", "--machineconfigpool", "mcp.yaml",
 		"--secrets", f.dir, "--bake-secrets", "--strict", "--allow-toplevel", "data", "--imageref-budget", "2GiB", "--imageref-timeout", "3m",
 		"--base", "quay.io/fedora/fedora-coreos:stable", "--arch", "amd64,arm64",
-		"--mirror", "quay.io=mirror.example.com", "--authfile", f.authfile, "--insecure-registry", "r.example.com:5000", "--jobs", "7", "--timeout", "45s",
+		"--mirror", "quay.io=mirror.example.com", "--authfile", f.authfile, "--insecure-registry", "r.example.com:5000", "--jobs", "7", "--request-jobs", "9", "--timeout", "45s",
 		"--base-index", "off", "--base-index-cache", f.dir,
 		"--containerfile", f.containerfile, "--context", f.dir, "--build-arg", "A=1", "--build-secret", "id=s,src=" + f.secret, "--repo-file", f.repo,
 		"--require-base", "quay.io/fedora/fedora-coreos:stable", "--expect-version", "42", "--skip", pipeline.FullSettings().Preflight.Skip[0], "--fatal-warnings",

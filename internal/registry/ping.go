@@ -12,7 +12,13 @@ import (
 // authentication challenge. go-containerregistry pings once per repository
 // and per puller or pusher; calls sharing Connections ask each registry
 // once per run and are answered from here after that. Failures and other
-// answers are not remembered: the next ping goes to the registry.
+// answers are not remembered: the next ping goes to the registry, with one
+// exception. go-containerregistry pings a registry it may reach over plain
+// HTTP (loopback, private, --insecure-registry) over HTTPS first and falls
+// back to HTTP when that fails; once the HTTP ping of a host was answered
+// after its HTTPS ping failed, that failure is remembered too, so later
+// calls do not try HTTPS again (across a WAN a new connection and its
+// failed handshake cost each call two round trips).
 type pings struct {
 	mu sync.Mutex
 	m  map[string]*pingAnswer
@@ -26,6 +32,10 @@ type pingAnswer struct {
 	status int
 	header http.Header
 	body   []byte
+	// failed is the last failure of an HTTPS ping; refused is set once
+	// the host's HTTP ping was answered after it (then failed answers).
+	failed  error
+	refused bool
 }
 
 func (p *pings) answer(key string) *pingAnswer {
@@ -40,6 +50,20 @@ func (p *pings) answer(key string) *pingAnswer {
 		p.m[key] = a
 	}
 	return a
+}
+
+// refuseHTTPS remembers the failed HTTPS ping of host, if any: its HTTP
+// ping was just answered.
+func (p *pings) refuseHTTPS(host string) {
+	a := p.answer("https://" + host)
+	// The HTTPS ping's racer may still hold a.mu: do not wait for it.
+	if !a.mu.TryLock() {
+		return
+	}
+	defer a.mu.Unlock()
+	if a.failed != nil && !a.known {
+		a.refused = true
+	}
 }
 
 // isPing reports whether req is a registry ping: GET /v2/ without
@@ -69,9 +93,18 @@ func (t *pingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if a.known {
 		return a.response(req), nil
 	}
+	if a.refused {
+		return nil, a.failed
+	}
 	resp, err := t.inner.RoundTrip(req)
+	if err != nil && req.URL.Scheme == "https" {
+		a.failed = err
+	}
 	if err != nil || (resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusUnauthorized) {
 		return resp, err
+	}
+	if req.URL.Scheme == "http" {
+		t.p.refuseHTTPS(req.URL.Host)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxPingBody))
 	resp.Body.Close()

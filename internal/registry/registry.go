@@ -252,11 +252,12 @@ func (o *Options) remoteOptions(ctx context.Context, reuse bool) []remote.Option
 	if o.UserAgent != "" {
 		opts = append(opts, remote.WithUserAgent(o.UserAgent))
 	}
-	jobs := o.Jobs
-	if jobs <= 0 {
-		jobs = 4
-	}
-	opts = append(opts, remote.WithJobs(jobs))
+	// go-containerregistry's jobs bound its blob reads too (a pull
+	// limiter): the base's layers read for its index, a base in another
+	// registry streamed to the target. Across a WAN a small blob's read
+	// is mostly waiting for the answer, so they go as many at once as an
+	// image's blob requests (RequestJobs), not Jobs.
+	opts = append(opts, remote.WithJobs(o.RequestJobs()))
 	opts = append(opts, o.Retry.remoteOptions(ctx)...)
 	if o.Shared != nil && reuse {
 		// Options fail only for invalid values, which RemoteOptions

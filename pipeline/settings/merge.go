@@ -38,6 +38,7 @@ func merge(s, o Settings, addLists, orBools bool) Settings {
 		BakeSecrets:   flag(s.BakeSecrets, o.BakeSecrets),
 		Strict:        flag(s.Strict, o.Strict),
 		AllowTopLevel: list(s.AllowTopLevel, o.AllowTopLevel),
+		RequestJobs:   num(s.RequestJobs, o.RequestJobs),
 	}
 	if s.Preflight == nil && o.Preflight == nil {
 		return r
@@ -82,7 +83,7 @@ func num(a, b int32) int32 {
 func (s *Settings) Set() map[string]bool {
 	m := map[string]bool{
 		"baseIndex": s.BaseIndex != "", "bakeSecrets": True(s.BakeSecrets), "strict": True(s.Strict),
-		"allowTopLevel": len(s.AllowTopLevel) > 0,
+		"allowTopLevel": len(s.AllowTopLevel) > 0, "requestJobs": s.RequestJobs != 0,
 	}
 	if p := s.Preflight; p != nil {
 		for k, v := range map[string]bool{

@@ -29,6 +29,14 @@ type Settings struct {
 	// to (it survives only on composefs bases).
 	// +optional
 	AllowTopLevel []string `json:"allowTopLevel,omitempty"`
+	// RequestJobs bounds an image's registry requests about blobs at
+	// once (mounts, checks, uploads; default 32): across a wide-area
+	// network each costs a round trip, so a base of hundreds of layers
+	// goes to a new repository, or is read for its index, in a few.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=256
+	RequestJobs int32 `json:"requestJobs,omitempty"`
 }
 
 // Preflight are the options of the preflight checks.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/oslayer/oslayer/assemble"
@@ -83,11 +84,21 @@ func (s *Stage) Run(ctx context.Context, b *assemble.Built, p *assemble.Publishe
 		return nil, nil
 	}
 	repo := p.Digest.Context()
+	// A record stands only for an image that was there: one the publisher
+	// wrote (not Found) was not, moments ago, so it is not looked for.
+	if !p.Found {
+		return s.write(ctx, reg, repo, r, b, p)
+	}
 	if old, od, err := Read(ctx, reg, repo, r.Image); err == nil && old != nil && r.Time.Sub(old.Time) < Fresh && r.Time.After(old.Time) {
 		// Built again moments ago (an unchanged fleet run): the record
 		// stands, nothing is written.
 		return &Result{Tag: Tag(repo, r.Image).String(), Digest: od.String(), Time: old.Time, Existing: true}, nil
 	}
+	return s.write(ctx, reg, repo, r, b, p)
+}
+
+// write writes r and sets p.Record.
+func (s *Stage) write(ctx context.Context, reg *registry.Options, repo name.Repository, r Record, b *assemble.Built, p *assemble.Published) (any, error) {
 	desc, err := Write(ctx, reg, repo, r, configOf(b))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", StageName, err)
