@@ -2,9 +2,13 @@ package registry
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
 )
 
 // pings remembers how registries answered the ping that opens every
@@ -77,10 +81,11 @@ func isPing(req *http.Request) bool {
 const maxPingBody = 64 << 10
 
 // pingTransport answers pings from p and sends every other request to
-// inner.
+// inner. insecure reports the hosts listed as reached over plain HTTP.
 type pingTransport struct {
-	inner http.RoundTripper
-	p     *pings
+	inner    http.RoundTripper
+	p        *pings
+	insecure func(host string) bool
 }
 
 func (t *pingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -91,11 +96,23 @@ func (t *pingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.known {
+		if req.URL.Scheme == "http" {
+			// The fallback, answered by a ping sent ahead.
+			t.p.refuseHTTPS(req.URL.Host)
+		}
 		return a.response(req), nil
 	}
 	if a.refused {
 		return nil, a.failed
 	}
+	if req.URL.Scheme == "https" && t.mayFallBack(req.URL.Host) {
+		t.pingHTTPAhead(req)
+	}
+	return t.ping(a, req)
+}
+
+// ping sends req, a ping a has no answer to, and remembers the answer.
+func (t *pingTransport) ping(a *pingAnswer, req *http.Request) (*http.Response, error) {
 	resp, err := t.inner.RoundTrip(req)
 	if err != nil && req.URL.Scheme == "https" {
 		a.failed = err
@@ -128,4 +145,53 @@ func (a *pingAnswer) response(req *http.Request) *http.Response {
 		ContentLength: int64(len(a.body)),
 		Request:       req,
 	}
+}
+
+// mayFallBack reports whether go-containerregistry falls back to plain
+// HTTP for host when its HTTPS ping fails: a host listed as insecure, or
+// one its own heuristics (loopback, private addresses) reach over HTTP.
+func (t *pingTransport) mayFallBack(host string) bool {
+	if t.insecure != nil && t.insecure(host) {
+		return true
+	}
+	reg, err := name.NewRegistry(host)
+	return err == nil && reg.Scheme() == "http"
+}
+
+// pingAheadTimeout bounds a ping sent ahead.
+const pingAheadTimeout = 30 * time.Second
+
+// pingHTTPAhead sends the plain HTTP ping go-containerregistry falls back
+// to while its HTTPS ping (req) is under way, so that a registry served
+// over plain HTTP answers the fallback at once: across a WAN the failed
+// HTTPS try (a connection and a refused handshake) and the fallback's own
+// connection and ping are four round trips in a row; ahead, they overlap.
+// The answer is remembered like any ping's; it is given only to the
+// fallback ping, which go-containerregistry sends only when HTTPS failed.
+// Nothing is sent when the HTTP ping is answered already or under way.
+func (t *pingTransport) pingHTTPAhead(req *http.Request) {
+	a := t.p.answer("http://" + req.URL.Host)
+	if !a.mu.TryLock() {
+		return
+	}
+	if a.known {
+		a.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(req.Context()), pingAheadTimeout)
+	u := *req.URL
+	u.Scheme = "http"
+	ahead, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		cancel()
+		a.mu.Unlock()
+		return
+	}
+	go func() {
+		defer a.mu.Unlock()
+		defer cancel()
+		if resp, err := t.ping(a, ahead); err == nil {
+			resp.Body.Close()
+		}
+	}()
 }

@@ -99,7 +99,7 @@ func (o *Options) RoundTripper(inner http.RoundTripper) http.RoundTripper {
 	}
 	rt = &storageFullTransport{inner: rt, full: full}
 	if o.Shared != nil {
-		rt = &pingTransport{inner: rt, p: &o.Shared.pings}
+		rt = &pingTransport{inner: rt, p: &o.Shared.pings, insecure: o.IsInsecure}
 	}
 	return rt
 }
