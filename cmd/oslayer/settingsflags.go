@@ -149,7 +149,7 @@ func flagNamed(e error) error {
 			return &renamed{msg: msg, err: e}
 		}
 	}
-	var fe *field.Error
+	var fe field.Speller
 	if errors.As(e, &fe) {
 		return &renamed{msg: field.Spell(e, flagOf), err: e}
 	}

@@ -71,9 +71,17 @@ func (e *Error) Unwrap() error {
 // sources/model and pipeline.IsInput read it.
 func (e *Error) InputError() bool { return e.input }
 
-// Spell is err's message with each field of every Error in its chain
-// spelled by spell: the text of the Error within the message is replaced.
-// Errors that join several are spelled one by one.
+// Speller is an error whose message names fields: Spell is the message
+// with each spelled by spell, Error() with each spelled by its name. An
+// Error is one; so is a refusal that lists findings naming fields.
+type Speller interface {
+	error
+	Spell(spell func(Name) string) string
+}
+
+// Spell is err's message with each field of every Speller in its chain
+// spelled by spell: the text of the Speller within the message is
+// replaced. Errors that join several are spelled one by one.
 func Spell(err error, spell func(Name) string) string {
 	msg := err.Error()
 	for _, fe := range chain(err) {
@@ -82,11 +90,11 @@ func Spell(err error, spell func(Name) string) string {
 	return msg
 }
 
-// chain lists the Errors in err's tree, outermost first.
-func chain(err error) []*Error {
-	var out []*Error
+// chain lists the Spellers in err's tree, outermost first.
+func chain(err error) []Speller {
+	var out []Speller
 	for err != nil {
-		if fe, ok := err.(*Error); ok {
+		if fe, ok := err.(Speller); ok {
 			out = append(out, fe)
 		}
 		if j, ok := err.(interface{ Unwrap() []error }); ok {

@@ -35,3 +35,24 @@ func TestSpell(t *testing.T) {
 		t.Errorf("Fields = %v", got)
 	}
 }
+
+func TestSpellText(t *testing.T) {
+	for _, c := range []struct {
+		msg  string
+		n    Name
+		want string
+	}{
+		{"image has 9 layers, more than 8 (preflight.warnLayers): split", "preflight.warnLayers", "image has 9 layers, more than 8 (--warn-layers): split"},
+		{"allowed by preflight.allowSecrets /x", "preflight.allowSecrets", "allowed by --allow-secret /x"},
+		{"none of the layers of the base (base) are in the base", "base", "none of the layers of the base (--base) are in the base"},
+		{"nodes are amd64 (arch amd64)", "arch", "nodes are amd64 (--arch amd64)"},
+		{"no field named", "", "no field named"},
+	} {
+		spell := func(n Name) string {
+			return map[Name]string{"preflight.warnLayers": "--warn-layers", "preflight.allowSecrets": "--allow-secret", "base": "--base", "arch": "--arch"}[n]
+		}
+		if got := SpellText(c.msg, c.n, spell); got != c.want {
+			t.Errorf("SpellText(%q, %s) = %q, want %q", c.msg, c.n, got, c.want)
+		}
+	}
+}
