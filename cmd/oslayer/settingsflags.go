@@ -108,6 +108,19 @@ var fieldFlags = map[field.Name]string{
 	"secretsDir": "secrets", "signing.key": "sign-key", "signing.identity": "sign-identity",
 }
 
+// plainFields are the fields that plain library texts (the sources'
+// warnings and runtime reasons) name as field.SpellText reads them:
+// "(strict refuses it)".
+var plainFields = []field.Name{"bakeSecrets", "strict"}
+
+// plainFlagText is s with the plainFields it names spelled as flags.
+func plainFlagText(s string) string {
+	for _, n := range plainFields {
+		s = field.SpellText(s, n, flagOf)
+	}
+	return s
+}
+
 // flagOf is the flag that sets field (--base, --max-layers), the field's
 // own name when no flag sets it.
 func flagOf(f field.Name) string {

@@ -39,19 +39,35 @@ func Inputf(format string, args ...any) *Error {
 
 func (e *Error) Error() string { return e.Spell(nil) }
 
-// Spell is the message with each field spelled by spell (nil: its name).
+// Spell is the message with each field spelled by spell (nil: its name),
+// those of Speller arguments (an error formatted into it) too.
 func (e *Error) Spell(spell func(Name) string) string {
 	args := make([]any, len(e.args))
 	for i, a := range e.args {
-		if n, ok := a.(Name); ok && spell != nil {
-			a = spell(n)
+		switch v := a.(type) {
+		case Name:
+			if spell != nil {
+				a = spell(v)
+			}
+		case Speller:
+			a = spelled{msg: v.Spell(spell), err: v}
 		}
 		args[i] = a
 	}
 	return fmt.Errorf(e.format, args...).Error()
 }
 
-// Fields are the fields the message names, in order.
+// spelled is a Speller argument's message spelled (an error still, for %w).
+type spelled struct {
+	msg string
+	err error
+}
+
+func (s spelled) Error() string { return s.msg }
+func (s spelled) Unwrap() error { return s.err }
+
+// Fields are the fields the message names, in order (not those of
+// Speller arguments).
 func (e *Error) Fields() []Name {
 	var out []Name
 	for _, a := range e.args {
@@ -60,6 +76,18 @@ func (e *Error) Fields() []Name {
 		}
 	}
 	return out
+}
+
+// Names reports whether the message names a field, itself or through a
+// Speller argument.
+func (e *Error) Names() bool {
+	for _, a := range e.args {
+		switch a.(type) {
+		case Name, Speller:
+			return true
+		}
+	}
+	return false
 }
 
 // Unwrap is the error the format wraps (%w), if any.

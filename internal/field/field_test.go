@@ -56,3 +56,14 @@ func TestSpellText(t *testing.T) {
 		}
 	}
 }
+
+// An error formatted into another (%v) is spelled with it.
+func TestSpellNested(t *testing.T) {
+	err := Errorf("file f: %v", Errorf("build with %v", Name("base")))
+	if got, want := Spell(err, flag), "file f: build with --base"; got != want {
+		t.Errorf("Spell = %q, want %q", got, want)
+	}
+	if !err.Names() {
+		t.Error("Names is false for a Speller argument")
+	}
+}
