@@ -26,3 +26,19 @@ func TestFindingsNameFlags(t *testing.T) {
 		t.Errorf("build with a warning: exit %d, want 0 and a warning naming --warn-layers:\n%s", code, stderr)
 	}
 }
+
+// Registry options the library names (registry.authfile) read as flags.
+func TestRegistryOptionsNameFlags(t *testing.T) {
+	build := []string{"build", "--base", "oci:" + example(t, "base"), "--pool", "worker", "--osc", example(t, "gardener", "worker-osc.yaml"),
+		"--push", "oci:" + filepath.Join(t.TempDir(), "o")}
+	for _, c := range []struct{ flag, value, want string }{
+		{"--authfile", filepath.Join(t.TempDir(), "none.json"), "--authfile"},
+		{"--insecure-registry", "http://r.example", `--insecure-registry "http://r.example"`},
+		{"--mirror", "quay.io", `--mirror "quay.io"`},
+	} {
+		_, _, stderr := oslayerRun(t, append(build, c.flag, c.value)...)
+		if !strings.Contains(stderr, c.want) || strings.Contains(stderr, "registry.authfile") || strings.Contains(stderr, "registry.insecure") || strings.Contains(stderr, "registry.mirrors") {
+			t.Errorf("%s %s: stderr %q, want it to name %s", c.flag, c.value, stderr, c.want)
+		}
+	}
+}

@@ -180,7 +180,7 @@ func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(stderr, "oslayer:", field.Spell(err, flagOf))
+	fmt.Fprintln(stderr, "oslayer:", plainFlagText(field.Spell(err, flagOf)))
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code

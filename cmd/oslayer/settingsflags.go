@@ -106,12 +106,15 @@ var specFlags = map[string]string{"signing.key": "sign-key"}
 var fieldFlags = map[field.Name]string{
 	"base": "base", "pool": "pool", "arch": "arch", "target": "push",
 	"secretsDir": "secrets", "signing.key": "sign-key", "signing.identity": "sign-identity",
+	"registry.authfile": "authfile", "registry.authSecret": "auth-secret", "registry.insecure": "insecure-registry",
+	"registry.mirrors": "mirror", "registry.timeout": "timeout",
 }
 
 // plainFields are the fields that plain library texts (the sources'
 // warnings and runtime reasons) name as field.SpellText reads them:
 // "(strict refuses it)".
-var plainFields = []field.Name{"bakeSecrets", "strict"}
+var plainFields = []field.Name{"bakeSecrets", "strict",
+	"registry.authfile", "registry.authSecret", "registry.insecure", "registry.mirrors", "registry.timeout"}
 
 // plainFlagText is s with the plainFields it names spelled as flags.
 func plainFlagText(s string) string {
@@ -164,7 +167,10 @@ func flagNamed(e error) error {
 	}
 	var fe field.Speller
 	if errors.As(e, &fe) {
-		return &renamed{msg: field.Spell(e, flagOf), err: e}
+		return &renamed{msg: plainFlagText(field.Spell(e, flagOf)), err: e}
+	}
+	if msg := plainFlagText(e.Error()); msg != e.Error() {
+		return &renamed{msg: msg, err: e}
 	}
 	return e
 }
