@@ -16,6 +16,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/oslayer/oslayer/internal/field"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/render"
 )
@@ -72,7 +73,7 @@ func ResolveBase(ctx context.Context, ref string, reg *registry.Options, arch st
 // process, reads neither from the registry.
 func ResolveBaseCached(ctx context.Context, ref string, reg *registry.Options, arch, cacheDir string) (*Base, error) {
 	if ref == "" {
-		return nil, fmt.Errorf("no base image: give --base, or a MachineConfig with osImageURL")
+		return nil, field.Inputf("no base image: give %v, or a MachineConfig with osImageURL", field.Name("base"))
 	}
 	if reg == nil {
 		reg = &registry.Options{}
@@ -106,9 +107,9 @@ func ResolveBaseCached(ctx context.Context, ref string, reg *registry.Options, a
 	// amd64 unless --arch says otherwise.
 	if have := registry.NormalizeArch(cf.Architecture); res.IndexDigest == nil && have != "" && have != plat.Architecture {
 		if arch == "" {
-			return nil, fmt.Errorf("base %s: image is for architecture %q, and --arch defaults to amd64: give --arch %s to build for it", ref, cf.Architecture, have)
+			return nil, field.Inputf("base %s: image is for architecture %q, and %v defaults to amd64: give %v %s to build for it", ref, cf.Architecture, field.Name("arch"), field.Name("arch"), have)
 		}
-		return nil, fmt.Errorf("base %s: image is for architecture %q, --arch is %q", ref, cf.Architecture, arch)
+		return nil, field.Inputf("base %s: image is for architecture %q, %v is %q", ref, cf.Architecture, field.Name("arch"), arch)
 	}
 	return &Base{Ref: ref, Digest: res.Digest, Pinned: res.Pinned, Image: img}, nil
 }
@@ -183,7 +184,7 @@ func Assemble(ctx context.Context, req AssembleRequest) (*Built, error) {
 // check refuses a request that cannot be assembled.
 func (req AssembleRequest) check(ctx context.Context) error {
 	if req.Pool == "" {
-		return fmt.Errorf("assemble: no pool name (--pool)")
+		return field.Inputf("assemble: no pool name (%v)", field.Name("pool"))
 	}
 	if req.Rendered == nil {
 		return fmt.Errorf("assemble: nothing rendered")

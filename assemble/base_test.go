@@ -1,6 +1,8 @@
 package assemble
 
 import (
+	"github.com/oslayer/oslayer/sources/model"
+
 	"context"
 	"errors"
 	"net/http"
@@ -94,7 +96,7 @@ func TestResolveBaseIndex(t *testing.T) {
 }
 
 // A single-architecture base must be for the architecture built for: the
-// default amd64 or --arch, in either spelling (aarch64/arm64,
+// default amd64 or the arch asked for, in either spelling (aarch64/arm64,
 // x86_64/amd64).
 func TestResolveBaseSingleArch(t *testing.T) {
 	ctx := context.Background()
@@ -106,11 +108,11 @@ func TestResolveBaseSingleArch(t *testing.T) {
 		{amd, "", ""},
 		{amd, "amd64", ""},
 		{amd, "x86_64", ""},
-		{amd, "aarch64", `image is for architecture "amd64", --arch is "aarch64"`},
+		{amd, "aarch64", `image is for architecture "amd64", arch is "aarch64"`},
 		{arm, "arm64", ""},
 		{arm, "aarch64", ""},
-		{arm, "", `image is for architecture "arm64", and --arch defaults to amd64: give --arch arm64`},
-		{arm, "x86_64", `--arch is "x86_64"`},
+		{arm, "", `image is for architecture "arm64", and arch defaults to amd64: give arch arm64`},
+		{arm, "x86_64", `arch is "x86_64"`},
 	} {
 		_, err := ResolveBase(ctx, c.base, nil, c.arch)
 		switch {
@@ -118,6 +120,8 @@ func TestResolveBaseSingleArch(t *testing.T) {
 			t.Errorf("%s --arch %q: %v", c.base, c.arch, err)
 		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), c.base)):
 			t.Errorf("%s --arch %q: %v, want an error naming the base and %q", c.base, c.arch, err, c.err)
+		case c.err != "" && !model.IsInput(err):
+			t.Errorf("%s --arch %q: %v is not bad input", c.base, c.arch, err)
 		}
 	}
 }

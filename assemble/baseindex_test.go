@@ -1,6 +1,8 @@
 package assemble
 
 import (
+	"github.com/oslayer/oslayer/sources/model"
+
 	"bytes"
 	"context"
 	"io/fs"
@@ -177,7 +179,7 @@ func TestBuildBaseIndexUnreadable(t *testing.T) {
 	spy := &spyRenderer{}
 	res, err := Build(ctx, Request{Render: render.Request{Pool: "worker"}, render: spy.render(t),
 		Base: proxy.Host + "/fcos/base@" + bd.DigestStr(), Registry: &registry.Options{}}, pub)
-	if err == nil || !strings.HasPrefix(err.Error(), "base-index: ") || !strings.Contains(err.Error(), last) || !strings.Contains(err.Error(), "--base-index=off") {
+	if err == nil || !strings.HasPrefix(err.Error(), "base-index: ") || !strings.Contains(err.Error(), last) || !strings.Contains(err.Error(), "baseIndex=off") || model.IsInput(err) {
 		t.Fatalf("error %v", err)
 	}
 	if len(spy.bases) != 0 || len(pub.calls) != 0 || res.Tagged {

@@ -11,6 +11,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/oslayer/oslayer/assemble/baseindex"
+	"github.com/oslayer/oslayer/internal/field"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/render"
 	"github.com/oslayer/oslayer/sources/model"
@@ -340,7 +341,7 @@ func (b *builder) index() error {
 	return b.phase("base-index", func() error {
 		info, err := IndexBase(b.ctx, b.base, b.iopts)
 		if err != nil {
-			return fmt.Errorf("%w (--base-index=off builds without reading the base)", err)
+			return field.Errorf("%w (%v=off builds without reading the base)", err, field.Name("baseIndex"))
 		}
 		b.res.BaseIndex = info
 		b.res.Warnings = append(b.res.Warnings, info.Warnings...)
@@ -409,7 +410,7 @@ func (b *builder) packages() error {
 		return nil
 	}
 	if b.base == nil {
-		return errors.New("package stage: no base image: give --base, or MachineConfigs with osImageURL")
+		return field.Inputf("package stage: no base image: give %v, or MachineConfigs with osImageURL", field.Name("base"))
 	}
 	r := b.rendered
 	var pr *PackageResult
@@ -458,7 +459,7 @@ func (b *builder) assemble() error {
 	res.Report, res.KernelArgs, res.InputsDigest, res.Inputs = r.Report, r.KernelArgs, r.InputsDigest, r.Inputs
 	if err := b.phase("assemble", func() (err error) {
 		if b.base == nil {
-			return errors.New("no base image: give --base (e.g. quay.io/fedora/fedora-coreos:stable), or MachineConfigs with osImageURL")
+			return field.Inputf("no base image: give %v (e.g. quay.io/fedora/fedora-coreos:stable), or MachineConfigs with osImageURL", field.Name("base"))
 		}
 		b.built, err = Assemble(b.ctx, AssembleRequest{
 			Base: b.req.Base, BaseImage: b.base, Registry: b.req.Registry, Arch: b.req.Arch.Arch(),

@@ -301,9 +301,9 @@ func (r *Reconciler) fail(ctx context.Context, pi *v1alpha1.PoolImage, digest, s
 		reason = ReasonInvalid
 		pi.Status.FailedSourcesDigest = digest
 	}
-	msg := fmt.Sprintf("step %s: %v", step, err)
+	msg := fmt.Sprintf("step %s: %s", step, specText(err))
 	if strings.HasPrefix(err.Error(), step+":") {
-		msg = err.Error()
+		msg = specText(err)
 	}
 	now := metav1.Now()
 	pi.Status.LastBuildTime = &now

@@ -91,7 +91,7 @@ func BuildPod(ctx context.Context, c client.Client, o PodOptions) (*JobResult, e
 		return nil
 	}()
 	if berr != nil {
-		res.Message = berr.Error()
+		res.Message = specText(berr)
 	}
 	res.Seconds = time.Since(start).Seconds()
 	if o.Job == "" {

@@ -22,10 +22,10 @@ func (baseLayersCheck) Needs() Needs       { return NeedBase | NeedWritten }
 func (c baseLayersCheck) Run(_ context.Context, t *Target) ([]Finding, error) {
 	var out []Finding
 	if t.BaseManifest != nil {
-		out = append(out, comparePrefix(t, t.BaseManifest, t.BaseConfig, orDefault(t.BaseRef, "the base"), "--base")...)
+		out = append(out, comparePrefix(t, t.BaseManifest, t.BaseConfig, orDefault(t.BaseRef, "the base"), "base")...)
 	}
 	if t.ReqManifest != nil {
-		out = append(out, comparePrefix(t, t.ReqManifest, t.ReqConfig, orDefault(t.RequireRef, "the required base"), "--require-base")...)
+		out = append(out, comparePrefix(t, t.ReqManifest, t.ReqConfig, orDefault(t.RequireRef, "the required base"), "preflight.requireBase")...)
 	}
 	return out, nil
 }
@@ -38,10 +38,12 @@ func short(h v1.Hash) string {
 	return s
 }
 
-func comparePrefix(t *Target, bm *v1.Manifest, bc *v1.ConfigFile, ref, flag string) []Finding {
+// comparePrefix compares the layers of the base ref, given as field
+// (base, preflight.requireBase), with the candidate's.
+func comparePrefix(t *Target, bm *v1.Manifest, bc *v1.ConfigFile, ref, field string) []Finding {
 	c := newPrefixCompare(t, bm, bc, ref)
 	if c.present == 0 && len(c.bl) > 0 {
-		return []Finding{{Message: fmt.Sprintf("none of the %d layers of %s (%s) are in the image: it was built from a different or rebuilt base; rebuild it FROM %s", len(c.bl), ref, flag, ref)}}
+		return []Finding{{Field: field, Message: fmt.Sprintf("none of the %d layers of %s (%s) are in the image: it was built from a different or rebuilt base; rebuild it FROM %s", len(c.bl), ref, field, ref)}}
 	}
 	c.insertedLayers()
 	c.baseLayers()

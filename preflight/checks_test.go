@@ -60,7 +60,7 @@ func TestBaseLayersPresent(t *testing.T) {
 		{"inserted", rebuild(L[0], L[1], other, L[2], L[3], L[4], L[5]), []Finding{{Check: c.Name(), Severity: Error, Layer: mustDigest(t, other),
 			Message: fmt.Sprintf("image layer 2 (%s) is not a layer of base but sits among its layers: the base layers must come first, unbroken", mustDigest(t, other)[:19])}}},
 		{"rebuilt base", derive(t, newBase(t, 6, 2, fcosLabels).img, added), []Finding{{Check: c.Name(), Severity: Error,
-			Message: "none of the 6 layers of base (--base) are in the image: it was built from a different or rebuilt base; rebuild it FROM base"}}},
+			Field: "base", Message: "none of the 6 layers of base (base) are in the image: it was built from a different or rebuilt base; rebuild it FROM base"}}},
 		{"truncated", rebuild(L[0], L[1]), []Finding{
 			{Check: c.Name(), Severity: Error, Layer: d(2), Message: fmt.Sprintf("base layer 2 of base (%s, diff_id %s) is missing from the image", sh(2), diffShort(t, L[2]))},
 			{Check: c.Name(), Severity: Error, Layer: d(3), Message: fmt.Sprintf("base layer 3 of base (%s, diff_id %s) is missing from the image", sh(3), diffShort(t, L[3]))},
@@ -133,7 +133,7 @@ func TestPlatform(t *testing.T) {
 	rep := run(t, Target{Image: img, Base: b.img, BaseRef: "base"}, only(c, Options{Arch: "x86_64"}))
 	assertFindings(t, rep.Findings, nil)
 	rep = run(t, Target{Image: img, Base: b.img, BaseRef: "base"}, only(c, Options{Arch: "arm64"}))
-	assertFindings(t, rep.Findings, []Finding{{Check: "platform", Severity: Error, Message: "image is linux/amd64 but nodes are arm64 (--arch arm64): build from the arm64 variant of the base"}})
+	assertFindings(t, rep.Findings, []Finding{{Check: "platform", Severity: Error, Field: "arch", Message: "image is linux/amd64 but nodes are arm64 (arch arm64): build from the arm64 variant of the base"}})
 	rep = run(t, Target{Image: withArch(t, img, "arm64"), Base: b.img, BaseRef: "base"}, only(c, Options{}))
 	assertFindings(t, rep.Findings, []Finding{{Check: "platform", Severity: Error, Message: "image is linux/arm64 but its base base is linux/amd64"}})
 }
@@ -147,14 +147,14 @@ func TestVersion(t *testing.T) {
 	rep = run(t, Target{Image: img}, only(c, Options{ExpectVersion: "43.20260301.20.dev1"}))
 	assertFindings(t, rep.Findings, nil)
 	rep = run(t, Target{Image: img}, only(c, Options{ExpectVersion: "42"}))
-	assertFindings(t, rep.Findings, []Finding{{Check: "version", Severity: Error, Message: "image version org.opencontainers.image.version=43.20260301.20.dev1 is not compatible with the expected 42 (--expect-version): rebuild on the 42 base"}})
+	assertFindings(t, rep.Findings, []Finding{{Check: "version", Severity: Error, Message: "image version org.opencontainers.image.version=43.20260301.20.dev1 is not compatible with the expected 42 (preflight.expectVersion): rebuild on the 42 base", Field: "preflight.expectVersion"}})
 	rhcos := withLabels(t, img, map[string]string{"version": "9.6.20250101-0"}, "org.opencontainers.image.version")
 	rep = run(t, Target{Image: rhcos}, only(c, Options{ExpectVersion: "9.6"}))
 	assertFindings(t, rep.Findings, nil)
 	rep = run(t, Target{Image: withLabels(t, img, map[string]string{"ostree.linux": "6.19.0-100.fc43.x86_64"}), Base: b.img, BaseRef: "base"}, only(c, Options{}))
 	assertFindings(t, rep.Findings, []Finding{{Check: "version", Severity: Error, Message: `image kernel label ostree.linux="6.19.0-100.fc43.x86_64" differs from its base base ("6.18.13-200.fc43.x86_64"): the label must name the kernel the image boots`}})
 	rep = run(t, Target{Image: withLabels(t, img, nil, "org.opencontainers.image.version")}, only(c, Options{ExpectVersion: "43"}))
-	assertFindings(t, rep.Findings, []Finding{{Check: "version", Severity: Error, Message: "image has no org.opencontainers.image.version (or version) label, expected version 43 (--expect-version)"}})
+	assertFindings(t, rep.Findings, []Finding{{Check: "version", Severity: Error, Message: "image has no org.opencontainers.image.version (or version) label, expected version 43 (preflight.expectVersion)", Field: "preflight.expectVersion"}})
 }
 
 func TestFormat(t *testing.T) {
@@ -198,11 +198,11 @@ func TestLayers(t *testing.T) {
 	}
 	img = derive(t, b.img, many...) // 128 layers
 	rep = run(t, Target{Image: img}, only(c, Options{}))
-	assertFindings(t, rep.Findings, []Finding{{Check: "layers", Severity: Warning, Rule: "count", Message: "image has 128 layers, more than 127 (--warn-layers): docker pull and other clients limited to 127 layers fail on it; bootc and rpm-ostree pull it"}})
+	assertFindings(t, rep.Findings, []Finding{{Check: "layers", Severity: Warning, Rule: "count", Message: "image has 128 layers, more than 127 (preflight.warnLayers): docker pull and other clients limited to 127 layers fail on it; bootc and rpm-ostree pull it", Field: "preflight.warnLayers"}})
 	rep = run(t, Target{Image: derive(t, b.img, many[:124]...)}, only(c, Options{})) // 127 layers
 	assertFindings(t, rep.Findings, nil)
 	rep = run(t, Target{Image: img}, only(c, Options{MaxLayers: 128}))
-	assertFindings(t, rep.Findings, []Finding{{Check: "layers", Severity: Error, Rule: "count", Message: "image has 128 layers, at or above the limit of 128 (--max-layers): containers-storage cannot store it; use a base with fewer layers (rechunk it with a lower maximum)"}})
+	assertFindings(t, rep.Findings, []Finding{{Check: "layers", Severity: Error, Rule: "count", Message: "image has 128 layers, at or above the limit of 128 (preflight.maxLayers): containers-storage cannot store it; use a base with fewer layers (rechunk it with a lower maximum)", Field: "preflight.maxLayers"}})
 	rep = run(t, Target{Image: img}, only(c, Options{WarnLayers: 128, MaxLayers: 129}))
 	assertFindings(t, rep.Findings, nil)
 	if rep.Layers.WarnAbove != 128 || rep.Layers.ErrorAt != 129 {
@@ -219,7 +219,7 @@ func TestSize(t *testing.T) {
 	rep := run(t, Target{Image: img, Base: b.img}, only(c, Options{MaxAddedBytes: sz}))
 	assertFindings(t, rep.Findings, nil)
 	rep = run(t, Target{Image: img, Base: b.img}, only(c, Options{MaxAddedBytes: sz - 1}))
-	assertFindings(t, rep.Findings, []Finding{{Check: "size", Severity: Error, Message: fmt.Sprintf("the 1 added layers are %d bytes compressed, over the budget of %d (--max-added-bytes): move large content out of the image or raise the budget", sz, sz-1)}})
+	assertFindings(t, rep.Findings, []Finding{{Check: "size", Severity: Error, Message: fmt.Sprintf("the 1 added layers are %d bytes compressed, over the budget of %d (preflight.maxAddedBytes): move large content out of the image or raise the budget", sz, sz-1), Field: "preflight.maxAddedBytes"}})
 }
 
 // contentFinding is a content finding in layer l.
@@ -361,21 +361,21 @@ func TestSecrets(t *testing.T) {
 		rep := run(t, Target{Image: derive(t, b.img, l), Base: b.img}, only(c, Options{AllowSecrets: []string{"/etc/pki/tls/private/*.key",
 			"/var/lib/kubelet/config.json", "/opt/agent/key.pem", "var/lib/a/*.key", "/usr/lib/oslayer/var/var/lib/c/d.key"}}))
 		msg := func(kind, p string) string {
-			return "holds " + kind + ": everyone who can pull the image can read it; deliver it at runtime (a Secret, ignition) or allow it with --allow-secret /" + p
+			return "holds " + kind + ": everyone who can pull the image can read it; deliver it at runtime (a Secret, ignition) or allow it with preflight.allowSecrets /" + p
 		}
 		dg := mustDigest(t, l)
 		want := []Finding{
-			{Check: "secrets", Severity: Error, Layer: dg, Path: "root/.ssh/id_ed25519", Message: msg("an OpenSSH private key", "root/.ssh/id_ed25519")},
-			{Check: "secrets", Severity: Error, Layer: dg, Path: "etc/kubernetes/kubelet.kubeconfig", Message: msg("a kubeconfig with credentials (token or client-key-data)", "etc/kubernetes/kubelet.kubeconfig")},
-			{Check: "secrets", Severity: Error, Layer: dg, Path: "var/lib/kubelet/auth.json", Message: msg("registry credentials (auths for quay.io)", "var/lib/kubelet/auth.json")},
-			{Check: "secrets", Severity: Error, Layer: dg, Path: "root/.aws/credentials", Message: msg("AWS credentials (aws_secret_access_key)", "root/.aws/credentials")},
-			{Check: "secrets", Severity: Error, Layer: dg, Path: "etc/gcp/sa.json", Message: msg("a GCP service account key", "etc/gcp/sa.json")},
-			{Check: "secrets", Severity: Info, Layer: dg, Path: "etc/pki/tls/private/server.key", Message: "holds a PEM private key, allowed by --allow-secret /etc/pki/tls/private/*.key"},
-			{Check: "secrets", Severity: Info, Layer: dg, Path: "usr/lib/oslayer/var/var/lib/kubelet/config.json", Message: "holds registry credentials (auths for quay.io), allowed by --allow-secret /var/lib/kubelet/config.json (its node path /var/lib/kubelet/config.json)"},
-			{Check: "secrets", Severity: Info, Layer: dg, Path: "usr/lib/oslayer/var/var/opt/agent/key.pem", Message: "holds an OpenSSH private key, allowed by --allow-secret /opt/agent/key.pem (its node path /var/opt/agent/key.pem)"},
-			{Check: "secrets", Severity: Info, Layer: dg, Path: "usr/lib/oslayer/var/var/lib/a/b.key", Message: "holds an OpenSSH private key, allowed by --allow-secret var/lib/a/*.key (its node path /var/lib/a/b.key)"},
-			{Check: "secrets", Severity: Info, Layer: dg, Path: "usr/lib/oslayer/var/var/lib/c/d.key", Message: "holds an OpenSSH private key, allowed by --allow-secret /usr/lib/oslayer/var/var/lib/c/d.key"},
-			{Check: "secrets", Severity: Error, Layer: dg, Path: "usr/lib/oslayer/var/var/lib/e/f.key", Message: "holds an OpenSSH private key: everyone who can pull the image can read it; deliver it at runtime (a Secret, ignition) or allow it with --allow-secret /var/lib/e/f.key (its node path)"},
+			{Check: "secrets", Severity: Error, Layer: dg, Path: "root/.ssh/id_ed25519", Field: "preflight.allowSecrets", Message: msg("an OpenSSH private key", "root/.ssh/id_ed25519")},
+			{Check: "secrets", Severity: Error, Layer: dg, Path: "etc/kubernetes/kubelet.kubeconfig", Field: "preflight.allowSecrets", Message: msg("a kubeconfig with credentials (token or client-key-data)", "etc/kubernetes/kubelet.kubeconfig")},
+			{Check: "secrets", Severity: Error, Layer: dg, Path: "var/lib/kubelet/auth.json", Field: "preflight.allowSecrets", Message: msg("registry credentials (auths for quay.io)", "var/lib/kubelet/auth.json")},
+			{Check: "secrets", Severity: Error, Layer: dg, Path: "root/.aws/credentials", Field: "preflight.allowSecrets", Message: msg("AWS credentials (aws_secret_access_key)", "root/.aws/credentials")},
+			{Check: "secrets", Severity: Error, Layer: dg, Path: "etc/gcp/sa.json", Field: "preflight.allowSecrets", Message: msg("a GCP service account key", "etc/gcp/sa.json")},
+			{Check: "secrets", Severity: Info, Layer: dg, Path: "etc/pki/tls/private/server.key", Message: "holds a PEM private key, allowed by preflight.allowSecrets /etc/pki/tls/private/*.key", Field: "preflight.allowSecrets"},
+			{Check: "secrets", Severity: Info, Layer: dg, Path: "usr/lib/oslayer/var/var/lib/kubelet/config.json", Message: "holds registry credentials (auths for quay.io), allowed by preflight.allowSecrets /var/lib/kubelet/config.json (its node path /var/lib/kubelet/config.json)", Field: "preflight.allowSecrets"},
+			{Check: "secrets", Severity: Info, Layer: dg, Path: "usr/lib/oslayer/var/var/opt/agent/key.pem", Message: "holds an OpenSSH private key, allowed by preflight.allowSecrets /opt/agent/key.pem (its node path /var/opt/agent/key.pem)", Field: "preflight.allowSecrets"},
+			{Check: "secrets", Severity: Info, Layer: dg, Path: "usr/lib/oslayer/var/var/lib/a/b.key", Message: "holds an OpenSSH private key, allowed by preflight.allowSecrets var/lib/a/*.key (its node path /var/lib/a/b.key)", Field: "preflight.allowSecrets"},
+			{Check: "secrets", Severity: Info, Layer: dg, Path: "usr/lib/oslayer/var/var/lib/c/d.key", Message: "holds an OpenSSH private key, allowed by preflight.allowSecrets /usr/lib/oslayer/var/var/lib/c/d.key", Field: "preflight.allowSecrets"},
+			{Check: "secrets", Severity: Error, Layer: dg, Path: "usr/lib/oslayer/var/var/lib/e/f.key", Message: "holds an OpenSSH private key: everyone who can pull the image can read it; deliver it at runtime (a Secret, ignition) or allow it with preflight.allowSecrets /var/lib/e/f.key (its node path)", Field: "preflight.allowSecrets"},
 		}
 		assertFindings(t, rep.Findings, want)
 	})
@@ -482,7 +482,7 @@ func TestRunner(t *testing.T) {
 	})
 	t.Run("unknown added layers", func(t *testing.T) {
 		rep := run(t, Target{Image: withLabels(t, img, nil, LabelFinalDiffID)}, Options{})
-		assertFindings(t, findingsOf(rep, "preflight"), []Finding{{Check: "preflight", Severity: Warning, Rule: "added-layers", Message: "no base image given, no ostree.final-diffid label and no layer oslayer added (config history): the added layers are unknown, content checks are skipped; pass --base REF"}})
+		assertFindings(t, findingsOf(rep, "preflight"), []Finding{{Check: "preflight", Severity: Warning, Rule: "added-layers", Field: "base", Message: "no base image given, no ostree.final-diffid label and no layer oslayer added (config history): the added layers are unknown, content checks are skipped; give the base it was built on (base REF)"}})
 		if b.reads.Load() != 0 {
 			t.Errorf("base blobs read")
 		}

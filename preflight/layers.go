@@ -25,7 +25,7 @@ type LayerCount struct {
 	Layers int `json:"layers"`
 	// History is the number of non-empty config history entries.
 	History int `json:"history"`
-	// WarnAbove and ErrorAt are the limits (--warn-layers, --max-layers).
+	// WarnAbove and ErrorAt are the limits (preflight.warnLayers, preflight.maxLayers).
 	WarnAbove int `json:"warnAbove"`
 	ErrorAt   int `json:"errorAt"`
 }
@@ -55,7 +55,7 @@ func countLayers(t *Target) LayerCount {
 }
 
 // layersCheck: the final layer count stays within the limits (warning
-// above --warn-layers, error at or above --max-layers), and the config has
+// above preflight.warnLayers, error at or above preflight.maxLayers), and the config has
 // one non-empty history entry per layer (bootc pairs them).
 type layersCheck struct{}
 
@@ -78,9 +78,9 @@ func (c layersCheck) Run(_ context.Context, t *Target) ([]Finding, error) {
 	}
 	switch {
 	case nl >= lc.ErrorAt:
-		out = append(out, Finding{Rule: "count", Message: fmt.Sprintf("image has %d layers, at or above the limit of %d (--max-layers): containers-storage cannot store it; use a base with fewer layers (rechunk it with a lower maximum)", nl, lc.ErrorAt)})
+		out = append(out, Finding{Rule: "count", Field: "preflight.maxLayers", Message: fmt.Sprintf("image has %d layers, at or above the limit of %d (preflight.maxLayers): containers-storage cannot store it; use a base with fewer layers (rechunk it with a lower maximum)", nl, lc.ErrorAt)})
 	case nl > lc.WarnAbove:
-		out = append(out, Finding{Rule: "count", Severity: Warning, Message: fmt.Sprintf("image has %d layers, more than %d (--warn-layers): docker pull and other clients limited to 127 layers fail on it; bootc and rpm-ostree pull it", nl, lc.WarnAbove)})
+		out = append(out, Finding{Rule: "count", Severity: Warning, Field: "preflight.warnLayers", Message: fmt.Sprintf("image has %d layers, more than %d (preflight.warnLayers): docker pull and other clients limited to 127 layers fail on it; bootc and rpm-ostree pull it", nl, lc.WarnAbove)})
 	}
 	return out, nil
 }

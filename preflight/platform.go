@@ -7,7 +7,7 @@ import (
 	"github.com/oslayer/oslayer/internal/registry"
 )
 
-// platformCheck: the config's os/architecture must be linux, equal --arch
+// platformCheck: the config's os/architecture must be linux, equal the arch built for
 // and equal the base's.
 type platformCheck struct{}
 
@@ -38,7 +38,7 @@ func (c platformCheck) Run(_ context.Context, t *Target) ([]Finding, error) {
 		out = append(out, Finding{Message: "config has no architecture: nodes compare it with their own and refuse the image"})
 	}
 	if want := NormalizeArch(t.Options.Arch); want != "" && cfg.Architecture != "" && cfg.Architecture != want {
-		out = append(out, Finding{Message: fmt.Sprintf("image is %s but nodes are %s (--arch %s): build from the %s variant of the base", have, want, t.Options.Arch, want)})
+		out = append(out, Finding{Field: "arch", Message: fmt.Sprintf("image is %s but nodes are %s (arch %s): build from the %s variant of the base", have, want, t.Options.Arch, want)})
 	}
 	if _, bc, ref := t.base(); bc != nil {
 		bp := platformString(bc.OS, bc.Architecture, bc.Variant)

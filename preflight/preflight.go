@@ -112,6 +112,10 @@ type Finding struct {
 	// Path is the path inside the layer (no leading "/"), if any.
 	Path    string `json:"path,omitempty"`
 	Message string `json:"message"`
+	// Field is the specification field the message names (arch, base,
+	// preflight.maxLayers), spelled by its name; a front-end spells it
+	// its own way (Text).
+	Field string `json:"field,omitempty"`
 }
 
 // Target is what the checks look at.
@@ -298,16 +302,16 @@ func addedStart(t *Target) (int, []Finding) {
 		if i := addedByHistory(t); i >= 0 {
 			return i, nil
 		}
-		return -1, []Finding{{Check: "preflight", Severity: Warning, Rule: "added-layers",
-			Message: "no base image given, no " + LabelFinalDiffID + " label and no layer oslayer added (config history): the added layers are unknown, content checks are skipped; pass --base REF"}}
+		return -1, []Finding{{Check: "preflight", Severity: Warning, Rule: "added-layers", Field: "base",
+			Message: "no base image given, no " + LabelFinalDiffID + " label and no layer oslayer added (config history): the added layers are unknown, content checks are skipped; give the base it was built on (base REF)"}}
 	}
 	for i, d := range t.Config.RootFS.DiffIDs {
 		if d.String() == fd {
 			return i + 1, nil
 		}
 	}
-	return -1, []Finding{{Check: "preflight", Severity: Error, Rule: "added-layers",
-		Message: fmt.Sprintf("label %s=%s names no layer of the image (rootfs.diff_ids): the OS layers were changed; pass --base REF to compare", LabelFinalDiffID, fd)}}
+	return -1, []Finding{{Check: "preflight", Severity: Error, Rule: "added-layers", Field: "base",
+		Message: fmt.Sprintf("label %s=%s names no layer of the image (rootfs.diff_ids): the OS layers were changed; compare with the base it was built on (base REF)", LabelFinalDiffID, fd)}}
 }
 
 // addedByHistory returns the index of the first of the trailing layers

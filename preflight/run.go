@@ -152,15 +152,16 @@ func (r *runner) needAdded() bool {
 	return false
 }
 
-// skipReason says why c does not run ("" when it runs).
+// skipReason says why c does not run ("" when it runs), naming fields by
+// their specification names.
 func (r *runner) skipReason(c Check) string {
 	switch {
 	case slices.Contains(r.opts.Skip, c.Name()):
-		return "--skip"
+		return "skipped (preflight.skip)"
 	case c.Needs()&NeedBase != 0 && r.t.Base == nil && r.t.Require == nil:
-		return "no base image given (--base / --require-base)"
+		return "no base image given (base / preflight.requireBase)"
 	case c.Needs()&NeedBaseTree != 0 && r.t.BaseTree == nil:
-		return "the base's tree is not known (no base index: build indexes the base; preflight --base uses the index a build cached)"
+		return "the base's tree is not known (no base index: build indexes the base; a base given to preflight uses the index a build cached)"
 	case c.Needs()&NeedAdded != 0 && r.t.FirstAdded < 0:
 		return "added layers unknown: no base, no ostree.final-diffid label, no oslayer history"
 	}

@@ -14,7 +14,7 @@ import (
 
 // secretsCheck: private keys, kubeconfig credentials, registry auths and
 // cloud credentials must not ship in an image (everyone who can pull it can
-// read them), unless the path is allowed with --allow-secret.
+// read them), unless the path is allowed (preflight.allowSecrets).
 type secretsCheck struct{}
 
 func (secretsCheck) Name() string       { return "secrets" }
@@ -80,7 +80,7 @@ func nodePath(p string) string {
 	return ""
 }
 
-// secretAllowed reports whether the image path p matches an --allow-secret
+// secretAllowed reports whether the image path p matches a preflight.allowSecrets
 // entry (a path, with or without leading "/", or a path.Match pattern),
 // and which path matched: p itself, or for a relocated file its node path
 // (/var/lib/kubelet/config.json for
@@ -128,18 +128,18 @@ func (c secretsCheck) Run(ctx context.Context, t *Target) ([]Finding, error) {
 				continue
 			}
 			if a, matched, ok := secretAllowed(e.Path, t.Options.AllowSecrets); ok {
-				msg := fmt.Sprintf("holds %s, allowed by --allow-secret %s", kind, a)
+				msg := fmt.Sprintf("holds %s, allowed by preflight.allowSecrets %s", kind, a)
 				if matched != "/"+e.Path {
 					msg += fmt.Sprintf(" (its node path %s)", matched)
 				}
-				out = append(out, l.Finding(c, Info, e.Path, msg))
+				out = append(out, l.Finding(c, Info, e.Path, msg).naming("preflight.allowSecrets"))
 				continue
 			}
 			allow := "/" + e.Path
 			if node := nodePath(e.Path); node != "" {
 				allow = node + " (its node path)"
 			}
-			out = append(out, l.Finding(c, Error, e.Path, fmt.Sprintf("holds %s: everyone who can pull the image can read it; deliver it at runtime (a Secret, ignition) or allow it with --allow-secret %s", kind, allow)))
+			out = append(out, l.Finding(c, Error, e.Path, fmt.Sprintf("holds %s: everyone who can pull the image can read it; deliver it at runtime (a Secret, ignition) or allow it with preflight.allowSecrets %s", kind, allow)).naming("preflight.allowSecrets"))
 		}
 	}
 	return out, nil

@@ -6,7 +6,7 @@ import (
 )
 
 // sizeCheck: the compressed bytes of the added layers (what every node
-// downloads on each update) stay within --max-added-bytes.
+// downloads on each update) stay within preflight.maxAddedBytes.
 type sizeCheck struct{}
 
 func (sizeCheck) Name() string       { return "size" }
@@ -28,7 +28,7 @@ func (c sizeCheck) Run(_ context.Context, t *Target) ([]Finding, error) {
 		n++
 	}
 	if total > max {
-		return []Finding{{Message: fmt.Sprintf("the %d added layers are %d bytes compressed, over the budget of %d (--max-added-bytes): move large content out of the image or raise the budget", n, total, max)}}, nil
+		return []Finding{{Field: "preflight.maxAddedBytes", Message: fmt.Sprintf("the %d added layers are %d bytes compressed, over the budget of %d (preflight.maxAddedBytes): move large content out of the image or raise the budget", n, total, max)}}, nil
 	}
 	return nil, nil
 }

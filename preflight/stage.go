@@ -12,6 +12,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/oslayer/oslayer/assemble"
+	"github.com/oslayer/oslayer/internal/field"
 )
 
 // Stage names in a build result.
@@ -187,7 +188,7 @@ func (s *stage) Run(ctx context.Context, b *assemble.Built, p *assemble.Publishe
 		if rep.Errors > len(errs) {
 			more = fmt.Sprintf("; and %d more", rep.Errors-len(errs))
 		}
-		return rep, &RefusedError{msg: fmt.Sprintf("%d error(s) in %s: %s%s", rep.Errors, t.Ref, strings.Join(errs, "; "), more)}
+		return rep, &RefusedError{msg: fmt.Sprintf("%d error(s) in %s: %s%s", rep.Errors, t.Ref, strings.Join(errs, "; "), more), fields: fieldsOf(rep.Findings)}
 	}
 	log.Info("preflight passed", "image", t.Ref, "warnings", rep.Warnings)
 	return rep, nil
@@ -260,6 +261,9 @@ func logFindings(log *slog.Logger, findings []Finding) []string {
 		if f.Path != "" {
 			attrs = append(attrs, "path", f.Path)
 		}
+		if f.Field != "" {
+			attrs = append(attrs, "field", f.Field)
+		}
 		switch f.Severity {
 		case Error:
 			if len(errs) < 5 {
@@ -306,7 +310,13 @@ func short12(d string) string {
 // It is the input's fault, as a field the specification refuses is, so a
 // front-end exits 2 for it (InputError), as the fleet counts it (kind
 // input); a check that could not run returns another error.
-type RefusedError struct{ msg string }
+//
+// Its message names specification fields by their names (Spell spells
+// them as a front-end does).
+type RefusedError struct {
+	msg    string
+	fields []field.Name
+}
 
 func (e *RefusedError) Error() string { return e.msg }
 

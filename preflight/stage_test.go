@@ -57,7 +57,7 @@ func TestStage(t *testing.T) {
 			return newBase(t, 3, 9, fcosLabels).img, nil
 		}})
 		_, err := st.Run(context.Background(), &assemble.Built{Image: img, Base: assemble.Base{Ref: "base", Image: b.img}, Pool: "worker"}, nil)
-		if err == nil || !strings.HasPrefix(err.Error(), "1 error(s) in pool worker: base-layers-present: none of the 3 layers of official (--require-base)") {
+		if err == nil || !strings.HasPrefix(err.Error(), "1 error(s) in pool worker: base-layers-present: none of the 3 layers of official (preflight.requireBase)") {
 			t.Errorf("err %v", err)
 		}
 		if gotRef != "official" || gotPlat == nil || gotPlat.String() != "linux/amd64" {

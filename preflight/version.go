@@ -44,9 +44,9 @@ func (c versionCheck) Run(_ context.Context, t *Target) ([]Finding, error) {
 	if want := t.Options.ExpectVersion; want != "" {
 		switch {
 		case v == "":
-			out = append(out, Finding{Message: fmt.Sprintf("image has no %s (or %s) label, expected version %s (--expect-version)", LabelOCIVersion, LabelVersion, want)})
+			out = append(out, Finding{Field: "preflight.expectVersion", Message: fmt.Sprintf("image has no %s (or %s) label, expected version %s (preflight.expectVersion)", LabelOCIVersion, LabelVersion, want)})
 		case !versionMatches(v, want):
-			out = append(out, Finding{Message: fmt.Sprintf("image version %s=%s is not compatible with the expected %s (--expect-version): rebuild on the %s base", key, v, want, want)})
+			out = append(out, Finding{Field: "preflight.expectVersion", Message: fmt.Sprintf("image version %s=%s is not compatible with the expected %s (preflight.expectVersion): rebuild on the %s base", key, v, want, want)})
 		}
 	}
 	_, bc, ref := t.base()

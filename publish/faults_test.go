@@ -41,7 +41,7 @@ func TestRemoteStalledManifestPut(t *testing.T) {
 	if err == nil {
 		t.Fatal("push to a registry that never answers the manifest PUT succeeded")
 	}
-	for _, want := range []string{"put manifest", "registry " + fp.Host, "did not answer PUT /v2/pools/worker/manifests/", "--timeout"} {
+	for _, want := range []string{"put manifest", "registry " + fp.Host, "did not answer PUT /v2/pools/worker/manifests/", "(registry.timeout)"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing/fstest"
 
+	"github.com/oslayer/oslayer/internal/field"
 	"github.com/oslayer/oslayer/render/systemd"
 	"github.com/oslayer/oslayer/render/tree"
 	"github.com/oslayer/oslayer/render/varmech"
@@ -142,7 +143,7 @@ func (p *placer) classify(o model.Origin, np string) (placeClass, bool) {
 		}
 		return asIs, true
 	}
-	p.errorf(o, np, "top-level directory /%s is not kept by ostree-native bases (only on composefs bases); allow it explicitly (--allow-toplevel %s)", top, top)
+	p.errorf(o, np, "top-level directory /%s is not kept by ostree-native bases (only on composefs bases); allow it explicitly (%v %s)", top, field.Name("allowTopLevel"), top)
 	return 0, false
 }
 

@@ -259,7 +259,7 @@ func TestHostilePlacement(t *testing.T) {
 		{"/proc/sys/x", "children of /proc"},
 		{"/boot/x", "/boot"},
 		{"/sysroot/x", "/sysroot must never appear"},
-		{"/data/x", "--allow-toplevel data"},
+		{"/data/x", "(allowTopLevel data)"},
 		{"/home", "top-level directory itself"},
 		{"/etc/a\x00b", "NUL"},
 		{"/etc/\xff", "not valid UTF-8"},

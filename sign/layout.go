@@ -18,6 +18,7 @@ import (
 	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
 
 	"github.com/oslayer/oslayer/assemble"
+	"github.com/oslayer/oslayer/internal/field"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/publish"
 )
@@ -32,7 +33,7 @@ func WithIdentity(repo string) Option { return func(o *options) { o.identity = r
 // an OCI layout (p.Ref "oci:DIR@sha256:...") and the layout's directory.
 func (s *Signer) layoutDigest(p *assemble.Published) (name.Digest, layoutRef, error) {
 	if s.o.identity == "" {
-		return name.Digest{}, layoutRef{}, fmt.Errorf("%s: signing an OCI layout needs --sign-identity REPO, the repository nodes pull the image from (the signature names it)", p.Ref)
+		return name.Digest{}, layoutRef{}, field.Errorf("%s: signing an OCI layout needs %v REPO, the repository nodes pull the image from (the signature names it)", p.Ref, field.Name("signing.identity"))
 	}
 	l, err := parseLayoutRef(p.Ref)
 	if err != nil {
@@ -40,7 +41,7 @@ func (s *Signer) layoutDigest(p *assemble.Published) (name.Digest, layoutRef, er
 	}
 	d, err := name.NewDigest(s.o.identity + "@" + l.digest.String())
 	if err != nil {
-		return name.Digest{}, layoutRef{}, fmt.Errorf("--sign-identity %q: %w", s.o.identity, err)
+		return name.Digest{}, layoutRef{}, field.Errorf("%v %q: %w", field.Name("signing.identity"), s.o.identity, err)
 	}
 	return d, l, nil
 }

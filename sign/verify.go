@@ -17,6 +17,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 
+	"github.com/oslayer/oslayer/internal/field"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/publish"
 )
@@ -344,7 +345,7 @@ func layoutSignedImage(dir string, d v1.Hash) error {
 		return err
 	}
 	if si == nil {
-		return fmt.Errorf("the layout %s holds no signed image (no index.json entry with annotation kind=%s; build with --sign-key or cosign save)", dir, publish.KindImage)
+		return field.Errorf("the layout %s holds no signed image (no index.json entry with annotation kind=%s; sign it when building (%v) or with cosign save)", dir, publish.KindImage, field.Name("signing.key"))
 	}
 	h, err := si.Digest()
 	if err != nil {

@@ -79,6 +79,7 @@ func TestBuildBadInputExit2(t *testing.T) {
 			[]string{"--arch amd64,arm64 with --sign-key"}},
 		{"--imageref-budget that does not parse", []string{"--imageref-budget", "much"}, repo, []string{"--imageref-budget"}},
 		{"negative --imageref-timeout", []string{"--imageref-timeout", "-1s"}, repo, []string{"--imageref-timeout -1s"}},
+		{"base of another architecture", []string{"--arch", "arm64"}, repo, []string{`image is for architecture "amd64", --arch is "arm64"`}},
 		{"layout target by digest", nil, "oci:" + layout + "@sha256:" + strings.Repeat("0", 64), []string{"push target", layout}},
 		{"registry target that does not parse", nil, px.Host + "/OS/Worker:latest", []string{"push target", "OS/Worker"}},
 	} {
@@ -100,6 +101,7 @@ func TestBuildBadInputExit2(t *testing.T) {
 		{[]string{"build", "--osc", example(t, "gardener", "worker-osc.yaml"), "--push", repo}, "--pool"},
 		{[]string{"build", "--pool", "worker", "--push", repo}, "--osc"},
 		{[]string{"build", "--pool", "worker", "--osc", example(t, "gardener", "worker-osc.yaml")}, "--push"},
+		{[]string{"build", "--pool", "worker", "--osc", example(t, "gardener", "worker-osc.yaml"), "--push", repo}, "no base image: give --base"},
 	} {
 		code, stdout, stderr := oslayerRun(t, tc.args...)
 		checkBadInput(t, px, layout, code, stdout, stderr, []string{tc.want})

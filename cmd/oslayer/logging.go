@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+
+	"github.com/oslayer/oslayer/internal/field"
 )
 
 // humanHandler writes log records for people, one line each:
@@ -34,6 +36,7 @@ func newHumanHandler(w io.Writer, level slog.Leveler) *humanHandler {
 func (h *humanHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level.Level() }
 
 func (h *humanHandler) Handle(_ context.Context, r slog.Record) error {
+	r = flagText(r)
 	switch {
 	case r.Level >= slog.LevelError:
 		return h.out.line("error", r.Message, "")
@@ -42,7 +45,7 @@ func (h *humanHandler) Handle(_ context.Context, r slog.Record) error {
 	}
 	var b strings.Builder
 	add := func(a slog.Attr) bool {
-		if a.Equal(slog.Attr{}) {
+		if a.Equal(slog.Attr{}) || a.Key == fieldAttr {
 			return true
 		}
 		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value.Resolve())
@@ -101,4 +104,21 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, *humanOut, erro
 		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl})), nil, nil
 	}
 	return nil, nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+// fieldAttr is the attribute of a record whose message names a
+// specification field (a preflight finding's Field).
+const fieldAttr = "field"
+
+// flagText is r with the field its message names spelled as the flag
+// that sets it (preflight.maxLayers: --max-layers).
+func flagText(r slog.Record) slog.Record {
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == fieldAttr {
+			r.Message = field.SpellText(r.Message, field.Name(a.Value.String()), flagOf)
+			return false
+		}
+		return true
+	})
+	return r
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/oslayer/oslayer/internal/field"
 	"github.com/oslayer/oslayer/packagestage/bud"
 	"github.com/oslayer/oslayer/pipeline"
 )
@@ -45,6 +46,7 @@ func (g *globals) json() bool { return g.output.format == "json" }
 // warn reports a warning on stderr: once, as "warning: MESSAGE", or as a
 // JSON log record with --log-format json.
 func (g *globals) warn(msg string) {
+	msg = plainFlagText(msg)
 	if g.human != nil {
 		_ = g.human.warn(msg)
 		return
@@ -170,14 +172,15 @@ func signalName(s os.Signal) string {
 	return "SIGINT"
 }
 
-// exitCode prints err and returns the exit code it carries: an
+// exitCode prints err (the fields library messages name spelled as
+// flags) and returns the exit code it carries: an
 // exitError's, 2 for bad input (a specification the pipeline refuses,
 // pipeline.IsInput), else 1.
 func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(stderr, "oslayer:", err)
+	fmt.Fprintln(stderr, "oslayer:", plainFlagText(field.Spell(err, flagOf)))
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code

@@ -173,7 +173,7 @@ func printReport(w io.Writer, rep *preflight.Report) error {
 			if p != "" {
 				p = "/" + p
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", check, f.Severity, dash(layer), dash(p), strings.ReplaceAll(f.Message, "\n", " "))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", check, f.Severity, dash(layer), dash(p), strings.ReplaceAll(f.Text(flagOf), "\n", " "))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -62,7 +62,7 @@ existing DIR is replaced only when an earlier render wrote it (it holds the
   oslayer render --osc osc.yaml --mirror europe-docker.pkg.dev=mirror.local:5000 \
       --output-dir out/pool -o json`,
 		Args: cobra.NoArgs,
-		RunE: c.run,
+		RunE: func(cmd *cobra.Command, args []string) error { return flagError(c.run(cmd, args)) },
 	}
 	c.in.register(cmd.Flags())
 	c.pkg.register(cmd.Flags())

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/oslayer/oslayer/internal/field"
 	"github.com/oslayer/oslayer/pipeline"
 	"github.com/oslayer/oslayer/pipeline/settings"
 	"github.com/oslayer/oslayer/preflight"
@@ -100,6 +101,41 @@ func (v *intSetting) Type() string { return "int" }
 // that set a field an error of pipeline names.
 var specFlags = map[string]string{"signing.key": "sign-key"}
 
+// fieldFlags are the flags outside the settings table that set a field a
+// library message names (field.Name).
+var fieldFlags = map[field.Name]string{
+	"base": "base", "pool": "pool", "arch": "arch", "target": "push",
+	"secretsDir": "secrets", "signing.key": "sign-key", "signing.identity": "sign-identity",
+	"registry.authfile": "authfile", "registry.authSecret": "auth-secret", "registry.insecure": "insecure-registry",
+	"registry.mirrors": "mirror", "registry.timeout": "timeout",
+}
+
+// plainFields are the fields that plain library texts (the sources'
+// warnings and runtime reasons) name as field.SpellText reads them:
+// "(strict refuses it)".
+var plainFields = []field.Name{"bakeSecrets", "strict",
+	"registry.authfile", "registry.authSecret", "registry.insecure", "registry.mirrors", "registry.timeout"}
+
+// plainFlagText is s with the plainFields it names spelled as flags.
+func plainFlagText(s string) string {
+	for _, n := range plainFields {
+		s = field.SpellText(s, n, flagOf)
+	}
+	return s
+}
+
+// flagOf is the flag that sets field (--base, --max-layers), the field's
+// own name when no flag sets it.
+func flagOf(f field.Name) string {
+	if fl := pipeline.FlagOf(string(f)); fl != nil {
+		return "--" + fl.Name
+	}
+	if name, ok := fieldFlags[f]; ok {
+		return "--" + name
+	}
+	return string(f)
+}
+
 // flagError names the flag of each field an error of pipeline or of the
 // preflight checks names (--max-added-bytes "lots": ...), keeping the
 // error itself in the chain: bad input (pipeline.IsInput) still exits 2.
@@ -128,6 +164,13 @@ func flagNamed(e error) error {
 			msg := strings.Replace(e.Error(), oe.Error(), fmt.Sprintf("--%s %v", fl.Name, oe.Err), 1)
 			return &renamed{msg: msg, err: e}
 		}
+	}
+	var fe field.Speller
+	if errors.As(e, &fe) {
+		return &renamed{msg: plainFlagText(field.Spell(e, flagOf)), err: e}
+	}
+	if msg := plainFlagText(e.Error()); msg != e.Error() {
+		return &renamed{msg: msg, err: e}
 	}
 	return e
 }

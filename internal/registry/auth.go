@@ -67,9 +67,9 @@ func Keychain(authfile, secretFile string) (authn.Keychain, error) {
 func AuthFileKeychain(path string) (authn.Keychain, error) {
 	b, err := inputfile.Read(path)
 	if err != nil {
-		return nil, fmt.Errorf("--authfile: %w", err)
+		return nil, fmt.Errorf("registry.authfile: %w", err)
 	}
-	return parseDockerConfig(b, "--authfile "+path, "", true)
+	return parseDockerConfig(b, "registry.authfile "+path, "", true)
 }
 
 // SecretKeychain reads a Kubernetes Secret manifest of type
@@ -79,7 +79,7 @@ func AuthFileKeychain(path string) (authn.Keychain, error) {
 func SecretKeychain(path string) (authn.Keychain, error) {
 	b, err := inputfile.Read(path)
 	if err != nil {
-		return nil, fmt.Errorf("--auth-secret: %w", err)
+		return nil, fmt.Errorf("registry.authSecret: %w", err)
 	}
 	return parseSecret(b, path)
 }
@@ -96,7 +96,7 @@ func parseSecret(b []byte, path string) (authn.Keychain, error) {
 		}
 		j, err := yaml.YAMLToJSON(doc)
 		if err != nil {
-			return nil, fmt.Errorf("--auth-secret %s: not a YAML or JSON manifest: %s", where, yamlErrLine(err))
+			return nil, fmt.Errorf("registry.authSecret %s: not a YAML or JSON manifest: %s", where, yamlErrLine(err))
 		}
 		if bytes.Equal(bytes.TrimSpace(j), []byte("null")) {
 			continue
@@ -111,7 +111,7 @@ func parseSecret(b []byte, path string) (authn.Keychain, error) {
 			} `json:"metadata"`
 		}
 		if err := json.Unmarshal(j, &sec); err != nil {
-			return nil, fmt.Errorf("--auth-secret %s: %s", where, jsonErr(err))
+			return nil, fmt.Errorf("registry.authSecret %s: %s", where, jsonErr(err))
 		}
 		if sec.Kind != "Secret" {
 			seen = append(seen, "kind "+safeQuote(sec.Kind))
@@ -136,12 +136,12 @@ func parseSecret(b []byte, path string) (authn.Keychain, error) {
 			field = "data." + key
 			raw, err = base64.StdEncoding.DecodeString(strings.TrimSpace(v))
 			if err != nil {
-				return nil, fmt.Errorf("--auth-secret %s: %s is not valid base64", where, field)
+				return nil, fmt.Errorf("registry.authSecret %s: %s is not valid base64", where, field)
 			}
 		} else {
-			return nil, fmt.Errorf("--auth-secret %s: Secret %s of type %s has no data.%s or stringData.%s", where, safeQuote(sec.Metadata.Name), sec.Type, key, key)
+			return nil, fmt.Errorf("registry.authSecret %s: Secret %s of type %s has no data.%s or stringData.%s", where, safeQuote(sec.Metadata.Name), sec.Type, key, key)
 		}
-		kc, err := parseDockerConfig(raw, "--auth-secret "+where, field, !legacy)
+		kc, err := parseDockerConfig(raw, "registry.authSecret "+where, field, !legacy)
 		if err != nil {
 			return nil, err
 		}
@@ -152,7 +152,7 @@ func parseSecret(b []byte, path string) (authn.Keychain, error) {
 		if len(seen) > 0 {
 			found = strings.Join(seen, ", ")
 		}
-		return nil, fmt.Errorf("--auth-secret %s: no Secret of type kubernetes.io/dockerconfigjson (or kubernetes.io/dockercfg) found (found %s)", path, found)
+		return nil, fmt.Errorf("registry.authSecret %s: no Secret of type kubernetes.io/dockerconfigjson (or kubernetes.io/dockercfg) found (found %s)", path, found)
 	}
 	return authn.NewMultiKeychain(kcs...), nil
 }

@@ -220,7 +220,7 @@ func TestAuthErrorsNameFieldNotSecret(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Keychain(filepath.Join(t.TempDir(), "missing.json"), ""); err == nil || !strings.Contains(err.Error(), "--authfile") {
+	if _, err := Keychain(filepath.Join(t.TempDir(), "missing.json"), ""); err == nil || !strings.Contains(err.Error(), "registry.authfile") {
 		t.Errorf("missing authfile: %v", err)
 	}
 }

@@ -25,7 +25,7 @@ func ExplainRefused(err error, repo name.Repository) error {
 // RefusedError is err explained as repo's registry refusing the
 // credentials.
 func RefusedError(err error, repo name.Repository) error {
-	return fmt.Errorf("registry %s refused the credentials for %s (check --authfile, --auth-secret or the docker config): %w",
+	return fmt.Errorf("registry %s refused the credentials for %s (check registry.authfile, registry.authSecret or the docker config): %w",
 		repo.RegistryStr(), repo.RepositoryStr(), err)
 }
 

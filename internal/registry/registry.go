@@ -119,10 +119,10 @@ func (o *Options) IsInsecure(host string) bool {
 func ParseInsecure(s string) (string, error) {
 	h := strings.TrimSpace(s)
 	if h == "" || strings.Contains(h, "://") || strings.ContainsAny(h, "/ @") {
-		return "", fmt.Errorf("--insecure-registry %q: give a registry host[:port], e.g. registry.example.com:5000", s)
+		return "", fmt.Errorf("registry.insecure %q: give a registry host[:port], e.g. registry.example.com:5000", s)
 	}
 	if _, err := name.NewRegistry(h, name.Insecure); err != nil {
-		return "", fmt.Errorf("--insecure-registry %q: %v", s, err)
+		return "", fmt.Errorf("registry.insecure %q: %v", s, err)
 	}
 	return h, nil
 }
@@ -139,10 +139,10 @@ func ParseMirror(s string) (Mirror, error) {
 	from, to, ok := strings.Cut(s, "=")
 	from, to = strings.TrimSpace(from), strings.TrimSpace(to)
 	if !ok || from == "" || to == "" {
-		return Mirror{}, fmt.Errorf("--mirror %q: want FROM=TO, e.g. quay.io=mirror.example.com:5000", s)
+		return Mirror{}, fmt.Errorf("registry.mirrors %q: want FROM=TO, e.g. quay.io=mirror.example.com:5000", s)
 	}
 	if strings.Contains(from, "://") || strings.Contains(to, "://") {
-		return Mirror{}, fmt.Errorf("--mirror %q: give registry hosts, not URLs", s)
+		return Mirror{}, fmt.Errorf("registry.mirrors %q: give registry hosts, not URLs", s)
 	}
 	return Mirror{From: strings.TrimSuffix(from, "/"), To: strings.TrimSuffix(to, "/")}, nil
 }

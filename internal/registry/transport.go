@@ -29,14 +29,14 @@ const DefaultMaxRetryAfter = 30 * time.Second
 type StallError struct {
 	// Host is the registry host, Method and Path the request.
 	Host, Method, Path string
-	// Deadline is the deadline (--timeout).
+	// Deadline is the deadline (registry.timeout; the CLI's --timeout).
 	Deadline time.Duration
 	// Err is what the HTTP client reported when the request was abandoned.
 	Err error
 }
 
 func (e *StallError) Error() string {
-	return fmt.Sprintf("registry %s did not answer %s %s within %s (--timeout)", e.Host, e.Method, e.Path, e.Deadline)
+	return fmt.Sprintf("registry %s did not answer %s %s within %s (registry.timeout)", e.Host, e.Method, e.Path, e.Deadline)
 }
 
 func (e *StallError) Unwrap() error { return e.Err }

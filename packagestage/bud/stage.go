@@ -29,6 +29,7 @@ import (
 	"sync"
 
 	"github.com/oslayer/oslayer/assemble"
+	"github.com/oslayer/oslayer/internal/field"
 	"github.com/oslayer/oslayer/internal/registry"
 	"github.com/oslayer/oslayer/packagestage"
 )
@@ -133,7 +134,7 @@ func (s *Stage) Run(ctx context.Context, req assemble.PackageRequest) (*assemble
 		return nil, fmt.Errorf("pool %s needs the package stage (%s), and this oslayer was built without it: build it with -tags %s", req.Pool, needs(in, plan), Tags)
 	}
 	if s.c.Repository == "" {
-		return nil, fmt.Errorf("pool %s needs the package stage (%s): give a registry target (--push REG/REPO[:TAG]); the package base is pushed there", req.Pool, needs(in, plan))
+		return nil, field.Errorf("pool %s needs the package stage (%s): give a registry target (%v REG/REPO[:TAG]); the package base is pushed there", req.Pool, needs(in, plan), field.Name("target"))
 	}
 	if in.Arch != runtime.GOARCH {
 		return nil, fmt.Errorf("pool %s needs the package stage (%s) for %s: buildah runs its steps on this machine, which is %s", req.Pool, needs(in, plan), in.Arch, runtime.GOARCH)

@@ -78,6 +78,7 @@ import (
 	extv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/oslayer/oslayer/internal/field"
 	"github.com/oslayer/oslayer/internal/inputfile"
 	"github.com/oslayer/oslayer/sources/model"
 )
@@ -126,12 +127,12 @@ func FileMode(permissions *uint32, imageRef bool) uint32 {
 
 // Runtime reasons, stable strings that the report shows.
 const (
-	ReasonSecret   = "secret content is delivered at runtime (use --bake-secrets to bake it)"
+	ReasonSecret   = "secret content is delivered at runtime (bakeSecrets bakes it)"
 	ReasonHostName = "file is only for host %q: host-specific content cannot be part of a per-pool image"
 	ReasonCRI      = "CRI configuration (containerd config, registries, sandbox image) is generated on the node by gardener-node-agent"
 	// ReasonUnknownField is the warning for a field the OSC API does not
 	// have; the origin before it names the field.
-	ReasonUnknownField = "unknown field ignored: the OperatingSystemConfig API has no such field, and gardener-node-agent ignores it (--strict refuses it)"
+	ReasonUnknownField = "unknown field ignored: the OperatingSystemConfig API has no such field, and gardener-node-agent ignores it (strict refuses it)"
 )
 
 // Options tune how OSC files are resolved.
@@ -166,8 +167,8 @@ func (l *loader) checkPool(where, kind, name string, labels map[string]string) e
 	if l.opts.Pool == "" || !ok || got == l.opts.Pool {
 		return nil
 	}
-	return fmt.Errorf("%s: %s %s is labelled %s=%s, but the pool built is %q (--pool): give this pool's OperatingSystemConfig, or --pool %s",
-		where, kind, name, PoolLabel, got, l.opts.Pool, got)
+	return field.Errorf("%s: %s %s is labelled %s=%s, but the pool built is %q (%v): give this pool's OperatingSystemConfig, or %v %s",
+		where, kind, name, PoolLabel, got, l.opts.Pool, field.Name("pool"), field.Name("pool"), got)
 }
 
 func (o Options) maxContent() int {
@@ -685,7 +686,7 @@ func (l *loader) secretFile(o model.Origin, out *model.File, ref *extv1alpha1.Fi
 	}
 	if l.opts.SecretsDir == "" {
 		if l.opts.BakeSecrets {
-			return nil, nil, model.Errorf(o, out.Path, "content.secretRef %s key %s: baking secrets needs a secrets directory (--secrets DIR)", ref.Name, ref.DataKey)
+			return nil, nil, model.Errorf(o, out.Path, "content.secretRef %s key %s: baking secrets needs a secrets directory (%v DIR)", ref.Name, ref.DataKey, field.Name("secretsDir"))
 		}
 		return nil, &model.Runtime{Item: out.Path, Reason: ReasonSecret, Origin: o}, nil
 	}

@@ -74,6 +74,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/oslayer/oslayer/internal/field"
 	"github.com/oslayer/oslayer/internal/inputfile"
 	"github.com/oslayer/oslayer/sources/model"
 )
@@ -443,8 +444,8 @@ func oneRole(docs []doc) error {
 		names = append(names, r)
 	}
 	sort.Strings(names)
-	return fmt.Errorf("the MachineConfigs are for %d roles (%s labelled %s): give --pool to say which pool to build; the MCO renders each pool on its own",
-		len(names), strings.Join(names, ", "), RoleLabel)
+	return field.Errorf("the MachineConfigs are for %d roles (%s labelled %s): give %v to say which pool to build; the MCO renders each pool on its own",
+		len(names), strings.Join(names, ", "), RoleLabel, field.Name("pool"))
 }
 
 // origin names a field of the MachineConfig d.

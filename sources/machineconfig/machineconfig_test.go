@@ -538,8 +538,8 @@ func TestHostileInputs(t *testing.T) {
 		{"gzip bomb", fileMC(`{path: /etc/x, contents: {compression: gzip, source: "data:;base64,` + bomb + `"}}`), o + `/etc/x: contents: gzip content exceeds the limit of 67108864 bytes`},
 		{"hash mismatch", fileMC(`{path: /etc/x, contents: {source: "data:,hello", verification: {hash: "sha256-0000000000000000000000000000000000000000000000000000000000000000"}}}`), o + `/etc/x: contents: verification.hash mismatch: content has sha256-2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824, want sha256-0000`},
 		{"not gzip", fileMC(`{path: /etc/x, contents: {compression: gzip, source: "data:,plain"}}`), o + `/etc/x: contents: compression gzip: unexpected EOF`},
-		{"user name", fileMC(`{path: /etc/x, user: {name: bob}}`), o + `/etc/x: user.name "bob": no base image tree to resolve it through (build with --base); give a numeric id`},
-		{"group name", fileMC(`{path: /etc/x, group: {name: wheel}}`), o + `/etc/x: group.name "wheel": no base image tree to resolve it through (build with --base); give a numeric id`},
+		{"user name", fileMC(`{path: /etc/x, user: {name: bob}}`), o + `/etc/x: user.name "bob": no base image tree to resolve it through (build with base); give a numeric id`},
+		{"group name", fileMC(`{path: /etc/x, group: {name: wheel}}`), o + `/etc/x: group.name "wheel": no base image tree to resolve it through (build with base); give a numeric id`},
 		{"relative path", fileMC(`{path: etc/x}`), `bad.yaml (MachineConfig 50-bad) spec.config: invalid Ignition config: config is not valid: error at $.storage.files.0.path, line 1 col 61: path not absolute`},
 		{"dotdot path", fileMC(`{path: /etc/../x}`), `spec.config: invalid Ignition config`},
 		{"unsupported ignition", strings.Replace(mcHead, "3.4.0", "2.3.0", 1), `bad.yaml (MachineConfig 50-bad) spec.config: unsupported Ignition version: spec 2.x configs must be 2.0, 2.1 or 2.2`},
@@ -755,7 +755,7 @@ func TestSeveralRolesNeedAPool(t *testing.T) {
 	ctx := context.Background()
 	dir := fixtures.Path(t, "mco", "aws")
 	_, err := machineconfig.Load(ctx, []string{filepath.Join(dir, "master"), filepath.Join(dir, "worker")}, machineconfig.Options{})
-	if err == nil || !strings.Contains(err.Error(), "2 roles (master, worker") || !strings.Contains(err.Error(), "--pool") {
+	if err == nil || !strings.Contains(err.Error(), "2 roles (master, worker") || !strings.Contains(err.Error(), "give pool to say") {
 		t.Errorf("master and worker without a pool: %v", err)
 	}
 	for _, c := range []struct {

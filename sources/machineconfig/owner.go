@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	igntypes "github.com/coreos/ignition/v2/config/v3_6_experimental/types"
+	"github.com/oslayer/oslayer/internal/field"
 )
 
 // Where Ignition finds users and groups in the root it writes to: through
@@ -149,11 +150,10 @@ func (o *owners) ident(what string, id *int, name *string) (int, error) {
 	}
 	v, ok := assumedIDs[n]
 	if !ok {
-		why := "no base image tree to resolve it through (build with --base)"
-		if o.base != nil {
-			why = fmt.Sprintf("%s has no %s to resolve it through", o.baseName, file)
+		if o.base == nil {
+			return 0, field.Errorf("%s.name %q: no base image tree to resolve it through (build with %v); give a numeric id", what, n, field.Name("base"))
 		}
-		return 0, fmt.Errorf("%s.name %q: %s; give a numeric id", what, n, why)
+		return 0, fmt.Errorf("%s.name %q: %s has no %s to resolve it through; give a numeric id", what, n, o.baseName, file)
 	}
 	if key := what + " " + n; n != "root" && !o.assumed[key] {
 		o.assumed[key] = true

@@ -7,6 +7,7 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
+	"github.com/oslayer/oslayer/internal/field"
 	"github.com/oslayer/oslayer/internal/inputfile"
 	"github.com/oslayer/oslayer/sources/model"
 )
@@ -137,7 +138,7 @@ func pickPool(pools []foundPool, name string, paths []string) (*foundPool, error
 			continue
 		}
 		if name == "" {
-			return nil, fmt.Errorf("several MachineConfigPools given (%s): choose one with --pool NAME", strings.Join(names, ", "))
+			return nil, field.Errorf("several MachineConfigPools given (%s): choose one with %v NAME", strings.Join(names, ", "), field.Name("pool"))
 		}
 		return nil, fmt.Errorf("MachineConfigPool %s is defined twice: %s and %s", name, pick.where, pools[i].where)
 	}

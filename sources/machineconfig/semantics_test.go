@@ -206,7 +206,7 @@ func TestMachineConfigPool(t *testing.T) {
 	}
 
 	for _, c := range []struct{ pools, name, want string }{
-		{pools, "", "several MachineConfigPools given (infra, worker): choose one with --pool NAME"},
+		{pools, "", "several MachineConfigPools given (infra, worker): choose one with pool NAME"},
 		{pools, "gpu", `no MachineConfigPool named "gpu" among infra, worker`},
 		{mcs, "", `kind "MachineConfig" (apiVersion "machineconfiguration.openshift.io/v1") is not a MachineConfigPool`},
 		{write("empty.yaml", "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfigPool\nmetadata: {name: e}\nspec: {}\n"), "", "MachineConfigPool e): spec.machineConfigSelector is empty"},

@@ -10,6 +10,8 @@ package model
 import (
 	"context"
 	"fmt"
+
+	"github.com/oslayer/oslayer/internal/field"
 )
 
 // Origin names the input document and the field inside it that produced an item.
@@ -174,16 +176,36 @@ type Error struct {
 	Origin Origin
 	Path   string // the node path concerned, if any
 	Msg    string
+	// msg is Msg naming specification fields (field.Name arguments),
+	// for Spell; nil when Msg names none.
+	msg *field.Error
 }
 
-func (e *Error) Error() string {
+func (e *Error) Error() string { return e.text(e.Msg) }
+
+func (e *Error) text(msg string) string {
 	if e.Path != "" {
-		return fmt.Sprintf("%s: %s: %s", e.Origin, e.Path, e.Msg)
+		return fmt.Sprintf("%s: %s: %s", e.Origin, e.Path, msg)
 	}
-	return fmt.Sprintf("%s: %s", e.Origin, e.Msg)
+	return fmt.Sprintf("%s: %s", e.Origin, msg)
 }
 
-// Errorf builds an *Error.
+// Spell is the error with the specification fields its message names
+// (field.Name arguments of Errorf: pool, secretsDir) spelled by spell.
+func (e *Error) Spell(spell func(field.Name) string) string {
+	if e.msg == nil {
+		return e.Error()
+	}
+	return e.text(e.msg.Spell(spell))
+}
+
+// Errorf builds an *Error; field.Name arguments name specification
+// fields (Spell).
 func Errorf(o Origin, path, format string, args ...any) *Error {
-	return &Error{Origin: o, Path: path, Msg: fmt.Sprintf(format, args...)}
+	msg := field.Errorf(format, args...)
+	e := &Error{Origin: o, Path: path, Msg: msg.Error()}
+	if msg.Names() {
+		e.msg = msg
+	}
+	return e
 }

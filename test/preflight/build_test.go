@@ -87,7 +87,7 @@ func TestBuildStage(t *testing.T) {
 	}
 	rep := res.Stages.Preflight
 	if !res.Tagged || rep.Result != "passed" || rep.Errors != 0 || rep.Infos != 1 || len(rep.Findings) != 1 ||
-		rep.Findings[0].Message != "holds a PEM private key, allowed by --allow-secret /etc/ssl/private/node.key" {
+		rep.Findings[0].Message != "holds a PEM private key, allowed by preflight.allowSecrets /etc/ssl/private/node.key" || rep.Findings[0].Field != "preflight.allowSecrets" {
 		t.Errorf("result tagged=%v preflight %+v\n%s", res.Tagged, rep, out)
 	}
 	if _, err := remote.Head(tag); err != nil {

@@ -62,7 +62,7 @@ func TestRechunkedBase(t *testing.T) {
 	if !res.Tagged || rep.Result != "passed" || n <= 400 || rep.Layers.History != n || len(rep.AddedLayers) != n-400 {
 		t.Fatalf("build: tagged=%v preflight %+v", res.Tagged, rep)
 	}
-	if got := messages(&rep, "layers"); len(got) != 1 || !strings.Contains(got[0], "more than 127 (--warn-layers)") {
+	if got := messages(&rep, "layers"); len(got) != 1 || !strings.Contains(got[0], "more than 127 (preflight.warnLayers)") {
 		t.Errorf("layers findings %q, want the warning above 127", got)
 	}
 	for _, c := range rep.Checks {

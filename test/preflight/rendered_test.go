@@ -78,7 +78,7 @@ func TestRenderedPools(t *testing.T) {
 		}
 		// The path as on the node, as a user writes it.
 		rep, err = stage(b, preflight.Options{AllowSecrets: []string{"/var/lib/kubelet/config.json"}})
-		if err != nil || rep.Errors != 0 || rep.Infos != 1 || !strings.HasSuffix(rep.Findings[0].Message, "allowed by --allow-secret /var/lib/kubelet/config.json (its node path /var/lib/kubelet/config.json)") {
+		if err != nil || rep.Errors != 0 || rep.Infos != 1 || !strings.HasSuffix(rep.Findings[0].Message, "allowed by preflight.allowSecrets /var/lib/kubelet/config.json (its node path /var/lib/kubelet/config.json)") {
 			t.Fatalf("with --allow-secret /var/lib/kubelet/config.json: err %v, report %+v", err, rep)
 		}
 	})

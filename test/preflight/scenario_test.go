@@ -153,7 +153,7 @@ func TestCustomerBase(t *testing.T) {
 		ref := reg.Host + "/customer/base:rebuilt"
 		bd.build(ref, "FROM "+rebuilt+"\nCOPY motd /etc/motd\n", map[string]string{"motd": "welcome\n"})
 		rep, code, stderr := preflightJSON(t, ref, "--require-base", offRef)
-		want := []string{fmt.Sprintf("none of the 5 layers of %s (--require-base) are in the image: it was built from a different or rebuilt base; rebuild it FROM %s", offRef, offRef)}
+		want := []string{fmt.Sprintf("none of the 5 layers of %s (preflight.requireBase) are in the image: it was built from a different or rebuilt base; rebuild it FROM %s", offRef, offRef)}
 		if got := messages(rep, "base-layers-present"); code != 1 || !slices.Equal(got, want) {
 			t.Errorf("exit %d, findings:\n got  %q\n want %q\n%s", code, got, want, stderr)
 		}
