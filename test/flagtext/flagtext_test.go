@@ -34,7 +34,7 @@ var allowed = map[string]map[string]string{
 	"extension/pkg/controller/operatingsystemconfig/defaults.go": {"namespace": "the extension's own --namespace"},
 	// The CLI's flag table: the help text of --bake-secrets names
 	// --allow-secret.
-	"pipeline/flags.go": {"allow-secret": "help text of the CLI's flag table"},
+	"pipeline/flags.go": {"allow-secret": "help text of the CLI's flag table", "jobs": "help text of the CLI's flag table"},
 	// Not a message: a label hashed into the build's identity.
 	"pipeline/identity.go": {"context": "identity hash input, not text"},
 	// oslayer trust's own input (--key), read by the thin command's
