@@ -33,7 +33,7 @@ var allowed = map[string]map[string]string{
 	// The extension's own flag (its command, not oslayer's, registers it).
 	"extension/pkg/controller/operatingsystemconfig/defaults.go": {"namespace": "the extension's own --namespace"},
 	// The CLI's flag table: the help text of --bake-secrets names
-	// --allow-secret.
+	// --allow-secret, that of --request-jobs --jobs.
 	"pipeline/flags.go": {"allow-secret": "help text of the CLI's flag table", "jobs": "help text of the CLI's flag table"},
 	// Not a message: a label hashed into the build's identity.
 	"pipeline/identity.go": {"context": "identity hash input, not text"},
