@@ -17,12 +17,17 @@ import (
 // with it, and the record manifest is not an image of the repository.
 // A record that cannot be read as one leaves its image undated, which
 // keeps it. An image a reference dates (a PoolImage's build history,
-// which names its images: in use, kept) is not read again; its record's
-// own tags are still folded into it by their digest when listed.
+// which names its images: in use, kept) is not read again unless another
+// image is dated to the same second (sameSecond); its record's own tags
+// are still folded into it by their digest when listed.
 func (l *lister) records(ctx context.Context) error {
-	var ims []*Image
+	var ims, byRef []*Image
 	for _, im := range l.found {
-		if im.hasRecord() && !l.datedByRef(im.Digest) {
+		switch {
+		case !im.hasRecord():
+		case l.datedByRef(im.Digest):
+			byRef = append(byRef, im)
+		default:
 			ims = append(ims, im)
 		}
 	}
@@ -34,6 +39,49 @@ func (l *lister) records(ctx context.Context) error {
 	}
 	for _, im := range ims {
 		l.fold(im)
+	}
+	ties := l.sameSecond(byRef)
+	return parallel(ctx, l.jobs, len(ties), func(i int) error {
+		return l.timeFromRecord(ctx, ties[i])
+	})
+}
+
+// sameSecond lists the images of byRef whose reference dates them to a
+// second another listed image is dated to as well. A PoolImage's build
+// time is a Kubernetes time, kept to the second, and a record's to the
+// nanosecond: two builds within one second are ordered by their records,
+// or the older, read to the nanosecond, would rank as the newer.
+func (l *lister) sameSecond(byRef []*Image) []*Image {
+	if len(byRef) == 0 {
+		return nil
+	}
+	n := map[int64]int{}
+	for _, im := range l.found {
+		if t := l.refTime(im.Digest); !t.IsZero() {
+			n[t.Unix()]++
+		} else if !im.Time.IsZero() {
+			n[im.Time.Unix()]++
+		}
+	}
+	var out []*Image
+	for _, im := range byRef {
+		if n[l.refTime(im.Digest).Unix()] > 1 {
+			out = append(out, im)
+		}
+	}
+	return out
+}
+
+// timeFromRecord dates im by its build record's time (to the
+// nanosecond); nothing else of the record is taken (the references date
+// and keep it).
+func (l *lister) timeFromRecord(ctx context.Context, im *Image) error {
+	r, d, err := record.Read(ctx, l.reg, l.repo, im.Digest)
+	if err != nil && d == (v1.Hash{}) {
+		return err // the registry failed
+	}
+	if err == nil && r != nil && r.Time.After(im.Time) {
+		im.Time, im.TimeFrom = r.Time, "build record "+record.TagName(im.Digest)
 	}
 	return nil
 }
@@ -112,10 +160,16 @@ func recordChanged(ctx context.Context, reg *registry.Options, repo name.Reposit
 
 // datedByRef reports whether a reference dates d (a PoolImage's build).
 func (l *lister) datedByRef(d v1.Hash) bool {
+	return !l.refTime(d).IsZero()
+}
+
+// refTime is the latest time a reference dates d to (zero: none).
+func (l *lister) refTime(d v1.Hash) time.Time {
+	var t time.Time
 	for _, r := range l.refs.Of(d) {
-		if !r.Time.IsZero() {
-			return true
+		if r.Time.After(t) {
+			t = r.Time
 		}
 	}
-	return false
+	return t
 }

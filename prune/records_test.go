@@ -150,3 +150,32 @@ status:
 		t.Errorf("attached %v, want .att, .rec, .sig and the record's .sig", res.Images[0].Attached)
 	}
 }
+
+// TestRecordOrdersWithinASecond: a PoolImage dates its build to the
+// second (a Kubernetes time), a build record to the nanosecond. An
+// image no longer in use, recorded 0.1 s into the second the PoolImage's
+// build was made in 0.9 s into, is the older one: with keep 1 it goes.
+// Read to the second, the PoolImage's build would rank below it.
+func TestRecordOrdersWithinASecond(t *testing.T) {
+	e := newEnv(t, false)
+	s := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
+	older := e.pushRecorded("worker", s.Add(100*time.Millisecond))
+	newer := e.pushRecorded("worker", s.Add(900*time.Millisecond))
+	e.apply(fmt.Sprintf(`apiVersion: oslayer.dev/v1alpha1
+kind: PoolImage
+metadata: {name: %s, namespace: %s}
+spec: {pool: worker, base: "quay.io/fedora/fedora-coreos:stable", target: "%s:worker", source: {gardener: {secretName: osc}}}
+status:
+  builds: [{image: %q, time: %q, result: Succeeded}]
+`, e.name("pi"), e.ns, e.repo, newer.String(), s.UTC().Format(time.RFC3339)))
+	res := e.prune(false, func(o *prune.Options) { o.Policy = prune.Policy{Keep: 1, Grace: time.Hour, Now: time.Now()} })
+	want := map[string]string{older.DigestStr(): prune.ActionDelete, newer.DigestStr(): prune.ActionKeep}
+	for _, im := range res.Images {
+		if w, ok := want[im.Digest.String()]; ok && im.Action != w {
+			t.Errorf("%s (dated %s by %s): %s, want %s: %v", im.Digest, im.Time, im.TimeFrom, im.Action, w, im.Reasons)
+		}
+	}
+	if len(res.Images) != 2 {
+		t.Errorf("listed %v, want the two images", digests(res))
+	}
+}
