@@ -2,14 +2,12 @@ package pipeline_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -23,33 +21,27 @@ import (
 // requestKinds names what each request did (the manifest's by tag or by
 // digest, blobs, uploads) and counts them, sorted, one per line.
 func requestKinds(reqs []regtest.Request) string {
-	c := map[string]int{}
-	for _, r := range reqs {
-		k := r.Method + " " + r.Path
-		switch {
-		case r.Path == "/v2/":
-			k = r.Method + " /v2/"
-		case strings.HasSuffix(r.Path, ".rec"):
-			k = r.Method + " record"
-		case strings.Contains(r.Path, "/manifests/sha256:"):
-			k = r.Method + " manifest by digest"
-		case strings.Contains(r.Path, "/manifests/"):
-			k = r.Method + " manifest by tag"
-		case strings.Contains(r.Query, "mount="):
-			k = r.Method + " mount"
-		case strings.Contains(r.Path, "/blobs/uploads/"):
-			k = r.Method + " upload"
-		case strings.Contains(r.Path, "/blobs/"):
-			k = r.Method + " blob"
-		}
-		c[k]++
+	return strings.Join(regtest.Tally(reqs, requestKind), "\n")
+}
+
+func requestKind(r regtest.Request) string {
+	switch {
+	case r.Path == "/v2/":
+		return r.Method + " /v2/"
+	case strings.HasSuffix(r.Path, ".rec"):
+		return r.Method + " record"
+	case strings.Contains(r.Path, "/manifests/sha256:"):
+		return r.Method + " manifest by digest"
+	case strings.Contains(r.Path, "/manifests/"):
+		return r.Method + " manifest by tag"
+	case strings.Contains(r.Query, "mount="):
+		return r.Method + " mount"
+	case strings.Contains(r.Path, "/blobs/uploads/"):
+		return r.Method + " upload"
+	case strings.Contains(r.Path, "/blobs/"):
+		return r.Method + " blob"
 	}
-	var ks []string
-	for k, n := range c {
-		ks = append(ks, fmt.Sprintf("%s: %d", k, n))
-	}
-	sort.Strings(ks)
-	return strings.Join(ks, "\n")
+	return r.Method + " " + r.Path
 }
 
 // wanBuild is a base in Debian's docker-registry behind a counting proxy,

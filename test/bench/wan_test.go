@@ -298,31 +298,25 @@ func (e *wanEnv) fleet(name, target string) wanRow {
 
 // kindsOf summarizes requests by kind.
 func kindsOf(reqs []regtest.Request) string {
-	c := map[string]int{}
-	for _, r := range reqs {
-		k := "other"
-		switch {
-		case r.Path == "/v2/" || r.Path == "/v2":
-			k = "ping"
-		case strings.Contains(r.Query, "mount="):
-			k = fmt.Sprintf("mount %d", r.Status)
-		case strings.Contains(r.Path, "/blobs/uploads"):
-			k = r.Method + " upload"
-		case strings.Contains(r.Path, "/blobs/"):
-			k = r.Method + " blob"
-		case strings.Contains(r.Path, "/manifests/"):
-			k = r.Method + " manifest"
-		case strings.Contains(r.Path, "/tags/list"):
-			k = "tags/list"
-		}
-		c[k]++
+	return strings.Join(regtest.Tally(reqs, wanKind), ", ")
+}
+
+func wanKind(r regtest.Request) string {
+	switch {
+	case r.Path == "/v2/" || r.Path == "/v2":
+		return "ping"
+	case strings.Contains(r.Query, "mount="):
+		return fmt.Sprintf("mount %d", r.Status)
+	case strings.Contains(r.Path, "/blobs/uploads"):
+		return r.Method + " upload"
+	case strings.Contains(r.Path, "/blobs/"):
+		return r.Method + " blob"
+	case strings.Contains(r.Path, "/manifests/"):
+		return r.Method + " manifest"
+	case strings.Contains(r.Path, "/tags/list"):
+		return "tags/list"
 	}
-	var ks []string
-	for k, n := range c {
-		ks = append(ks, fmt.Sprintf("%s %d", k, n))
-	}
-	sort.Strings(ks)
-	return strings.Join(ks, ", ")
+	return "other"
 }
 
 func wanReport(rows []wanRow, load string) string {

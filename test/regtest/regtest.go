@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -544,4 +545,20 @@ func DSSEPredicateTypes(out string) []string {
 		}
 	}
 	return types
+}
+
+// Tally counts reqs by the kind kind names for each and returns the
+// counts sorted by kind, "KIND: N" each: request-count tests and the
+// benchmarks' request summaries name their kinds, this counts them.
+func Tally(reqs []Request, kind func(Request) string) []string {
+	c := map[string]int{}
+	for _, r := range reqs {
+		c[kind(r)]++
+	}
+	out := make([]string, 0, len(c))
+	for k, n := range c {
+		out = append(out, fmt.Sprintf("%s: %d", k, n))
+	}
+	sort.Strings(out)
+	return out
 }
