@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/oslayer/oslayer/extension/test/exttest"
 )
 
 // checkAdmissionOnly runs the binary as the admission chart runs it:
@@ -36,7 +38,7 @@ func checkAdmissionOnly(t *testing.T, bin string) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "--webhook-port") {
 		t.Errorf("--admission-only without --webhook-port: %v\n%s", err, out)
 	}
-	dir, port, health := t.TempDir(), freePort(t), freePort(t)
+	dir, port, health := t.TempDir(), exttest.FreePort(t), exttest.FreePort(t)
 	writeCert(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -85,14 +87,4 @@ func writeCert(t *testing.T, dir string) {
 			t.Fatal(err)
 		}
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -208,8 +208,8 @@ func startAdmission(t *testing.T, objs map[string]*unstructured.Unstructured) in
 			t.Fatal(err)
 		}
 	}
-	health := freePort(t)
-	o.WebhookCertDir, o.WebhookHost, o.WebhookPort, o.HealthAddr = dir, "127.0.0.1", freePort(t), fmt.Sprintf("127.0.0.1:%d", health)
+	health := exttest.FreePort(t)
+	o.WebhookCertDir, o.WebhookHost, o.WebhookPort, o.HealthAddr = dir, "127.0.0.1", exttest.FreePort(t), fmt.Sprintf("127.0.0.1:%d", health)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- app.RunAdmission(ctx, o) }()

@@ -39,7 +39,7 @@ func TestAdmissionServed(t *testing.T) {
 	e := exttest.New(t, exttest.Options{})
 	dir, pool := t.TempDir(), x509.NewCertPool()
 	pool.AddCert(selfSigned(t, dir))
-	port := freePort(t)
+	port := exttest.FreePort(t)
 	e.StartManagerWith(t, e.Cfg, 1, func(o *app.Options) { o.WebhookPort, o.WebhookCertDir = port, dir })
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	url := "https://127.0.0.1:" + itoa(port) + admission.Path
@@ -109,16 +109,6 @@ func selfSigned(t *testing.T, dir string) *x509.Certificate {
 		t.Fatal(err)
 	}
 	return cert
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
