@@ -241,9 +241,12 @@ func (r *buildRun) pull() error {
 // build runs the Containerfile's steps; a failing step's error carries
 // the tail of their output.
 func (r *buildRun) build() error {
-	err := assemble.TimePhase(&r.res.Phases, "build", func() (err error) {
-		r.id, _, err = imagebuildah.BuildDockerfiles(r.ctx, r.store, r.opts, r.cfPath)
-		return err
+	err := assemble.TimePhase(&r.res.Phases, "build", func() error {
+		return retryReexec(r.log, r.tail, func() (err error) {
+			r.id, _, err = imagebuildah.BuildDockerfiles(r.ctx, r.store, r.opts, r.cfPath)
+			r.outw.Flush()
+			return err
+		})
 	})
 	if err != nil {
 		r.outw.Flush()
