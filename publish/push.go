@@ -1,31 +1,31 @@
-// Package push publishes an assembled image: it implements
+// Package publish publishes an assembled image: it implements
 // build.Publisher for two kinds of target.
 //
 // A registry target "REG/REPO[:TAG]" (TAG defaults to "latest"):
 //
 //   - Write pushes the image by digest only (REG/REPO@sha256:...). One
-//     authenticated transport serves the whole push (one ping of the
-//     registry, one token covering the target and the repositories blobs
-//     are mounted from). When the manifest already exists by digest nothing
-//     else is sent. Otherwise base layers that live in another repository
-//     of the same registry (remote layers of the base, so no byte of them
-//     is downloaded or uploaded) are checked (HEAD) and, when the target
-//     lacks them, cross-repository mounted with one request each: a blob
-//     the target has is never mounted again (registries that keep links as
-//     files rewrite them in place, failing concurrent readers and manifest
-//     PUTs). A blob whose mount the registry refuses, or that still fails
-//     after the retries, is checked again and uploaded (and the log says
-//     so). The other blobs are checked (HEAD, skipped
-//     when present) and uploaded. Blobs go in parallel
-//     (registry.Options.Jobs), every request is retried with backoff on
-//     5xx, 429 and broken connections (registry.Options.Retry; an upload
-//     is retried as a whole). A base on ANOTHER registry cannot be mounted:
-//     its layers are streamed from the base registry to the target
-//     (downloaded once, never stored on disk). The manifest is put by
-//     digest last (WithManifestByTag leaves it to Commit, which puts it
-//     once, by tag); an answer that a blob it names is unknown or corrupt
-//     is retried a few times (a concurrent build was rewriting that blob's
-//     link).
+//     authenticated transport serves the whole push (at most one ping of
+//     the registry, none when the look at the tag stood for it: lookFirst;
+//     one token covering the target and the repositories blobs are mounted
+//     from). It looks at the tag first (the image there: nothing more is
+//     sent), then for the image by digest (likewise). Otherwise the blobs
+//     go as blobs.go describes: what a manifest in the target repository
+//     proves is not checked; base layers of another repository of the same
+//     registry are cross-repository mounted with one request each (no byte
+//     of them downloaded or uploaded), never a blob the target has
+//     (registries that keep links as files rewrite them in place, failing
+//     concurrent readers and manifest PUTs); a mount the registry refuses
+//     is uploaded (and the log says so); the image's own small blobs are
+//     uploaded without a check. Blobs go in parallel
+//     (registry.Options.Requests, Jobs for large uploads), every request
+//     is retried with backoff on 5xx, 429 and broken connections
+//     (registry.Options.Retry; an upload is retried as a whole). A base on
+//     ANOTHER registry cannot be mounted: its layers are streamed from the
+//     base registry to the target (downloaded once, never stored on disk).
+//     The manifest is put by digest last (WithManifestByTag leaves it to
+//     Commit, which puts it once, by tag); an answer that a blob it names
+//     is unknown or corrupt is retried a few times (a concurrent build was
+//     rewriting that blob's link).
 //   - Commit moves TAG to the digest (one manifest PUT), the last step of a
 //     build: until then the tag stays where it was. It reuses the
 //     transport of the Write that published the image; a tag that already

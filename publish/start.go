@@ -26,7 +26,8 @@ type started struct {
 // that the Write that follows begins with both done (across a WAN, the
 // ping, the token and the look are round trips a build would otherwise
 // wait for; an unchanged rebuild's two requests then overlap the
-// build). Only reads are sent. base is the base's reference, whence the
+// build). Only reads are sent; the first may stand for the ping
+// (lookFirst). base is the base's reference, whence the
 // Write mounts (the token's scopes). A layout target starts nothing.
 func (p *Publisher) Start(ctx context.Context, base string) {
 	if p.tag == nil {
@@ -38,8 +39,9 @@ func (p *Publisher) Start(ctx context.Context, base string) {
 	p.mu.Unlock()
 	go func() {
 		defer close(st.done)
+		looked := p.lookFirst(ctx, st)
 		st.s, st.err = p.connect(ctx, st.pulls)
-		if st.err != nil {
+		if st.err != nil || looked {
 			return
 		}
 		st.tag, st.tagErr = remote.Head(*p.tag, st.s.remoteOptions(ctx)...)

@@ -151,7 +151,14 @@ func (a *pingAnswer) response(req *http.Request) *http.Response {
 // HTTP for host when its HTTPS ping fails: a host listed as insecure, or
 // one its own heuristics (loopback, private addresses) reach over HTTP.
 func (t *pingTransport) mayFallBack(host string) bool {
-	if t.insecure != nil && t.insecure(host) {
+	return fallsBack(host, t.insecure)
+}
+
+// fallsBack reports whether go-containerregistry reaches host over plain
+// HTTP when HTTPS fails: a host insecure lists, or one its own heuristics
+// (loopback, private addresses) reach over HTTP.
+func fallsBack(host string, insecure func(string) bool) bool {
+	if insecure != nil && insecure(host) {
 		return true
 	}
 	reg, err := name.NewRegistry(host)
