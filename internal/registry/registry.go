@@ -75,11 +75,12 @@ func (o *Options) RequestJobs() int {
 // Options' RemoteOptions share (Options.Shared). Tokens that expire are
 // fetched again. The zero value is ready.
 //
-// Every registry is pinged once for all the connections (those of the
-// calls, of publish's sessions and of anything else that reaches it through
-// Options.RoundTripper), however many repositories they open: the answer
-// (no authentication, or the challenge that says where tokens come from)
-// is remembered for as long as the Connections are used.
+// Every registry is pinged at most once for all the connections (those of
+// the calls, of publish's sessions and of anything else that reaches it
+// through Options.RoundTripper), however many repositories they open: the
+// answer (no authentication, or the challenge that says where tokens come
+// from) is remembered for as long as the Connections are used. An
+// anonymous read sent first (Options.FirstLook) may stand for the ping.
 type Connections struct {
 	once   sync.Once
 	puller *remote.Puller
