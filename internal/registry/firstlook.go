@@ -32,10 +32,10 @@ var ErrNoFirstLook = errors.New("no first look: the ping is answered already or 
 //
 // The scheme follows go-containerregistry's rule: HTTPS, and for a host it
 // may reach over plain HTTP (loopback, private, Options.Insecure) HTTP at
-// the same time, the HTTPS answer preferred; a failed HTTPS try is then
-// remembered as the ping's would be. req's URL names the host; its scheme is
-// set here. The answer's body is the caller's to close. ErrNoFirstLook:
-// nothing sent.
+// the same time, the first registry answer taken (a port speaks one of
+// them); a failed HTTPS try is then remembered as the ping's would be.
+// req's URL names the host; its scheme is set here. The answer's body is
+// the caller's to close. ErrNoFirstLook: nothing sent.
 func (o *Options) FirstLook(req *http.Request) (*http.Response, error) {
 	if o.Shared == nil {
 		return nil, ErrNoFirstLook
