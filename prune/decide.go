@@ -182,7 +182,7 @@ func age(im *Image, p Policy) {
 	case !im.Time.IsZero() && p.Now.Sub(im.Time) < p.Grace:
 		im.keep(fmt.Sprintf("younger than the grace period %s", p.Grace))
 	case im.Time.IsZero() && !p.DeleteUndated && im.Action != ActionKeep:
-		im.keep("age unknown: no build record dates it (--delete-undated deletes it)")
+		im.keep("age unknown: no build record dates it (undated images are kept unless the policy deletes them)")
 	}
 }
 
@@ -194,10 +194,10 @@ func deleteReason(im *Image, p Policy, good bool) string {
 	case !good:
 		return "not in use; unsigned in a pool whose images are signed"
 	case im.Time.IsZero():
-		return "not in use; no build record dates it (--delete-undated)"
+		return "not in use; no build record dates it (the policy deletes undated images)"
 	}
 	if p.Keep == 0 {
-		return "not in use (--keep 0)"
+		return "not in use (the policy keeps no image: keep 0)"
 	}
 	return fmt.Sprintf("not in use; older than the last %d good images of pool %s", p.Keep, im.Pool)
 }

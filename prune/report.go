@@ -8,8 +8,10 @@ import (
 )
 
 // WriteTable writes r as a table (digest, age, pool, action and why) and a
-// closing line with the counts; ages are measured from now.
-func WriteTable(w io.Writer, r *Result, now time.Time) error {
+// closing line with the counts, ending with dryRunHint in parentheses for
+// a dry run (what the front-end's user does to delete); ages are measured
+// from now.
+func WriteTable(w io.Writer, r *Result, now time.Time, dryRunHint string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "REPOSITORY\tDIGEST\tAGE\tPOOL\tACTION\tWHY")
 	for _, im := range r.Images {
@@ -24,7 +26,7 @@ func WriteTable(w io.Writer, r *Result, now time.Time) error {
 	}
 	var err error
 	if r.DryRun {
-		_, err = fmt.Fprintf(w, "dry run: %d kept, %d to delete with their signature, attestation and SBOM tags (--yes deletes them)\n", r.Kept, r.Delete)
+		_, err = fmt.Fprintf(w, "dry run: %d kept, %d to delete with their signature, attestation and SBOM tags (%s)\n", r.Kept, r.Delete, dryRunHint)
 	} else {
 		_, err = fmt.Fprintf(w, "%d kept, %d deleted with their signature, attestation and SBOM tags\n", r.Kept, r.Deleted)
 	}

@@ -162,5 +162,5 @@ func printPrune(cmd *cobra.Command, g *globals, res *prune.Result, now time.Time
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	return prune.WriteTable(cmd.OutOrStdout(), res, now)
+	return prune.WriteTable(cmd.OutOrStdout(), res, now, "--yes deletes them")
 }

@@ -70,7 +70,7 @@ func TestPruneCLIDryRun(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	for _, want := range []string{"REPOSITORY", "DIGEST", "AGE", "POOL", "ACTION", "WHY", "sha256:" + tagged.Hex[:12], "tagged worker", "sha256:" + sigOnly.Hex[:12], "sha256:" + used.Hex[:12],
-		"not in use; no build record dates it (--delete-undated)", "in use: Node n1 metadata.annotations[machineconfiguration.openshift.io/currentImage]", "dry run: 2 kept, 1 to delete"} {
+		"not in use; no build record dates it (the policy deletes undated images)", "in use: Node n1 metadata.annotations[machineconfiguration.openshift.io/currentImage]", "dry run: 2 kept, 1 to delete"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

@@ -40,12 +40,6 @@ var allowed = map[string]map[string]string{
 	// oslayer trust's own input (--key), read by the thin command's
 	// library call.
 	"sign/trust.go": {"key": "the source label of oslayer trust --key"},
-	// The prune report and reasons are written for oslayer prune, whose
-	// options are not specification fields; the controller's retention
-	// shows the reasons too. Not converted yet: prune's Policy fields
-	// would need names of their own (spec.retention).
-	"prune/decide.go": {"delete-undated": "prune's option (not converted yet)", "keep": "prune's option (not converted yet)"},
-	"prune/report.go": {"yes": "oslayer prune's table, written by the library"},
 	// bootc's own flag.
 	"diff/bootc.go": {"soft-reboot": "bootc's own flag"},
 }
