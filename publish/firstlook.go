@@ -21,36 +21,42 @@ import (
 // the look learnt, and when the registry answered the look itself (200 or
 // 404; not 401, which asks for a token first) that answer is the look at
 // the tag. It reports whether st holds the look's answer. Across a WAN
-// this saves the ping's request and round trip.
-func (p *Publisher) lookFirst(ctx context.Context, st *started) bool {
+// this saves the ping's request and round trip. A registry that did not
+// answer the look within the deadline is the error (the ping would cost the
+// deadline again); after any other failure the session is opened as
+// without the look (its ping and look are retried).
+func (p *Publisher) lookFirst(ctx context.Context, st *started) (bool, error) {
 	if !p.anonymous(ctx) {
-		return false
+		return false, nil
 	}
 	req, err := registry.NewFirstLook(ctx, p.tag.RegistryStr(), p.tag.RepositoryStr(), p.tag.TagStr())
 	if err != nil {
-		return false
+		return false, nil
 	}
 	if p.reg.UserAgent != "" {
 		req.Header.Set("User-Agent", p.reg.UserAgent)
 	}
 	resp, err := p.reg.FirstLook(req)
+	if stall := new(registry.StallError); errors.As(err, &stall) {
+		return false, err
+	}
 	if err != nil {
-		return false
+		return false, nil
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusOK:
 		desc, err := headDescriptor(resp)
 		if err != nil {
-			return false
+			return false, nil
 		}
 		st.tag = desc
 	case http.StatusNotFound:
 		st.tagErr = transport.CheckError(resp, http.StatusOK)
 	default:
-		return false
+		return false, nil
 	}
-	return true
+	return true, nil
 }
 
 // anonymous reports whether oslayer has no credentials for the target

@@ -1,7 +1,10 @@
 package publish_test
 
 import (
+	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -69,6 +72,27 @@ func TestStartLooksInPlaceOfPing(t *testing.T) {
 			}
 			wantTag(t, direct+"/fcos/base:v1", b, opts...)
 		})
+	}
+}
+
+// A target registry that accepts connections and never answers fails the
+// look Start sends in place of the ping once, within the deadline: no
+// ping follows it (each would cost the deadline again), and the error
+// names the registry and the request.
+func TestStartLookStalled(t *testing.T) {
+	_, px := memoryProxied(t)
+	fp := regtest.NewFaultProxy(t, px.Host)
+	fp.SetFault(func(*http.Request) regtest.Fault { return regtest.Fault{Stall: true} })
+	b := built(t, mkImage(t, nil, mkLayers(t, "l", 1, 1000)...))
+	reg := &registry.Options{Retry: fastRetry, Timeout: time.Second, Shared: &registry.Connections{}}
+	p := newPublisher(t, fp.Host+"/pools/worker:v1", reg)
+	p.Start(ctx, "")
+	_, err := p.Write(ctx, b)
+	if err == nil || !strings.Contains(err.Error(), "registry "+fp.Host+" did not answer HEAD /v2/pools/worker/manifests/v1") {
+		t.Fatalf("push to a silent registry: %v", err)
+	}
+	if got := fp.Injected(); len(got) != 1 {
+		t.Errorf("stalled %d requests, want the look alone: %v", len(got), got)
 	}
 }
 

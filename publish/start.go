@@ -39,7 +39,11 @@ func (p *Publisher) Start(ctx context.Context, base string) {
 	p.mu.Unlock()
 	go func() {
 		defer close(st.done)
-		looked := p.lookFirst(ctx, st)
+		looked, err := p.lookFirst(ctx, st)
+		if err != nil {
+			st.err = err
+			return
+		}
 		st.s, st.err = p.connect(ctx, st.pulls)
 		if st.err != nil || looked {
 			return
