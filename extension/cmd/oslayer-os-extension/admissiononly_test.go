@@ -2,20 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -39,7 +30,7 @@ func checkAdmissionOnly(t *testing.T, bin string) {
 		t.Errorf("--admission-only without --webhook-port: %v\n%s", err, out)
 	}
 	dir, port, health := t.TempDir(), exttest.FreePort(t), exttest.FreePort(t)
-	writeCert(t, dir)
+	exttest.ServingCert(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd = exec.CommandContext(ctx, bin, "--admission-only", fmt.Sprintf("--webhook-port=%d", port), "--webhook-cert-dir="+dir,
@@ -60,31 +51,5 @@ func checkAdmissionOnly(t *testing.T, bin string) {
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); !ready || err != nil {
 		t.Errorf("--admission-only without a kubeconfig: ready %v, exit %v\n%s", ready, err, logs.String())
-	}
-}
-
-// writeCert writes a self-signed serving certificate for 127.0.0.1 as
-// tls.crt and tls.key into dir.
-func writeCert(t *testing.T, dir string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "admission"}, NotBefore: time.Now().Add(-time.Hour),
-		NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, b := range map[string][]byte{"tls.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		"tls.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})} {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
 	}
 }

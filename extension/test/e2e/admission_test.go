@@ -2,19 +2,10 @@ package e2e
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,7 +29,7 @@ import (
 func TestAdmissionServed(t *testing.T) {
 	e := exttest.New(t, exttest.Options{})
 	dir, pool := t.TempDir(), x509.NewCertPool()
-	pool.AddCert(selfSigned(t, dir))
+	pool.AddCert(exttest.ServingCert(t, dir))
 	port := exttest.FreePort(t)
 	e.StartManagerWith(t, e.Cfg, 1, func(o *app.Options) { o.WebhookPort, o.WebhookCertDir = port, dir })
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
@@ -75,40 +66,6 @@ func TestAdmissionServed(t *testing.T) {
 	if r := post(`{"apiVersion":"oslayer.os.extensions.gardener.cloud/v1alpha1","kind":"OperatingSystemConfiguration","base":"` + e.Base + `"}`); !r.Allowed {
 		t.Errorf("valid providerConfig denied: %+v", r.Result)
 	}
-}
-
-// selfSigned writes a self-signed certificate for 127.0.0.1 as
-// tls.crt and tls.key into dir and returns it.
-func selfSigned(t *testing.T, dir string) *x509.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "oslayer-os-extension"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, b := range map[string][]byte{
-		"tls.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		"tls.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}),
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
