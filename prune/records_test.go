@@ -129,13 +129,7 @@ func TestUndatedNeverAheadOfDated(t *testing.T) {
 func TestRecordOfPoolImageBuild(t *testing.T) {
 	e := newEnv(t, false)
 	d := e.pushRecorded("worker", time.Now().Add(-3*time.Hour))
-	e.apply(fmt.Sprintf(`apiVersion: oslayer.dev/v1alpha1
-kind: PoolImage
-metadata: {name: %s, namespace: %s}
-spec: {pool: worker, base: "quay.io/fedora/fedora-coreos:stable", target: "%s:worker", source: {gardener: {secretName: osc}}}
-status:
-  builds: [{image: %q, time: %q, result: Succeeded}]
-`, e.name("pi"), e.ns, e.repo, d.String(), time.Now().Add(-2*time.Hour).UTC().Format(time.RFC3339)))
+	e.applyPoolImageBuild(d.String(), time.Now().Add(-2*time.Hour))
 	e.proxy.Reset()
 	res := e.prune(false, func(o *prune.Options) { o.Policy = prune.Policy{Keep: 1, Grace: time.Hour, Now: time.Now()} })
 	if len(res.Images) != 1 || !strings.HasPrefix(res.Images[0].TimeFrom, "build record PoolImage") {
@@ -161,13 +155,7 @@ func TestRecordOrdersWithinASecond(t *testing.T) {
 	s := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
 	older := e.pushRecorded("worker", s.Add(100*time.Millisecond))
 	newer := e.pushRecorded("worker", s.Add(900*time.Millisecond))
-	e.apply(fmt.Sprintf(`apiVersion: oslayer.dev/v1alpha1
-kind: PoolImage
-metadata: {name: %s, namespace: %s}
-spec: {pool: worker, base: "quay.io/fedora/fedora-coreos:stable", target: "%s:worker", source: {gardener: {secretName: osc}}}
-status:
-  builds: [{image: %q, time: %q, result: Succeeded}]
-`, e.name("pi"), e.ns, e.repo, newer.String(), s.UTC().Format(time.RFC3339)))
+	e.applyPoolImageBuild(newer.String(), s)
 	res := e.prune(false, func(o *prune.Options) { o.Policy = prune.Policy{Keep: 1, Grace: time.Hour, Now: time.Now()} })
 	want := map[string]string{older.DigestStr(): prune.ActionDelete, newer.DigestStr(): prune.ActionKeep}
 	for _, im := range res.Images {
@@ -178,4 +166,16 @@ status:
 	if len(res.Images) != 2 {
 		t.Errorf("listed %v, want the two images", digests(res))
 	}
+}
+
+// applyPoolImageBuild applies a PoolImage of pool worker whose build
+// history has one build of image, made at t (Kubernetes keeps the second).
+func (e *env) applyPoolImageBuild(image string, t time.Time) {
+	e.apply(fmt.Sprintf(`apiVersion: oslayer.dev/v1alpha1
+kind: PoolImage
+metadata: {name: %s, namespace: %s}
+spec: {pool: worker, base: "quay.io/fedora/fedora-coreos:stable", target: "%s:worker", source: {gardener: {secretName: osc}}}
+status:
+  builds: [{image: %q, time: %q, result: Succeeded}]
+`, e.name("pi"), e.ns, e.repo, image, t.UTC().Format(time.RFC3339)))
 }
